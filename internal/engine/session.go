@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// VarArg is one -var or -var-file argument, as the user spelled it.
+type VarArg struct {
+	File  bool   // -var-file when true, -var otherwise
+	Value string // NAME=VALUE, or the file path
+}
+
+// Options configure a Session.
+type Options struct {
+	Dir    string // the configuration directory
+	Binary string // the engine binary (see Locate)
+	// Env is added to the process environment before the engine runs.
+	Env            []string
+	Stdout, Stderr io.Writer
+}
+
+// Session drives one engine binary in one configuration directory through
+// terraform-exec. The engine inherits the sponson process's environment
+// (TF_VAR_*, TF_LOG, cloud credentials): terraform-exec refuses TF_VAR_* in
+// an explicit environment, and turning them into -var flags would change
+// their precedence and make undeclared ones an error. So a sponson process
+// runs one Session and Open sets its variables in the process environment.
+type Session struct {
+	// tf streams the engine's output (init, plan, apply); quiet is the
+	// same engine for commands whose stdout is JSON for us to read.
+	tf      *tfexec.Terraform
+	quiet   *tfexec.Terraform
+	Binary  string
+	Name    string // "opentofu" or "terraform"
+	Version string
+}
+
+// Open prepares the engine and reads its version.
+func Open(ctx context.Context, o Options) (*Session, error) {
+	for _, kv := range o.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return nil, errcode.Wrap(errcode.Internal, err, "setting %s for the engine", k)
+		}
+	}
+	tf, err := tfexec.NewTerraform(o.Dir, o.Binary)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.EngineNotFound, err, "cannot use engine %s", o.Binary)
+	}
+	quiet, err := tfexec.NewTerraform(o.Dir, o.Binary)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.EngineNotFound, err, "cannot use engine %s", o.Binary)
+	}
+	if o.Stdout != nil {
+		tf.SetStdout(o.Stdout)
+	}
+	if o.Stderr != nil {
+		tf.SetStderr(o.Stderr)
+		quiet.SetStderr(o.Stderr)
+	}
+	v, _, err := quiet.Version(ctx, true)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.EngineFailed, err, "%s does not answer `version -json`", o.Binary)
+	}
+	name := "terraform"
+	if strings.Contains(filepath.Base(o.Binary), "tofu") {
+		name = "opentofu"
+	}
+	return &Session{tf: tf, quiet: quiet, Binary: o.Binary, Name: name, Version: v.String()}, nil
+}
+
+// Init initialises the configuration. -reconfigure because the backend is
+// always Sponson's state server: there is never a state to migrate.
+func (s *Session) Init(ctx context.Context) error {
+	return s.wrap("init", s.tf.Init(ctx, tfexec.Reconfigure(true), tfexec.Upgrade(false)))
+}
+
+// Plan writes a saved plan to out and reports whether it has changes. lock
+// false is for read-only plans, which must not take the engine's lock.
+func (s *Session) Plan(ctx context.Context, out string, destroy, lock bool, vars []VarArg) (bool, error) {
+	opts := []tfexec.PlanOption{tfexec.Out(out), tfexec.Destroy(destroy), tfexec.Lock(lock)}
+	for _, v := range vars {
+		if v.File {
+			opts = append(opts, tfexec.VarFile(v.Value))
+		} else {
+			opts = append(opts, tfexec.Var(v.Value))
+		}
+	}
+	changed, err := s.tf.Plan(ctx, opts...)
+	return changed, s.wrap("plan", err)
+}
+
+// ShowPlan reads a saved plan as JSON.
+func (s *Session) ShowPlan(ctx context.Context, path string) (*tfjson.Plan, error) {
+	p, err := s.quiet.ShowPlanFile(ctx, path)
+	return p, s.wrap("show", err)
+}
+
+// Apply applies a saved plan.
+func (s *Session) Apply(ctx context.Context, plan string) error {
+	return s.wrap("apply", s.tf.Apply(ctx, tfexec.DirOrPlan(plan)))
+}
+
+// Show reads the current state as JSON.
+func (s *Session) Show(ctx context.Context) (*tfjson.State, error) {
+	st, err := s.quiet.Show(ctx)
+	return st, s.wrap("show", err)
+}
+
+func (s *Session) wrap(step string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return errcode.Wrap(errcode.EngineFailed, err, "%s %s failed", s.Name, step).With("step", step)
+}
+
+// Summary counts the actions of a plan, as the engine's own summary does.
+type Summary struct {
+	Add, Change, Destroy int
+}
+
+func (s Summary) String() string {
+	return fmt.Sprintf("%d to add, %d to change, %d to destroy", s.Add, s.Change, s.Destroy)
+}
+
+// Empty reports whether the plan changes nothing.
+func (s Summary) Empty() bool { return s.Add+s.Change+s.Destroy == 0 }
+
+// Summarize counts the managed-resource actions of a plan.
+func Summarize(p *tfjson.Plan) Summary {
+	var s Summary
+	if p == nil {
+		return s
+	}
+	for _, rc := range p.ResourceChanges {
+		if rc.Change == nil || rc.Mode != tfjson.ManagedResourceMode {
+			continue
+		}
+		a := rc.Change.Actions
+		switch {
+		case a.Replace():
+			s.Add++
+			s.Destroy++
+		case a.Create():
+			s.Add++
+		case a.Update():
+			s.Change++
+		case a.Delete():
+			s.Destroy++
+		}
+	}
+	return s
+}

@@ -1,0 +1,168 @@
+// Package errcode holds Sponson's one table of error codes: every failure the
+// wrapper or the provider reports carries a code from this table, the exit
+// code the CLI returns for it, what it means and what to do about it. The
+// error reference in docs/ is generated from Table, so the table is the only
+// place a code is defined.
+package errcode
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Code names one kind of failure, e.g. LOCK_HELD. Codes are part of the
+// public contract: scripts match on them in the --json envelope.
+type Code string
+
+// ExitCode is what the sponson process returns. Changing the exit code of a
+// code is a breaking change.
+type ExitCode int
+
+// Exit codes of the CLI contract (DESIGN.md §4).
+const (
+	ExitOK      ExitCode = 0 // the command did what was asked
+	ExitFailed  ExitCode = 1 // it ran and failed
+	ExitRefused ExitCode = 2 // refused before running: usage, approval, bad context
+	ExitLock    ExitCode = 3 // the scope lease is held by another run, or was lost
+)
+
+// The codes. Keep them in the order of Table.
+const (
+	Usage             Code = "USAGE"
+	CtxNull           Code = "CTX_NULL"
+	EnvNotApproved    Code = "ENV_NOT_APPROVED"
+	LockHeld          Code = "LOCK_HELD"
+	LockLost          Code = "LOCK_LOST"
+	OwnedByOtherScope Code = "OWNED_BY_OTHER_SCOPE"
+	StoreContended    Code = "STORE_CONTENDED"
+	StoreRejected     Code = "STORE_REJECTED"
+	StorePermission   Code = "STORE_PERMISSION"
+	StoreUnavailable  Code = "STORE_UNAVAILABLE"
+	ReceiptCorrupt    Code = "RECEIPT_CORRUPT"
+	ReceiptVersion    Code = "RECEIPT_VERSION"
+	WaitTimeout       Code = "WAIT_TIMEOUT"
+	EngineFailed      Code = "ENGINE_FAILED"
+	EngineNotFound    Code = "ENGINE_NOT_FOUND"
+	IntentUnresolved  Code = "INTENT_UNRESOLVED"
+	Interrupted       Code = "INTERRUPTED"
+	Internal          Code = "INTERNAL"
+)
+
+// Spec is one row of the table.
+type Spec struct {
+	Code    Code
+	Exit    ExitCode
+	Meaning string
+	Hint    string
+}
+
+var table = []Spec{
+	{Usage, ExitRefused, "The command line or a flag value is invalid.", "Run the command with --help to see its flags."},
+	{CtxNull, ExitRefused, "The run context (environment, scope, branch, pull request) could not be decided, or a value is invalid.", "Pass --scope, --branch or --pr, or set SPONSON_CTX_BRANCH / SPONSON_CTX_PR."},
+	{EnvNotApproved, ExitRefused, "The run can write production and no approver was named.", "Pass --approved-by NAME or set SPONSON_APPROVED_BY."},
+	{LockHeld, ExitLock, "Another run holds the lease of this scope.", "Wait for it to finish, or pass --wait to queue behind it."},
+	{LockLost, ExitLock, "This run lost its lease (it expired or was taken over) and stopped writing.", "Run again; the run that took over is authoritative."},
+	{OwnedByOtherScope, ExitFailed, "The plan changes a resource that another scope of the same environment owns.", "Apply that change from the owning scope, or read the resource with a data source."},
+	{StoreContended, ExitFailed, "The store stayed contended for longer than the retry budget.", "Run again; if it persists, reduce concurrent runs on one store."},
+	{StoreRejected, ExitFailed, "The store rejected a write.", "Check the store's hooks or policies; a copy of the write is kept locally."},
+	{StorePermission, ExitFailed, "The store refused access.", "Check the credentials and permissions of the store."},
+	{StoreUnavailable, ExitFailed, "The store could not be reached within the retry budget.", "Check that the store is up and reachable, then run again."},
+	{ReceiptCorrupt, ExitFailed, "A receipt in the store could not be parsed.", "Inspect the receipt with `sponson receipt`; restore it from the store's history."},
+	{ReceiptVersion, ExitFailed, "A receipt was written by a newer Sponson.", "Upgrade sponson to the version that wrote it."},
+	{WaitTimeout, ExitFailed, "The lease was still held when --wait-timeout ran out.", "Raise --wait-timeout or find the run that holds the lease."},
+	{EngineFailed, ExitFailed, "OpenTofu or Terraform failed; its own output says why.", "Read the engine's output above the summary."},
+	{EngineNotFound, ExitFailed, "No OpenTofu or Terraform binary was found.", "Install tofu or terraform on PATH, pass --engine PATH, or run `make tools` in the Sponson checkout."},
+	{IntentUnresolved, ExitFailed, "A create recorded as an intent could not be settled against the state.", "Inspect the scope with `sponson receipt` and the engine's state."},
+	{Interrupted, ExitFailed, "The run was interrupted by a signal.", "Run again; the lease expires if it could not be released."},
+	{Internal, ExitFailed, "An unexpected error; this is a bug in Sponson.", "Report it with the command line and the output."},
+}
+
+// Table returns every code of the table, sorted by code.
+func Table() []Spec {
+	out := append([]Spec(nil), table...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Code < out[j].Code })
+	return out
+}
+
+// Lookup returns the row of a code; unknown codes read as INTERNAL.
+func Lookup(c Code) Spec {
+	for _, s := range table {
+		if s.Code == c {
+			return s
+		}
+	}
+	return Lookup(Internal)
+}
+
+// Error is a failure with a code. Details are machine-readable facts that go
+// into the --json envelope (holder of a lease, the owning scope, ...).
+type Error struct {
+	Code    Code
+	Message string
+	Hint    string
+	Details map[string]any
+	Err     error
+}
+
+// New returns an Error with the table's hint.
+func New(c Code, format string, args ...any) *Error {
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...), Hint: Lookup(c).Hint}
+}
+
+// Wrap returns an Error that keeps err as its cause; the message ends with
+// err's text, so the original error is never lost.
+func Wrap(c Code, err error, format string, args ...any) *Error {
+	e := New(c, format, args...)
+	e.Err = err
+	if err != nil {
+		e.Message += ": " + err.Error()
+	}
+	return e
+}
+
+// WithHint replaces the hint.
+func (e *Error) WithHint(h string) *Error { e.Hint = h; return e }
+
+// With adds a detail.
+func (e *Error) With(key string, v any) *Error {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	e.Details[key] = v
+	return e
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Exit returns the exit code of the error's code.
+func (e *Error) Exit() ExitCode { return Lookup(e.Code).Exit }
+
+// As returns err as an *Error; an error without a code becomes INTERNAL.
+func As(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Wrap(Internal, err, "unexpected error")
+}
+
+// Is reports whether err carries the code c.
+func Is(err error, c Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == c
+}
+
+// ExitFor maps an error to the process exit code: nil is ExitOK.
+func ExitFor(err error) ExitCode {
+	if err == nil {
+		return ExitOK
+	}
+	return As(err).Exit()
+}

@@ -1,0 +1,133 @@
+// Package receipt defines the record of one run and the ledger it carries:
+// what the run did and everything its scope owns. Receipts are JSON documents
+// with a version; a reader refuses versions it does not know rather than
+// guessing (RECEIPT_VERSION), and reports a damaged document as
+// RECEIPT_CORRUPT instead of treating the scope as empty.
+package receipt
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// Version is the receipt format this build writes and the newest it reads.
+const Version = 1
+
+// Status of a run.
+const (
+	StatusRunning   = "running" // a checkpoint written before the engine writes
+	StatusApplied   = "applied"
+	StatusUnchanged = "unchanged"
+	StatusFailed    = "failed"
+	StatusDestroyed = "destroyed"
+)
+
+// How a ledger entry came to be owned by its scope.
+const (
+	CreatedBySponson   = "created"
+	CreatedByIntent    = "intent"
+	CreatedByInherited = "inherited"
+	CreatedByAdopted   = "adopted"
+)
+
+// Receipt is the record of one run. The latest receipt of a scope carries the
+// scope's ledger.
+type Receipt struct {
+	Version     int       `json:"version"`
+	RunID       string    `json:"runId"`
+	Command     string    `json:"command"`
+	Environment string    `json:"environment"`
+	Scope       string    `json:"scope"`
+	Status      string    `json:"status"`
+	StartedAt   time.Time `json:"startedAt"`
+	FinishedAt  time.Time `json:"finishedAt,omitzero"`
+	Branch      string    `json:"branch,omitempty"`
+	PullRequest int       `json:"pullRequest,omitempty"`
+	Commit      string    `json:"commit,omitempty"`
+	ApprovedBy  string    `json:"approvedBy,omitempty"`
+	Engine      Engine    `json:"engine,omitzero"`
+	// Changes lists what the run's plan did to each resource address.
+	Changes []Change `json:"changes"`
+	// Ledger lists every resource the scope owns after this run.
+	Ledger        []Entry    `json:"ledger"`
+	LockPreempted *Preempted `json:"lockPreempted,omitempty"`
+	InheritedFrom string     `json:"inheritedFrom,omitempty"`
+	SupersededBy  string     `json:"supersededBy,omitempty"`
+	Error         *Failure   `json:"error,omitempty"`
+}
+
+// Engine names the binary that ran the plan.
+type Engine struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Change is one planned action on one resource address.
+type Change struct {
+	Address string   `json:"address"`
+	Type    string   `json:"type"`
+	Actions []string `json:"actions"`
+}
+
+// Entry is one resource the scope owns, keyed by Identity (provider source,
+// resource type and identifying attributes), so that renamed addresses keep
+// their owner. It never holds attribute values beyond the identity.
+type Entry struct {
+	Identity  string `json:"identity"`
+	Address   string `json:"address"`
+	Provider  string `json:"provider"`
+	Type      string `json:"type"`
+	ID        string `json:"id,omitempty"`
+	CreatedBy string `json:"createdBy"`
+}
+
+// Preempted records the expired lease a run took over.
+type Preempted struct {
+	Holder string    `json:"holder"`
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"expiredAt"`
+}
+
+// Failure is the error a failed run ended with.
+type Failure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Marshal renders r as the stored document: indented JSON and a final newline.
+func Marshal(r *Receipt) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Parse reads a stored receipt. A document that is not a receipt is
+// RECEIPT_CORRUPT; one from a newer format is RECEIPT_VERSION.
+func Parse(data []byte) (*Receipt, error) {
+	var probe struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "receipt is not valid JSON")
+	}
+	if probe.Version == nil {
+		return nil, errcode.New(errcode.ReceiptCorrupt, "receipt has no version field")
+	}
+	if *probe.Version > Version || *probe.Version < 1 {
+		return nil, errcode.New(errcode.ReceiptVersion, "receipt version %d is not supported (this sponson reads up to %d)", *probe.Version, Version)
+	}
+	var r Receipt
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&r); err != nil {
+		return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "receipt does not match the format")
+	}
+	if r.RunID == "" || r.Environment == "" || r.Scope == "" {
+		return nil, errcode.New(errcode.ReceiptCorrupt, "receipt lacks runId, environment or scope")
+	}
+	return &r, nil
+}

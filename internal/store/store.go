@@ -1,0 +1,105 @@
+// Package store defines the contract every Sponson store backend fulfils:
+// scope leases with fencing tokens, receipts (which carry the ledger) and the
+// scope's Terraform state. Backends live in sub-packages (filestore, ...) and
+// all pass the conformance suite in storetest.
+//
+// Fencing: every write takes the Lease it is made under, and the backend
+// checks, in the same atomic step as the write, that the lease record still
+// names that holder and token and has not expired. A run that lost its lease
+// can therefore write nothing, whatever its own clock believes.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// Key names one scope of one environment.
+type Key struct {
+	Environment string
+	Scope       string
+}
+
+func (k Key) String() string { return k.Environment + "/" + k.Scope }
+
+// LeaseInfo is a lease record as the store holds it. Holder is empty when the
+// lease is free; Token survives release and only ever grows.
+type LeaseInfo struct {
+	Holder     string    `json:"holder"`
+	Token      int64     `json:"token"`
+	AcquiredAt time.Time `json:"acquiredAt"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// Live reports whether the lease is held and unexpired at now.
+func (l LeaseInfo) Live(now time.Time) bool { return l.Holder != "" && now.Before(l.ExpiresAt) }
+
+// Lease is a lease granted to this process: the proof a fenced write shows.
+type Lease struct {
+	Key    Key
+	Holder string
+	Token  int64
+	// ExpiresAt is the store's expiry as of the last grant or renewal.
+	ExpiresAt time.Time
+}
+
+// Grant is the result of a successful Acquire.
+type Grant struct {
+	Lease Lease
+	// Preempted is the expired lease this grant took over, if any.
+	Preempted *LeaseInfo
+}
+
+// ScopeSummary is one scope of an environment as List reports it.
+type ScopeSummary struct {
+	Key    Key
+	Lease  LeaseInfo
+	Latest *receipt.Receipt // nil when the scope has no receipt
+}
+
+// Store is the contract of a backend.
+type Store interface {
+	// Acquire grants the lease of key to holder for ttl, taking over an
+	// expired lease. A live lease of another holder gives *HeldError.
+	Acquire(ctx context.Context, key Key, holder string, ttl time.Duration) (Grant, error)
+	// Renew extends a lease this process holds; ErrLeaseLost if it does not.
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// Release frees the lease if l still holds it; ErrLeaseLost otherwise
+	// (nothing is changed then).
+	Release(ctx context.Context, l Lease) error
+	// ReadLease returns the lease record; the zero LeaseInfo if none.
+	ReadLease(ctx context.Context, key Key) (LeaseInfo, error)
+
+	// WriteReceipt stores r as the scope's latest receipt, fenced by l.
+	WriteReceipt(ctx context.Context, l Lease, r *receipt.Receipt) error
+	// LatestReceipt returns the scope's latest receipt, nil if none.
+	LatestReceipt(ctx context.Context, key Key) (*receipt.Receipt, error)
+
+	// WriteState replaces the scope's Terraform state, fenced by l.
+	WriteState(ctx context.Context, l Lease, state []byte) error
+	// ReadState returns the scope's Terraform state, nil if none.
+	ReadState(ctx context.Context, key Key) ([]byte, error)
+
+	// List returns every scope of env that has a lease record or a receipt.
+	List(ctx context.Context, env string) ([]ScopeSummary, error)
+
+	Close() error
+}
+
+// ErrLeaseLost is returned by Renew, Release and fenced writes when the lease
+// no longer names the caller's holder and token, or has expired.
+var ErrLeaseLost = errors.New("lease lost")
+
+// HeldError is returned by Acquire when another holder's lease is live.
+type HeldError struct {
+	Key   Key
+	Lease LeaseInfo
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lease of %s is held by %s until %s", e.Key, e.Lease.Holder, e.Lease.ExpiresAt.Format(time.RFC3339))
+}

@@ -1,0 +1,57 @@
+// Package storeurl opens the store a --store URL names. It is apart from
+// package store so that store stays free of its backends.
+package storeurl
+
+import (
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
+)
+
+// DefaultDir is the embedded store's directory inside the configuration
+// directory when no --store is given.
+const DefaultDir = ".sponson"
+
+// Open opens the store named by raw. An empty raw means the embedded file
+// store under configDir. A relative file path is relative to the working
+// directory of the sponson process, as everywhere on a command line.
+func Open(raw, configDir string) (store.Store, string, error) {
+	if raw == "" {
+		root := filepath.Join(configDir, DefaultDir)
+		st, err := filestore.Open(root)
+		return st, "file://" + root, err
+	}
+	switch {
+	case strings.HasPrefix(raw, "file://"):
+		p := strings.TrimPrefix(raw, "file://")
+		if u, err := url.Parse(raw); err == nil && u.Host == "" && u.Path != "" {
+			p = u.Path
+		}
+		if p == "" {
+			return nil, "", errcode.New(errcode.Usage, "--store %q names no directory", raw).WithHint("Use --store file:///absolute/dir or --store file://relative/dir.")
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, "", errcode.Wrap(errcode.Usage, err, "--store %q", raw)
+		}
+		st, err := filestore.Open(abs)
+		return st, "file://" + abs, err
+	default:
+		return nil, "", errcode.New(errcode.Usage, "--store %q: this build supports only file:// stores", redact(raw)).
+			WithHint("Use --store file://DIR, or leave --store unset for the embedded store in .sponson/.")
+	}
+}
+
+// redact removes credentials from a store URL before it is printed.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = url.User(u.User.Username())
+	return u.String()
+}

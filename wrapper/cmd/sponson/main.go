@@ -1,0 +1,29 @@
+// Command sponson is the Sponson CLI. The same binary is also the provider:
+// when the engine starts it through the dev_overrides directory sponson
+// generates, it is named terraform-provider-sponson and serves the provider,
+// so the wrapper and the provider it offers are always the same build.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/version"
+	"github.com/sponson/terraform-provider-sponson/provider"
+	"github.com/sponson/terraform-provider-sponson/wrapper"
+)
+
+func main() {
+	if strings.HasPrefix(filepath.Base(os.Args[0]), engine.ProviderBinaryPrefix) {
+		if err := provider.Serve(context.Background(), version.Version, false); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(int(wrapper.Main()))
+}

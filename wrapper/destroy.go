@@ -1,0 +1,18 @@
+package wrapper
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+)
+
+// NewCmdDestroy builds `sponson destroy`. runF replaces the run in tests.
+func NewCmdDestroy(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
+	return newRunCmd(f, out, scoperun.Destroy,
+		"Destroy everything this run's scope owns, and nothing else",
+		`Destroy takes the scope's lease and destroys the resources in the scope's own
+state; other scopes have their own states and are never touched. The receipt
+records the scope as destroyed with an empty ledger.`, runF)
+}

@@ -1,0 +1,35 @@
+// Package wrapper is the `sponson` command line: one file per command, each
+// with an options struct, a constructor that takes the run function as a
+// test seam, and the run function itself. All output goes through the
+// Factory's writers.
+package wrapper
+
+import (
+	"io"
+	"os"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+)
+
+// Factory is what commands need from the outside world; tests build their
+// own.
+type Factory struct {
+	Out    io.Writer // results: the summary, or the --json document
+	ErrOut io.Writer // progress, warnings, errors in human mode
+	Getenv func(string) string
+	// Executable returns the path of the binary that serves the provider
+	// to the engine (the sponson binary itself).
+	Executable func() (string, error)
+	Lookup     engine.Lookup
+}
+
+// NewFactory returns the Factory of the real process.
+func NewFactory() *Factory {
+	return &Factory{
+		Out:        os.Stdout,
+		ErrOut:     os.Stderr,
+		Getenv:     os.Getenv,
+		Executable: os.Executable,
+		Lookup:     engine.ProcessLookup(),
+	}
+}

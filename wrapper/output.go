@@ -1,0 +1,78 @@
+package wrapper
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// Envelope is the one JSON document --json prints for every outcome. OK is
+// true exactly when the exit code is 0.
+type Envelope struct {
+	OK      bool        `json:"ok"`
+	Command string      `json:"command"`
+	Result  any         `json:"result,omitempty"`
+	Error   *ErrorBody  `json:"error,omitempty"`
+	Exit    int         `json:"exitCode"`
+	Warn    []string    `json:"warnings,omitempty"`
+}
+
+// ErrorBody is the error part of the envelope.
+type ErrorBody struct {
+	Code    errcode.Code   `json:"code"`
+	Message string         `json:"message"`
+	Hint    string         `json:"hint,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// outcome is what a command hands back to Run for printing.
+type outcome struct {
+	command  string
+	result   any
+	warnings []string
+	err      error
+}
+
+func writeEnvelope(w io.Writer, o outcome) errcode.ExitCode {
+	code := errcode.ExitFor(o.err)
+	env := Envelope{OK: code == errcode.ExitOK, Command: o.command, Result: o.result, Exit: int(code), Warn: o.warnings}
+	if o.err != nil {
+		e := errcode.As(o.err)
+		env.Error = &ErrorBody{Code: e.Code, Message: e.Message, Hint: e.Hint, Details: e.Details}
+	}
+	b, err := json.MarshalIndent(env, "", "  ")
+	if err != nil {
+		b = []byte(fmt.Sprintf(`{"ok":false,"command":%q,"exitCode":1,"error":{"code":"INTERNAL","message":%q}}`, o.command, err.Error()))
+		code = errcode.ExitFailed
+	}
+	fmt.Fprintf(w, "%s\n", b)
+	return code
+}
+
+func writeHumanError(w io.Writer, err error) {
+	e := errcode.As(err)
+	fmt.Fprintf(w, "error %s: %s\n", e.Code, e.Message)
+	if e.Hint != "" {
+		fmt.Fprintf(w, "  hint: %s\n", e.Hint)
+	}
+}
+
+// printer writes sponson's own human lines. In --json mode they go to the
+// error stream so that stdout holds exactly one JSON document.
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+func (p printer) line(format string, args ...any) {
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+func (p printer) warn(msg string) { p.line("warning: %s", msg) }
+
+func header(command, env, scope, runID string) string {
+	return strings.Join([]string{"sponson " + command, env, scope, "run " + strings.TrimPrefix(runID, "run-")}, " · ")
+}

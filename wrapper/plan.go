@@ -1,0 +1,17 @@
+package wrapper
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+)
+
+// NewCmdPlan builds `sponson plan`. runF replaces the run in tests.
+func NewCmdPlan(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
+	return newRunCmd(f, out, scoperun.Plan,
+		"Show what apply would change in this run's scope",
+		`Plan runs init and plan against the scope's own state without taking the lease
+and without writing anything; it warns when an apply is running in the scope.`, runF)
+}

@@ -1,0 +1,171 @@
+package wrapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// Main runs the sponson command line of the real process.
+func Main() errcode.ExitCode {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args[1:], NewFactory())
+}
+
+// Run executes one command line and prints its outcome: the summary in human
+// mode, exactly one JSON document on Out with --json, whatever happens
+// (flag errors and panics included).
+func Run(ctx context.Context, args []string, f *Factory) (code errcode.ExitCode) {
+	args = NormalizeArgs(args)
+	jsonMode := wantsJSON(args, f.Getenv)
+	var result outcome
+	defer func() {
+		if p := recover(); p != nil {
+			result = outcome{command: commandName(args), err: errcode.New(errcode.Internal, "panic: %v", p).With("stack", string(debug.Stack()))}
+			code = finish(f, jsonMode, result)
+		}
+	}()
+	root := NewCmdRoot(f, &result)
+	root.SetArgs(args)
+	root.SetOut(f.Out)
+	root.SetErr(f.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err != nil && result.err == nil {
+		// Errors cobra returns itself: unknown commands and flags.
+		result.err = usageError(err)
+		if result.command == "" {
+			result.command = commandName(args)
+		}
+	}
+	if result.command == "" {
+		return errcode.ExitOK // help or a bare `sponson`: cobra printed it
+	}
+	return finish(f, jsonMode, result)
+}
+
+func finish(f *Factory, jsonMode bool, o outcome) errcode.ExitCode {
+	if jsonMode {
+		return writeEnvelope(f.Out, o)
+	}
+	if o.err != nil {
+		writeHumanError(f.ErrOut, o.err)
+	}
+	return errcode.ExitFor(o.err)
+}
+
+func usageError(err error) error {
+	var e *errcode.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return errcode.New(errcode.Usage, "%s", err.Error())
+}
+
+// NewCmdRoot builds the command tree. Commands report their outcome through
+// out rather than printing the final result themselves.
+func NewCmdRoot(f *Factory, out *outcome) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sponson",
+		Short: "Run OpenTofu or Terraform per pull request scope, with fenced leases",
+		Long: `sponson runs OpenTofu or Terraform in a scope of an environment: pr-<n> in a pull
+request, main on the default branch, branch-<name> elsewhere. Each scope has its
+own state, receipts and lease; a run that lost its lease can write nothing.
+
+Use 'sponson apply' where a pipeline used 'terraform apply'.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.PersistentFlags().Bool("json", false, "print exactly one JSON document on stdout for every outcome (env SPONSON_JSON)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		out.command = c.Name()
+		return errcode.New(errcode.Usage, "%s", err.Error()).WithHint(fmt.Sprintf("Run `%s --help` to see its flags.", c.CommandPath()))
+	})
+	for _, c := range []*cobra.Command{
+		NewCmdPlan(f, out, nil),
+		NewCmdApply(f, out, nil),
+		NewCmdDestroy(f, out, nil),
+		NewCmdStatus(f, out, nil),
+		NewCmdReceipt(f, out, nil),
+		NewCmdVersion(f, out),
+	} {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// NormalizeArgs accepts the engine's single-dash spelling of -var and
+// -var-file (people paste them from their Terraform commands) by turning it
+// into the double-dash form the flag parser knows.
+func NormalizeArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		for _, name := range []string{"-var-file", "-var"} {
+			if a == name || strings.HasPrefix(a, name+"=") {
+				a = "-" + a
+				break
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func wantsJSON(args []string, getenv func(string) string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+		if a == "--json=false" {
+			return false
+		}
+	}
+	v := strings.ToLower(strings.TrimSpace(getenv("SPONSON_JSON")))
+	return v == "1" || v == "true" || v == "yes"
+}
+
+func commandName(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return a
+		}
+	}
+	return "sponson"
+}
+
+// bindEnv gives every flag that has not been set on the command line the
+// value of its SPONSON_* variable, so CI can set a flag once for a whole
+// pipeline. The names come from envNames.
+func bindEnv(fs *pflag.FlagSet, envNames map[string]string, getenv func(string) string) error {
+	var firstErr error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		name, ok := envNames[fl.Name]
+		if !ok || fl.Changed || firstErr != nil {
+			return
+		}
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		if err := fs.Set(fl.Name, v); err != nil {
+			firstErr = errcode.New(errcode.Usage, "%s=%q is not a valid value for --%s: %v", name, v, fl.Name, err)
+		}
+	})
+	return firstErr
+}

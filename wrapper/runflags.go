@@ -1,0 +1,224 @@
+package wrapper
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+	"github.com/sponson/terraform-provider-sponson/internal/version"
+)
+
+// RunFlags are the flags plan, apply and destroy share.
+type RunFlags struct {
+	Env, Scope, PR, Branch, Commit string
+	Chdir, Store, Engine           string
+	Wait                           bool
+	WaitTimeout, LeaseTTL          time.Duration
+	ApprovedBy                     string
+	Vars, VarFiles                 []string
+}
+
+// runFlagEnv names the SPONSON_* variable of each flag. The context flags
+// use the SPONSON_CTX_* names that context detection reads.
+var runFlagEnv = map[string]string{
+	"chdir":        "SPONSON_CHDIR",
+	"store":        "SPONSON_STORE",
+	"engine":       "SPONSON_ENGINE",
+	"wait":         "SPONSON_WAIT",
+	"wait-timeout": "SPONSON_WAIT_TIMEOUT",
+	"lease-ttl":    "SPONSON_LEASE_TTL",
+	"approved-by":  "SPONSON_APPROVED_BY",
+}
+
+func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
+	fs := cmd.Flags()
+	fs.StringVar(&r.Env, "env", "", "environment to run in (env SPONSON_CTX_ENV; default \"preview\"; never inferred from the branch)")
+	fs.StringVar(&r.Scope, "scope", "", "scope name, overriding detection (env SPONSON_CTX_SCOPE)")
+	fs.StringVar(&r.PR, "pr", "", "pull request number; the scope becomes pr-<n> (env SPONSON_CTX_PR)")
+	fs.StringVar(&r.Branch, "branch", "", "branch name; the scope becomes main or branch-<name> (env SPONSON_CTX_BRANCH)")
+	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
+	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
+	fs.StringVar(&r.Store, "store", "", "store URL, file://DIR (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
+	fs.StringArrayVar(&r.Vars, "var", nil, "set a variable, `NAME=VALUE`, passed to the engine as -var (repeatable; -var also works)")
+	fs.StringArrayVar(&r.VarFiles, "var-file", nil, "load variables from a `FILE`, passed to the engine as -var-file (repeatable; -var-file also works)")
+	if writes {
+		fs.BoolVar(&r.Wait, "wait", false, "wait for the scope's lease when another run holds it (env SPONSON_WAIT)")
+		fs.DurationVar(&r.WaitTimeout, "wait-timeout", 10*time.Minute, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")
+		fs.DurationVar(&r.LeaseTTL, "lease-ttl", lease.DefaultTTL, "lease TTL; renewed every TTL/3 (env SPONSON_LEASE_TTL)")
+		fs.StringVar(&r.ApprovedBy, "approved-by", "", "name of the person approving a production run (env SPONSON_APPROVED_BY)")
+	}
+}
+
+// runInput is everything resolved from the flags before a run starts.
+type runInput struct {
+	opts     scoperun.Options
+	storeURL string
+}
+
+// resolve turns flags into run options, refusing early what can be refused
+// without the engine: bad flags, an undecidable context, a production run
+// without approver, a missing engine.
+func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Command) (*runInput, error) {
+	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
+		return nil, err
+	}
+	dir := r.Chdir
+	if dir == "" {
+		dir = "."
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Usage, err, "--chdir %q", r.Chdir)
+	}
+	if r.LeaseTTL < time.Second {
+		return nil, errcode.New(errcode.Usage, "--lease-ttl %s is too short; it must be at least 1s", r.LeaseTTL)
+	}
+	src := runctx.ProcessSources(dir)
+	src.Getenv = f.Getenv
+	c, err := runctx.Detect(runctx.Flags{Environment: r.Env, Scope: r.Scope, Branch: r.Branch, PullRequest: r.PR, Commit: r.Commit}, src)
+	if err != nil {
+		return nil, err
+	}
+	approver := strings.TrimSpace(r.ApprovedBy)
+	if command != scoperun.Plan && c.Environment == "production" && approver == "" {
+		return nil, errcode.New(errcode.EnvNotApproved, "%s in environment production needs a named approver", command)
+	}
+	bin, err := engine.Locate(r.Engine, f.Lookup)
+	if err != nil {
+		return nil, err
+	}
+	self, err := f.Executable()
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to serve the provider")
+	}
+	st, url, err := storeurl.Open(r.Store, dir)
+	if err != nil {
+		return nil, err
+	}
+	var vars []engine.VarArg
+	for _, v := range r.VarFiles {
+		vars = append(vars, engine.VarArg{File: true, Value: v})
+	}
+	for _, v := range r.Vars {
+		if !strings.Contains(v, "=") {
+			return nil, errcode.New(errcode.Usage, "-var %q must be NAME=VALUE", v)
+		}
+		vars = append(vars, engine.VarArg{Value: v})
+	}
+	return &runInput{
+		storeURL: url,
+		opts: scoperun.Options{
+			Command:         command,
+			Dir:             dir,
+			Context:         c,
+			Store:           st,
+			Engine:          bin,
+			ProviderBinary:  self,
+			ProviderVersion: version.Mirror(),
+			Lease:           lease.Config{TTL: r.LeaseTTL, Wait: r.Wait, WaitTimeout: r.WaitTimeout},
+			ApprovedBy:      approver,
+			Vars:            vars,
+		},
+	}, nil
+}
+
+// RunResult is the result part of the envelope of plan, apply and destroy.
+type RunResult struct {
+	RunID       string           `json:"runId"`
+	Environment string           `json:"environment"`
+	Scope       string           `json:"scope"`
+	Status      string           `json:"status"`
+	Summary     engine.Summary   `json:"summary"`
+	Engine      receipt.Engine   `json:"engine,omitzero"`
+	Store       string           `json:"store"`
+	Context     runctx.Context   `json:"context"`
+	Receipt     *receipt.Receipt `json:"receipt,omitempty"`
+	Running     *store.LeaseInfo `json:"applyRunning,omitempty"`
+}
+
+// runScope performs one run and renders its progress; the final outcome is
+// returned for Run to print.
+func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outcome {
+	o := in.opts
+	defer o.Store.Close()
+	p := printer{w: f.Out}
+	engineOut := f.Out
+	if jsonMode {
+		p.w = f.ErrOut
+		engineOut = f.ErrOut
+	}
+	warnOut := printer{w: f.ErrOut}
+	o.RunID = scoperun.NewRunID()
+	o.EngineOut = engineOut
+	o.Warn = warnOut.warn
+	o.Info = func(s string) { warnOut.line("%s", s) }
+	p.line("%s", header(string(o.Command), o.Context.Environment, o.Context.Scope, o.RunID))
+	res, err := scoperun.Run(ctx, o)
+	rr := RunResult{
+		RunID: res.RunID, Environment: res.Key.Environment, Scope: res.Key.Scope, Status: res.Status,
+		Summary: res.Summary, Engine: res.Engine, Store: in.storeURL, Context: o.Context, Receipt: res.Receipt, Running: res.Running,
+	}
+	if err == nil {
+		p.line("%s", closingLine(o.Command, rr))
+	}
+	return outcome{command: string(o.Command), result: rr, warnings: res.Warnings, err: err}
+}
+
+func closingLine(c scoperun.Command, r RunResult) string {
+	where := r.Environment + "/" + r.Scope
+	switch c {
+	case scoperun.Plan:
+		if r.Summary.Empty() {
+			return fmt.Sprintf("sponson plan %s: no changes", where)
+		}
+		return fmt.Sprintf("sponson plan %s: %s", where, r.Summary)
+	default:
+		owned := 0
+		if r.Receipt != nil {
+			owned = len(r.Receipt.Ledger)
+		}
+		return fmt.Sprintf("sponson %s %s: %s (%s); the scope owns %d resources; receipt %s", c, where, r.Status, r.Summary, owned, r.RunID)
+	}
+}
+
+// newRunCmd builds plan, apply and destroy, which differ only in words.
+func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long string, runF func(context.Context, *runInput) outcome) *cobra.Command {
+	var flags RunFlags
+	cmd := &cobra.Command{
+		Use:   string(command) + " [flags]",
+		Short: short,
+		Long:  long,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out.command = string(command)
+			in, err := flags.resolve(cmd, f, command)
+			if err != nil {
+				out.err = err
+				return nil
+			}
+			jsonMode, _ := cmd.Flags().GetBool("json")
+			jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
+			if runF != nil {
+				*out = runF(cmd.Context(), in)
+				return nil
+			}
+			*out = runScope(cmd.Context(), f, jsonMode, in)
+			return nil
+		},
+	}
+	flags.bind(cmd, command != scoperun.Plan)
+	return cmd
+}
