@@ -83,7 +83,7 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Usage, err, "--chdir %q", r.Chdir)
 	}
-	if r.LeaseTTL < time.Second {
+	if command != scoperun.Plan && r.LeaseTTL < time.Second {
 		return nil, errcode.New(errcode.Usage, "--lease-ttl %s is too short; it must be at least 1s", r.LeaseTTL)
 	}
 	src := runctx.ProcessSources(dir)

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the three tiers of tests against the real OpenTofu of `make tools`:
+#   unit        pure logic and real stores, no engine;
+#   acceptance  the provider under terraform-plugin-testing (TF_ACC=1);
+#   e2e         the built sponson binary driving the real engine.
+# Each tier prints "TIER: N passed, N failed, N skipped"; a tier that runs no
+# test fails. Extra arguments go to every `go test` (e.g. -run, -v).
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+tofu="$root/.tools/bin/tofu"
+if [ ! -x "$tofu" ]; then
+	echo "no engine at $tofu: run 'make tools' first" >&2
+	exit 1
+fi
+mkdir -p .tools/bin
+go build -o .tools/bin/testsummary ./.ci/testsummary || exit 1
+
+# The machine's own CLI configuration (if any) must not leak into the tests.
+empty_rc="$(mktemp)"
+trap 'rm -f "$empty_rc"' EXIT
+export TF_CLI_CONFIG_FILE="$empty_rc"
+
+status=0
+tier() {
+	local name=$1
+	shift
+	echo "== $name"
+	"$@" | .tools/bin/testsummary "$name" | tee -a "$root/.tools/test-summary.log"
+	local rc=("${PIPESTATUS[@]}")
+	if [ "${rc[0]}" -ne 0 ] || [ "${rc[1]}" -ne 0 ]; then
+		status=1
+	fi
+}
+
+: >"$root/.tools/test-summary.log"
+tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./...
+tier acceptance env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
+	go test -count=1 -json -run '^TestAcc' "$@" ./provider/...
+tier e2e env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
+	go test -count=1 -json -run '^TestE2E' -timeout 30m "$@" ./wrapper/...
+
+awk -F'[:,]' '/^(unit|acceptance|e2e): [0-9]+ passed/ {
+	split($2, p, " "); split($3, f, " "); split($4, s, " ");
+	P += p[1]; F += f[1]; S += s[1]
+} END { printf "total: %d passed, %d failed, %d skipped\n", P, F, S }' "$root/.tools/test-summary.log"
+exit $status

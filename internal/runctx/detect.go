@@ -1,0 +1,230 @@
+package runctx
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// Variables that override detection, for CI hosts Sponson does not know and
+// for scripts. They come right after the flags.
+const (
+	EnvEnvironment = "SPONSON_CTX_ENV"
+	EnvScope       = "SPONSON_CTX_SCOPE"
+	EnvBranch      = "SPONSON_CTX_BRANCH"
+	EnvCommit      = "SPONSON_CTX_SHA"
+	EnvPullRequest = "SPONSON_CTX_PR"
+)
+
+// Values of Context.Source: the source that decided the scope.
+const (
+	SourceFlags     = "flags"
+	SourceEnv       = "env"
+	SourceGitHub    = "github"
+	SourceGitLab    = "gitlab"
+	SourceCircleCI  = "circleci"
+	SourceBitbucket = "bitbucket"
+	SourceGit       = "git"
+)
+
+// Detect decides the context of a run. Each field is asked of the flags,
+// then the SPONSON_CTX_* variables, then the CI host, then local git, and
+// the first source that answers wins (blank answers are no answer), so an
+// explicit answer always beats a guess and a CI host beats whatever the
+// checkout happens to look like.
+//
+// The environment comes only from --env or SPONSON_CTX_ENV and defaults to
+// DefaultEnvironment: production must be asked for by name, never inferred
+// from a branch. The scope is --scope or SPONSON_CTX_SCOPE if given, else
+// ScopeFor(branch, pull request, default branch). On a known CI host a
+// missing pull request is final ("no pull request"); local git never answers
+// one, as Sponson does not call gh or the network.
+//
+// A value is checked only when it is the answer that is used: an invalid
+// SPONSON_CTX_PR under a valid --pr is not an error. Errors: CTX_NULL when
+// neither a scope, a branch nor a pull request can be found, or a pull
+// request value is not a positive integer; USAGE when the environment or the
+// scope is not a valid name (ValidName).
+func Detect(f Flags, src Sources) (Context, error) {
+	getenv := src.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	layers := []layer{flagLayer(f), envLayer(getenv)}
+	host, onHost := detectHost(getenv, src.ReadFile)
+	if onHost {
+		layers = append(layers, host)
+	}
+	git := &localGit{run: src.Git}
+
+	var c Context
+	c.Environment, _ = first(layers, func(l layer) string { return l.environment })
+	if c.Environment == "" {
+		c.Environment = DefaultEnvironment
+	}
+	if err := ValidName("environment", c.Environment); err != nil {
+		return Context{}, err
+	}
+
+	var branchSource, prSource string
+	c.Branch, branchSource = first(layers, func(l layer) string { return l.branch })
+	if c.Branch == "" {
+		if c.Branch = git.branch(); c.Branch != "" {
+			branchSource = SourceGit
+		}
+	}
+	if c.Commit, _ = first(layers, func(l layer) string { return l.commit }); c.Commit == "" {
+		c.Commit = git.commit()
+	}
+	if c.DefaultBranch, _ = first(layers, func(l layer) string { return l.defaultBranch }); c.DefaultBranch == "" {
+		c.DefaultBranch = git.defaultBranch()
+	}
+	for _, l := range layers {
+		if l.pr.err != nil {
+			return Context{}, l.pr.err
+		}
+		if l.pr.known {
+			c.PullRequest, prSource = l.pr.n, l.name
+			break
+		}
+	}
+
+	scope, scopeSource := first(layers, func(l layer) string { return l.scope })
+	switch {
+	case scope != "":
+		if err := ValidName("scope", scope); err != nil {
+			return Context{}, err
+		}
+		c.Scope, c.Source = scope, scopeSource
+	case c.PullRequest > 0 || c.Branch != "":
+		c.Scope = ScopeFor(c.Branch, c.PullRequest, c.DefaultBranch)
+		c.Source = branchSource
+		if c.PullRequest > 0 {
+			c.Source = prSource
+		}
+		if err := ValidName("scope", c.Scope); err != nil {
+			return Context{}, errcode.As(err).WithHint("The scope was derived from the branch " + strconv.Quote(c.Branch) +
+				"; pass --scope NAME or set " + EnvScope + " to choose a shorter one.")
+		}
+	default:
+		return Context{}, nullError(onHost, host.name, git)
+	}
+	c.Predecessor = predecessor(c)
+	return c, nil
+}
+
+// predecessor is the scope a pr-<n> scope inherits from: its head branch's
+// scope (DESIGN §2 "Succession"). A pull request whose head is main, master
+// or the default branch has none: inheriting main would hand the main
+// scope's resources to a pull request whose destroy would then delete them.
+// An invalid name is dropped rather than an error, since no scope of that
+// name can exist to inherit from.
+func predecessor(c Context) string {
+	if c.PullRequest <= 0 || c.Branch == "" || c.Scope != ScopeFor("", c.PullRequest, "") {
+		return ""
+	}
+	p := ScopeFor(c.Branch, 0, c.DefaultBranch)
+	if !strings.HasPrefix(p, "branch-") || ValidName("scope", p) != nil {
+		return ""
+	}
+	return p
+}
+
+// nullError says what was looked at, so that a user can tell which source
+// they expected to answer and why it did not.
+func nullError(onHost bool, hostName string, git *localGit) error {
+	hostNote := "no CI host detected"
+	if onHost {
+		hostNote = "the " + hostName + " CI host gave no branch or pull request"
+	}
+	return errcode.New(errcode.CtxNull,
+		"cannot decide the scope: no scope, branch or pull request from the flags (--scope, --branch, --pr), %s, %s or %s; %s; local git: %s",
+		EnvScope, EnvBranch, EnvPullRequest, hostNote, git.why()).
+		WithHint("Pass --scope NAME, --branch NAME or --pr N, or set " + EnvBranch + " (or " + EnvScope + ", " + EnvPullRequest + ").")
+}
+
+// layer is what one source answers; a blank field is no answer.
+type layer struct {
+	name          string // a Source* value
+	environment   string
+	scope         string
+	branch        string
+	commit        string
+	defaultBranch string
+	pr            prAnswer
+}
+
+// prAnswer distinguishes "no answer, ask the next source" from "there is no
+// pull request", which a CI host knows and which must stop the search.
+type prAnswer struct {
+	n     int   // > 0: the pull request
+	known bool  // n is the answer, "no pull request" when 0
+	err   error // the source holds a value that is not a pull request number
+}
+
+// first returns the first non-blank answer and the name of its source.
+func first(layers []layer, field func(layer) string) (string, string) {
+	for _, l := range layers {
+		if v := field(l); v != "" {
+			return v, l.name
+		}
+	}
+	return "", ""
+}
+
+func flagLayer(f Flags) layer {
+	return layer{
+		name:        SourceFlags,
+		environment: strings.TrimSpace(f.Environment),
+		scope:       strings.TrimSpace(f.Scope),
+		branch:      strings.TrimSpace(f.Branch),
+		commit:      strings.TrimSpace(f.Commit),
+		pr:          explicitPR("--pr", f.PullRequest),
+	}
+}
+
+func envLayer(getenv func(string) string) layer {
+	return layer{
+		name:        SourceEnv,
+		environment: strings.TrimSpace(getenv(EnvEnvironment)),
+		scope:       strings.TrimSpace(getenv(EnvScope)),
+		branch:      strings.TrimSpace(getenv(EnvBranch)),
+		commit:      strings.TrimSpace(getenv(EnvCommit)),
+		pr:          explicitPR(EnvPullRequest, getenv(EnvPullRequest)),
+	}
+}
+
+// explicitPR reads a pull request a user gave; blank is no answer (so
+// SPONSON_CTX_PR="" defers to the CI host rather than forcing "no PR").
+func explicitPR(name, raw string) prAnswer {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return prAnswer{}
+	}
+	n, err := parsePR(name, raw)
+	if err != nil {
+		return prAnswer{err: err}
+	}
+	return prAnswer{n: n, known: true}
+}
+
+// parsePR accepts only a positive decimal integer: no sign, no fraction, no
+// overflow. Anything else is an error rather than "no pull request", because
+// guessing would put the run in the wrong scope and so the wrong state.
+func parsePR(name, raw string) (int, error) {
+	ok := raw != ""
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		if n, err := strconv.Atoi(raw); err == nil && n > 0 {
+			return n, nil
+		}
+	}
+	return 0, errcode.New(errcode.CtxNull, "%s is %q, which is not a pull request number (a positive integer)", name, raw).
+		WithHint("Give the pull request as a positive integer (--pr 42 or " + EnvPullRequest + "=42), which also overrides the CI host's value.")
+}

@@ -1,0 +1,123 @@
+package runctx
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// gitTimeout bounds each git command: detection must not hang a run on a
+// wedged file system or a repository hook, and a slow answer is no answer.
+const gitTimeout = 5 * time.Second
+
+// ProcessSources returns the Sources of the running process: its
+// environment, its file system, and the git CLI run in dir (the
+// configuration directory, which need not be the working directory). The
+// Git func fails when git is not installed, dir is not in a repository, or a
+// command takes longer than 5 s; Detect takes any failure as "no answer".
+func ProcessSources(dir string) Sources {
+	return Sources{
+		Getenv:   os.Getenv,
+		ReadFile: os.ReadFile,
+		Git:      gitCLI(dir),
+	}
+}
+
+// gitCLI runs read-only git commands and returns their trimmed standard
+// output. Standard error goes into the error, so that a failure can be
+// explained (CTX_NULL names it).
+func gitCLI(dir string) func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+		defer cancel()
+		full := args
+		if dir != "" {
+			full = append([]string{"-C", dir}, args...)
+		}
+		cmd := exec.CommandContext(ctx, "git", full...)
+		// A hook or credential helper that inherited the pipes must not keep
+		// us waiting after git itself was killed.
+		cmd.WaitDelay = time.Second
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w after %s", ctx.Err(), gitTimeout)
+			}
+			if msg := strings.TrimSpace(stderr.String()); msg != "" {
+				return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
+			}
+			return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(stdout.String()), nil
+	}
+}
+
+// localGit is the last source of Detect. Each field runs its own command, and
+// only when no earlier source answered it, so a CI run with every variable
+// set never starts git. It never answers the pull request: that would take gh
+// and the network.
+type localGit struct {
+	run     func(args ...string) (string, error)
+	failure string // why branch gave no answer, for CTX_NULL
+}
+
+// branch is the checked-out branch; a detached HEAD (what CI checkouts and
+// `git checkout <sha>` produce) has none.
+func (g *localGit) branch() string {
+	if g.run == nil {
+		g.failure = "not available"
+		return ""
+	}
+	out, err := g.run("rev-parse", "--abbrev-ref", "HEAD")
+	if err != nil {
+		// rev-parse fails on an unborn branch (a repository without commits
+		// yet); symbolic-ref still names it.
+		if b, serr := g.run("symbolic-ref", "--short", "-q", "HEAD"); serr == nil && b != "" {
+			return b
+		}
+		g.failure = err.Error()
+		return ""
+	}
+	if out == "HEAD" || out == "" {
+		g.failure = "HEAD is detached (no branch checked out)"
+		return ""
+	}
+	return out
+}
+
+func (g *localGit) commit() string {
+	if g.run == nil {
+		return ""
+	}
+	out, err := g.run("rev-parse", "HEAD")
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// defaultBranch is what the clone recorded as the remote's default branch;
+// clones made by CI checkouts often lack it, hence "no answer" on failure.
+func (g *localGit) defaultBranch() string {
+	if g.run == nil {
+		return ""
+	}
+	out, err := g.run("symbolic-ref", "--short", "refs/remotes/origin/HEAD")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(out, "origin/")
+}
+
+// why says what local git answered for the branch, for the CTX_NULL message.
+func (g *localGit) why() string {
+	if g.failure != "" {
+		return g.failure
+	}
+	return "answered"
+}

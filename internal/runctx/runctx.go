@@ -1,0 +1,52 @@
+// Package runctx decides the coordinates of a run: its environment and its
+// scope (pr-<n>, main, branch-<name>), with the branch, pull request and
+// commit they came from. The wrapper and the provider share this one package;
+// under the wrapper the provider does not detect anything itself but reads the
+// context the wrapper decided from EnvVar, so both always agree.
+package runctx
+
+// EnvVar carries the context the wrapper decided, as JSON, into the
+// environment of the engine and so of the provider.
+const EnvVar = "SPONSON_RUN_CONTEXT"
+
+// DefaultEnvironment is used when no environment is given. The environment
+// is never inferred from a branch (production must be asked for by name).
+const DefaultEnvironment = "preview"
+
+// Context is the decided coordinates of a run.
+type Context struct {
+	Environment   string `json:"environment"`
+	Scope         string `json:"scope"`
+	Branch        string `json:"branch,omitempty"`
+	PullRequest   int    `json:"pullRequest,omitempty"` // 0: no pull request
+	Commit        string `json:"commit,omitempty"`
+	DefaultBranch string `json:"defaultBranch,omitempty"`
+	// Predecessor is the scope this one inherits from: branch-<head> for a
+	// pr-<n> scope whose head branch is known, empty otherwise.
+	Predecessor string `json:"predecessor,omitempty"`
+	// Source says where the scope came from: flags, env, github, gitlab,
+	// circleci, bitbucket or git.
+	Source string `json:"source,omitempty"`
+}
+
+// Flags are the explicit answers of the command line; empty (or blank)
+// means unset, so the next source is asked.
+type Flags struct {
+	Environment string
+	Scope       string
+	Branch      string
+	PullRequest string // a positive integer; "" unset
+	Commit      string
+}
+
+// Sources is what Detect may consult besides the flags. Tests build it from
+// a map; the CLI from the process (ProcessSources). A nil Getenv reads as an
+// empty environment and a nil ReadFile as an unreadable file, so a partial
+// Sources is safe.
+type Sources struct {
+	Getenv   func(string) string
+	ReadFile func(string) ([]byte, error) // for GITHUB_EVENT_PATH
+	// Git runs `git args...` in the configuration directory and returns its
+	// trimmed standard output; nil means no local git.
+	Git func(args ...string) (string, error)
+}

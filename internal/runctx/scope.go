@@ -1,0 +1,94 @@
+package runctx
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// MaxNameLength is the longest environment or scope name. Names become path
+// segments and ref names, and every file system and ref store we write to
+// accepts a segment of this length.
+const MaxNameLength = 128
+
+// nameChars describes the allowed characters in messages.
+const nameChars = "letters, digits, '.', '_' and '-'"
+
+// ScopeFor derives a scope from a branch and a pull request: pr-<n> inside a
+// pull request, main on main, master or the repository's default branch, and
+// branch-<sanitized branch> otherwise (DESIGN §2 "Scope"). The main branch
+// gets one well-known scope whatever it is called, so that its resources are
+// not split between main and branch-main when a repository is renamed or the
+// default branch is unknown to one CI host.
+//
+// The result is not validated: a very long branch yields a scope longer than
+// MaxNameLength, which ValidName rejects.
+func ScopeFor(branch string, pr int, defaultBranch string) string {
+	if pr > 0 {
+		return "pr-" + strconv.Itoa(pr)
+	}
+	if branch == "main" || branch == "master" || (defaultBranch != "" && branch == defaultBranch) {
+		return "main"
+	}
+	return "branch-" + Sanitize(branch)
+}
+
+// Sanitize replaces every run of characters outside [a-zA-Z0-9._-] with one
+// '-', so that a branch name can be part of a path segment and a ref name.
+// Case is kept (feat/Search → feat-Search): lowercasing would make two
+// branches that git keeps apart share one scope and so one state.
+func Sanitize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	inRun := false
+	// Bytes, not runes: every byte of a multi-byte or invalid UTF-8 sequence
+	// is outside the allowed set, so a sequence still becomes one '-'.
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isNameChar(c) {
+			b.WriteByte(c)
+			inRun = false
+			continue
+		}
+		if !inRun {
+			b.WriteByte('-')
+			inRun = true
+		}
+	}
+	return b.String()
+}
+
+// ValidName checks an environment or scope name; kind ("environment",
+// "scope") names it in the error. Names become path segments of the store
+// and parts of ref names, so this is a security boundary (DESIGN §9): only
+// [a-zA-Z0-9._-], 1 to MaxNameLength characters, and no leading '.', which
+// rules out "." and ".." (path traversal) and hidden files.
+func ValidName(kind, s string) error {
+	bad := func(why string) error {
+		return errcode.New(errcode.Usage, "invalid %s name %q: %s; a name is 1 to %d characters of %s and does not start with '.'",
+			kind, s, why, MaxNameLength, nameChars)
+	}
+	switch {
+	case s == "":
+		return bad("it is empty")
+	case len(s) > MaxNameLength:
+		return bad("it is " + strconv.Itoa(len(s)) + " characters long")
+	case s[0] == '.':
+		return bad("it starts with '.'")
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isNameChar(c) {
+			if c >= utf8.RuneSelf {
+				return bad("it contains a non-ASCII character")
+			}
+			return bad("it contains " + strconv.QuoteRune(rune(c)))
+		}
+	}
+	return nil
+}
+
+func isNameChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+}

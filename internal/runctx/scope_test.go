@@ -1,0 +1,113 @@
+package runctx
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+func TestScopeFor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		branch        string
+		pr            int
+		defaultBranch string
+		want          string
+	}{
+		{"feat/search", 42, "main", "pr-42"},
+		{"main", 42, "main", "pr-42"},
+		{"", 1, "", "pr-1"},
+		{"main", 0, "", "main"},
+		{"master", 0, "", "main"},
+		{"master", 0, "develop", "main"},
+		{"develop", 0, "develop", "main"},
+		{"develop", 0, "", "branch-develop"},
+		{"feat/search", 0, "main", "branch-feat-search"},
+		{"Feat/Search", 0, "", "branch-Feat-Search"},
+		{"Main", 0, "", "branch-Main"},
+		{"main", -1, "", "main"},
+	}
+	for _, tc := range tests {
+		if got := ScopeFor(tc.branch, tc.pr, tc.defaultBranch); got != tc.want {
+			t.Errorf("ScopeFor(%q, %d, %q) = %q, want %q", tc.branch, tc.pr, tc.defaultBranch, got, tc.want)
+		}
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"feat/search":        "feat-search",
+		"Feat/Search":        "Feat-Search",
+		"a//b":               "a-b",
+		"a / b":              "a-b",
+		"/lead":              "-lead",
+		"trail/":             "trail-",
+		"keep._-chars09AZ":   "keep._-chars09AZ",
+		"héllo wörld":        "h-llo-w-rld",
+		"emoji-🚀-x":          "emoji---x",
+		"..":                 "..",
+		"a@{b}~c^d:e?f*g[h]": "a-b-c-d-e-f-g-h-",
+		"\xff\xfe":           "-",
+		"":                   "",
+	}
+	for in, want := range tests {
+		if got := Sanitize(in); got != want {
+			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestValidName(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		in    string
+		valid bool
+	}{
+		{"environment", "preview", true},
+		{"production", "production", true},
+		{"pr scope", "pr-42", true},
+		{"main", "main", true},
+		{"branch scope", "branch-feat-search", true},
+		{"dot inside", "a.b", true},
+		{"double dot inside", "x..y", true},
+		{"mixed", "A_b-1", true},
+		{"128 chars", strings.Repeat("a", 128), true},
+		{"empty", "", false},
+		{"dot", ".", false},
+		{"dot dot", "..", false},
+		{"hidden", ".hidden", false},
+		{"slash", "a/b", false},
+		{"traversal", "../etc", false},
+		{"backslash", `a\b`, false},
+		{"space", "a b", false},
+		{"NUL", "a\x00b", false},
+		{"non-ASCII", "é", false},
+		{"newline", "pr-1\n", false},
+		{"129 chars", strings.Repeat("a", 129), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := ValidName("environment", tc.in)
+			if tc.valid {
+				if err != nil {
+					t.Fatalf("ValidName(%q) = %v, want nil", tc.in, err)
+				}
+				return
+			}
+			e := errcode.As(err)
+			if e == nil || e.Code != errcode.Usage {
+				t.Fatalf("ValidName(%q) = %v, want a USAGE error", tc.in, err)
+			}
+			for _, want := range []string{"environment", strconv.Quote(tc.in), "letters, digits"} {
+				if !strings.Contains(e.Message, want) {
+					t.Errorf("message %q does not mention %q", e.Message, want)
+				}
+			}
+		})
+	}
+}
