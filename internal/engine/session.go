@@ -126,7 +126,9 @@ func (s *Session) wrap(step string, err error) error {
 
 // Summary counts the actions of a plan, as the engine's own summary does.
 type Summary struct {
-	Add, Change, Destroy int
+	Add     int `json:"add"`
+	Change  int `json:"change"`
+	Destroy int `json:"destroy"`
 }
 
 func (s Summary) String() string {

@@ -1,0 +1,210 @@
+package wrapper_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// End-to-end tests run the built sponson binary against a real engine, like
+// a CI job would. They need SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make test
+// sets both); without them they skip, as acceptance tests do without TF_ACC.
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// e2e returns a harness, building the sponson binary once per test binary.
+func e2e(t *testing.T) *harness {
+	t.Helper()
+	if os.Getenv("SPONSON_E2E") != "1" {
+		t.Skip("end-to-end test: set SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make test does)")
+	}
+	engine := os.Getenv("SPONSON_TEST_ENGINE")
+	if engine == "" {
+		t.Fatal("SPONSON_E2E=1 needs SPONSON_TEST_ENGINE, the path of the tofu binary")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sponson-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "sponson")
+		out, err := exec.Command("go", "build", "-o", builtBin, "./cmd/sponson").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building sponson: %v", buildErr)
+	}
+	rc := filepath.Join(t.TempDir(), "empty.tfrc")
+	if err := os.WriteFile(rc, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, bin: builtBin, env: []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME"),
+		"TMPDIR=" + os.TempDir(),
+		"TF_CLI_CONFIG_FILE=" + rc,
+		"SPONSON_ENGINE=" + engine,
+	}}
+}
+
+type harness struct {
+	t   *testing.T
+	bin string
+	env []string // a clean environment: no CI variables of the machine leak in
+}
+
+// workdir copies the *.tf files of a configuration directory into a fresh
+// directory, so every test starts with an empty store.
+func (h *harness) workdir(src string) string {
+	h.t.Helper()
+	dst := h.t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".tf") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+type result struct {
+	exit   int
+	stdout string
+	stderr string
+}
+
+// envelope decodes stdout as the one JSON document of --json.
+func (r result) envelope(t *testing.T) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	var env map[string]any
+	if err := dec.Decode(&env); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\nstdout:\n%s\nstderr:\n%s", err, r.stdout, r.stderr)
+	}
+	if dec.More() {
+		t.Fatalf("stdout holds more than one JSON document:\n%s", r.stdout)
+	}
+	return env
+}
+
+func (r result) code(t *testing.T) string {
+	t.Helper()
+	e, _ := r.envelope(t)["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// run runs sponson in dir with extra environment entries.
+func (h *harness) run(dir string, extraEnv []string, args ...string) result {
+	h.t.Helper()
+	cmd := h.command(dir, extraEnv, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatalf("running sponson: %v", err)
+	}
+	return result{exit: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+func (h *harness) command(dir string, extraEnv []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(h.bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append([]string{}, h.env...), extraEnv...)
+	return cmd
+}
+
+// mustRun runs sponson and fails the test unless it exits 0.
+func (h *harness) mustRun(dir string, args ...string) result {
+	h.t.Helper()
+	r := h.run(dir, nil, args...)
+	if r.exit != 0 {
+		h.t.Fatalf("sponson %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.exit, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func latestReceipt(t *testing.T, dir, env, scope string) *receipt.Receipt {
+	t.Helper()
+	r, err := receipt.Parse(readFile(t, filepath.Join(dir, ".sponson", env, scope, "latest.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// stateResources returns the managed resource addresses of a scope's state
+// and the value of one attribute for each.
+func stateResources(t *testing.T, dir, env, scope string) map[string]map[string]any {
+	t.Helper()
+	var st struct {
+		Resources []struct {
+			Mode, Type, Name string
+			Instances        []struct {
+				Attributes map[string]any `json:"attributes"`
+			}
+		}
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, ".sponson", env, scope, "terraform.tfstate")), &st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for _, r := range st.Resources {
+		if r.Mode == "managed" && len(r.Instances) > 0 {
+			out[r.Type+"."+r.Name] = r.Instances[0].Attributes
+		}
+	}
+	return out
+}
+
+func sleep() { time.Sleep(50 * time.Millisecond) }
+
+// dynamic unwraps a value of a dynamically typed attribute (terraform_data's
+// input and output), which the state stores as {"value": ..., "type": ...}.
+func dynamic(v any) any {
+	if m, ok := v.(map[string]any); ok {
+		if _, typed := m["type"]; typed {
+			return m["value"]
+		}
+	}
+	return v
+}

@@ -1,0 +1,233 @@
+package wrapper_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+const example = "../examples/preview"
+
+// TestE2EThreeScopes is the walking skeleton's promise: one configuration in
+// three scopes (two applied at the same time), destroying one leaves the
+// others' resources and state byte for byte, and a second apply changes
+// nothing.
+func TestE2EThreeScopes(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir(example)
+	mainTF := readFile(t, filepath.Join(dir, "main.tf"))
+
+	h.mustRun(dir, "apply", "--branch", "main")
+
+	var wg sync.WaitGroup
+	results := make([]result, 2)
+	for i, pr := range []string{"1", "2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = h.run(dir, nil, "apply", "--pr", pr, "--branch", "feat/pr-"+pr)
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.exit != 0 {
+			t.Fatalf("apply pr-%d: exit %d\n%s\n%s", i+1, r.exit, r.stdout, r.stderr)
+		}
+	}
+
+	for _, scope := range []string{"main", "pr-1", "pr-2"} {
+		res := stateResources(t, dir, "preview", scope)
+		if got, want := dynamic(res["terraform_data.app"]["output"]), "app-"+scope; got != want {
+			t.Errorf("%s: app output = %v, want %v", scope, got, want)
+		}
+		rec := latestReceipt(t, dir, "preview", scope)
+		if rec.Status != receipt.StatusApplied || len(rec.Ledger) != 3 {
+			t.Errorf("%s: receipt status %q with %d ledger entries, want applied with 3", scope, rec.Status, len(rec.Ledger))
+		}
+	}
+	// The provider saw exactly the context the wrapper decided.
+	pr2 := latestReceipt(t, dir, "preview", "pr-2")
+	scopeRes := stateResources(t, dir, "preview", "pr-2")["sponson_scope.this"]
+	if scopeRes["name"] != "pr-2" || scopeRes["predecessor"] != "branch-feat-pr-2" || pr2.PullRequest != 2 || pr2.Branch != "feat/pr-2" {
+		t.Errorf("pr-2 context: scope resource %v, receipt pr %d branch %q", scopeRes, pr2.PullRequest, pr2.Branch)
+	}
+
+	stateOf := func(scope string) []byte {
+		return readFile(t, filepath.Join(dir, ".sponson", "preview", scope, "terraform.tfstate"))
+	}
+	receiptOf := func(scope string) []byte {
+		return readFile(t, filepath.Join(dir, ".sponson", "preview", scope, "latest.json"))
+	}
+	mainState, pr2State := stateOf("main"), stateOf("pr-2")
+	mainReceipt, pr2Receipt := receiptOf("main"), receiptOf("pr-2")
+
+	h.mustRun(dir, "destroy", "--pr", "1", "--branch", "feat/pr-1")
+
+	if got := stateResources(t, dir, "preview", "pr-1"); len(got) != 0 {
+		t.Errorf("pr-1 still has resources after destroy: %v", got)
+	}
+	if rec := latestReceipt(t, dir, "preview", "pr-1"); rec.Status != receipt.StatusDestroyed || len(rec.Ledger) != 0 {
+		t.Errorf("pr-1 receipt after destroy: status %q, %d entries", rec.Status, len(rec.Ledger))
+	}
+	for scope, before := range map[string][2][]byte{"main": {mainState, mainReceipt}, "pr-2": {pr2State, pr2Receipt}} {
+		if !bytes.Equal(stateOf(scope), before[0]) {
+			t.Errorf("destroying pr-1 changed the state of %s", scope)
+		}
+		if !bytes.Equal(receiptOf(scope), before[1]) {
+			t.Errorf("destroying pr-1 changed the receipt of %s", scope)
+		}
+	}
+
+	again := h.mustRun(dir, "apply", "--branch", "main", "--json")
+	env := again.envelope(t)
+	res := env["result"].(map[string]any)
+	if res["status"] != receipt.StatusUnchanged {
+		t.Errorf("second apply of main: status %v, want %q", res["status"], receipt.StatusUnchanged)
+	}
+	if diff := cmp.Diff(map[string]any{"add": 0.0, "change": 0.0, "destroy": 0.0}, res["summary"]); diff != "" {
+		t.Errorf("second apply of main summary (-want +got):\n%s", diff)
+	}
+	if !bytes.Equal(stateOf("main"), mainState) {
+		t.Error("a second apply without changes rewrote the state of main")
+	}
+
+	// The user's files are as they were: no override or errored state left.
+	if got := readFile(t, filepath.Join(dir, "main.tf")); !bytes.Equal(got, mainTF) {
+		t.Error("main.tf was modified")
+	}
+	for _, leftover := range []string{"sponson_backend_override.tf", "errored.tfstate", "terraform.tfstate"} {
+		if _, err := os.Stat(filepath.Join(dir, leftover)); err == nil {
+			t.Errorf("%s was left in the configuration directory", leftover)
+		}
+	}
+}
+
+// TestE2ELockHeld starts several applies in one scope at once: exactly one
+// runs, the others exit 3 with LOCK_HELD and write nothing.
+func TestE2ELockHeld(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/slow")
+	const runs = 4
+	results := make([]result, runs)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = h.run(dir, nil, "apply", "--scope", "pr-7", "--json")
+		}()
+	}
+	wg.Wait()
+	var ok, held int
+	for _, r := range results {
+		switch {
+		case r.exit == 0:
+			ok++
+		case r.exit == 3 && r.code(t) == "LOCK_HELD":
+			held++
+			details := r.envelope(t)["error"].(map[string]any)["details"].(map[string]any)
+			if !strings.HasPrefix(details["holder"].(string), "run-") {
+				t.Errorf("LOCK_HELD does not name the holder: %v", details)
+			}
+		default:
+			t.Errorf("unexpected outcome: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+		}
+	}
+	if ok != 1 || held != runs-1 {
+		t.Fatalf("%d runs succeeded and %d got LOCK_HELD; want 1 and %d", ok, held, runs-1)
+	}
+	rec := latestReceipt(t, dir, "preview", "pr-7")
+	if rec.Status != receipt.StatusApplied || len(rec.Ledger) != 1 {
+		t.Errorf("receipt: status %q, %d entries", rec.Status, len(rec.Ledger))
+	}
+	receipts, _ := os.ReadDir(filepath.Join(dir, ".sponson", "preview", "pr-7", "receipts"))
+	if len(receipts) != 1 {
+		t.Errorf("%d receipts were written; only the run holding the lease may write one", len(receipts))
+	}
+
+	// With --wait, a second run queues behind the first instead of failing.
+	first := h.command(dir, nil, "apply", "--scope", "pr-8", "-var", "sleep=3")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForLease(t, filepath.Join(dir, ".sponson", "preview", "pr-8", "lease.json"))
+	second := h.run(dir, nil, "apply", "--scope", "pr-8", "-var", "sleep=3", "--wait", "--wait-timeout", "2m")
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if second.exit != 0 || !strings.Contains(second.stderr, "waiting for the lease of preview/pr-8") {
+		t.Fatalf("second run with --wait: exit %d\nstdout:\n%s\nstderr:\n%s", second.exit, second.stdout, second.stderr)
+	}
+}
+
+// TestE2EVarsAndJSON checks the flags people paste from engine commands and
+// the envelope of each kind of outcome.
+func TestE2EVarsAndJSON(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir(example)
+	varFile := filepath.Join(dir, "large.tfvars")
+	if err := os.WriteFile(varFile, []byte("tier = \"large\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r := h.mustRun(dir, "apply", "--scope", "pr-3", "-var-file", varFile, "--json")
+	if env := r.envelope(t); env["ok"] != true || env["command"] != "apply" {
+		t.Errorf("envelope: %v", env)
+	}
+	db := stateResources(t, dir, "preview", "pr-3")["terraform_data.database"]
+	if tier := dynamic(db["output"]).(map[string]any)["tier"]; tier != "large" {
+		t.Errorf("-var-file did not reach the engine: tier %v", tier)
+	}
+	h.mustRun(dir, "apply", "--scope", "pr-3", "-var", "tier=medium")
+	db = stateResources(t, dir, "preview", "pr-3")["terraform_data.database"]
+	if tier := dynamic(db["output"]).(map[string]any)["tier"]; tier != "medium" {
+		t.Errorf("-var did not reach the engine: tier %v", tier)
+	}
+
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		exit int
+		code string
+	}{
+		{"unknown flag", nil, []string{"apply", "--nope", "--json"}, 2, "USAGE"},
+		{"bad pr", nil, []string{"apply", "--pr", "abc", "--json"}, 2, "CTX_NULL"},
+		{"no context", nil, []string{"apply", "--json"}, 2, "CTX_NULL"},
+		{"bad scope", nil, []string{"apply", "--scope", "../x", "--json"}, 2, "USAGE"},
+		{"production unapproved", nil, []string{"apply", "--scope", "main", "--env", "production", "--approved-by", "  ", "--json"}, 2, "ENV_NOT_APPROVED"},
+		{"engine missing", nil, []string{"apply", "--scope", "pr-4", "--engine", "/nonexistent/tofu", "--json"}, 1, "ENGINE_NOT_FOUND"},
+		{"json from env", []string{"SPONSON_JSON=1"}, []string{"plan", "--pr", "0"}, 2, "CTX_NULL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.run(dir, tc.env, tc.args...)
+			if r.exit != tc.exit || r.code(t) != tc.code {
+				t.Errorf("exit %d code %q, want %d %q\nstdout:\n%s", r.exit, r.code(t), tc.exit, tc.code, r.stdout)
+			}
+			if env := r.envelope(t); env["ok"] != false || env["error"].(map[string]any)["hint"] == "" {
+				t.Errorf("envelope: %v", env)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".sponson", "production")); err == nil {
+		t.Error("a refused production run left something in the store")
+	}
+}
+
+func waitForLease(t *testing.T, path string) {
+	t.Helper()
+	for range 600 {
+		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(`"holder": "run-`)) {
+			return
+		}
+		sleep()
+	}
+	t.Fatalf("no lease appeared at %s", path)
+}
