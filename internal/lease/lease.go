@@ -168,35 +168,44 @@ func (h *Held) markLost(cause error) {
 	})
 }
 
-// renew runs the paced renewal: one renewal in flight at most, the next one
-// scheduled TTL/3 after the previous one finished. A watchdog stops the run
-// at its own deadline even when a renewal hangs in the store.
+// renew runs the paced renewal. A renewal is sent TTL/3 after the previous
+// one was sent, but never before the previous one finished: at most one is
+// in flight, and a slow store slows the pace instead of queueing renewals.
+// Between renewals a deadline check stops the run at its own deadline even
+// when a renewal hangs in the store.
 func (h *Held) renew() {
 	defer close(h.renewDone)
 	interval := h.cfg.TTL / 3
+	lastSent := h.cfg.Now()
 	for {
 		h.mu.Lock()
-		selfStop := time.Until(h.validUntil.Add(-h.cfg.TTL / 5))
+		selfStop := h.validUntil.Add(-h.cfg.TTL / 5)
 		h.mu.Unlock()
-		wait := min(interval, selfStop)
+		next := lastSent.Add(interval)
+		wake := next
+		if selfStop.Before(wake) {
+			wake = selfStop
+		}
 		select {
 		case <-h.stop:
 			return
 		case <-h.lost:
 			return
-		case <-time.After(max(wait, 0)):
+		case <-time.After(max(wake.Sub(h.cfg.Now()), 0)):
 		}
 		if h.Check() != nil {
 			return
 		}
-		if wait < interval {
+		if h.cfg.Now().Before(next) {
 			continue // woke for the deadline check, not for a renewal
 		}
-		h.renewOnce()
+		lastSent = h.renewOnce()
 	}
 }
 
-func (h *Held) renewOnce() {
+// renewOnce sends one renewal and waits for it, at most until the run's own
+// deadline. It returns the send time.
+func (h *Held) renewOnce() time.Time {
 	cur := h.Lease()
 	h.mu.Lock()
 	budget := max(time.Until(h.validUntil.Add(-h.cfg.TTL/5)), time.Millisecond)
@@ -216,7 +225,6 @@ func (h *Held) renewOnce() {
 	// The store may ignore ctx; the run's deadline must not depend on it.
 	select {
 	case <-h.stop:
-		return
 	case <-time.After(budget):
 		h.markLost(errors.New("the store did not answer the renewal before the run's own deadline"))
 	case a := <-answered:
@@ -234,6 +242,7 @@ func (h *Held) renewOnce() {
 			// the next interval; the deadline decides when to give up.
 		}
 	}
+	return sent
 }
 
 // Renewals returns how many renewals succeeded.

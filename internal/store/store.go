@@ -24,6 +24,7 @@ type Key struct {
 	Scope       string
 }
 
+// String renders the key as environment/scope.
 func (k Key) String() string { return k.Environment + "/" + k.Scope }
 
 // LeaseInfo is a lease record as the store holds it. Holder is empty when the
@@ -64,7 +65,8 @@ type ScopeSummary struct {
 // Store is the contract of a backend.
 type Store interface {
 	// Acquire grants the lease of key to holder for ttl, taking over an
-	// expired lease. A live lease of another holder gives *HeldError.
+	// expired lease. A live lease gives *HeldError, also when holder is the
+	// one holding it: holder ids name one run, which never asks twice.
 	Acquire(ctx context.Context, key Key, holder string, ttl time.Duration) (Grant, error)
 	// Renew extends a lease this process holds; ErrLeaseLost if it does not.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
@@ -87,6 +89,7 @@ type Store interface {
 	// List returns every scope of env that has a lease record or a receipt.
 	List(ctx context.Context, env string) ([]ScopeSummary, error)
 
+	// Close releases the store's connections; leases are not released.
 	Close() error
 }
 
@@ -100,6 +103,7 @@ type HeldError struct {
 	Lease LeaseInfo
 }
 
+// Error says who holds the lease and until when.
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("lease of %s is held by %s until %s", e.Key, e.Lease.Holder, e.Lease.ExpiresAt.Format(time.RFC3339))
 }

@@ -1,0 +1,674 @@
+// Package filestore is the embedded store backend (`file://DIR`, by default
+// .sponson/ under the configuration): leases, receipts and Terraform state as
+// files in a local directory, one directory per environment and scope:
+//
+//	<root>/<env>/<scope>/.mutex              flock target, never replaced or deleted
+//	<root>/<env>/<scope>/lease.json          the lease record (store.LeaseInfo)
+//	<root>/<env>/<scope>/latest.json         the scope's latest receipt
+//	<root>/<env>/<scope>/receipts/<runId>.json  every run's own receipt
+//	<root>/<env>/<scope>/terraform.tfstate   the scope's Terraform state
+//
+// This is the design measured in shared/reference/store-notes.md §1 (zero
+// violations in multi-process races, where the naive O_EXCL design failed on
+// every run):
+//
+//   - Per-scope mutex. Every mutation (Acquire, Renew, Release and the fenced
+//     writes) runs under flock(LOCK_EX) on .mutex. The file is never replaced
+//     or deleted: a lock on a file that a rename or unlink has detached
+//     excludes nobody, so replacing it would let two writers in at once.
+//     flock belongs to the open file description, so every operation opens
+//     its own descriptor (O_CLOEXEC, so an engine started meanwhile does not
+//     inherit it); goroutines of one process then exclude each other exactly
+//     as processes do.
+//   - Atomic documents. Documents are written to a temporary file in the same
+//     directory, fsynced, renamed over the target, and the directory is
+//     fsynced, so a reader sees the old or the new document, never half of
+//     one, and a crash never leaves an empty one. Reads therefore need no
+//     mutex.
+//   - Fencing. A write is accepted only if, inside the mutex, lease.json still
+//     names the writer's holder and token and has not expired by the store's
+//     clock. A run that lost its lease can write nothing (DESIGN.md §2, fenced
+//     write).
+//   - Tokens survive release. Release keeps lease.json with an empty holder
+//     and the same token, so the next grant is token+1 and a token is never
+//     handed out twice. An unreadable lease.json is therefore an error, never
+//     an absent lease: treating it as absent would grant token 1 again.
+//
+// Expiry uses the local wall clock, which is sound on one machine; network
+// filesystems (emulated flock, one clock per client) are not supported.
+package filestore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Names of the files of a scope directory.
+const (
+	mutexFile   = ".mutex"
+	leaseFile   = "lease.json"
+	latestFile  = "latest.json"
+	receiptsDir = "receipts"
+	stateFile   = "terraform.tfstate"
+)
+
+// Permissions: state holds sensitive values, so nothing is readable by others.
+const (
+	dirPerm  = 0o700
+	filePerm = 0o600
+)
+
+// Polling bounds while another writer holds the mutex. flock has no timeout,
+// so waiting polls with LOCK_NB to be able to give up when ctx is done.
+const (
+	minPoll = 100 * time.Microsecond
+	maxPoll = 10 * time.Millisecond
+)
+
+// segment is what an environment, scope or run id may be: one path segment
+// that cannot climb out of its directory (DESIGN.md §9).
+var segment = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,128}$`)
+
+// Store is the file store. It keeps no open files and no in-memory state
+// between calls, so any number of Stores, in any number of processes, may
+// share one root.
+type Store struct {
+	root string
+	now  func() time.Time
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithClock makes the store read the time from now instead of time.Now. Lease
+// expiry is decided by this clock alone, never by the caller's clock.
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// Open returns the store rooted at root, creating the directory if needed.
+func Open(root string, opts ...Option) (*Store, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.StoreUnavailable, err, "resolve the store directory %s", root)
+	}
+	if err := os.MkdirAll(abs, dirPerm); err != nil {
+		return nil, fsError("create the store directory", abs, err)
+	}
+	s := &Store{root: abs, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// Acquire grants the lease of key to holder for ttl. A live lease gives
+// *store.HeldError, also when it is holder's own: a holder id names one run,
+// and a run asking twice is a bug that a silent re-grant would hide. An
+// expired lease is taken over and reported in Grant.Preempted.
+//
+// A done ctx is refused up front: a lease granted to a run that is being
+// interrupted would block the scope for a whole TTL. The other mutations
+// only give up on ctx while waiting for the mutex, so cleanup with a
+// cancelled context still releases the lease.
+func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl time.Duration) (store.Grant, error) {
+	if err := checkKey(key); err != nil {
+		return store.Grant{}, err
+	}
+	if ctx.Err() != nil {
+		return store.Grant{}, waitError(ctx, s.scopeDir(key))
+	}
+	if holder == "" {
+		return store.Grant{}, errcode.New(errcode.Usage, "a lease needs a holder")
+	}
+	if ttl <= 0 {
+		return store.Grant{}, errcode.New(errcode.Usage, "lease TTL must be positive, got %s", ttl)
+	}
+	dir := s.scopeDir(key)
+	if err := ensureDir(dir, s.root); err != nil {
+		return store.Grant{}, err
+	}
+	unlock, err := lockScope(ctx, dir, true)
+	if err != nil {
+		return store.Grant{}, err
+	}
+	defer unlock()
+
+	cur, _, err := readLease(filepath.Join(dir, leaseFile))
+	if err != nil {
+		return store.Grant{}, err
+	}
+	now := s.clock()
+	if cur.Live(now) {
+		return store.Grant{}, &store.HeldError{Key: key, Lease: cur}
+	}
+	next := store.LeaseInfo{Holder: holder, Token: cur.Token + 1, AcquiredAt: now, ExpiresAt: now.Add(ttl)}
+	if err := writeJSON(dir, leaseFile, next); err != nil {
+		return store.Grant{}, err
+	}
+	g := store.Grant{Lease: store.Lease{Key: key, Holder: holder, Token: next.Token, ExpiresAt: next.ExpiresAt}}
+	if cur.Holder != "" {
+		g.Preempted = &cur
+	}
+	return g, nil
+}
+
+// Renew extends l to ttl from now (the store's clock) if l still holds the
+// lease; store.ErrLeaseLost otherwise.
+func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	if err := checkKey(l.Key); err != nil {
+		return store.Lease{}, err
+	}
+	if ttl <= 0 {
+		return store.Lease{}, errcode.New(errcode.Usage, "lease TTL must be positive, got %s", ttl)
+	}
+	var out store.Lease
+	err := s.fenced(ctx, l, func(dir string, cur store.LeaseInfo, now time.Time) error {
+		cur.ExpiresAt = now.Add(ttl)
+		if err := writeJSON(dir, leaseFile, cur); err != nil {
+			return err
+		}
+		out = l
+		out.ExpiresAt = cur.ExpiresAt
+		return nil
+	})
+	return out, err
+}
+
+// Release frees the lease if l still holds it. The record stays with an empty
+// holder and the same token (tokens survive release, so the next grant is
+// token+1); its ExpiresAt becomes the time of release.
+func (s *Store) Release(ctx context.Context, l store.Lease) error {
+	if err := checkKey(l.Key); err != nil {
+		return err
+	}
+	return s.fenced(ctx, l, func(dir string, cur store.LeaseInfo, now time.Time) error {
+		cur.Holder = ""
+		cur.ExpiresAt = now
+		return writeJSON(dir, leaseFile, cur)
+	})
+}
+
+// ReadLease returns the lease record of key, the zero LeaseInfo if the scope
+// never had one.
+func (s *Store) ReadLease(ctx context.Context, key store.Key) (store.LeaseInfo, error) {
+	if err := checkKey(key); err != nil {
+		return store.LeaseInfo{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return store.LeaseInfo{}, err
+	}
+	info, _, err := readLease(filepath.Join(s.scopeDir(key), leaseFile))
+	return info, err
+}
+
+// WriteReceipt stores r as receipts/<runId>.json and then as latest.json,
+// fenced by l, both in one hold of the mutex. r must name l's environment and
+// scope and read back with receipt.Parse: the store never writes a receipt it
+// would later report as corrupt.
+func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Receipt) error {
+	if err := checkKey(l.Key); err != nil {
+		return err
+	}
+	data, err := encodeReceipt(l.Key, r)
+	if err != nil {
+		return err
+	}
+	// The documents do not depend on the lease record, so they are written
+	// and fsynced before taking the mutex; inside it only the fence check and
+	// the renames remain. A refused write removes them again.
+	dir, err := s.leasedDir(l.Key)
+	if err != nil {
+		return err
+	}
+	rdir := filepath.Join(dir, receiptsDir)
+	if err := os.Mkdir(rdir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fsError("create", rdir, err)
+	}
+	runTmp, err := writeTemp(rdir, r.RunID+".json", data)
+	if err != nil {
+		return err
+	}
+	latestTmp, err := writeTemp(dir, latestFile, data)
+	if err != nil {
+		os.Remove(runTmp)
+		return err
+	}
+	err = s.fenced(ctx, l, func(dir string, _ store.LeaseInfo, _ time.Time) error {
+		if err := commit(runTmp, filepath.Join(rdir, r.RunID+".json")); err != nil {
+			return err
+		}
+		return commit(latestTmp, filepath.Join(dir, latestFile))
+	})
+	if err != nil {
+		os.Remove(runTmp)
+		os.Remove(latestTmp)
+	}
+	return err
+}
+
+// LatestReceipt returns the scope's latest receipt, nil if it has none. A
+// latest.json that does not parse is an error (RECEIPT_CORRUPT or
+// RECEIPT_VERSION from receipt.Parse), never an empty scope: an empty scope
+// would forget every resource of its ledger.
+func (s *Store) LatestReceipt(ctx context.Context, key store.Key) (*receipt.Receipt, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return readReceipt(filepath.Join(s.scopeDir(key), latestFile))
+}
+
+// WriteState replaces the scope's Terraform state, fenced by l.
+func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) error {
+	if err := checkKey(l.Key); err != nil {
+		return err
+	}
+	dir, err := s.leasedDir(l.Key)
+	if err != nil {
+		return err
+	}
+	tmp, err := writeTemp(dir, stateFile, state)
+	if err != nil {
+		return err
+	}
+	err = s.fenced(ctx, l, func(dir string, _ store.LeaseInfo, _ time.Time) error {
+		return commit(tmp, filepath.Join(dir, stateFile))
+	})
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// ReadState returns the scope's Terraform state, nil if it has none.
+func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := filepath.Join(s.scopeDir(key), stateFile)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fsError("read", p, err)
+	}
+	return b, nil
+}
+
+// List returns the scopes of env that have a lease record or a receipt,
+// sorted by scope name. A scope whose lease or latest receipt cannot be read
+// fails the whole listing, naming the file, rather than being shown as free
+// or empty.
+func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, error) {
+	if err := checkName("environment", env); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	envDir := filepath.Join(s.root, env)
+	entries, err := os.ReadDir(envDir) // sorted by name
+	if errors.Is(err, fs.ErrNotExist) {
+		return []store.ScopeSummary{}, nil
+	}
+	if err != nil {
+		return nil, fsError("list", envDir, err)
+	}
+	out := []store.ScopeSummary{}
+	for _, e := range entries {
+		if !e.IsDir() || checkName("scope", e.Name()) != nil {
+			continue // temporary files, anything a human left behind
+		}
+		key := store.Key{Environment: env, Scope: e.Name()}
+		dir := s.scopeDir(key)
+		info, hasLease, err := readLease(filepath.Join(dir, leaseFile))
+		if err != nil {
+			return nil, err
+		}
+		latest, err := readReceipt(filepath.Join(dir, latestFile))
+		if err != nil {
+			return nil, err
+		}
+		if !hasLease && latest == nil {
+			continue // a directory whose first Acquire failed
+		}
+		out = append(out, store.ScopeSummary{Key: key, Lease: info, Latest: latest})
+	}
+	return out, nil
+}
+
+// Close does nothing: the store holds no resources between calls.
+func (s *Store) Close() error { return nil }
+
+// fenced runs write under the scope's mutex if l still holds the lease: the
+// record names l's holder and token and has not expired by the store's clock,
+// read after the mutex was taken. Otherwise it returns store.ErrLeaseLost and
+// write is not called.
+func (s *Store) fenced(ctx context.Context, l store.Lease, write func(dir string, cur store.LeaseInfo, now time.Time) error) error {
+	if l.Holder == "" {
+		return lost(l.Key, "the lease has no holder")
+	}
+	dir := s.scopeDir(l.Key)
+	unlock, err := lockScope(ctx, dir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return lost(l.Key, "the scope has no lease record")
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	cur, _, err := readLease(filepath.Join(dir, leaseFile))
+	if err != nil {
+		return err
+	}
+	now := s.clock()
+	switch {
+	case cur.Holder == "" && cur.Token == 0:
+		return lost(l.Key, "the scope has no lease record")
+	case cur.Holder == "":
+		return lost(l.Key, fmt.Sprintf("the lease was released (token %d)", cur.Token))
+	case cur.Holder != l.Holder || cur.Token != l.Token:
+		return lost(l.Key, fmt.Sprintf("the lease is now %s's with token %d", cur.Holder, cur.Token))
+	case !now.Before(cur.ExpiresAt):
+		return lost(l.Key, "the lease expired at "+cur.ExpiresAt.Format(time.RFC3339Nano))
+	}
+	return write(dir, cur, now)
+}
+
+// clock returns the store's time without a monotonic reading, in UTC, so the
+// times a call returns are equal to the ones read back from the documents.
+func (s *Store) clock() time.Time { return s.now().Round(0).UTC() }
+
+func (s *Store) scopeDir(k store.Key) string { return filepath.Join(s.root, k.Environment, k.Scope) }
+
+// leasedDir returns the directory of a scope a fenced write is about to
+// prepare documents in. A scope without a directory never had a lease, so the
+// write is refused there, before anything is created.
+func (s *Store) leasedDir(k store.Key) (string, error) {
+	dir := s.scopeDir(k)
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", lost(k, "the scope has no lease record")
+		}
+		return "", fsError("open", dir, err)
+	}
+	return dir, nil
+}
+
+func lost(k store.Key, why string) error {
+	return fmt.Errorf("%w: %s: %s", store.ErrLeaseLost, k, why)
+}
+
+func checkKey(k store.Key) error {
+	if err := checkName("environment", k.Environment); err != nil {
+		return err
+	}
+	return checkName("scope", k.Scope)
+}
+
+// checkName refuses anything that is not one plain path segment, before the
+// filesystem is touched: ".", ".." and hidden names (the mutex, temporary
+// files) included.
+func checkName(what, name string) error {
+	if !segment.MatchString(name) || strings.HasPrefix(name, ".") {
+		return errcode.New(errcode.Usage, "invalid %s name %q: use 1 to 128 of a-z A-Z 0-9 . _ -, not starting with a dot", what, name).With("name", name)
+	}
+	return nil
+}
+
+func encodeReceipt(k store.Key, r *receipt.Receipt) ([]byte, error) {
+	if r == nil {
+		return nil, errcode.New(errcode.Internal, "no receipt to write for %s", k)
+	}
+	if err := checkName("run id", r.RunID); err != nil {
+		return nil, err
+	}
+	if r.Environment != k.Environment || r.Scope != k.Scope {
+		return nil, errcode.New(errcode.Internal, "receipt of %s/%s written under the lease of %s", r.Environment, r.Scope, k)
+	}
+	data, err := receipt.Marshal(r)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "encode the receipt of run %s", r.RunID)
+	}
+	if _, err := receipt.Parse(data); err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "refusing to store a receipt that would not read back")
+	}
+	return data, nil
+}
+
+// lockScope takes the scope's mutex, waiting until ctx is done. ctx is only
+// consulted while waiting, so an uncontended Release still goes through with
+// a cancelled context (cleanup after an interrupt). With create false a
+// missing scope directory is returned as fs.ErrNotExist (the caller holds no
+// lease there).
+func lockScope(ctx context.Context, dir string, create bool) (unlock func(), err error) {
+	p := filepath.Join(dir, mutexFile)
+	fd, err := openMutex(p)
+	if err != nil {
+		if !create && errors.Is(err, unix.ENOENT) {
+			return nil, fs.ErrNotExist
+		}
+		return nil, fsError("open the mutex", p, &fs.PathError{Op: "open", Path: p, Err: err})
+	}
+	delay := minPoll
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			unix.Close(fd)
+			return nil, fsError("lock the mutex", p, err)
+		}
+		t := time.NewTimer(delay/2 + rand.N(delay))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			unix.Close(fd)
+			return nil, waitError(ctx, dir)
+		case <-t.C:
+		}
+		delay = min(2*delay, maxPoll)
+	}
+	return func() {
+		// Unlock before closing: a child forked meanwhile shares the open
+		// file description until its exec, and would otherwise keep the
+		// mutex held until then.
+		_ = unix.Flock(fd, unix.LOCK_UN)
+		_ = unix.Close(fd)
+	}, nil
+}
+
+func openMutex(p string) (int, error) {
+	for {
+		fd, err := unix.Open(p, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, filePerm)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// waitError is the error of a ctx that ended before the mutex of p was
+// taken: STORE_CONTENDED for a deadline, INTERRUPTED for a cancellation, with
+// ctx.Err() in the chain for errors.Is.
+func waitError(ctx context.Context, p string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errcode.Wrap(errcode.StoreContended, ctx.Err(), "gave up waiting for the mutex of %s", p)
+	}
+	return errcode.Wrap(errcode.Interrupted, ctx.Err(), "interrupted before taking the mutex of %s", p)
+}
+
+// readLease reads a lease record. A missing file is the zero record (exists
+// false). A file that does not parse is INTERNAL naming the file, never the
+// zero record: that would restart the token at 1 (see the package comment).
+func readLease(p string) (info store.LeaseInfo, exists bool, err error) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return store.LeaseInfo{}, false, nil
+	}
+	if err != nil {
+		return store.LeaseInfo{}, false, fsError("read", p, err)
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return store.LeaseInfo{}, true, errcode.Wrap(errcode.Internal, err, "lease record %s is unreadable; it keeps the scope's fencing token, so restore it rather than delete it", p).With("path", p)
+	}
+	if info.Token < 0 || (info.Holder != "" && info.Token == 0) {
+		return store.LeaseInfo{}, true, errcode.New(errcode.Internal, "lease record %s has an invalid token %d", p, info.Token).With("path", p)
+	}
+	return info, true, nil
+}
+
+func readReceipt(p string) (*receipt.Receipt, error) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fsError("read", p, err)
+	}
+	r, err := receipt.Parse(b)
+	if err != nil {
+		var e *errcode.Error
+		if errors.As(err, &e) {
+			// Keep Parse's code and hint; say which file it was.
+			return nil, (&errcode.Error{Code: e.Code, Message: p + ": " + e.Message, Hint: e.Hint, Err: e}).With("path", p)
+		}
+		return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "%s", p)
+	}
+	return r, nil
+}
+
+// writeJSON replaces dir/name with v as indented JSON, durably.
+func writeJSON(dir, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "encode %s", name)
+	}
+	tmp, err := writeTemp(dir, name, append(b, '\n'))
+	if err != nil {
+		return err
+	}
+	if err := commit(tmp, filepath.Join(dir, name)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeTemp writes data to a new hidden temporary file beside dir/name and
+// fsyncs it, so that the rename that publishes it can never publish an empty
+// or partial document after a crash.
+func writeTemp(dir, name string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return "", fsError("create a temporary file in", dir, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", fsError("write", tmp, err)
+	}
+	return tmp, nil
+}
+
+// commit renames tmp over target and fsyncs the directory, which makes the
+// rename itself durable.
+func commit(tmp, target string) error {
+	if err := os.Rename(tmp, target); err != nil {
+		return fsError("replace", target, err)
+	}
+	return syncDir(filepath.Dir(target))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fsError("open", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOTSUP) {
+		return fsError("sync", dir, err)
+	}
+	return nil
+}
+
+// ensureDir creates dir and its parents up to root, fsyncing each parent in
+// which it created an entry, so a new scope directory survives a crash.
+func ensureDir(dir, root string) error {
+	err := os.Mkdir(dir, dirPerm)
+	switch {
+	case err == nil:
+		return syncDir(filepath.Dir(dir))
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case errors.Is(err, fs.ErrNotExist) && dir != root && filepath.Dir(dir) != dir:
+		if err := ensureDir(filepath.Dir(dir), root); err != nil {
+			return err
+		}
+		return ensureDir(dir, root)
+	default:
+		return fsError("create", dir, err)
+	}
+}
+
+// fsError gives a filesystem failure its code: STORE_PERMISSION when access
+// is refused, STORE_UNAVAILABLE otherwise (missing directory, full disk, I/O
+// error). The message names the path; the cause stays in the chain.
+func fsError(op, path string, err error) error {
+	code := errcode.StoreUnavailable
+	if errors.Is(err, fs.ErrPermission) {
+		code = errcode.StorePermission
+	}
+	cause := err // the path is already in our message: drop it from the cause's
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		cause = pe.Err
+	case errors.As(err, &le):
+		cause = le.Err
+	}
+	e := errcode.New(code, "%s %s: %v", op, path, cause).With("path", path)
+	e.Err = err
+	return e
+}

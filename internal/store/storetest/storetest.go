@@ -1,0 +1,741 @@
+// Package storetest is the conformance suite every store backend passes
+// (DESIGN.md §5): exclusive leases, expiry and takeover, fenced writes refused
+// after takeover and after expiry, release only by the holder, renewal, N
+// contenders with one winner, tokens that never go back, receipt and state
+// round trips, listing one environment, and names that cannot escape.
+//
+// A backend's test calls Run with a function that opens a fresh, isolated
+// store for one subtest. The subtests run in parallel, so stores must not
+// share data (a new directory, database schema or remote per call).
+//
+// Time. The suite expires leases by calling Clock.Advance. A backend that can
+// read its time from a function (the file store's WithClock) passes
+// clock.Now and every subtest runs instantly on a fake clock. A backend that
+// cannot (a server clock, a remote) calls clock.UseWallTime(ttl) inside open:
+// Now then returns the real time, Advance sleeps, and the suite grants every
+// lease with that ttl, which must be long enough for a handful of the
+// backend's operations to finish well inside a quarter of it.
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// DefaultTTL is the lease TTL the suite uses on a fake clock.
+const DefaultTTL = time.Minute
+
+// Clock is the time of one subtest. It starts as a fake clock that only moves
+// when Advance is called; UseWallTime turns it into the real clock. It is
+// safe for concurrent use.
+type Clock struct {
+	mu   sync.Mutex
+	now  time.Time
+	wall bool
+	ttl  time.Duration
+}
+
+// NewClock returns a fake clock at a fixed instant, with DefaultTTL.
+func NewClock() *Clock {
+	return &Clock{now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), ttl: DefaultTTL}
+}
+
+// UseWallTime makes the clock the real one: Now returns time.Now and Advance
+// sleeps. ttl becomes the lease TTL of the subtest. For backends that cannot
+// take their time from Now.
+func (c *Clock) UseWallTime(ttl time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wall, c.ttl = true, ttl
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wall {
+		return time.Now()
+	}
+	return c.now
+}
+
+// Advance moves a fake clock forward by d, or sleeps d on the wall clock.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	wall := c.wall
+	if !wall {
+		c.now = c.now.Add(d)
+	}
+	c.mu.Unlock()
+	if wall {
+		time.Sleep(d)
+	}
+}
+
+// TTL returns the lease TTL the suite uses with this clock.
+func (c *Clock) TTL() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ttl
+}
+
+// Run runs the conformance suite. open is called once per subtest and must
+// return a fresh store that takes its time from clock (or has called
+// clock.UseWallTime); Run closes it when the subtest ends.
+func Run(t *testing.T, open func(t *testing.T, clock *Clock) store.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(*testing.T, *suite)
+	}{
+		{"ExclusiveLease", testExclusiveLease},
+		{"ExpiryAndTakeover", testExpiryAndTakeover},
+		{"FencedWriteRefusedAfterTakeover", testFencedAfterTakeover},
+		{"FencedWriteRefusedAfterExpiry", testFencedAfterExpiry},
+		{"ReleaseOnlyByHolder", testReleaseOnlyByHolder},
+		{"Renew", testRenew},
+		{"Contenders", testContenders},
+		{"TokensNeverGoBack", testTokensNeverGoBack},
+		{"ReceiptRoundTrip", testReceiptRoundTrip},
+		{"StateRoundTrip", testStateRoundTrip},
+		{"ListOneEnvironment", testList},
+		{"InvalidNames", testInvalidNames},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := NewClock()
+			s := open(t, clock)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			tc.run(t, &suite{s: s, clock: clock, ttl: clock.TTL()})
+		})
+	}
+}
+
+// suite is what a subtest works with.
+type suite struct {
+	s     store.Store
+	clock *Clock
+	ttl   time.Duration
+}
+
+const (
+	preview    = "preview"
+	production = "production"
+)
+
+func key(env, scope string) store.Key { return store.Key{Environment: env, Scope: scope} }
+
+func (x *suite) acquire(t *testing.T, k store.Key, holder string) store.Grant {
+	t.Helper()
+	g, err := x.s.Acquire(t.Context(), k, holder, x.ttl)
+	if err != nil {
+		t.Fatalf("Acquire(%s, %s): %v", k, holder, err)
+	}
+	if g.Lease.Key != k || g.Lease.Holder != holder {
+		t.Fatalf("Acquire(%s, %s) granted %+v", k, holder, g.Lease)
+	}
+	return g
+}
+
+func (x *suite) release(t *testing.T, l store.Lease) {
+	t.Helper()
+	if err := x.s.Release(t.Context(), l); err != nil {
+		t.Fatalf("Release(%s, %s, token %d): %v", l.Key, l.Holder, l.Token, err)
+	}
+}
+
+func (x *suite) readLease(t *testing.T, k store.Key) store.LeaseInfo {
+	t.Helper()
+	info, err := x.s.ReadLease(t.Context(), k)
+	if err != nil {
+		t.Fatalf("ReadLease(%s): %v", k, err)
+	}
+	return info
+}
+
+func (x *suite) latest(t *testing.T, k store.Key) *receipt.Receipt {
+	t.Helper()
+	r, err := x.s.LatestReceipt(t.Context(), k)
+	if err != nil {
+		t.Fatalf("LatestReceipt(%s): %v", k, err)
+	}
+	return r
+}
+
+func (x *suite) state(t *testing.T, k store.Key) []byte {
+	t.Helper()
+	b, err := x.s.ReadState(t.Context(), k)
+	if err != nil {
+		t.Fatalf("ReadState(%s): %v", k, err)
+	}
+	return b
+}
+
+// expire moves the clock past the TTL of every lease granted or renewed so
+// far, with a margin for backends on the wall clock.
+func (x *suite) expire() { x.clock.Advance(x.ttl + x.ttl/4) }
+
+// NewReceipt returns a valid receipt of k by run runID whose ledger has n
+// entries, for backend tests beyond the suite.
+func NewReceipt(k store.Key, runID string, n int) *receipt.Receipt {
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Minute)
+	r := &receipt.Receipt{
+		Version:     receipt.Version,
+		RunID:       runID,
+		Command:     "apply",
+		Environment: k.Environment,
+		Scope:       k.Scope,
+		Status:      receipt.StatusApplied,
+		StartedAt:   start,
+		FinishedAt:  start.Add(time.Second),
+		Commit:      "0123456789abcdef0123456789abcdef01234567",
+		Engine:      receipt.Engine{Name: "tofu", Version: "1.12.6"},
+		Changes:     []receipt.Change{{Address: "terraform_data.x", Type: "terraform_data", Actions: []string{"create"}}},
+		Ledger:      []receipt.Entry{},
+	}
+	for i := range n {
+		r.Ledger = append(r.Ledger, receipt.Entry{
+			Identity:  fmt.Sprintf("terraform.io/builtin/terraform/terraform_data/%d", i),
+			Address:   fmt.Sprintf("terraform_data.x[%d]", i),
+			Provider:  "terraform.io/builtin/terraform",
+			Type:      "terraform_data",
+			ID:        fmt.Sprint(i),
+			CreatedBy: receipt.CreatedBySponson,
+		})
+	}
+	return r
+}
+
+func wantHeld(t *testing.T, err error, k store.Key, holder string) *store.HeldError {
+	t.Helper()
+	var held *store.HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("got %v, want *store.HeldError naming %s", err, holder)
+	}
+	if held.Key != k || held.Lease.Holder != holder {
+		t.Fatalf("HeldError names %s held by %q, want %s held by %q", held.Key, held.Lease.Holder, k, holder)
+	}
+	return held
+}
+
+func wantLost(t *testing.T, err error, what string) {
+	t.Helper()
+	if !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("%s: got %v, want store.ErrLeaseLost", what, err)
+	}
+}
+
+// sameInstant compares times a backend stored and read back, allowing for
+// storage precision (PostgreSQL keeps microseconds).
+func sameInstant(a, b time.Time) bool {
+	return a.Sub(b).Abs() <= time.Millisecond
+}
+
+// diffLease compares lease records the same way.
+func diffLease(want, got store.LeaseInfo) string {
+	return cmp.Diff(want, got, cmp.Comparer(sameInstant))
+}
+
+func testExclusiveLease(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	g := x.acquire(t, k, "run-a")
+	if g.Lease.Token != 1 {
+		t.Errorf("first grant has token %d, want 1", g.Lease.Token)
+	}
+	if g.Preempted != nil {
+		t.Errorf("first grant preempted %+v", *g.Preempted)
+	}
+	if !g.Lease.ExpiresAt.After(x.clock.Now()) {
+		t.Errorf("grant expires at %s, not after now %s", g.Lease.ExpiresAt, x.clock.Now())
+	}
+
+	_, err := x.s.Acquire(t.Context(), k, "run-b", x.ttl)
+	held := wantHeld(t, err, k, "run-a")
+	if held.Lease.Token != g.Lease.Token || !sameInstant(held.Lease.ExpiresAt, g.Lease.ExpiresAt) {
+		t.Errorf("HeldError carries token %d expiring %s, want token %d expiring %s",
+			held.Lease.Token, held.Lease.ExpiresAt, g.Lease.Token, g.Lease.ExpiresAt)
+	}
+
+	// A holder id names one run: asking twice is refused, not re-granted.
+	_, err = x.s.Acquire(t.Context(), k, "run-a", x.ttl)
+	wantHeld(t, err, k, "run-a")
+
+	info := x.readLease(t, k)
+	if info.Holder != "run-a" || info.Token != 1 || !info.Live(x.clock.Now()) {
+		t.Errorf("ReadLease = %+v, want live run-a with token 1", info)
+	}
+
+	// Other scopes, and the same scope name in another environment, are
+	// independent leases.
+	x.acquire(t, key(preview, "pr-2"), "run-b")
+	x.acquire(t, key(production, "pr-1"), "run-c")
+}
+
+func testExpiryAndTakeover(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	a := x.acquire(t, k, "run-a")
+
+	x.clock.Advance(x.ttl / 2)
+	_, err := x.s.Acquire(t.Context(), k, "run-b", x.ttl)
+	wantHeld(t, err, k, "run-a")
+
+	x.expire()
+	if info := x.readLease(t, k); info.Live(x.clock.Now()) {
+		t.Fatalf("lease %+v still live after its TTL", info)
+	}
+	b := x.acquire(t, k, "run-b")
+	if b.Preempted == nil {
+		t.Fatal("takeover of an expired lease did not report Preempted")
+	}
+	if b.Preempted.Holder != "run-a" || b.Preempted.Token != a.Lease.Token || !sameInstant(b.Preempted.ExpiresAt, a.Lease.ExpiresAt) {
+		t.Errorf("Preempted = %+v, want run-a with token %d expiring %s", *b.Preempted, a.Lease.Token, a.Lease.ExpiresAt)
+	}
+	if b.Lease.Token != a.Lease.Token+1 {
+		t.Errorf("takeover token = %d, want %d", b.Lease.Token, a.Lease.Token+1)
+	}
+	if info := x.readLease(t, k); info.Holder != "run-b" || info.Token != b.Lease.Token {
+		t.Errorf("ReadLease = %+v, want run-b with token %d", info, b.Lease.Token)
+	}
+}
+
+func testFencedAfterTakeover(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	a := x.acquire(t, k, "run-a")
+	if err := x.s.WriteReceipt(t.Context(), a.Lease, NewReceipt(k, "run-a", 1)); err != nil {
+		t.Fatalf("holder's WriteReceipt: %v", err)
+	}
+	if err := x.s.WriteState(t.Context(), a.Lease, []byte(`{"serial":1,"by":"run-a"}`)); err != nil {
+		t.Fatalf("holder's WriteState: %v", err)
+	}
+
+	x.expire()
+	b := x.acquire(t, k, "run-b")
+	rb := NewReceipt(k, "run-b", 2)
+	sb := []byte(`{"serial":2,"by":"run-b"}`)
+	if err := x.s.WriteReceipt(t.Context(), b.Lease, rb); err != nil {
+		t.Fatalf("new holder's WriteReceipt: %v", err)
+	}
+	if err := x.s.WriteState(t.Context(), b.Lease, sb); err != nil {
+		t.Fatalf("new holder's WriteState: %v", err)
+	}
+	leaseB := x.readLease(t, k)
+
+	// The old holder believes it still holds the lease; the store decides.
+	wantLost(t, x.s.WriteReceipt(t.Context(), a.Lease, NewReceipt(k, "run-a", 3)), "old holder's WriteReceipt")
+	wantLost(t, x.s.WriteState(t.Context(), a.Lease, []byte(`{"serial":3,"by":"run-a"}`)), "old holder's WriteState")
+	_, err := x.s.Renew(t.Context(), a.Lease, x.ttl)
+	wantLost(t, err, "old holder's Renew")
+	wantLost(t, x.s.Release(t.Context(), a.Lease), "old holder's Release")
+
+	if diff := cmp.Diff(rb, x.latest(t, k)); diff != "" {
+		t.Errorf("latest receipt changed by refused writes (-want +got):\n%s", diff)
+	}
+	if got := x.state(t, k); !bytes.Equal(got, sb) {
+		t.Errorf("state = %q, want the new holder's %q", got, sb)
+	}
+	if diff := diffLease(leaseB, x.readLease(t, k)); diff != "" {
+		t.Errorf("lease changed by refused calls (-want +got):\n%s", diff)
+	}
+}
+
+func testFencedAfterExpiry(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	a := x.acquire(t, k, "run-a")
+	ra := NewReceipt(k, "run-a", 1)
+	sa := []byte(`{"serial":1}`)
+	if err := x.s.WriteReceipt(t.Context(), a.Lease, ra); err != nil {
+		t.Fatalf("WriteReceipt: %v", err)
+	}
+	if err := x.s.WriteState(t.Context(), a.Lease, sa); err != nil {
+		t.Fatalf("WriteState: %v", err)
+	}
+	before := x.readLease(t, k)
+
+	// Nobody took over, but the lease is past its expiry by the store's
+	// clock: the holder can no longer write.
+	x.expire()
+	wantLost(t, x.s.WriteReceipt(t.Context(), a.Lease, NewReceipt(k, "run-a", 2)), "WriteReceipt after expiry")
+	wantLost(t, x.s.WriteState(t.Context(), a.Lease, []byte(`{"serial":2}`)), "WriteState after expiry")
+	_, err := x.s.Renew(t.Context(), a.Lease, x.ttl)
+	wantLost(t, err, "Renew after expiry")
+
+	if diff := cmp.Diff(ra, x.latest(t, k)); diff != "" {
+		t.Errorf("latest receipt changed (-want +got):\n%s", diff)
+	}
+	if got := x.state(t, k); !bytes.Equal(got, sa) {
+		t.Errorf("state = %q, want %q", got, sa)
+	}
+	if diff := diffLease(before, x.readLease(t, k)); diff != "" {
+		t.Errorf("lease changed by refused calls (-want +got):\n%s", diff)
+	}
+}
+
+func testReleaseOnlyByHolder(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	a := x.acquire(t, k, "run-a")
+	before := x.readLease(t, k)
+
+	forged := []struct {
+		name string
+		l    store.Lease
+	}{
+		{"non-holder", store.Lease{Key: k, Holder: "run-b", Token: a.Lease.Token, ExpiresAt: a.Lease.ExpiresAt}},
+		{"stale token", store.Lease{Key: k, Holder: "run-a", Token: a.Lease.Token - 1, ExpiresAt: a.Lease.ExpiresAt}},
+		{"future token", store.Lease{Key: k, Holder: "run-a", Token: a.Lease.Token + 1, ExpiresAt: a.Lease.ExpiresAt}},
+		{"empty holder", store.Lease{Key: k, Holder: "", Token: a.Lease.Token, ExpiresAt: a.Lease.ExpiresAt}},
+		{"other scope", store.Lease{Key: key(preview, "pr-2"), Holder: "run-a", Token: a.Lease.Token, ExpiresAt: a.Lease.ExpiresAt}},
+	}
+	for _, f := range forged {
+		wantLost(t, x.s.Release(t.Context(), f.l), "Release by "+f.name)
+		wantLost(t, x.s.WriteReceipt(t.Context(), f.l, NewReceipt(f.l.Key, "run-x", 1)), "WriteReceipt by "+f.name)
+		wantLost(t, x.s.WriteState(t.Context(), f.l, []byte("{}")), "WriteState by "+f.name)
+	}
+	if diff := diffLease(before, x.readLease(t, k)); diff != "" {
+		t.Errorf("lease changed by refused releases (-want +got):\n%s", diff)
+	}
+	if r := x.latest(t, k); r != nil {
+		t.Errorf("refused write left a receipt: %+v", r)
+	}
+	if s := x.state(t, k); s != nil {
+		t.Errorf("refused write left a state: %q", s)
+	}
+
+	x.release(t, a.Lease)
+	info := x.readLease(t, k)
+	if info.Holder != "" || info.Token != a.Lease.Token || info.Live(x.clock.Now()) {
+		t.Errorf("after release ReadLease = %+v, want free with token %d kept", info, a.Lease.Token)
+	}
+	wantLost(t, x.s.Release(t.Context(), a.Lease), "second Release")
+	wantLost(t, x.s.WriteReceipt(t.Context(), a.Lease, NewReceipt(k, "run-a", 1)), "WriteReceipt after release")
+
+	b := x.acquire(t, k, "run-b")
+	if b.Lease.Token != a.Lease.Token+1 {
+		t.Errorf("grant after release has token %d, want %d", b.Lease.Token, a.Lease.Token+1)
+	}
+	if b.Preempted != nil {
+		t.Errorf("grant after release reports Preempted %+v; a released lease is not preempted", *b.Preempted)
+	}
+}
+
+func testRenew(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	g := x.acquire(t, k, "run-a")
+
+	x.clock.Advance(x.ttl / 2)
+	l, err := x.s.Renew(t.Context(), g.Lease, x.ttl)
+	if err != nil {
+		t.Fatalf("holder's Renew: %v", err)
+	}
+	if l.Key != k || l.Holder != "run-a" || l.Token != g.Lease.Token {
+		t.Errorf("Renew returned %+v, want the same holder and token as %+v", l, g.Lease)
+	}
+	if !l.ExpiresAt.After(g.Lease.ExpiresAt) {
+		t.Errorf("Renew expires at %s, not after the grant's %s", l.ExpiresAt, g.Lease.ExpiresAt)
+	}
+	if info := x.readLease(t, k); !sameInstant(info.ExpiresAt, l.ExpiresAt) || info.Token != g.Lease.Token {
+		t.Errorf("ReadLease = %+v, want token %d expiring %s", info, g.Lease.Token, l.ExpiresAt)
+	}
+
+	// Past the grant's expiry, inside the renewal's.
+	x.clock.Advance(x.ttl * 3 / 4)
+	_, err = x.s.Acquire(t.Context(), k, "run-b", x.ttl)
+	wantHeld(t, err, k, "run-a")
+	if err := x.s.WriteReceipt(t.Context(), l, NewReceipt(k, "run-a", 1)); err != nil {
+		t.Errorf("WriteReceipt inside the renewed lease: %v", err)
+	}
+
+	_, err = x.s.Renew(t.Context(), store.Lease{Key: k, Holder: "run-b", Token: l.Token}, x.ttl)
+	wantLost(t, err, "Renew by a non-holder")
+	_, err = x.s.Renew(t.Context(), store.Lease{Key: k, Holder: "run-a", Token: l.Token + 1}, x.ttl)
+	wantLost(t, err, "Renew with a wrong token")
+	_, err = x.s.Renew(t.Context(), store.Lease{Key: key(preview, "pr-9"), Holder: "run-a", Token: l.Token}, x.ttl)
+	wantLost(t, err, "Renew of a scope never leased")
+
+	x.expire()
+	_, err = x.s.Renew(t.Context(), l, x.ttl)
+	wantLost(t, err, "Renew after expiry")
+}
+
+func testContenders(t *testing.T, x *suite) {
+	const n = 16
+	k := key(preview, "pr-1")
+
+	round := func(prefix string) store.Grant {
+		t.Helper()
+		var (
+			wg     sync.WaitGroup
+			start  = make(chan struct{})
+			grants = make([]store.Grant, n)
+			errs   = make([]error, n)
+		)
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				grants[i], errs[i] = x.s.Acquire(t.Context(), k, fmt.Sprintf("%s-%02d", prefix, i), x.ttl)
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		var winners []store.Grant
+		for i, err := range errs {
+			if err == nil {
+				winners = append(winners, grants[i])
+			}
+		}
+		if len(winners) != 1 {
+			t.Fatalf("%d contenders: %d winners %+v, want exactly 1 (errors: %v)", n, len(winners), winners, errs)
+		}
+		w := winners[0]
+		for _, err := range errs {
+			if err != nil {
+				wantHeld(t, err, k, w.Lease.Holder)
+			}
+		}
+		if info := x.readLease(t, k); info.Holder != w.Lease.Holder || info.Token != w.Lease.Token {
+			t.Errorf("ReadLease = %+v, want the winner %s with token %d", info, w.Lease.Holder, w.Lease.Token)
+		}
+		return w
+	}
+
+	first := round("run-1")
+	if first.Lease.Token != 1 || first.Preempted != nil {
+		t.Errorf("first round granted %+v preempting %v, want token 1 and no preemption", first.Lease, first.Preempted)
+	}
+
+	// An expired lease contested by many: still exactly one winner, and it
+	// is the only one to report the takeover.
+	x.expire()
+	second := round("run-2")
+	if second.Lease.Token != 2 || second.Preempted == nil || second.Preempted.Holder != first.Lease.Holder {
+		t.Errorf("second round granted %+v preempting %+v, want token 2 preempting %s", second.Lease, second.Preempted, first.Lease.Holder)
+	}
+}
+
+func testTokensNeverGoBack(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	var last int64
+	observe := func(step string) {
+		t.Helper()
+		info := x.readLease(t, k)
+		if info.Token != last {
+			t.Fatalf("%s: ReadLease token = %d, want %d", step, info.Token, last)
+		}
+	}
+	for i := range 9 {
+		holder := fmt.Sprintf("run-%d", i)
+		g := x.acquire(t, k, holder)
+		if g.Lease.Token != last+1 {
+			t.Fatalf("grant %d: token %d, want %d", i, g.Lease.Token, last+1)
+		}
+		last = g.Lease.Token
+		observe("after grant " + holder)
+
+		switch i % 3 {
+		case 0: // released by its holder
+			x.release(t, g.Lease)
+			observe("after release of " + holder)
+		case 1: // abandoned; the next grant takes it over
+			_, err := x.s.Acquire(t.Context(), k, "run-waiting", x.ttl)
+			wantHeld(t, err, k, holder)
+			observe("after a refused acquire")
+			x.expire()
+			wantLost(t, x.s.Release(t.Context(), g.Lease), "Release after expiry")
+			observe("after a refused release")
+		case 2: // renewed, then released
+			l, err := x.s.Renew(t.Context(), g.Lease, x.ttl)
+			if err != nil {
+				t.Fatalf("Renew: %v", err)
+			}
+			observe("after renewal")
+			x.release(t, l)
+			observe("after release of " + holder)
+		}
+	}
+}
+
+func testReceiptRoundTrip(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	if r := x.latest(t, k); r != nil {
+		t.Fatalf("LatestReceipt of an untouched scope = %+v, want nil", r)
+	}
+	a := x.acquire(t, k, "run-a")
+	if r := x.latest(t, k); r != nil {
+		t.Fatalf("LatestReceipt of a scope without receipt = %+v, want nil", r)
+	}
+
+	// A checkpoint, then the final receipt of the same run.
+	checkpoint := NewReceipt(k, "run-a", 1)
+	checkpoint.Status = receipt.StatusRunning
+	checkpoint.FinishedAt = time.Time{}
+	final := NewReceipt(k, "run-a", 3)
+	final.LockPreempted = &receipt.Preempted{Holder: "run-0", Since: final.StartedAt.Add(-time.Hour), Until: final.StartedAt.Add(-time.Minute)}
+	for _, r := range []*receipt.Receipt{checkpoint, final} {
+		if err := x.s.WriteReceipt(t.Context(), a.Lease, r); err != nil {
+			t.Fatalf("WriteReceipt(%s): %v", r.Status, err)
+		}
+		if diff := cmp.Diff(r, x.latest(t, k)); diff != "" {
+			t.Errorf("LatestReceipt after writing the %s receipt (-want +got):\n%s", r.Status, diff)
+		}
+	}
+	x.release(t, a.Lease)
+
+	b := x.acquire(t, k, "run-b")
+	rb := NewReceipt(k, "run-b", 4)
+	rb.InheritedFrom = "branch-feat-search"
+	if err := x.s.WriteReceipt(t.Context(), b.Lease, rb); err != nil {
+		t.Fatalf("WriteReceipt: %v", err)
+	}
+	if diff := cmp.Diff(rb, x.latest(t, k)); diff != "" {
+		t.Errorf("LatestReceipt after the next run (-want +got):\n%s", diff)
+	}
+
+	other := key(preview, "pr-2")
+	if r := x.latest(t, other); r != nil {
+		t.Errorf("LatestReceipt of another scope = %+v, want nil", r)
+	}
+	forged := store.Lease{Key: other, Holder: b.Lease.Holder, Token: b.Lease.Token, ExpiresAt: b.Lease.ExpiresAt}
+	wantLost(t, x.s.WriteReceipt(t.Context(), forged, NewReceipt(other, "run-b", 1)), "WriteReceipt into a scope not leased")
+}
+
+func testStateRoundTrip(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	if s := x.state(t, k); s != nil {
+		t.Fatalf("ReadState of an untouched scope = %q, want nil", s)
+	}
+	g := x.acquire(t, k, "run-a")
+	if s := x.state(t, k); s != nil {
+		t.Fatalf("ReadState of a scope without state = %q, want nil", s)
+	}
+	small := []byte(`{"version":4,"serial":1,"lineage":"3f1c","resources":[]}` + "\n")
+	large := bytes.Repeat([]byte(`{"a":"\u00e9\u0000"}`+"\n"), 20000)
+	for _, want := range [][]byte{small, large, small} {
+		if err := x.s.WriteState(t.Context(), g.Lease, want); err != nil {
+			t.Fatalf("WriteState(%d bytes): %v", len(want), err)
+		}
+		if got := x.state(t, k); !bytes.Equal(got, want) {
+			t.Fatalf("ReadState returned %d bytes, want the %d written", len(got), len(want))
+		}
+	}
+	if s := x.state(t, key(preview, "pr-2")); s != nil {
+		t.Errorf("ReadState of another scope = %q, want nil", s)
+	}
+	forged := store.Lease{Key: key(preview, "pr-2"), Holder: g.Lease.Holder, Token: g.Lease.Token}
+	wantLost(t, x.s.WriteState(t.Context(), forged, small), "WriteState into a scope not leased")
+}
+
+func testList(t *testing.T, x *suite) {
+	leases := map[store.Key]store.Grant{}
+	for _, k := range []store.Key{key(preview, "pr-2"), key(preview, "pr-10"), key(preview, "main"), key(production, "main"), key("staging", "pr-2")} {
+		leases[k] = x.acquire(t, k, "run-"+strings.ReplaceAll(k.String(), "/", "-"))
+	}
+	withReceipt := key(preview, "pr-10")
+	r := NewReceipt(withReceipt, leases[withReceipt].Lease.Holder, 2)
+	if err := x.s.WriteReceipt(t.Context(), leases[withReceipt].Lease, r); err != nil {
+		t.Fatalf("WriteReceipt: %v", err)
+	}
+	x.release(t, leases[key(preview, "main")].Lease)
+
+	got, err := x.s.List(t.Context(), preview)
+	if err != nil {
+		t.Fatalf("List(%s): %v", preview, err)
+	}
+	type row struct {
+		Key    store.Key
+		Holder string
+		Token  int64
+		RunID  string
+	}
+	rows := func(sums []store.ScopeSummary) []row {
+		var out []row
+		for _, s := range sums {
+			rw := row{Key: s.Key, Holder: s.Lease.Holder, Token: s.Lease.Token}
+			if s.Latest != nil {
+				rw.RunID = s.Latest.RunID
+			}
+			out = append(out, rw)
+		}
+		return out
+	}
+	want := []row{
+		{Key: key(preview, "main"), Holder: "", Token: 1},
+		{Key: key(preview, "pr-10"), Holder: leases[withReceipt].Lease.Holder, Token: 1, RunID: r.RunID},
+		{Key: key(preview, "pr-2"), Holder: leases[key(preview, "pr-2")].Lease.Holder, Token: 1},
+	}
+	if diff := cmp.Diff(want, rows(got)); diff != "" {
+		t.Errorf("List(%s) (-want +got):\n%s", preview, diff)
+	}
+	for _, s := range got {
+		if s.Key == withReceipt {
+			if diff := cmp.Diff(r, s.Latest); diff != "" {
+				t.Errorf("List(%s) latest receipt of %s (-want +got):\n%s", preview, s.Key, diff)
+			}
+		}
+	}
+
+	got, err = x.s.List(t.Context(), production)
+	if err != nil {
+		t.Fatalf("List(%s): %v", production, err)
+	}
+	if diff := cmp.Diff([]row{{Key: key(production, "main"), Holder: leases[key(production, "main")].Lease.Holder, Token: 1}}, rows(got)); diff != "" {
+		t.Errorf("List(%s) (-want +got):\n%s", production, diff)
+	}
+
+	got, err = x.s.List(t.Context(), "qa")
+	if err != nil {
+		t.Fatalf("List of an environment without scopes: %v", err)
+	}
+	if len(got) != 0 {
+		t.Errorf("List(qa) = %+v, want no scopes", got)
+	}
+}
+
+func testInvalidNames(t *testing.T, x *suite) {
+	bad := []string{"", ".", "..", "a/b", "../preview", ".x", "a b", "a\x00b", "pr-1\n", strings.Repeat("a", 129)}
+	ok := store.Lease{Key: key(preview, "pr-1"), Holder: "run-a", Token: 1}
+	for _, name := range bad {
+		for _, k := range []store.Key{key(name, "pr-1"), key(preview, name)} {
+			l := store.Lease{Key: k, Holder: ok.Holder, Token: ok.Token}
+			calls := map[string]error{}
+			_, calls["Acquire"] = x.s.Acquire(t.Context(), k, "run-a", x.ttl)
+			_, calls["Renew"] = x.s.Renew(t.Context(), l, x.ttl)
+			calls["Release"] = x.s.Release(t.Context(), l)
+			_, calls["ReadLease"] = x.s.ReadLease(t.Context(), k)
+			calls["WriteReceipt"] = x.s.WriteReceipt(t.Context(), l, NewReceipt(k, "run-a", 1))
+			_, calls["LatestReceipt"] = x.s.LatestReceipt(t.Context(), k)
+			calls["WriteState"] = x.s.WriteState(t.Context(), l, []byte("{}"))
+			_, calls["ReadState"] = x.s.ReadState(t.Context(), k)
+			for call, err := range calls {
+				if !errcode.Is(err, errcode.Usage) {
+					t.Errorf("%s(%q) = %v, want a USAGE error", call, k, err)
+				}
+			}
+		}
+		if _, err := x.s.List(t.Context(), name); !errcode.Is(err, errcode.Usage) {
+			t.Errorf("List(%q) = %v, want a USAGE error", name, err)
+		}
+	}
+
+	// Dots, underscores and dashes inside a name are fine
+	// (branch-release-1.2_rc), and so is the longest name.
+	for _, name := range []string{"branch-release-1.2_rc", "A..b", strings.Repeat("a", 128)} {
+		x.acquire(t, key(preview, name), "run-a")
+		x.acquire(t, key(name, "main"), "run-a")
+	}
+}
