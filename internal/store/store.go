@@ -86,11 +86,37 @@ type Store interface {
 	// ReadState returns the scope's Terraform state, nil if none.
 	ReadState(ctx context.Context, key Key) ([]byte, error)
 
+	// WriteRecord stores a small named document of the scope, fenced by l:
+	// the sponson_scope resource keeps its record here. name is a plain
+	// path segment.
+	WriteRecord(ctx context.Context, l Lease, name string, data []byte) error
+	// ReadRecord returns a record, nil if there is none.
+	ReadRecord(ctx context.Context, key Key, name string) ([]byte, error)
+	// DeleteRecord removes a record, fenced by l; removing a record that
+	// does not exist is not an error.
+	DeleteRecord(ctx context.Context, l Lease, name string) error
+
+	// Quarantine keeps a state that a run could not write, for example the
+	// errored.tfstate an engine leaves when its state write was refused
+	// after the lease was lost. It is not fenced (the run that produced it
+	// usually holds no lease any more) and never replaces the scope's state:
+	// it is evidence for the next run and for humans.
+	Quarantine(ctx context.Context, key Key, runID string, state []byte) error
+	// ListQuarantine returns the quarantined states of a scope, oldest first.
+	ListQuarantine(ctx context.Context, key Key) ([]Quarantined, error)
+
 	// List returns every scope of env that has a lease record or a receipt.
 	List(ctx context.Context, env string) ([]ScopeSummary, error)
 
 	// Close releases the store's connections; leases are not released.
 	Close() error
+}
+
+// Quarantined is a state kept by Quarantine.
+type Quarantined struct {
+	RunID string
+	At    time.Time
+	State []byte
 }
 
 // ErrLeaseLost is returned by Renew, Release and fenced writes when the lease

@@ -7,6 +7,8 @@
 //	<root>/<env>/<scope>/latest.json         the scope's latest receipt
 //	<root>/<env>/<scope>/receipts/<runId>.json  every run's own receipt
 //	<root>/<env>/<scope>/terraform.tfstate   the scope's Terraform state
+//	<root>/<env>/<scope>/records/<name>.json  small fenced documents (sponson_scope)
+//	<root>/<env>/<scope>/quarantine/<runId>.tfstate  states a lost run could not write
 //
 // This is the design measured in shared/reference/store-notes.md §1 (zero
 // violations in multi-process races, where the naive O_EXCL design failed on
@@ -48,6 +50,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -67,6 +70,8 @@ const (
 	latestFile  = "latest.json"
 	receiptsDir = "receipts"
 	stateFile   = "terraform.tfstate"
+	recordsDir  = "records"
+	quarantine  = "quarantine"
 )
 
 // Permissions: state holds sensitive values, so nothing is readable by others.
@@ -321,6 +326,143 @@ func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
 		return nil, fsError("read", p, err)
 	}
 	return b, nil
+}
+
+// WriteRecord stores records/<name>.json, fenced by l.
+func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, data []byte) error {
+	if err := checkKey(l.Key); err != nil {
+		return err
+	}
+	if err := checkName("record", name); err != nil {
+		return err
+	}
+	dir, err := s.leasedDir(l.Key)
+	if err != nil {
+		return err
+	}
+	rdir := filepath.Join(dir, recordsDir)
+	if err := os.Mkdir(rdir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fsError("create", rdir, err)
+	}
+	tmp, err := writeTemp(rdir, name+".json", data)
+	if err != nil {
+		return err
+	}
+	err = s.fenced(ctx, l, func(string, store.LeaseInfo, time.Time) error {
+		return commit(tmp, filepath.Join(rdir, name+".json"))
+	})
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// ReadRecord returns records/<name>.json, nil if it does not exist.
+func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := checkName("record", name); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := filepath.Join(s.scopeDir(key), recordsDir, name+".json")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fsError("read", p, err)
+	}
+	return b, nil
+}
+
+// DeleteRecord removes records/<name>.json, fenced by l.
+func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) error {
+	if err := checkKey(l.Key); err != nil {
+		return err
+	}
+	if err := checkName("record", name); err != nil {
+		return err
+	}
+	return s.fenced(ctx, l, func(dir string, _ store.LeaseInfo, _ time.Time) error {
+		p := filepath.Join(dir, recordsDir, name+".json")
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fsError("remove", p, err)
+		}
+		return syncDir(filepath.Join(dir, recordsDir))
+	})
+}
+
+// Quarantine stores quarantine/<runId>.tfstate without a fence: the file is
+// named by the run, so it can replace nothing but its own earlier copy.
+func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, state []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := checkName("run id", runID); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	qdir := filepath.Join(s.scopeDir(key), quarantine)
+	if err := os.MkdirAll(qdir, dirPerm); err != nil {
+		return fsError("create", qdir, err)
+	}
+	tmp, err := writeTemp(qdir, runID+".tfstate", state)
+	if err != nil {
+		return err
+	}
+	if err := commit(tmp, filepath.Join(qdir, runID+".tfstate")); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// ListQuarantine returns the quarantined states of key, oldest first.
+func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quarantined, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	qdir := filepath.Join(s.scopeDir(key), quarantine)
+	entries, err := os.ReadDir(qdir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fsError("list", qdir, err)
+	}
+	var out []store.Quarantined
+	for _, e := range entries {
+		runID, ok := strings.CutSuffix(e.Name(), ".tfstate")
+		if !ok || checkName("run id", runID) != nil {
+			continue
+		}
+		p := filepath.Join(qdir, e.Name())
+		info, err := e.Info()
+		if err != nil {
+			return nil, fsError("stat", p, err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fsError("read", p, err)
+		}
+		out = append(out, store.Quarantined{RunID: runID, At: info.ModTime().UTC(), State: b})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].At.Equal(out[j].At) {
+			return out[i].At.Before(out[j].At)
+		}
+		return out[i].RunID < out[j].RunID
+	})
+	return out, nil
 }
 
 // List returns the scopes of env that have a lease record or a receipt,

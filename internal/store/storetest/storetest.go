@@ -109,6 +109,8 @@ func Run(t *testing.T, open func(t *testing.T, clock *Clock) store.Store) {
 		{"TokensNeverGoBack", testTokensNeverGoBack},
 		{"ReceiptRoundTrip", testReceiptRoundTrip},
 		{"StateRoundTrip", testStateRoundTrip},
+		{"RecordsAreFenced", testRecords},
+		{"Quarantine", testQuarantine},
 		{"ListOneEnvironment", testList},
 		{"InvalidNames", testInvalidNames},
 	}
@@ -737,5 +739,74 @@ func testInvalidNames(t *testing.T, x *suite) {
 	for _, name := range []string{"branch-release-1.2_rc", "A..b", strings.Repeat("a", 128)} {
 		x.acquire(t, key(preview, name), "run-a")
 		x.acquire(t, key(name, "main"), "run-a")
+	}
+}
+
+func testRecords(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	if r, err := x.s.ReadRecord(t.Context(), k, "scope"); err != nil || r != nil {
+		t.Fatalf("ReadRecord of an untouched scope = %q, %v; want nil, nil", r, err)
+	}
+	a := x.acquire(t, k, "run-a")
+	doc := []byte(`{"name":"pr-1"}`)
+	if err := x.s.WriteRecord(t.Context(), a.Lease, "scope", doc); err != nil {
+		t.Fatalf("WriteRecord: %v", err)
+	}
+	if r, err := x.s.ReadRecord(t.Context(), k, "scope"); err != nil || !bytes.Equal(r, doc) {
+		t.Fatalf("ReadRecord = %q, %v; want %q", r, err, doc)
+	}
+	x.expire()
+	b := x.acquire(t, k, "run-b")
+	wantLost(t, x.s.WriteRecord(t.Context(), a.Lease, "scope", []byte(`{"name":"stale"}`)), "old holder's WriteRecord")
+	wantLost(t, x.s.DeleteRecord(t.Context(), a.Lease, "scope"), "old holder's DeleteRecord")
+	if r, _ := x.s.ReadRecord(t.Context(), k, "scope"); !bytes.Equal(r, doc) {
+		t.Fatalf("a refused record write changed the record to %q", r)
+	}
+	if err := x.s.DeleteRecord(t.Context(), b.Lease, "scope"); err != nil {
+		t.Fatalf("DeleteRecord: %v", err)
+	}
+	if err := x.s.DeleteRecord(t.Context(), b.Lease, "scope"); err != nil {
+		t.Fatalf("DeleteRecord of a missing record: %v", err)
+	}
+	if r, _ := x.s.ReadRecord(t.Context(), k, "scope"); r != nil {
+		t.Fatalf("record still there after DeleteRecord: %q", r)
+	}
+	if err := x.s.WriteRecord(t.Context(), b.Lease, "../lease", doc); !errcode.Is(err, errcode.Usage) {
+		t.Errorf("WriteRecord with a path for a name: %v, want USAGE", err)
+	}
+}
+
+func testQuarantine(t *testing.T, x *suite) {
+	k := key(preview, "pr-1")
+	if q, err := x.s.ListQuarantine(t.Context(), k); err != nil || len(q) != 0 {
+		t.Fatalf("ListQuarantine of an untouched scope = %v, %v", q, err)
+	}
+	g := x.acquire(t, k, "run-b")
+	current := []byte(`{"serial":5,"by":"run-b"}`)
+	if err := x.s.WriteState(t.Context(), g.Lease, current); err != nil {
+		t.Fatal(err)
+	}
+	// A run without the lease may quarantine; it never replaces the state.
+	first := []byte(`{"serial":4,"by":"run-a"}`)
+	if err := x.s.Quarantine(t.Context(), k, "run-a", first); err != nil {
+		t.Fatalf("Quarantine: %v", err)
+	}
+	x.clock.Advance(time.Second)
+	second := []byte(`{"serial":6,"by":"run-c"}`)
+	if err := x.s.Quarantine(t.Context(), k, "run-c", second); err != nil {
+		t.Fatalf("Quarantine: %v", err)
+	}
+	if got := x.state(t, k); !bytes.Equal(got, current) {
+		t.Fatalf("quarantine replaced the state: %q", got)
+	}
+	q, err := x.s.ListQuarantine(t.Context(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q) != 2 || q[0].RunID != "run-a" || !bytes.Equal(q[0].State, first) || q[1].RunID != "run-c" || !bytes.Equal(q[1].State, second) {
+		t.Fatalf("ListQuarantine = %+v", q)
+	}
+	if err := x.s.Quarantine(t.Context(), k, "../x", first); !errcode.Is(err, errcode.Usage) {
+		t.Errorf("Quarantine with a path for a run id: %v, want USAGE", err)
 	}
 }
