@@ -125,6 +125,7 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 			Dir:             dir,
 			Context:         c,
 			Store:           st,
+			StoreURL:        url,
 			Engine:          bin,
 			ProviderBinary:  self,
 			ProviderVersion: version.Mirror(),

@@ -111,10 +111,20 @@ func (s *Session) Apply(ctx context.Context, plan string) error {
 	return s.wrap("apply", s.tf.Apply(ctx, tfexec.DirOrPlan(plan)))
 }
 
-// Show reads the current state as JSON.
-func (s *Session) Show(ctx context.Context) (*tfjson.State, error) {
-	st, err := s.quiet.Show(ctx)
-	return st, s.wrap("show", err)
+// StatePull returns the current state as the engine stores it.
+func (s *Session) StatePull(ctx context.Context) ([]byte, error) {
+	st, err := s.quiet.StatePull(ctx)
+	return []byte(st), s.wrap("state pull", err)
+}
+
+// SelectWorkspace selects the workspace name, creating it if it does not
+// exist yet. It is how a configuration with its own backend keeps one state
+// per scope.
+func (s *Session) SelectWorkspace(ctx context.Context, name string) error {
+	if err := s.quiet.WorkspaceSelect(ctx, name); err == nil {
+		return nil
+	}
+	return s.wrap("workspace new", s.quiet.WorkspaceNew(ctx, name))
 }
 
 func (s *Session) wrap(step string, err error) error {

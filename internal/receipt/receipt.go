@@ -56,6 +56,9 @@ type Receipt struct {
 	LockPreempted *Preempted `json:"lockPreempted,omitempty"`
 	InheritedFrom string     `json:"inheritedFrom,omitempty"`
 	SupersededBy  string     `json:"supersededBy,omitempty"`
+	// Settled lists the intents of an interrupted earlier run that this
+	// run settled against the state.
+	Settled []Settlement `json:"settledIntents,omitempty"`
 	Error         *Failure   `json:"error,omitempty"`
 }
 
@@ -82,6 +85,19 @@ type Entry struct {
 	Type      string `json:"type"`
 	ID        string `json:"id,omitempty"`
 	CreatedBy string `json:"createdBy"`
+}
+
+// Outcomes of settling an intent.
+const (
+	SettledClaimed = "claimed" // the resource is in the state: the scope owns it
+	SettledDropped = "dropped" // it is not: the create never happened
+)
+
+// Settlement records how one intent of an interrupted run was settled.
+type Settlement struct {
+	Address string `json:"address"`
+	FromRun string `json:"fromRun"`
+	Outcome string `json:"outcome"`
 }
 
 // Preempted records the expired lease a run took over.

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -43,6 +44,8 @@ type Options struct {
 	Dir     string // the configuration directory, absolute
 	Context runctx.Context
 	Store   store.Store
+	// StoreURL names Store for the provider the engine starts.
+	StoreURL string
 	// Engine is the engine binary; ProviderBinary the executable that
 	// serves the sponson provider (the sponson binary itself), offered to
 	// the engine under ProviderVersion.
@@ -74,6 +77,9 @@ type Result struct {
 	Warnings []string
 	// Running is the live lease a plan saw: an apply in progress.
 	Running *store.LeaseInfo
+	// Quarantined is set when the engine's errored.tfstate was moved into
+	// the store.
+	Quarantined bool
 }
 
 // NewRunID returns a fresh run id: "run-" and 8 hex digits.
@@ -84,10 +90,13 @@ func NewRunID() string {
 }
 
 type runner struct {
-	o    Options
-	res  *Result
-	key  store.Key
-	held *lease.Held
+	o          Options
+	res        *Result
+	key        store.Key
+	held       *lease.Held
+	sess       *engine.Session
+	ownBackend bool
+	started    time.Time
 }
 
 func (r *runner) warn(msg string) {
@@ -120,7 +129,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r.res, err
 }
 
-func (r *runner) run(ctx context.Context) (err error) {
+func (r *runner) run(ctx context.Context) error {
 	o := r.o
 	writes := o.Command != Plan
 	tmp, err := os.MkdirTemp("", "sponson-run-")
@@ -128,18 +137,22 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
 	}
 	defer os.RemoveAll(tmp)
+	r.started = time.Now()
 
 	// Writes after an interrupt (the failed receipt, the release) must
 	// still happen: they use a context that the interrupt does not cancel.
 	bg := context.WithoutCancel(ctx)
 
+	backend, err := engine.DeclaredBackend(o.Dir)
+	if err != nil {
+		return errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", o.Dir)
+	}
+	if backend != "" {
+		r.warn(fmt.Sprintf("the configuration declares its own %q backend: each scope gets its own workspace %s in it; state writes are guarded by the scope lease and the backend's own lock but are NOT fenced. Remove the backend block to let sponson serve a fenced state.", backend, Workspace(r.key)))
+	}
+
 	if writes {
-		cfg := o.Lease
-		cfg.OnWait = func(l store.LeaseInfo) {
-			r.info(fmt.Sprintf("waiting for the lease of %s: held by %s until %s", r.key, l.Holder, l.ExpiresAt.Local().Format("15:04:05")))
-		}
-		r.held, err = lease.Acquire(ctx, o.Store, r.key, o.RunID, cfg)
-		if err != nil {
+		if err := r.acquire(ctx); err != nil {
 			return err
 		}
 		defer func() {
@@ -147,9 +160,6 @@ func (r *runner) run(ctx context.Context) (err error) {
 				r.warn(w)
 			}
 		}()
-		if p := r.held.Preempted; p != nil {
-			r.warn(fmt.Sprintf("took over an expired lease held by %s since %s", p.Holder, p.AcquiredAt.Local().Format(time.RFC3339)))
-		}
 	} else if l, err := o.Store.ReadLease(ctx, r.key); err == nil && l.Live(time.Now()) {
 		r.res.Running = &l
 		r.warn(fmt.Sprintf("apply running in this scope since %s (run %s); this plan may be outdated when it finishes", l.AcquiredAt.Local().Format("15:04"), l.Holder))
@@ -174,28 +184,24 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}()
 	}
 
-	leaseFn := func() (store.Lease, bool) {
-		if r.held == nil {
-			return store.Lease{}, false
+	env := []string{"TF_DATA_DIR=" + DataDir(o.Dir, r.key)}
+	if backend == "" {
+		srv, err := statesrv.Start(o.Store, r.key, r.leaseFn, statesrv.OnLeaseLost(func(e error) {
+			if r.held != nil {
+				r.held.MarkLost(e)
+			}
+		}))
+		if err != nil {
+			return errcode.Wrap(errcode.Internal, err, "starting the state server")
 		}
-		return r.held.Lease(), true
-	}
-	srv, err := statesrv.Start(o.Store, r.key, leaseFn, statesrv.OnLeaseLost(func(e error) {
-		if r.held != nil {
-			r.held.MarkLost(e)
+		defer srv.Close()
+		env = append(env, srv.Environ()...)
+		ov, err := engine.PlaceOverride(o.Dir)
+		if err != nil {
+			return errcode.Wrap(errcode.Internal, err, "placing the backend override in %s", o.Dir)
 		}
-	}))
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, err, "starting the state server")
+		defer ov.Release()
 	}
-	defer srv.Close()
-
-	ov, err := engine.PlaceOverride(o.Dir)
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, err, "placing the backend override in %s", o.Dir)
-	}
-	defer ov.Release()
-
 	cli, err := engine.WriteCLIConfig(filepath.Join(tmp, "cli"), o.ProviderBinary, o.ProviderVersion, os.Getenv("TF_CLI_CONFIG_FILE"))
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "writing the engine's CLI configuration")
@@ -203,28 +209,47 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if cli.Warning != "" {
 		r.warn(cli.Warning)
 	}
-	env := append([]string{
-		"TF_CLI_CONFIG_FILE=" + cli.File,
-		"TF_DATA_DIR=" + DataDir(o.Dir, r.key),
-	}, srv.Environ()...)
+	env = append(env, "TF_CLI_CONFIG_FILE="+cli.File)
 	env = append(env, o.Context.Environ()...)
+	if r.held != nil {
+		env = append(env, lease.HandoverEnv(o.StoreURL, r.held.Lease())...)
+	} else {
+		// A plan hands over no lease: the provider must not write.
+		env = append(env, lease.EnvStore+"=", lease.EnvHolder+"=", lease.EnvToken+"=")
+	}
 
 	sess, err := engine.Open(runCtx, engine.Options{Dir: o.Dir, Binary: o.Engine, Env: env, Stdout: o.EngineOut, Stderr: o.EngineOut})
 	if err != nil {
 		return err
 	}
+	r.sess = sess
 	r.res.Engine = receipt.Engine{Name: sess.Name, Version: sess.Version}
 	if err := sess.Init(runCtx); err != nil {
-		return r.engineErr(err)
+		return r.engineErr(ctx, err)
 	}
+	if backend != "" {
+		if err := sess.SelectWorkspace(runCtx, Workspace(r.key)); err != nil {
+			return r.engineErr(ctx, err)
+		}
+		r.ownBackend = true
+	}
+
+	var settled []receipt.Settlement
+	if writes {
+		if settled, err = r.settle(ctx, prev); err != nil {
+			return err
+		}
+		r.reviewQuarantine(ctx)
+	}
+
 	planPath := filepath.Join(tmp, "plan.bin")
 	changed, err := sess.Plan(runCtx, planPath, o.Command == Destroy, writes, o.Vars)
 	if err != nil {
-		return r.engineErr(err)
+		return r.engineErr(ctx, err)
 	}
 	plan, err := sess.ShowPlan(runCtx, planPath)
 	if err != nil {
-		return r.engineErr(err)
+		return r.engineErr(ctx, err)
 	}
 	r.res.Summary = engine.Summarize(plan)
 	if o.Command == Plan {
@@ -236,9 +261,11 @@ func (r *runner) run(ctx context.Context) (err error) {
 	}
 
 	rec := r.newReceipt(prev, plan)
+	rec.Settled = settled
 	r.res.Receipt = rec
 	// The checkpoint: before the engine writes anything, the store knows a
-	// run is under way and what it is about to change.
+	// run is under way and holds an intent for every create, so a crash
+	// mid-apply never leaves a resource nobody knows may exist.
 	if err := r.writeReceipt(bg, rec); err != nil {
 		return err
 	}
@@ -247,25 +274,30 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if changed {
 		applyErr = sess.Apply(runCtx, planPath)
 	}
+	if applyErr != nil {
+		r.quarantineErrored(bg)
+	}
 	if lostErr := r.held.Err(); lostErr != nil {
 		// Nothing more may be written: the run that took over is
 		// authoritative. The lost run's receipt stays as its checkpoint.
 		r.res.Status = receipt.StatusFailed
 		return lostErr
 	}
-	state, showErr := sess.Show(bg)
-	if showErr == nil {
-		rec.Ledger = Ledger(state, prev)
+	// Without the state the checkpoint's ledger stays, intents included,
+	// for the next run to settle.
+	resources, readErr := r.currentState(bg)
+	if readErr == nil {
+		rec.Ledger = ledgerFromState(resources, prev)
 	}
 	rec.FinishedAt = time.Now().UTC()
 	switch {
 	case applyErr != nil:
 		rec.Status = receipt.StatusFailed
-		e := errcode.As(r.engineErr(applyErr))
+		e := errcode.As(r.engineErr(ctx, applyErr))
 		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
-	case showErr != nil:
+	case readErr != nil:
 		rec.Status = receipt.StatusFailed
-		rec.Error = &receipt.Failure{Code: string(errcode.EngineFailed), Message: showErr.Error()}
+		rec.Error = &receipt.Failure{Code: string(errcode.Internal), Message: readErr.Error()}
 	case o.Command == Destroy:
 		rec.Status = receipt.StatusDestroyed
 	case changed:
@@ -278,18 +310,169 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return err
 	}
 	if applyErr != nil {
-		return r.engineErr(applyErr)
+		return r.engineErr(ctx, applyErr)
 	}
-	return showErr
+	if readErr != nil {
+		return errcode.Wrap(errcode.Internal, readErr, "reading the state after the apply")
+	}
+	return nil
 }
 
-// engineErr turns an engine failure caused by an interrupt or a lost lease
+func (r *runner) acquire(ctx context.Context) error {
+	cfg := r.o.Lease
+	cfg.OnWait = func(l store.LeaseInfo) {
+		r.info(fmt.Sprintf("waiting for the lease of %s: held by %s until %s", r.key, l.Holder, l.ExpiresAt.Local().Format("15:04:05")))
+	}
+	held, err := lease.Acquire(ctx, r.o.Store, r.key, r.o.RunID, cfg)
+	if err != nil {
+		return err
+	}
+	r.held = held
+	if p := held.Preempted; p != nil {
+		r.warn(fmt.Sprintf("took over an expired lease held by %s since %s", p.Holder, p.AcquiredAt.Local().Format(time.RFC3339)))
+	}
+	return nil
+}
+
+func (r *runner) leaseFn() (store.Lease, bool) {
+	if r.held == nil {
+		return store.Lease{}, false
+	}
+	return r.held.Lease(), true
+}
+
+// currentState reads the scope's state: from the store, where the state
+// server put it, or from the user's backend.
+func (r *runner) currentState(ctx context.Context) ([]stateResource, error) {
+	var data []byte
+	var err error
+	if r.ownBackend {
+		data, err = r.sess.StatePull(ctx)
+	} else {
+		data, err = r.o.Store.ReadState(ctx, r.key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readState(data)
+}
+
+// settle resolves the intents a previous run left behind (it crashed or was
+// killed between its checkpoint and its receipt): an intent whose address
+// is in the state is claimed, the others are dropped. The new ledger is
+// built from the state anyway; the settlement is recorded and reported so
+// that nothing created is silently forgotten.
+func (r *runner) settle(ctx context.Context, prev *receipt.Receipt) ([]receipt.Settlement, error) {
+	if prev == nil {
+		return nil, nil
+	}
+	var intents []receipt.Entry
+	for _, e := range prev.Ledger {
+		if isIntent(e) {
+			intents = append(intents, e)
+		}
+	}
+	if len(intents) == 0 {
+		return nil, nil
+	}
+	resources, err := r.currentState(ctx)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.IntentUnresolved, err, "run %s left %d intents that cannot be settled", prev.RunID, len(intents))
+	}
+	present := map[string]bool{}
+	for _, res := range resources {
+		present[res.Address] = true
+	}
+	var out []receipt.Settlement
+	var claimed, dropped []string
+	for _, e := range intents {
+		s := receipt.Settlement{Address: e.Address, FromRun: prev.RunID, Outcome: receipt.SettledDropped}
+		if present[e.Address] {
+			s.Outcome = receipt.SettledClaimed
+			claimed = append(claimed, e.Address)
+		} else {
+			dropped = append(dropped, e.Address)
+		}
+		out = append(out, s)
+	}
+	r.warn(fmt.Sprintf("run %s stopped before its receipt (status %s); settled its %d intents against the state: claimed %s; dropped %s",
+		prev.RunID, prev.Status, len(intents), listOrNone(claimed), listOrNone(dropped)))
+	return out, nil
+}
+
+func listOrNone(ss []string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	return strings.Join(ss, ", ")
+}
+
+// quarantineErrored moves the errored.tfstate an engine leaves in the
+// configuration directory when a state write was refused (measured with
+// OpenTofu 1.12: it writes the whole new state there, sensitive values
+// included) into the store, so it never stays among the user's files.
+func (r *runner) quarantineErrored(ctx context.Context) {
+	p := filepath.Join(r.o.Dir, "errored.tfstate")
+	fi, err := os.Stat(p)
+	if err != nil || fi.ModTime().Before(r.started.Add(-time.Second)) {
+		return
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		r.warn(fmt.Sprintf("the engine left %s and it could not be read: %v; remove it by hand, it may hold sensitive values", p, err))
+		return
+	}
+	if err := r.o.Store.Quarantine(ctx, r.key, r.o.RunID, data); err != nil {
+		r.warn(fmt.Sprintf("the engine left %s and it could not be quarantined in the store (%v); it stays there", p, err))
+		return
+	}
+	os.Remove(p)
+	r.res.Quarantined = true
+	r.warn(fmt.Sprintf("the engine could not persist its state; the state it had is quarantined in the store as %s of %s, not left in %s", r.o.RunID, r.key, r.o.Dir))
+}
+
+// reviewQuarantine reports quarantined states that hold resources the
+// current state lacks: objects that may exist without being managed.
+func (r *runner) reviewQuarantine(ctx context.Context) {
+	qs, err := r.o.Store.ListQuarantine(ctx, r.key)
+	if err != nil || len(qs) == 0 {
+		return
+	}
+	current, err := r.currentState(ctx)
+	if err != nil {
+		return
+	}
+	have := map[string]bool{}
+	for _, c := range current {
+		have[c.Address+"|"+c.ID] = true
+	}
+	for _, q := range qs {
+		res, err := readState(q.State)
+		if err != nil {
+			continue
+		}
+		var missing []string
+		for _, x := range res {
+			if !have[x.Address+"|"+x.ID] {
+				missing = append(missing, x.Address)
+			}
+		}
+		if len(missing) > 0 {
+			r.warn(fmt.Sprintf("the quarantined state of run %s holds %d resources the current state lacks (%s): they may exist unmanaged; import them or delete them by hand, then remove the quarantined state", q.RunID, len(missing), strings.Join(missing, ", ")))
+		}
+	}
+}
+
+// engineErr turns an engine failure caused by a lost lease or an interrupt
 // into that cause.
-func (r *runner) engineErr(err error) error {
+func (r *runner) engineErr(ctx context.Context, err error) error {
 	if r.held != nil {
 		if lost := r.held.Err(); lost != nil {
 			return lost
 		}
+	}
+	if ctx.Err() != nil {
+		return errcode.Wrap(errcode.Interrupted, err, "interrupted")
 	}
 	return err
 }
@@ -323,14 +506,31 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan) *receipt.R
 	}
 	if prev != nil {
 		// Carried forward: a run that fails before it can read the state
-		// forgets nothing the scope owned.
+		// forgets nothing the scope owned, intents of an earlier crash
+		// included.
 		rec.Ledger = append(rec.Ledger, prev.Ledger...)
+	}
+	for _, rc := range plan.ResourceChanges {
+		if rc.Mode != tfjson.ManagedResourceMode || rc.Change == nil || !(rc.Change.Actions.Create() || rc.Change.Actions.Replace()) {
+			continue
+		}
+		rec.Ledger = append(rec.Ledger, receipt.Entry{
+			Identity:  intentIdentity(rc.ProviderName, rc.Type, rc.Address),
+			Address:   rc.Address,
+			Provider:  rc.ProviderName,
+			Type:      rc.Type,
+			CreatedBy: receipt.CreatedByIntent,
+		})
 	}
 	if p := r.held.Preempted; p != nil {
 		rec.LockPreempted = &receipt.Preempted{Holder: p.Holder, Since: p.AcquiredAt, Until: p.ExpiresAt}
 	}
 	return rec
 }
+
+// Workspace is the engine workspace of a scope when the configuration keeps
+// its own backend.
+func Workspace(key store.Key) string { return key.Environment + "--" + key.Scope }
 
 // DataDir is the engine's data directory for one scope: each (environment,
 // scope) keeps its own backend and provider set-up, so switching scopes in
