@@ -64,8 +64,9 @@ func e2e(t *testing.T) *harness {
 }
 
 type harness struct {
-	t   *testing.T
-	bin string
+	t       *testing.T
+	bin     string
+	lastDir string // the directory workdir made last
 	env []string // a clean environment: no CI variables of the machine leak in
 }
 
@@ -74,6 +75,7 @@ type harness struct {
 func (h *harness) workdir(src string) string {
 	h.t.Helper()
 	dst := h.t.TempDir()
+	h.lastDir = dst
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		h.t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -109,64 +108,6 @@ func TestE2EThreeScopes(t *testing.T) {
 	}
 }
 
-// TestE2ELockHeld starts several applies in one scope at once: exactly one
-// runs, the others exit 3 with LOCK_HELD and write nothing.
-func TestE2ELockHeld(t *testing.T) {
-	h := e2e(t)
-	dir := h.workdir("testdata/slow")
-	const runs = 4
-	results := make([]result, runs)
-	var wg sync.WaitGroup
-	for i := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = h.run(dir, nil, "apply", "--scope", "pr-7", "--json")
-		}()
-	}
-	wg.Wait()
-	var ok, held int
-	for _, r := range results {
-		switch {
-		case r.exit == 0:
-			ok++
-		case r.exit == 3 && r.code(t) == "LOCK_HELD":
-			held++
-			details := r.envelope(t)["error"].(map[string]any)["details"].(map[string]any)
-			if !strings.HasPrefix(details["holder"].(string), "run-") {
-				t.Errorf("LOCK_HELD does not name the holder: %v", details)
-			}
-		default:
-			t.Errorf("unexpected outcome: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
-		}
-	}
-	if ok != 1 || held != runs-1 {
-		t.Fatalf("%d runs succeeded and %d got LOCK_HELD; want 1 and %d", ok, held, runs-1)
-	}
-	rec := latestReceipt(t, dir, "preview", "pr-7")
-	if rec.Status != receipt.StatusApplied || len(rec.Ledger) != 1 {
-		t.Errorf("receipt: status %q, %d entries", rec.Status, len(rec.Ledger))
-	}
-	receipts, _ := os.ReadDir(filepath.Join(dir, ".sponson", "preview", "pr-7", "receipts"))
-	if len(receipts) != 1 {
-		t.Errorf("%d receipts were written; only the run holding the lease may write one", len(receipts))
-	}
-
-	// With --wait, a second run queues behind the first instead of failing.
-	first := h.command(dir, nil, "apply", "--scope", "pr-8", "-var", "sleep=3")
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitForLease(t, filepath.Join(dir, ".sponson", "preview", "pr-8", "lease.json"))
-	second := h.run(dir, nil, "apply", "--scope", "pr-8", "-var", "sleep=3", "--wait", "--wait-timeout", "2m")
-	if err := first.Wait(); err != nil {
-		t.Fatalf("first run: %v", err)
-	}
-	if second.exit != 0 || !strings.Contains(second.stderr, "waiting for the lease of preview/pr-8") {
-		t.Fatalf("second run with --wait: exit %d\nstdout:\n%s\nstderr:\n%s", second.exit, second.stdout, second.stderr)
-	}
-}
-
 // TestE2EVarsAndJSON checks the flags people paste from engine commands and
 // the envelope of each kind of outcome.
 func TestE2EVarsAndJSON(t *testing.T) {
@@ -219,15 +160,4 @@ func TestE2EVarsAndJSON(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".sponson", "production")); err == nil {
 		t.Error("a refused production run left something in the store")
 	}
-}
-
-func waitForLease(t *testing.T, path string) {
-	t.Helper()
-	for range 600 {
-		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(`"holder": "run-`)) {
-			return
-		}
-		sleep()
-	}
-	t.Fatalf("no lease appeared at %s", path)
 }

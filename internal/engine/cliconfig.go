@@ -74,7 +74,11 @@ func WriteCLIConfig(dir, providerBinary, mirrorVersion, userConfig string) (*CLI
 	cfg := &CLIConfig{Dir: dir, File: filepath.Join(dir, "cli.tfrc")}
 	var b strings.Builder
 	if userConfig != "" {
-		if own, err := os.ReadFile(userConfig); err == nil {
+		if own, err := os.ReadFile(userConfig); err == nil && strings.HasPrefix(strings.TrimSpace(string(own)), "{") {
+			// A JSON configuration is one object: HCL appended to it would
+			// be ignored, dev_overrides with it.
+			cfg.Warning = fmt.Sprintf("%s is a JSON CLI configuration, which sponson cannot merge; its settings are not used during sponson runs", userConfig)
+		} else if err == nil {
 			if providerInstallationBlock.Match(own) {
 				cfg.Warning = fmt.Sprintf("the provider_installation block of %s is not used during sponson runs (the engine accepts only one); its other settings are kept", userConfig)
 				own = removeBlock(own)

@@ -59,7 +59,7 @@ type Receipt struct {
 	// Settled lists the intents of an interrupted earlier run that this
 	// run settled against the state.
 	Settled []Settlement `json:"settledIntents,omitempty"`
-	Error         *Failure   `json:"error,omitempty"`
+	Error   *Failure     `json:"error,omitempty"`
 }
 
 // Engine names the binary that ran the plan.
@@ -134,7 +134,10 @@ func Parse(data []byte) (*Receipt, error) {
 	if probe.Version == nil {
 		return nil, errcode.New(errcode.ReceiptCorrupt, "receipt has no version field")
 	}
-	if *probe.Version > Version || *probe.Version < 1 {
+	if *probe.Version < 1 {
+		return nil, errcode.New(errcode.ReceiptCorrupt, "receipt version %d is not a version", *probe.Version)
+	}
+	if *probe.Version > Version {
 		return nil, errcode.New(errcode.ReceiptVersion, "receipt version %d is not supported (this sponson reads up to %d)", *probe.Version, Version)
 	}
 	var r Receipt
