@@ -66,8 +66,8 @@ func e2e(t *testing.T) *harness {
 type harness struct {
 	t       *testing.T
 	bin     string
-	lastDir string // the directory workdir made last
-	env []string // a clean environment: no CI variables of the machine leak in
+	lastDir string   // the directory workdir made last
+	env     []string // a clean environment: no CI variables of the machine leak in
 }
 
 // workdir copies the *.tf files of a configuration directory into a fresh

@@ -12,12 +12,12 @@ import (
 // Envelope is the one JSON document --json prints for every outcome. OK is
 // true exactly when the exit code is 0.
 type Envelope struct {
-	OK      bool        `json:"ok"`
-	Command string      `json:"command"`
-	Result  any         `json:"result,omitempty"`
-	Error   *ErrorBody  `json:"error,omitempty"`
-	Exit    int         `json:"exitCode"`
-	Warn    []string    `json:"warnings,omitempty"`
+	OK      bool       `json:"ok"`
+	Command string     `json:"command"`
+	Result  any        `json:"result,omitempty"`
+	Error   *ErrorBody `json:"error,omitempty"`
+	Exit    int        `json:"exitCode"`
+	Warn    []string   `json:"warnings,omitempty"`
 }
 
 // ErrorBody is the error part of the envelope.
