@@ -105,11 +105,29 @@ type Store interface {
 	// ListQuarantine returns the quarantined states of a scope, oldest first.
 	ListQuarantine(ctx context.Context, key Key) ([]Quarantined, error)
 
+	// Owners returns the ledger entries, intents included, of every scope of
+	// env whose identity is one of identities (every entry when identities
+	// is nil), in one store operation: the foreign check reads the whole
+	// environment at once, never one scope after another. The index behind
+	// it is kept by WriteReceipt in the same fenced step as the receipt, and
+	// each scope keeps its own part, so unrelated scopes never contend.
+	Owners(ctx context.Context, env string, identities []string) ([]Owner, error)
+
 	// List returns every scope of env that has a lease record or a receipt.
 	List(ctx context.Context, env string) ([]ScopeSummary, error)
 
 	// Close releases the store's connections; leases are not released.
 	Close() error
+}
+
+// Owner is one ledger entry of one scope, as the ownership index holds it.
+type Owner struct {
+	Scope     string `json:"scope"`
+	Identity  string `json:"identity"`
+	Address   string `json:"address"`
+	CreatedBy string `json:"createdBy"`
+	// RunID is the run whose receipt listed the entry.
+	RunID string `json:"runId"`
 }
 
 // Quarantined is a state kept by Quarantine.

@@ -9,6 +9,7 @@
 //	<root>/<env>/<scope>/terraform.tfstate   the scope's Terraform state
 //	<root>/<env>/<scope>/records/<name>.json  small fenced documents (sponson_scope)
 //	<root>/<env>/<scope>/quarantine/<runId>.tfstate  states a lost run could not write
+//	<root>/<env>/.owners/<scope>.json        the scope's part of the ownership index
 //
 // This is the design measured in shared/reference/store-notes.md §1 (zero
 // violations in multi-process races, where the naive O_EXCL design failed on
@@ -71,6 +72,7 @@ const (
 	receiptsDir = "receipts"
 	stateFile   = "terraform.tfstate"
 	recordsDir  = "records"
+	ownersDir   = ".owners" // per environment: <scope>.json, the ownership index
 	quarantine  = "quarantine"
 )
 
@@ -260,7 +262,26 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 		os.Remove(runTmp)
 		return err
 	}
+	odir := filepath.Join(s.root, l.Key.Environment, ownersDir)
+	idx, err := encodeOwners(l.Key.Scope, r)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(odir, dirPerm); err != nil {
+		return fsError("create", odir, err)
+	}
+	idxTmp, err := writeTemp(odir, l.Key.Scope+".json", idx)
+	if err != nil {
+		os.Remove(runTmp)
+		os.Remove(latestTmp)
+		return err
+	}
 	err = s.fenced(ctx, l, func(dir string, _ store.LeaseInfo, _ time.Time) error {
+		// The index goes first: a crash before latest.json leaves it ahead
+		// of the receipt, claiming more rather than less.
+		if err := commit(idxTmp, filepath.Join(odir, l.Key.Scope+".json")); err != nil {
+			return err
+		}
 		if err := commit(runTmp, filepath.Join(rdir, r.RunID+".json")); err != nil {
 			return err
 		}
@@ -269,8 +290,77 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	if err != nil {
 		os.Remove(runTmp)
 		os.Remove(latestTmp)
+		os.Remove(idxTmp)
 	}
 	return err
+}
+
+// ownersDoc is a scope's part of the ownership index: the identities of its
+// latest ledger, without the rest of the receipt, so reading a whole
+// environment stays cheap.
+type ownersDoc struct {
+	RunID   string        `json:"runId"`
+	Entries []store.Owner `json:"entries"`
+}
+
+func encodeOwners(scope string, r *receipt.Receipt) ([]byte, error) {
+	doc := ownersDoc{RunID: r.RunID, Entries: make([]store.Owner, 0, len(r.Ledger))}
+	for _, e := range r.Ledger {
+		doc.Entries = append(doc.Entries, store.Owner{Scope: scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID})
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", scope)
+	}
+	return b, nil
+}
+
+// Owners reads the ownership index of env: one file per scope in
+// <env>/.owners, each written by that scope's fenced receipt writes.
+func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error) {
+	if err := checkName("environment", env); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var want map[string]bool
+	if identities != nil {
+		want = make(map[string]bool, len(identities))
+		for _, id := range identities {
+			want[id] = true
+		}
+	}
+	odir := filepath.Join(s.root, env, ownersDir)
+	entries, err := os.ReadDir(odir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []store.Owner{}, nil
+	}
+	if err != nil {
+		return nil, fsError("list", odir, err)
+	}
+	out := []store.Owner{}
+	for _, e := range entries {
+		scope, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || checkName("scope", scope) != nil {
+			continue
+		}
+		p := filepath.Join(odir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fsError("read", p, err)
+		}
+		var doc ownersDoc
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s does not parse", p)
+		}
+		for _, o := range doc.Entries {
+			if want == nil || want[o.Identity] {
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
 }
 
 // LatestReceipt returns the scope's latest receipt, nil if it has none. A

@@ -104,6 +104,7 @@ func TestLayout(t *testing.T) {
 	}
 
 	want := []string{
+		"preview/.owners/pr-1.json",
 		"preview/pr-1/.mutex",
 		"preview/pr-1/latest.json",
 		"preview/pr-1/lease.json",

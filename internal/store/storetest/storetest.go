@@ -111,6 +111,7 @@ func Run(t *testing.T, open func(t *testing.T, clock *Clock) store.Store) {
 		{"StateRoundTrip", testStateRoundTrip},
 		{"RecordsAreFenced", testRecords},
 		{"Quarantine", testQuarantine},
+		{"OwnersIndex", testOwners},
 		{"ListOneEnvironment", testList},
 		{"InvalidNames", testInvalidNames},
 	}
@@ -808,5 +809,63 @@ func testQuarantine(t *testing.T, x *suite) {
 	}
 	if err := x.s.Quarantine(t.Context(), k, "../x", first); !errcode.Is(err, errcode.Usage) {
 		t.Errorf("Quarantine with a path for a run id: %v, want USAGE", err)
+	}
+}
+
+func testOwners(t *testing.T, x *suite) {
+	owners := func(env string, ids []string) map[string]string {
+		t.Helper()
+		got, err := x.s.Owners(t.Context(), env, ids)
+		if err != nil {
+			t.Fatalf("Owners(%s): %v", env, err)
+		}
+		out := map[string]string{}
+		for _, o := range got {
+			out[o.Identity] = o.Scope + " " + o.CreatedBy + " " + o.RunID
+		}
+		return out
+	}
+	if got := owners(preview, nil); len(got) != 0 {
+		t.Fatalf("Owners of an empty environment = %v", got)
+	}
+	write := func(k store.Key, holder string, entries ...receipt.Entry) {
+		t.Helper()
+		g := x.acquire(t, k, holder)
+		r := NewReceipt(k, holder, 0)
+		r.Ledger = entries
+		if err := x.s.WriteReceipt(t.Context(), g.Lease, r); err != nil {
+			t.Fatalf("WriteReceipt: %v", err)
+		}
+		x.release(t, g.Lease)
+	}
+	entry := func(id, by string) receipt.Entry {
+		return receipt.Entry{Identity: id, Address: "fixture_object." + id, CreatedBy: by}
+	}
+	write(key(preview, "main"), "run-m", entry("a", "created"), entry("b", "created"))
+	write(key(preview, "pr-1"), "run-p", entry("c", "intent"))
+	write(key(production, "main"), "run-x", entry("a", "created"))
+
+	want := map[string]string{"a": "main created run-m", "b": "main created run-m", "c": "pr-1 intent run-p"}
+	if diff := cmp.Diff(want, owners(preview, nil)); diff != "" {
+		t.Errorf("Owners(preview) (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"c": "pr-1 intent run-p"}, owners(preview, []string{"c", "zzz"})); diff != "" {
+		t.Errorf("Owners(preview, [c zzz]) (-want +got):\n%s", diff)
+	}
+	// A later receipt replaces the scope's part of the index.
+	write(key(preview, "main"), "run-m2", entry("b", "created"))
+	if diff := cmp.Diff(map[string]string{"b": "main created run-m2", "c": "pr-1 intent run-p"}, owners(preview, nil)); diff != "" {
+		t.Errorf("Owners after main's new receipt (-want +got):\n%s", diff)
+	}
+	// A refused receipt write leaves the index as it was.
+	k := key(preview, "pr-1")
+	g := x.acquire(t, k, "run-q")
+	x.expire()
+	x.acquire(t, k, "run-r")
+	r := NewReceipt(k, "run-q", 0)
+	r.Ledger = []receipt.Entry{entry("d", "created")}
+	wantLost(t, x.s.WriteReceipt(t.Context(), g.Lease, r), "stale WriteReceipt")
+	if got := owners(preview, []string{"d"}); len(got) != 0 {
+		t.Errorf("a refused receipt write reached the index: %v", got)
 	}
 }
