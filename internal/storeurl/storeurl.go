@@ -40,14 +40,18 @@ func Open(raw, configDir string) (store.Store, string, error) {
 		}
 		st, err := filestore.Open(abs)
 		return st, "file://" + abs, err
+	case raw == "git" || strings.HasPrefix(raw, "git+"):
+		return openGit(raw, configDir)
+	case strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://"):
+		return openPostgres(raw)
 	default:
-		return nil, "", errcode.New(errcode.Usage, "--store %q: this build supports only file:// stores", redact(raw)).
-			WithHint("Use --store file://DIR, or leave --store unset for the embedded store in .sponson/.")
+		return nil, "", errcode.New(errcode.Usage, "--store %q is not a store URL", Redact(raw)).
+			WithHint("Use file://DIR, git (the remote origin), git+URL, or postgres://...; leave --store unset for the embedded store in .sponson/.")
 	}
 }
 
-// redact removes credentials from a store URL before it is printed.
-func redact(raw string) string {
+// Redact removes credentials from a store URL before it is printed.
+func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return raw
