@@ -26,7 +26,12 @@ var (
 )
 
 // e2e returns a harness, building the sponson binary once per test binary.
-func e2e(t *testing.T) *harness {
+func e2e(t *testing.T) *harness { return newHarness(t) }
+
+// e2eBench is e2e for benchmarks.
+func e2eBench(b *testing.B) *harness { return newHarness(b) }
+
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	if os.Getenv("SPONSON_E2E") != "1" {
 		t.Skip("end-to-end test: set SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make test does)")
@@ -64,7 +69,7 @@ func e2e(t *testing.T) *harness {
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	bin     string
 	lastDir string   // the directory workdir made last
 	env     []string // a clean environment: no CI variables of the machine leak in

@@ -36,10 +36,8 @@ type Options struct {
 // their precedence and make undeclared ones an error. So a sponson process
 // runs one Session and Open sets its variables in the process environment.
 type Session struct {
-	// tf streams the engine's output (init, plan, apply); quiet is the
-	// same engine for commands whose stdout is JSON for us to read.
 	tf      *tfexec.Terraform
-	quiet   *tfexec.Terraform
+	stdout  io.Writer // where init, plan and apply stream; JSON commands are silent
 	Binary  string
 	Name    string // "opentofu" or "terraform"
 	Version string
@@ -57,18 +55,13 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if err != nil {
 		return nil, errcode.Wrap(errcode.EngineNotFound, err, "cannot use engine %s", o.Binary)
 	}
-	quiet, err := tfexec.NewTerraform(o.Dir, o.Binary)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.EngineNotFound, err, "cannot use engine %s", o.Binary)
-	}
-	if o.Stdout != nil {
-		tf.SetStdout(o.Stdout)
-	}
 	if o.Stderr != nil {
 		tf.SetStderr(o.Stderr)
-		quiet.SetStderr(o.Stderr)
 	}
-	v, _, err := quiet.Version(ctx, true)
+	// One terraform-exec instance, so the engine's version is read once
+	// (it caches it for its compatibility checks): every engine start costs
+	// tens of milliseconds.
+	v, _, err := tf.Version(ctx, true)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.EngineFailed, err, "%s does not answer `version -json`", o.Binary)
 	}
@@ -76,13 +69,24 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if strings.Contains(filepath.Base(o.Binary), "tofu") {
 		name = "opentofu"
 	}
-	return &Session{tf: tf, quiet: quiet, Binary: o.Binary, Name: name, Version: v.String()}, nil
+	return &Session{tf: tf, stdout: o.Stdout, Binary: o.Binary, Name: name, Version: v.String()}, nil
 }
 
 // Init initialises the configuration. -reconfigure because the backend is
 // always Sponson's state server: there is never a state to migrate.
 func (s *Session) Init(ctx context.Context) error {
+	defer s.streaming()()
 	return s.wrap("init", s.tf.Init(ctx, tfexec.Reconfigure(true), tfexec.Upgrade(false)))
+}
+
+// streaming sends the engine's output to the run's output until the
+// returned function is called. Commands whose stdout is JSON for sponson to
+// read do not stream.
+func (s *Session) streaming() func() {
+	if s.stdout != nil {
+		s.tf.SetStdout(s.stdout)
+	}
+	return func() { s.tf.SetStdout(io.Discard) }
 }
 
 // Plan writes a saved plan to out and reports whether it has changes. lock
@@ -96,24 +100,26 @@ func (s *Session) Plan(ctx context.Context, out string, destroy, lock bool, vars
 			opts = append(opts, tfexec.Var(v.Value))
 		}
 	}
+	defer s.streaming()()
 	changed, err := s.tf.Plan(ctx, opts...)
 	return changed, s.wrap("plan", err)
 }
 
 // ShowPlan reads a saved plan as JSON.
 func (s *Session) ShowPlan(ctx context.Context, path string) (*tfjson.Plan, error) {
-	p, err := s.quiet.ShowPlanFile(ctx, path)
+	p, err := s.tf.ShowPlanFile(ctx, path)
 	return p, s.wrap("show", err)
 }
 
 // Apply applies a saved plan.
 func (s *Session) Apply(ctx context.Context, plan string) error {
+	defer s.streaming()()
 	return s.wrap("apply", s.tf.Apply(ctx, tfexec.DirOrPlan(plan)))
 }
 
 // StatePull returns the current state as the engine stores it.
 func (s *Session) StatePull(ctx context.Context) ([]byte, error) {
-	st, err := s.quiet.StatePull(ctx)
+	st, err := s.tf.StatePull(ctx)
 	return []byte(st), s.wrap("state pull", err)
 }
 
@@ -121,10 +127,10 @@ func (s *Session) StatePull(ctx context.Context) ([]byte, error) {
 // exist yet. It is how a configuration with its own backend keeps one state
 // per scope.
 func (s *Session) SelectWorkspace(ctx context.Context, name string) error {
-	if err := s.quiet.WorkspaceSelect(ctx, name); err == nil {
+	if err := s.tf.WorkspaceSelect(ctx, name); err == nil {
 		return nil
 	}
-	return s.wrap("workspace new", s.quiet.WorkspaceNew(ctx, name))
+	return s.wrap("workspace new", s.tf.WorkspaceNew(ctx, name))
 }
 
 func (s *Session) wrap(step string, err error) error {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -508,26 +507,5 @@ func BenchmarkCycle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := b.Context()
-	r := storetest.NewReceipt(pr1, "run", 20)
-	var took []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		holder := fmt.Sprintf("run-%d", len(took))
-		g, err := s.Acquire(ctx, pr1, holder, time.Minute)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r.RunID = holder
-		if err := s.WriteReceipt(ctx, g.Lease, r); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Release(ctx, g.Lease); err != nil {
-			b.Fatal(err)
-		}
-		took = append(took, time.Since(start))
-	}
-	slices.Sort(took)
-	b.ReportMetric(float64(took[len(took)/2])/float64(time.Millisecond), "p50-ms")
-	b.ReportMetric(float64(took[len(took)*99/100])/float64(time.Millisecond), "p99-ms")
+	storetest.BenchCycle(b, s)
 }

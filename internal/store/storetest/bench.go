@@ -1,0 +1,63 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// BenchCycle measures the operations every run makes on a store: acquire the
+// lease, one fenced receipt write, release. It reports the p50 and p99 of
+// each operation and of the whole cycle, in milliseconds, so every backend
+// is measured the same way (DESIGN.md §8).
+func BenchCycle(b *testing.B, s store.Store) {
+	b.Helper()
+	ctx := b.Context()
+	k := store.Key{Environment: "preview", Scope: "pr-1"}
+	r := NewReceipt(k, "run", 20)
+	var acquire, write, release, cycle []time.Duration
+	for b.Loop() {
+		holder := fmt.Sprintf("run-%d", len(cycle))
+		t0 := time.Now()
+		g, err := s.Acquire(ctx, k, holder, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		r.RunID = holder
+		if err := s.WriteReceipt(ctx, g.Lease, r); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if err := s.Release(ctx, g.Lease); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		acquire = append(acquire, t1.Sub(t0))
+		write = append(write, t2.Sub(t1))
+		release = append(release, t3.Sub(t2))
+		cycle = append(cycle, t3.Sub(t0))
+	}
+	for _, m := range []struct {
+		name string
+		d    []time.Duration
+	}{{"acquire", acquire}, {"write", write}, {"release", release}, {"cycle", cycle}} {
+		p50, p99 := Percentiles(m.d)
+		b.ReportMetric(p50, m.name+"-p50-ms")
+		b.ReportMetric(p99, m.name+"-p99-ms")
+	}
+}
+
+// Percentiles returns the p50 and p99 of d in milliseconds.
+func Percentiles(d []time.Duration) (p50, p99 float64) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	ms := func(x time.Duration) float64 { return float64(x) / float64(time.Millisecond) }
+	return ms(s[len(s)/2]), ms(s[min(len(s)-1, len(s)*99/100)])
+}
