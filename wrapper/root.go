@@ -26,7 +26,13 @@ func Main() errcode.ExitCode {
 // Run executes one command line and prints its outcome: the summary in human
 // mode, exactly one JSON document on Out with --json, whatever happens
 // (flag errors and panics included).
-func Run(ctx context.Context, args []string, f *Factory) (code errcode.ExitCode) {
+func Run(ctx context.Context, args []string, f *Factory) errcode.ExitCode {
+	return runWith(ctx, args, f, nil)
+}
+
+// runWith is Run with the run function of plan, apply and destroy replaced
+// (nil: the real one), the seam of the command tests.
+func runWith(ctx context.Context, args []string, f *Factory, runF func(context.Context, *runInput) outcome) (code errcode.ExitCode) {
 	args = NormalizeArgs(args)
 	jsonMode := wantsJSON(args, f.Getenv)
 	var result outcome
@@ -36,7 +42,7 @@ func Run(ctx context.Context, args []string, f *Factory) (code errcode.ExitCode)
 			code = finish(f, jsonMode, result)
 		}
 	}()
-	root := NewCmdRoot(f, &result)
+	root := newCmdRoot(f, &result, runF)
 	root.SetArgs(args)
 	root.SetOut(f.Out)
 	root.SetErr(f.ErrOut)
@@ -74,7 +80,9 @@ func usageError(err error) error {
 
 // NewCmdRoot builds the command tree. Commands report their outcome through
 // out rather than printing the final result themselves.
-func NewCmdRoot(f *Factory, out *outcome) *cobra.Command {
+func NewCmdRoot(f *Factory, out *outcome) *cobra.Command { return newCmdRoot(f, out, nil) }
+
+func newCmdRoot(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sponson",
 		Short: "Run OpenTofu or Terraform per pull request scope, with fenced leases",
@@ -92,9 +100,9 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.`,
 		return errcode.New(errcode.Usage, "%s", err.Error()).WithHint(fmt.Sprintf("Run `%s --help` to see its flags.", c.CommandPath()))
 	})
 	for _, c := range []*cobra.Command{
-		NewCmdPlan(f, out, nil),
-		NewCmdApply(f, out, nil),
-		NewCmdDestroy(f, out, nil),
+		NewCmdPlan(f, out, runF),
+		NewCmdApply(f, out, runF),
+		NewCmdDestroy(f, out, runF),
 		NewCmdStatus(f, out, nil),
 		NewCmdReceipt(f, out, nil),
 		NewCmdVersion(f, out),

@@ -1,0 +1,146 @@
+package wrapper
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+func TestNormalizeArgs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"apply", "-var", "a=1", "-var-file", "x.tfvars"}, []string{"apply", "--var", "a=1", "--var-file", "x.tfvars"}},
+		{[]string{"apply", "-var=a=1", "-var-file=x.tfvars"}, []string{"apply", "--var=a=1", "--var-file=x.tfvars"}},
+		{[]string{"apply", "--var", "a=1"}, []string{"apply", "--var", "a=1"}},
+		{[]string{"apply", "-variable"}, []string{"apply", "-variable"}},
+		{[]string{"apply", "--", "-var"}, []string{"apply", "--", "-var"}},
+	} {
+		if diff := cmp.Diff(tc.want, NormalizeArgs(tc.in)); diff != "" {
+			t.Errorf("NormalizeArgs(%q) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
+
+func testFactory(env map[string]string) (*Factory, *bytes.Buffer, *bytes.Buffer) {
+	var out, errOut bytes.Buffer
+	return &Factory{
+		Out:        &out,
+		ErrOut:     &errOut,
+		Getenv:     func(k string) string { return env[k] },
+		Executable: func() (string, error) { return "/usr/bin/sponson", nil },
+		Lookup: engine.Lookup{
+			Getenv:   func(k string) string { return env[k] },
+			LookPath: func(p string) (string, error) { return "/usr/bin/" + p, nil },
+		},
+	}, &out, &errOut
+}
+
+func decode(t *testing.T, out *bytes.Buffer) Envelope {
+	t.Helper()
+	var env Envelope
+	dec := json.NewDecoder(out)
+	if err := dec.Decode(&env); err != nil {
+		t.Fatalf("stdout is not a JSON document: %v\n%s", err, out)
+	}
+	if dec.More() {
+		t.Fatalf("stdout holds more than one document")
+	}
+	return env
+}
+
+func TestJSONEnvelopeForEveryOutcome(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		exit errcode.ExitCode
+		code errcode.Code
+	}{
+		{"unknown flag", []string{"apply", "--nope", "--json"}, nil, errcode.ExitRefused, errcode.Usage},
+		{"unknown command", []string{"deploy", "--json"}, nil, errcode.ExitRefused, errcode.Usage},
+		{"extra argument", []string{"plan", "dir", "--json"}, nil, errcode.ExitRefused, errcode.Usage},
+		{"bad duration from env", []string{"apply", "--scope", "x", "--json"}, map[string]string{"SPONSON_LEASE_TTL": "soon"}, errcode.ExitRefused, errcode.Usage},
+		{"lease ttl too short", []string{"apply", "--scope", "x", "--lease-ttl", "10ms", "--json"}, nil, errcode.ExitRefused, errcode.Usage},
+		{"production without approver", []string{"destroy", "--scope", "main", "--env", "production", "--json"}, nil, errcode.ExitRefused, errcode.EnvNotApproved},
+		{"approver from env is whitespace", []string{"apply", "--scope", "main", "--json"}, map[string]string{"SPONSON_CTX_ENV": "production", "SPONSON_APPROVED_BY": "   "}, errcode.ExitRefused, errcode.EnvNotApproved},
+		{"json from env", []string{"apply", "--nope"}, map[string]string{"SPONSON_JSON": "true"}, errcode.ExitRefused, errcode.Usage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, out, _ := testFactory(tc.env)
+			code := Run(context.Background(), tc.args, f)
+			env := decode(t, out)
+			if code != tc.exit || env.Error == nil || env.Error.Code != tc.code || env.OK || env.Exit != int(tc.exit) {
+				t.Errorf("exit %d, envelope %+v; want exit %d code %s", code, env, tc.exit, tc.code)
+			}
+			if env.Error != nil && env.Error.Hint == "" {
+				t.Errorf("error without a hint: %+v", env.Error)
+			}
+		})
+	}
+}
+
+func TestPanicBecomesInternal(t *testing.T) {
+	t.Parallel()
+	f, out, _ := testFactory(nil)
+	// A command whose run function panics, built through the same seam
+	// the real commands use.
+	code := runWith(context.Background(), []string{"apply", "--scope", "pr-1", "--json"}, f, func(context.Context, *runInput) outcome { panic("boom") })
+	env := decode(t, out)
+	if code != errcode.ExitFailed || env.Error == nil || env.Error.Code != errcode.Internal || !strings.Contains(env.Error.Message, "boom") {
+		t.Errorf("exit %d, envelope %+v; want INTERNAL naming the panic", code, env)
+	}
+}
+
+func TestRunFlagsReachTheRun(t *testing.T) {
+	t.Parallel()
+	f, out, _ := testFactory(map[string]string{"SPONSON_WAIT": "true", "SPONSON_LEASE_TTL": "90s", "SPONSON_APPROVED_BY": " Ada "})
+	var got *runInput
+	dir := t.TempDir()
+	code := runWith(context.Background(), []string{"apply", "--chdir", dir, "--pr", "42", "--branch", "feat/search", "--env", "production", "-var", "a=1", "-var-file=x.tfvars", "--json"}, f,
+		func(_ context.Context, in *runInput) outcome {
+			got = in
+			return outcome{command: "apply"}
+		})
+	if code != errcode.ExitOK {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	o := got.opts
+	if o.Context.Scope != "pr-42" || o.Context.Predecessor != "branch-feat-search" || o.Context.Environment != "production" {
+		t.Errorf("context %+v", o.Context)
+	}
+	if !o.Lease.Wait || o.Lease.TTL != 90*time.Second || o.ApprovedBy != "Ada" {
+		t.Errorf("lease %+v approver %q: the SPONSON_* variables did not apply", o.Lease, o.ApprovedBy)
+	}
+	want := []engine.VarArg{{File: true, Value: "x.tfvars"}, {Value: "a=1"}}
+	if diff := cmp.Diff(want, o.Vars); diff != "" {
+		t.Errorf("vars (-want +got):\n%s", diff)
+	}
+	if o.Dir != dir || got.storeURL != "file://"+dir+"/.sponson" {
+		t.Errorf("dir %q store %q", o.Dir, got.storeURL)
+	}
+	if o.Engine != "/usr/bin/tofu" || o.ProviderBinary != "/usr/bin/sponson" {
+		t.Errorf("engine %q provider %q", o.Engine, o.ProviderBinary)
+	}
+}
+
+func TestHumanErrorSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	f, out, errOut := testFactory(nil)
+	code := Run(context.Background(), []string{"apply", "--scope", "main", "--env", "production"}, f)
+	if code != errcode.ExitRefused || out.Len() != 0 {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+	if got := errOut.String(); !strings.HasPrefix(got, "error ENV_NOT_APPROVED:") || !strings.Contains(got, "hint: Pass --approved-by NAME") {
+		t.Errorf("stderr:\n%s", got)
+	}
+}
