@@ -107,8 +107,8 @@ func (p *sponsonProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 			},
 			"store": schema.StringAttribute{
 				MarkdownDescription: "The store that `sponson_scope` writes its record to when the provider runs " +
-					"without the wrapper, as a URL such as `file:///var/lib/sponson`; this build supports only " +
-					"`file://` stores. When it is unset the provider uses `SPONSON_STORE`, and when that is unset " +
+					"without the wrapper, as a URL in the form the wrapper's `--store` takes, for example " +
+					"`file:///var/lib/sponson`. When it is unset the provider uses `SPONSON_STORE`, and when that is unset " +
 					"too the embedded store in `.sponson/` of the working directory, which is the configuration " +
 					"directory: the same store the wrapper uses by default. Each write takes the scope's lease and " +
 					"releases it afterwards. Under the `sponson` wrapper this value is ignored: the provider writes " +

@@ -94,7 +94,7 @@ func TestPanicBecomesInternal(t *testing.T) {
 	f, out, _ := testFactory(nil)
 	// A command whose run function panics, built through the same seam
 	// the real commands use.
-	code := runWith(context.Background(), []string{"apply", "--scope", "pr-1", "--json"}, f, func(context.Context, *runInput) outcome { panic("boom") })
+	code := runWith(context.Background(), []string{"apply", "--chdir", t.TempDir(), "--scope", "pr-1", "--json"}, f, func(context.Context, *runInput) outcome { panic("boom") })
 	env := decode(t, out)
 	if code != errcode.ExitFailed || env.Error == nil || env.Error.Code != errcode.Internal || !strings.Contains(env.Error.Message, "boom") {
 		t.Errorf("exit %d, envelope %+v; want INTERNAL naming the panic", code, env)
