@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -159,5 +160,38 @@ func TestE2EVarsAndJSON(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".sponson", "production")); err == nil {
 		t.Error("a refused production run left something in the store")
+	}
+}
+
+// TestE2EOwnBackend: a configuration with its own backend keeps it; each
+// scope gets its own workspace, the run says plainly that its state writes
+// are not fenced, and leases and receipts still live in the Sponson store.
+func TestE2EOwnBackend(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/own-backend")
+	r1 := h.mustRun(dir, "apply", "--scope", "pr-1", "-var", "name=one")
+	if !strings.Contains(r1.stderr, `declares its own "local" backend`) || !strings.Contains(r1.stderr, "NOT fenced") {
+		t.Errorf("the run did not say its state writes are unfenced:\n%s", r1.stderr)
+	}
+	h.mustRun(dir, "apply", "--scope", "pr-2", "-var", "name=two")
+	for scope, want := range map[string]string{"pr-1": "one", "pr-2": "two"} {
+		st := readFile(t, filepath.Join(dir, "states", "preview--"+scope, "terraform.tfstate"))
+		if !bytes.Contains(st, []byte(`"input": {`)) || !bytes.Contains(st, []byte(want)) {
+			t.Errorf("workspace of %s does not hold its resource:\n%s", scope, st)
+		}
+		if rec := latestReceipt(t, dir, "preview", scope); rec.Status != receipt.StatusApplied || len(rec.Ledger) != 1 {
+			t.Errorf("%s receipt: %q with %d entries", scope, rec.Status, len(rec.Ledger))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sponson_backend_override.tf")); err == nil {
+		t.Error("an override replaced the configuration's own backend")
+	}
+	pr2 := readFile(t, filepath.Join(dir, "states", "preview--pr-2", "terraform.tfstate"))
+	h.mustRun(dir, "destroy", "--scope", "pr-1")
+	if rec := latestReceipt(t, dir, "preview", "pr-1"); rec.Status != receipt.StatusDestroyed || len(rec.Ledger) != 0 {
+		t.Errorf("pr-1 after destroy: %q with %d entries", rec.Status, len(rec.Ledger))
+	}
+	if got := readFile(t, filepath.Join(dir, "states", "preview--pr-2", "terraform.tfstate")); !bytes.Equal(got, pr2) {
+		t.Error("destroying pr-1 changed pr-2's workspace")
 	}
 }
