@@ -6,6 +6,11 @@
 // wrapper it does not detect anything itself: it reads the context the wrapper
 // decided from runctx.EnvVar, so both always agree on the environment and the
 // scope. Used on its own it detects the context the way the wrapper would.
+//
+// sponson_scope writes its record to the scope's store under the scope's
+// lease, with the wrapper's own lease and store packages: under the wrapper
+// it joins the run's lease (fenced by the run's token), on its own it takes
+// the lease for each write (scope_store.go).
 package provider
 
 import (
@@ -13,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -27,6 +33,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
 var _ provider.Provider = (*sponsonProvider)(nil)
@@ -39,7 +46,7 @@ const Address = "registry.terraform.io/sponson/sponson"
 // it once per provider instance the engine starts.
 func New(version string) func() provider.Provider {
 	return func() provider.Provider {
-		return &sponsonProvider{version: version, resolver: processResolver{}}
+		return &sponsonProvider{version: version, resolver: processResolver{}, getenv: os.Getenv, openStore: storeurl.Open, now: time.Now}
 	}
 }
 
@@ -54,16 +61,25 @@ func Serve(ctx context.Context, version string, debug bool) error {
 	})
 }
 
-// sponsonProvider is the provider. Its run context comes from resolver, which
-// tests replace the way the time provider injects its clock.
+// sponsonProvider is the provider. Its dependencies are handed to the objects
+// in Configure, and tests replace them the way the time provider injects its
+// clock: the run context comes from resolver; getenv reads the lease
+// hand-over and SPONSON_STORE; openStore opens stores; now stamps records;
+// workDir holds the embedded default store. A nil dependency is the
+// process's own, and workDir "" the working directory.
 type sponsonProvider struct {
-	version  string
-	resolver contextResolver
+	version   string
+	resolver  contextResolver
+	getenv    func(string) string
+	openStore storeOpener
+	now       func() time.Time
+	workDir   string
 }
 
 // sponsonProviderModel is the provider block.
 type sponsonProviderModel struct {
 	Environment types.String `tfsdk:"environment"`
+	Store       types.String `tfsdk:"store"`
 }
 
 func (p *sponsonProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -89,6 +105,16 @@ func (p *sponsonProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 				Optional:   true,
 				Validators: []validator.String{validName("environment")},
 			},
+			"store": schema.StringAttribute{
+				MarkdownDescription: "The store that `sponson_scope` writes its record to when the provider runs " +
+					"without the wrapper, as a URL in the form the wrapper's `--store` takes, for example " +
+					"`file:///var/lib/sponson`. When it is unset the provider uses `SPONSON_STORE`, and when that is unset " +
+					"too the embedded store in `.sponson/` of the working directory, which is the configuration " +
+					"directory: the same store the wrapper uses by default. Each write takes the scope's lease and " +
+					"releases it afterwards. Under the `sponson` wrapper this value is ignored: the provider writes " +
+					"to the run's store under the run's lease, which the wrapper hands over.",
+				Optional: true,
+			},
 		},
 	}
 }
@@ -100,7 +126,14 @@ func (p *sponsonProvider) Configure(ctx context.Context, req provider.ConfigureR
 		return
 	}
 
-	data := &providerData{}
+	data := &providerData{records: newScopeStore(p.getenv, p.openStore, p.now, p.workDir)}
+	if cfg.Store.IsUnknown() {
+		// Like an unknown environment, this fails only the writes.
+		data.records.urlErr = errcode.New(errcode.Usage, "the provider's store attribute is not known until apply").
+			WithHint("Set it to a literal URL or a variable, not to a value computed during the apply.")
+	} else {
+		data.records.url = cfg.Store.ValueString()
+	}
 	if cfg.Environment.IsUnknown() {
 		// Failing here would break configurations that use no sponson
 		// object; the objects that need the context report it instead.
@@ -179,10 +212,12 @@ func (r processResolver) Resolve(environment string) (runctx.Context, bool, erro
 }
 
 // providerData is what Configure hands to resources and data sources: the run
-// context decided once for this provider instance, or why there is none.
+// context decided once for this provider instance, or why there is none, and
+// where sponson_scope keeps its record.
 type providerData struct {
-	runCtx runctx.Context
-	err    error
+	runCtx  runctx.Context
+	err     error
+	records *scopeStore
 }
 
 // runContext returns the run context, or a diagnostic saying why there is

@@ -30,11 +30,14 @@ var testAccProtoV6ProviderFactories = testAccProviderFactories("")
 // package inside the git checkout, so tests of detection pass a directory of
 // their own.
 func testAccProviderFactories(dir string) map[string]func() (tfprotov6.ProviderServer, error) {
+	return testAccProviderFactoriesFor(&sponsonProvider{version: "test", resolver: processResolver{dir: dir}})
+}
+
+// testAccProviderFactoriesFor serves p; its nil dependencies are the test
+// process's own.
+func testAccProviderFactoriesFor(p *sponsonProvider) map[string]func() (tfprotov6.ProviderServer, error) {
 	return map[string]func() (tfprotov6.ProviderServer, error){
-		"sponson": providerserver.NewProtocol6WithError(&sponsonProvider{
-			version:  "test",
-			resolver: processResolver{dir: dir},
-		}),
+		"sponson": providerserver.NewProtocol6WithError(p),
 	}
 }
 
@@ -64,7 +67,10 @@ var githubContext = runctx.Context{
 
 // isolateContext clears every variable the run context is read or detected
 // from, so that a test decides its context alone, on a laptop, in CI or under
-// the sponson wrapper. It uses t.Setenv, so the test cannot be parallel.
+// the sponson wrapper. A lease a wrapper handed over goes with them, and
+// SPONSON_STORE points at a store of the test's own, so that sponson_scope
+// never writes to .sponson/ in this package. It uses t.Setenv, so the test
+// cannot be parallel.
 func isolateContext(t *testing.T) {
 	t.Helper()
 	for _, kv := range os.Environ() {
@@ -76,6 +82,14 @@ func isolateContext(t *testing.T) {
 	for _, name := range []string{runctx.EnvEnvironment, runctx.EnvScope, runctx.EnvBranch, runctx.EnvCommit, runctx.EnvPullRequest} {
 		t.Setenv(name, "")
 	}
+	useStore(t, t.TempDir())
+}
+
+// useStore makes dir the store of the provider's own leases, through
+// SPONSON_STORE.
+func useStore(t *testing.T, dir string) {
+	t.Helper()
+	t.Setenv(envStore, "file://"+dir)
 }
 
 // contextVariable reports whether detection may read the variable name.
@@ -119,13 +133,24 @@ func (f resolverFunc) Resolve(environment string) (runctx.Context, bool, error) 
 	return f(environment)
 }
 
-// configure runs the provider's Configure with the given environment value.
+// configure runs the provider's Configure with the given environment value
+// and no store.
 func configure(t *testing.T, p *sponsonProvider, environment tftypes.Value) (*providerData, *provider.ConfigureResponse) {
+	t.Helper()
+	return configureStore(t, p, environment, tftypes.NewValue(tftypes.String, nil))
+}
+
+// configureStore runs the provider's Configure with the given environment
+// and store values.
+func configureStore(t *testing.T, p *sponsonProvider, environment, storeURL tftypes.Value) (*providerData, *provider.ConfigureResponse) {
 	t.Helper()
 	ctx := context.Background()
 	var sresp provider.SchemaResponse
 	p.Schema(ctx, provider.SchemaRequest{}, &sresp)
-	raw := tftypes.NewValue(sresp.Schema.Type().TerraformType(ctx), map[string]tftypes.Value{"environment": environment})
+	raw := tftypes.NewValue(sresp.Schema.Type().TerraformType(ctx), map[string]tftypes.Value{
+		"environment": environment,
+		"store":       storeURL,
+	})
 	resp := &provider.ConfigureResponse{}
 	p.Configure(ctx, provider.ConfigureRequest{Config: tfsdk.Config{Schema: sresp.Schema, Raw: raw}}, resp)
 	data, _ := resp.ResourceData.(*providerData)
@@ -242,6 +267,42 @@ func TestConfigure_environmentAttributeError(t *testing.T) {
 
 // TestProcessResolver covers the hand-over and the fall-back to detection.
 // It sets variables, so it is not parallel.
+func TestConfigure_store(t *testing.T) {
+	t.Parallel()
+	str := func(s string) tftypes.Value { return tftypes.NewValue(tftypes.String, s) }
+	handedOver := func(string) (runctx.Context, bool, error) { return githubContext, true, nil }
+
+	tests := map[string]struct {
+		store   tftypes.Value
+		wantURL string
+		wantErr bool
+	}{
+		"unset":   {store: tftypes.NewValue(tftypes.String, nil)},
+		"set":     {store: str("file:///var/lib/sponson"), wantURL: "file:///var/lib/sponson"},
+		"unknown": {store: tftypes.NewValue(tftypes.String, tftypes.UnknownValue), wantErr: true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := &sponsonProvider{resolver: resolverFunc(handedOver), workDir: "/config"}
+
+			data, resp := configureStore(t, p, tftypes.NewValue(tftypes.String, nil), tt.store)
+
+			// An unusable store fails only sponson_scope's writes, like an
+			// unusable context: configuring the provider still succeeds.
+			if resp.Diagnostics.HasError() || data == nil || data.records == nil {
+				t.Fatalf("Configure = %v, %v; want provider data with a store", data, resp.Diagnostics)
+			}
+			if data.records.url != tt.wantURL || (data.records.urlErr != nil) != tt.wantErr {
+				t.Errorf("store = %q, %v; want %q, error %v", data.records.url, data.records.urlErr, tt.wantURL, tt.wantErr)
+			}
+			if data.records.workDir != "/config" || data.records.getenv == nil || data.records.open == nil || data.records.now == nil {
+				t.Errorf("the store's dependencies were not handed over: %+v", data.records)
+			}
+		})
+	}
+}
+
 func TestProcessResolver(t *testing.T) {
 	t.Run("handed over wins over detection", func(t *testing.T) {
 		isolateContext(t)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -96,9 +97,8 @@ func (r *scopeResource) Configure(_ context.Context, req resource.ConfigureReque
 // real name and predecessor and the wrapper can read them from the plan.
 func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
-		// Destroy needs no context. The engine still plans normally before
-		// a destroy to refresh the state, and that plan does need it, so a
-		// destroy without a context works only with -refresh=false.
+		// Planning a destroy needs no context; Delete does, to know the
+		// lease of the scope whose record it removes.
 		return
 	}
 
@@ -144,9 +144,11 @@ func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// Create records the scope in state. Writing it through the run's fenced
-// lease (DESIGN.md §2, "Fenced write") comes with the lease; until then the
-// state is the only record.
+// Create writes the scope record to the store under the scope's lease, then
+// records the scope in state. Under the wrapper the write is fenced by the
+// run's own lease (DESIGN.md §2, "Fenced write"): when the run lost its lease
+// the store refuses it, the apply fails with LOCK_LOST and nothing is
+// recorded, here or in the store.
 func (r *scopeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var data scopeResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &data)...)
@@ -154,10 +156,17 @@ func (r *scopeResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 
+	resp.Diagnostics.Append(r.writeRecord(ctx, data)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
 }
 
-// Read keeps the state: the scope has no remote object yet to compare with.
+// Read keeps the state and does not read the store: every plan refreshes,
+// and a plan must work where the store is not reachable (the wrapper's plan
+// hands over no store, and a plan without the wrapper need not name one).
 func (r *scopeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var data scopeResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &data)...)
@@ -168,8 +177,7 @@ func (r *scopeResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
 }
 
-// Update records the new values in state; like Create, it will write through
-// the run's fenced lease once the lease exists.
+// Update rewrites the scope record, fenced like Create, then the state.
 func (r *scopeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var data scopeResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &data)...)
@@ -177,14 +185,42 @@ func (r *scopeResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 
+	resp.Diagnostics.Append(r.writeRecord(ctx, data)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
 }
 
-// Delete removes the scope from state; there is no remote record to remove
-// until the scope writes through the run's fenced lease.
-func (r *scopeResource) Delete(_ context.Context, _ resource.DeleteRequest, _ *resource.DeleteResponse) {
-	// The framework removes the resource from state when Delete reports no
-	// error.
+// Delete removes the scope record from the store, fenced like Create; the
+// framework then removes the resource from state. It needs the run context
+// to know the scope's lease.
+func (r *scopeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var data scopeResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &data)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	rc, diags := r.data.runContext("destroying sponson_scope")
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if data.Name.ValueString() != rc.Scope {
+		// The object was created by a run of another scope (one state
+		// applied in two scopes, without the wrapper). Its record is in
+		// that scope, whose lease is not this run's to hold.
+		resp.Diagnostics.AddWarning("Scope Record Left In Place",
+			fmt.Sprintf("sponson_scope %s was removed from this state by a run in scope %s. Its record stays in "+
+				"the store under scope %s, because this run writes only under the lease of its own scope. The "+
+				"next apply in scope %s rewrites it; nothing else needs to be done.",
+				data.ID.ValueString(), rc.Scope, data.Name.ValueString(), data.Name.ValueString()))
+		return
+	}
+
+	resp.Diagnostics.Append(r.data.records.remove(ctx, runKey(rc), data.Environment.ValueString(), data.Name.ValueString())...)
 }
 
 // ImportState accepts `<environment>/<scope>`, only for the run's own scope:
@@ -220,6 +256,19 @@ func (r *scopeResource) ImportState(ctx context.Context, req resource.ImportStat
 		Predecessor: stringOrNull(rc.Predecessor),
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
+}
+
+// writeRecord writes data as the scope record of the run's scope.
+func (r *scopeResource) writeRecord(ctx context.Context, data scopeResourceModel) diag.Diagnostics {
+	rc, diags := r.data.runContext("the sponson_scope resource")
+	if diags.HasError() {
+		return diags
+	}
+	return r.data.records.put(ctx, runKey(rc), scopeRecord{
+		Environment: data.Environment.ValueString(),
+		Name:        data.Name.ValueString(),
+		Predecessor: data.Predecessor.ValueString(),
+	})
 }
 
 // scopeID is the ID of a scope in an environment, as sponson_scope and

@@ -1,18 +1,29 @@
 package provider
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
 func TestParseScopeID(t *testing.T) {
@@ -228,6 +239,270 @@ func TestAccScopeResource_noContext(t *testing.T) {
 	})
 }
 
+// TestAccScopeResource_ownLease is plain `tofu apply`: every write takes the
+// scope lease in the store the provider block names, and releases it.
+func TestAccScopeResource_ownLease(t *testing.T) {
+	isolateContext(t)
+	t.Setenv(runctx.EnvBranch, "feat/x")
+	t.Setenv(runctx.EnvPullRequest, "7")
+	dir := t.TempDir()
+	envDir := t.TempDir()
+	useStore(t, envDir) // the store attribute wins over SPONSON_STORE
+	key := store.Key{Environment: "preview", Scope: "pr-7"}
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviderFactories(t.TempDir()),
+		Steps: []resource.TestStep{
+			{
+				Config:            testAccScopeResourceConfigStore("file://" + dir),
+				ConfigStateChecks: expectScope("preview", "pr-7", knownvalue.StringExact("branch-feat-x")),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					testAccCheckScopeRecord(dir, key, scopeRecord{Environment: "preview", Name: "pr-7", Predecessor: "branch-feat-x"}, ownHolderPat),
+					// Released, and the grant advanced the token.
+					testAccCheckLease(dir, key, "", 1),
+					testAccCheckNoLease(envDir, key),
+				),
+			},
+			{
+				// Another head branch changes the predecessor: an update,
+				// under a new lease.
+				PreConfig: func() { t.Setenv(runctx.EnvBranch, "feat/y") },
+				Config:    testAccScopeResourceConfigStore("file://" + dir),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction("sponson_scope.this", plancheck.ResourceActionUpdate),
+					},
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					testAccCheckScopeRecord(dir, key, scopeRecord{Environment: "preview", Name: "pr-7", Predecessor: "branch-feat-y"}, ownHolderPat),
+					testAccCheckLease(dir, key, "", 2),
+				),
+			},
+		},
+		CheckDestroy: resource.ComposeAggregateTestCheckFunc(
+			testAccCheckNoScopeRecord(dir, key),
+			testAccCheckLease(dir, key, "", 3),
+		),
+	})
+}
+
+// TestAccScopeResource_defaultStore writes to .sponson/ in the working
+// directory when neither the provider block nor SPONSON_STORE names a store.
+func TestAccScopeResource_defaultStore(t *testing.T) {
+	isolateContext(t)
+	unsetenv(t, envStore)
+	handOver(t, githubContext)
+	work := t.TempDir()
+	dir := filepath.Join(work, storeurl.DefaultDir)
+	key := store.Key{Environment: "preview", Scope: "pr-42"}
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviderFactoriesFor(&sponsonProvider{version: "test", resolver: processResolver{}, workDir: work}),
+		Steps: []resource.TestStep{
+			{
+				Config: testAccScopeResourceConfig(),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					testAccCheckScopeRecord(dir, key, scopeRecord{Environment: "preview", Name: "pr-42", Predecessor: "branch-feat-search"}, ownHolderPat),
+					testAccCheckLease(dir, key, "", 1),
+				),
+			},
+		},
+		CheckDestroy: testAccCheckNoScopeRecord(dir, key),
+	})
+}
+
+// TestAccScopeResource_leaseHeld is plain `tofu apply` while a run holds the
+// scope: the provider does not write and says who holds the lease.
+func TestAccScopeResource_leaseHeld(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+	dir := t.TempDir()
+	useStore(t, dir)
+	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	other := testAccAcquire(t, dir, key, "run-other", 5*time.Minute)
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      testAccScopeResourceConfig(),
+				ExpectError: regexp.MustCompile(`(?s)Scope Leased By Another Run.*LOCK_HELD:.*run-other.*sponson apply\s+--wait`),
+			},
+		},
+	})
+
+	if err := resource.ComposeAggregateTestCheckFunc(
+		testAccCheckNoScopeRecord(dir, key),
+		testAccCheckLease(dir, key, "run-other", other.Token),
+	)(nil); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestAccScopeResource_runLease is the engine under the wrapper: the
+// provider writes under the run's lease, handed over, and leaves it held.
+func TestAccScopeResource_runLease(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+	dir := t.TempDir()
+	envDir := t.TempDir()
+	useStore(t, envDir) // ignored: the run's store is handed over
+	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	run := testAccAcquire(t, dir, key, "run-test", time.Minute)
+	handOverLease(t, dir, run)
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:            testAccScopeResourceConfig(),
+				ConfigStateChecks: expectScope("preview", "pr-42", knownvalue.StringExact("branch-feat-search")),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					testAccCheckScopeRecord(dir, key, scopeRecord{Environment: "preview", Name: "pr-42", Predecessor: "branch-feat-search"}, regexp.MustCompile(`^run-test$`)),
+					// The run's lease is the run's: the provider neither
+					// released it nor took another.
+					testAccCheckLease(dir, key, "run-test", run.Token),
+					testAccCheckNoLease(envDir, key),
+				),
+			},
+		},
+		CheckDestroy: resource.ComposeAggregateTestCheckFunc(
+			testAccCheckNoScopeRecord(dir, key),
+			testAccCheckLease(dir, key, "run-test", run.Token),
+		),
+	})
+}
+
+// TestAccScopeResource_runLeaseLost is a run whose lease expired and was
+// taken over before the engine created the scope: the provider's write is
+// fenced out like any other write of the run.
+func TestAccScopeResource_runLeaseLost(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+	dir := t.TempDir()
+	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	var other store.Lease
+	var written []byte
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					run := testAccAcquire(t, dir, key, "run-test", time.Second)
+					handOverLease(t, dir, run)
+					// The provider opens the store by its URL, with the
+					// real clock: wait for the expiry instead of moving a
+					// fake one.
+					time.Sleep(time.Until(run.ExpiresAt) + 100*time.Millisecond)
+					other = testAccAcquire(t, dir, key, "run-other", time.Minute)
+					written = testAccWriteRecord(t, dir, other)
+				},
+				Config:      testAccScopeResourceConfig(),
+				ExpectError: regexp.MustCompile(`(?s)Lease Lost.*LOCK_LOST:.*preview/pr-42`),
+			},
+		},
+	})
+
+	if err := resource.ComposeAggregateTestCheckFunc(
+		testAccCheckRecordBytes(dir, key, written),
+		testAccCheckLease(dir, key, "run-other", other.Token),
+	)(nil); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestAccScopeResource_runLeaseLostUpdate loses the lease between two
+// applies of one run's state: the update is refused, and the run that took
+// over can apply.
+func TestAccScopeResource_runLeaseLostUpdate(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+	dir := t.TempDir()
+	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	run := testAccAcquire(t, dir, key, "run-test", time.Minute)
+	handOverLease(t, dir, run)
+	otherHead := githubContext
+	otherHead.Branch, otherHead.Predecessor = "feat/other", "branch-feat-other"
+	var other store.Lease
+	var written []byte
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: testAccScopeResourceConfig(),
+				Check:  testAccCheckScopeRecord(dir, key, scopeRecord{Environment: "preview", Name: "pr-42", Predecessor: "branch-feat-search"}, regexp.MustCompile(`^run-test$`)),
+			},
+			{
+				// run-test's lease is taken over (released here, so that
+				// the test need not wait for an expiry), and the next
+				// plan updates the predecessor.
+				PreConfig: func() {
+					testAccRelease(t, dir, run)
+					other = testAccAcquire(t, dir, key, "run-other", time.Minute)
+					written = testAccWriteRecord(t, dir, other)
+					handOver(t, otherHead)
+				},
+				Config:      testAccScopeResourceConfig(),
+				ExpectError: regexp.MustCompile(`(?s)Lease Lost.*LOCK_LOST:.*preview/pr-42`),
+			},
+			{
+				// The run that took over applies, and destroys at the end.
+				PreConfig: func() {
+					if err := testAccCheckRecordBytes(dir, key, written)(nil); err != nil {
+						t.Fatal(err)
+					}
+					handOverLease(t, dir, other)
+				},
+				Config: testAccScopeResourceConfig(),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					testAccCheckScopeRecord(dir, key, scopeRecord{Environment: "preview", Name: "pr-42", Predecessor: "branch-feat-other"}, regexp.MustCompile(`^run-other$`)),
+					func(s *terraform.State) error {
+						// other is granted in step 2's PreConfig.
+						return testAccCheckLease(dir, key, "run-other", other.Token)(s)
+					},
+				),
+			},
+		},
+		CheckDestroy: testAccCheckNoScopeRecord(dir, key),
+	})
+}
+
+// TestAccScopeResource_handoverMalformed never falls back to a lease of the
+// provider's own when the wrapper's hand-over is incomplete.
+func TestAccScopeResource_handoverMalformed(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+	dir := t.TempDir()
+	useStore(t, dir)
+	t.Setenv(lease.EnvStore, "file://"+t.TempDir())
+	t.Setenv(lease.EnvHolder, "run-test")
+	t.Setenv(lease.EnvToken, "not-a-token")
+	key := store.Key{Environment: "preview", Scope: "pr-42"}
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      testAccScopeResourceConfig(),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Lease Hand-Over.*SPONSON_RUN_TOKEN`),
+			},
+		},
+	})
+
+	if err := testAccCheckNoLease(dir, key)(nil); err != nil {
+		t.Error(err)
+	}
+}
+
 func testAccScopeResourceConfig() string {
 	return `
 resource "sponson_scope" "this" {}
@@ -242,6 +517,16 @@ resource "sponson_scope" "this" {
 `, environment)
 }
 
+func testAccScopeResourceConfigStore(url string) string {
+	return fmt.Sprintf(`
+provider "sponson" {
+  store = %[1]q
+}
+
+resource "sponson_scope" "this" {}
+`, url)
+}
+
 // expectScope checks the state of sponson_scope.this.
 func expectScope(environment, name string, predecessor knownvalue.Check) []statecheck.StateCheck {
 	return expectContext("sponson_scope.this", map[string]knownvalue.Check{
@@ -250,4 +535,143 @@ func expectScope(environment, name string, predecessor knownvalue.Check) []state
 		"name":        knownvalue.StringExact(name),
 		"predecessor": predecessor,
 	})
+}
+
+// handOverLease hands l and the file store at dir over the way the wrapper
+// hands its lease to the engine and so to the provider.
+func handOverLease(t *testing.T, dir string, l store.Lease) {
+	t.Helper()
+	for _, kv := range lease.HandoverEnv("file://"+dir, l) {
+		name, value, _ := strings.Cut(kv, "=")
+		t.Setenv(name, value)
+	}
+}
+
+// openTestStore opens the file store at dir, as the test's own view of what
+// the provider wrote.
+func openTestStore(dir string) (*filestore.Store, error) {
+	return filestore.Open(dir)
+}
+
+// testAccAcquire takes the lease of key in the store at dir for holder.
+func testAccAcquire(t *testing.T, dir string, key store.Key, holder string, ttl time.Duration) store.Lease {
+	t.Helper()
+	st, err := openTestStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := st.Acquire(context.Background(), key, holder, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Lease
+}
+
+// testAccRelease releases l in the store at dir.
+func testAccRelease(t *testing.T, dir string, l store.Lease) {
+	t.Helper()
+	st, err := openTestStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testAccWriteRecord writes a scope record as l's holder and returns its
+// bytes.
+func testAccWriteRecord(t *testing.T, dir string, l store.Lease) []byte {
+	t.Helper()
+	st, err := openTestStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := []byte(fmt.Sprintf(`{"environment":%q,"name":%q,"writer":%q,"writtenAt":"2026-01-02T03:04:05Z"}`,
+		l.Key.Environment, l.Key.Scope, l.Holder))
+	if err := st.WriteRecord(context.Background(), l, scopeRecordName, b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// testAccCheckScopeRecord checks the scope record of key in the store at
+// dir: want's values, a writer matching writer, and a write time.
+func testAccCheckScopeRecord(dir string, key store.Key, want scopeRecord, writer *regexp.Regexp) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		b, err := readTestRecord(dir, key)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return fmt.Errorf("no scope record in %s for %s", dir, key)
+		}
+		var got scopeRecord
+		if err := json.Unmarshal(b, &got); err != nil {
+			return fmt.Errorf("scope record %s: %w", b, err)
+		}
+		if !writer.MatchString(got.Writer) {
+			return fmt.Errorf("scope record of %s written by %q, want %s", key, got.Writer, writer)
+		}
+		if got.WrittenAt.IsZero() {
+			return fmt.Errorf("scope record of %s has no write time: %s", key, b)
+		}
+		want.Writer, want.WrittenAt = got.Writer, got.WrittenAt
+		if diff := cmp.Diff(want, got); diff != "" {
+			return fmt.Errorf("scope record of %s (-want +got):\n%s", key, diff)
+		}
+		return nil
+	}
+}
+
+// testAccCheckRecordBytes checks that the scope record of key is want, byte
+// for byte.
+func testAccCheckRecordBytes(dir string, key store.Key, want []byte) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		b, err := readTestRecord(dir, key)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(b, want) {
+			return fmt.Errorf("scope record of %s = %s, want unchanged %s", key, b, want)
+		}
+		return nil
+	}
+}
+
+// testAccCheckNoScopeRecord checks that key has no scope record.
+func testAccCheckNoScopeRecord(dir string, key store.Key) resource.TestCheckFunc {
+	return testAccCheckRecordBytes(dir, key, nil)
+}
+
+// testAccCheckLease checks the lease record of key: its holder ("" when
+// released) and its token.
+func testAccCheckLease(dir string, key store.Key, holder string, token int64) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		st, err := openTestStore(dir)
+		if err != nil {
+			return err
+		}
+		l, err := st.ReadLease(context.Background(), key)
+		if err != nil {
+			return err
+		}
+		if l.Holder != holder || l.Token != token {
+			return fmt.Errorf("lease of %s = holder %q token %d, want holder %q token %d", key, l.Holder, l.Token, holder, token)
+		}
+		return nil
+	}
+}
+
+// testAccCheckNoLease checks that key never had a lease in the store at dir.
+func testAccCheckNoLease(dir string, key store.Key) resource.TestCheckFunc {
+	return testAccCheckLease(dir, key, "", 0)
+}
+
+func readTestRecord(dir string, key store.Key) ([]byte, error) {
+	st, err := openTestStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return st.ReadRecord(context.Background(), key, scopeRecordName)
 }

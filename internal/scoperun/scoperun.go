@@ -467,6 +467,14 @@ func (r *runner) reviewQuarantine(ctx context.Context) {
 // into that cause.
 func (r *runner) engineErr(ctx context.Context, err error) error {
 	if r.held != nil {
+		// The engine may have failed because a write of the provider was
+		// refused before the renewal noticed the loss: look at the lease
+		// record once, so such a run ends LOCK_LOST, not ENGINE_FAILED.
+		cur := r.held.Lease()
+		if l, rerr := r.o.Store.ReadLease(context.WithoutCancel(ctx), r.key); rerr == nil &&
+			(l.Holder != cur.Holder || l.Token != cur.Token || !time.Now().Before(l.ExpiresAt)) {
+			r.held.MarkLost(fmt.Errorf("the lease record now names %q with token %d, expiring %s", l.Holder, l.Token, l.ExpiresAt.Format(time.RFC3339)))
+		}
 		if lost := r.held.Err(); lost != nil {
 			return lost
 		}
