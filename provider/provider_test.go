@@ -18,6 +18,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
 // testAccProtoV6ProviderFactories serves the provider in the test process
@@ -89,7 +90,7 @@ func isolateContext(t *testing.T) {
 // SPONSON_STORE.
 func useStore(t *testing.T, dir string) {
 	t.Helper()
-	t.Setenv(envStore, "file://"+dir)
+	t.Setenv(storeurl.EnvVar, "file://"+dir)
 }
 
 // contextVariable reports whether detection may read the variable name.

@@ -291,7 +291,7 @@ func TestAccScopeResource_ownLease(t *testing.T) {
 // directory when neither the provider block nor SPONSON_STORE names a store.
 func TestAccScopeResource_defaultStore(t *testing.T) {
 	isolateContext(t)
-	unsetenv(t, envStore)
+	unsetenv(t, storeurl.EnvVar)
 	handOver(t, githubContext)
 	work := t.TempDir()
 	dir := filepath.Join(work, storeurl.DefaultDir)

@@ -22,10 +22,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
-// envStore names the store when the provider block sets none, as it does for
-// the wrapper's --store.
-const envStore = "SPONSON_STORE"
-
 // scopeRecordName is the name of the record sponson_scope keeps in its scope.
 const scopeRecordName = "scope"
 
@@ -264,8 +260,8 @@ func (s *scopeStore) source() (raw, source string, err error) {
 		return "", "", s.urlErr
 	case s.url != "":
 		return s.url, "the provider's store attribute", nil
-	case s.getenv(envStore) != "":
-		return s.getenv(envStore), envStore, nil
+	case s.getenv(storeurl.EnvVar) != "":
+		return s.getenv(storeurl.EnvVar), storeurl.EnvVar, nil
 	}
 	return "", "the default, " + storeurl.DefaultDir + "/ in the working directory", nil
 }

@@ -124,7 +124,7 @@ func TestScopeStore_ownLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, url := testFileStore(t)
-	s := newTestScopeStore(map[string]string{envStore: url})
+	s := newTestScopeStore(map[string]string{storeurl.EnvVar: url})
 
 	for token := int64(1); token <= 2; token++ {
 		if diags := s.put(ctx, testKey, testRecord); len(diags) > 0 {
@@ -160,7 +160,7 @@ func TestScopeStore_ownLeaseHeld(t *testing.T) {
 	t.Parallel()
 	st, url := testFileStore(t)
 	other := acquire(t, st, testKey, "run-other", 5*time.Minute)
-	s := newTestScopeStore(map[string]string{envStore: url})
+	s := newTestScopeStore(map[string]string{storeurl.EnvVar: url})
 
 	diags := s.put(context.Background(), testKey, testRecord)
 
@@ -185,7 +185,7 @@ func TestScopeStore_runLease(t *testing.T) {
 	own, ownURL := testFileStore(t)
 	run := acquire(t, st, testKey, "run-test", time.Minute)
 	vars := handoverVars(url, run)
-	vars[envStore] = ownURL // ignored under the wrapper
+	vars[storeurl.EnvVar] = ownURL // ignored under the wrapper
 	s := newTestScopeStore(vars)
 	s.url = ownURL // ignored as well
 
@@ -301,18 +301,18 @@ func TestScopeStore_source(t *testing.T) {
 		wantErr    error
 	}{
 		"attribute wins": {
-			url: "file:///a", vars: map[string]string{envStore: "file:///b"},
+			url: "file:///a", vars: map[string]string{storeurl.EnvVar: "file:///b"},
 			wantRaw: "file:///a", wantSource: "the provider's store attribute",
 		},
 		"environment": {
-			vars:    map[string]string{envStore: "file:///b"},
-			wantRaw: "file:///b", wantSource: envStore,
+			vars:    map[string]string{storeurl.EnvVar: "file:///b"},
+			wantRaw: "file:///b", wantSource: storeurl.EnvVar,
 		},
 		"default in the working directory": {
 			wantSource: "the default, .sponson/ in the working directory",
 		},
 		"unknown attribute": {
-			urlErr: unknown, vars: map[string]string{envStore: "file:///b"},
+			urlErr: unknown, vars: map[string]string{storeurl.EnvVar: "file:///b"},
 			wantErr: unknown,
 		},
 	}
@@ -348,7 +348,7 @@ func TestScopeStore_opensInWorkDir(t *testing.T) {
 	}{
 		"default":     {},
 		"attribute":   {url: url, wantRaw: url},
-		"environment": {vars: map[string]string{envStore: url}, wantRaw: url},
+		"environment": {vars: map[string]string{storeurl.EnvVar: url}, wantRaw: url},
 		"hand-over":   {vars: handoverVars(url, run), url: "file:///ignored", wantRaw: url},
 	}
 	for name, tt := range tests {
@@ -412,7 +412,7 @@ func TestScopeStore_removeOnlyItsOwnRecord(t *testing.T) {
 			if err := st.Release(ctx, l); err != nil {
 				t.Fatal(err)
 			}
-			s := newTestScopeStore(map[string]string{envStore: url})
+			s := newTestScopeStore(map[string]string{storeurl.EnvVar: url})
 
 			// The destroyed object's environment is configured: staging.
 			if diags := s.remove(ctx, testKey, "staging", "pr-42"); len(diags) > 0 {
@@ -429,7 +429,7 @@ func TestScopeStore_removeOnlyItsOwnRecord(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
 		t.Parallel()
 		_, url := testFileStore(t)
-		s := newTestScopeStore(map[string]string{envStore: url})
+		s := newTestScopeStore(map[string]string{storeurl.EnvVar: url})
 
 		if diags := s.remove(ctx, testKey, "preview", "pr-42"); len(diags) > 0 {
 			t.Fatalf("remove: %v", diags)
@@ -447,7 +447,7 @@ func (releaseFailingStore) Release(context.Context, store.Lease) error {
 func TestScopeStore_releaseWarning(t *testing.T) {
 	t.Parallel()
 	st, url := testFileStore(t)
-	s := newTestScopeStore(map[string]string{envStore: url})
+	s := newTestScopeStore(map[string]string{storeurl.EnvVar: url})
 	s.open = func(raw, dir string) (store.Store, string, error) {
 		st, u, err := storeurl.Open(raw, dir)
 		return releaseFailingStore{st}, u, err
@@ -476,8 +476,8 @@ func TestScopeStore_openFails(t *testing.T) {
 		wantNone string
 	}{
 		"environment": {
-			vars: map[string]string{envStore: "s3://bucket/sponson"},
-			want: []string{`"s3://bucket/sponson"`, "from " + envStore},
+			vars: map[string]string{storeurl.EnvVar: "s3://bucket/sponson"},
+			want: []string{`"s3://bucket/sponson"`, "from " + storeurl.EnvVar},
 		},
 		"attribute, credentials redacted": {
 			url:      "postgres://sponson:hunter2@db/sponson",
@@ -512,7 +512,7 @@ func TestScopeStore_openFails(t *testing.T) {
 func TestScopeStore_parallelOwnLeases(t *testing.T) {
 	t.Parallel()
 	st, url := testFileStore(t)
-	s := newTestScopeStore(map[string]string{envStore: url})
+	s := newTestScopeStore(map[string]string{storeurl.EnvVar: url})
 
 	const n = 4
 	var wg sync.WaitGroup

@@ -34,7 +34,7 @@ type RunFlags struct {
 // use the SPONSON_CTX_* names that context detection reads.
 var runFlagEnv = map[string]string{
 	"chdir":        "SPONSON_CHDIR",
-	"store":        "SPONSON_STORE",
+	"store":        storeurl.EnvVar,
 	"engine":       "SPONSON_ENGINE",
 	"wait":         "SPONSON_WAIT",
 	"wait-timeout": "SPONSON_WAIT_TIMEOUT",

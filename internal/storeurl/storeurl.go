@@ -12,6 +12,10 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 )
 
+// EnvVar names the store when --store (or the provider's store attribute)
+// is not given.
+const EnvVar = "SPONSON_STORE"
+
 // DefaultDir is the embedded store's directory inside the configuration
 // directory when no --store is given.
 const DefaultDir = ".sponson"
