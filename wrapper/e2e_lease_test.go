@@ -269,3 +269,38 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestE2EPlanDuringApply: plan never takes the lease; it reads it and warns
+// that an apply is running.
+func TestE2EPlanDuringApply(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/slow")
+	leasePath := filepath.Join(dir, ".sponson", "preview", "pr-11", "lease.json")
+	apply := h.command(dir, nil, "apply", "--scope", "pr-11", "-var", "sleep=3")
+	if err := apply.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { apply.Process.Kill() }) // no-op once it exited
+	waitFor(t, "the apply's lease", func() bool {
+		b, err := os.ReadFile(leasePath)
+		return err == nil && bytes.Contains(b, []byte(`"holder": "run-`))
+	})
+	before := readFile(t, leasePath)
+	r := h.run(dir, nil, "plan", "--scope", "pr-11", "--json", "-var", "sleep=3")
+	if r.exit != 0 {
+		t.Fatalf("plan during an apply: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	running, _ := r.envelope(t)["result"].(map[string]any)["applyRunning"].(map[string]any)
+	if running == nil || !strings.HasPrefix(running["holder"].(string), "run-") {
+		t.Errorf("the plan's result does not name the running apply: %s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "apply running in this scope since") {
+		t.Errorf("no warning about the running apply:\n%s", r.stderr)
+	}
+	if after := readFile(t, leasePath); !bytes.Equal(after, before) {
+		t.Errorf("plan touched the lease:\nbefore %s\nafter %s", before, after)
+	}
+	if err := apply.Wait(); err != nil {
+		t.Fatalf("the apply: %v", err)
+	}
+}
