@@ -41,6 +41,7 @@ type scopeResourceModel struct {
 	Environment types.String `tfsdk:"environment"`
 	Name        types.String `tfsdk:"name"`
 	Predecessor types.String `tfsdk:"predecessor"`
+	Identity    types.Map    `tfsdk:"identity"`
 }
 
 func (r *scopeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -84,6 +85,16 @@ func (r *scopeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				MarkdownDescription: "The scope this scope inherits from: `branch-<head>` for a `pr-<n>` scope " +
 					"whose head branch is known. It is null when there is none.",
 				Computed: true,
+			},
+			"identity": schema.MapAttribute{
+				MarkdownDescription: "The identifying attributes of each resource type, for example " +
+					"`{ vercel_project_environment_variable = [\"project_id\", \"key\", \"target\"] }`. " +
+					"Sponson keys what a scope owns by provider, type and these attributes, so that two scopes " +
+					"naming the same real object collide even under different addresses, and a `moved` block " +
+					"keeps ownership. A type without an entry is identified by the `id` of its objects. The " +
+					"sponson wrapper reads this policy from the plan; the provider only records it.",
+				ElementType: types.ListType{ElemType: types.StringType},
+				Optional:    true,
 			},
 		},
 	}
@@ -254,6 +265,7 @@ func (r *scopeResource) ImportState(ctx context.Context, req resource.ImportStat
 		Environment: types.StringValue(environment),
 		Name:        types.StringValue(scope),
 		Predecessor: stringOrNull(rc.Predecessor),
+		Identity:    types.MapNull(types.ListType{ElemType: types.StringType}),
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
 }

@@ -480,8 +480,8 @@ func TestScopeStore_openFails(t *testing.T) {
 			want: []string{`"s3://bucket/sponson"`, "from " + storeurl.EnvVar},
 		},
 		"attribute, credentials redacted": {
-			url:      "postgres://sponson:hunter2@db/sponson",
-			want:     []string{"postgres://sponson", "from the provider's store attribute"},
+			url:      "s3://sponson:hunter2@bucket/sponson",
+			want:     []string{"s3://sponson", "from the provider's store attribute"},
 			wantNone: "hunter2",
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/statesrv"
@@ -252,6 +254,18 @@ func (r *runner) run(ctx context.Context) error {
 		return r.engineErr(ctx, err)
 	}
 	r.res.Summary = engine.Summarize(plan)
+	pol := ownership.PolicyFromPlan(plan)
+	planned := ownership.Identify(plan, pol)
+	for _, p := range planned {
+		if p.Identity == "" && len(p.Unknown) > 0 && p.Creates() {
+			r.info(fmt.Sprintf("identity of %s is unknown until apply (%s); it is recorded under its address until then", p.Address, strings.Join(p.Unknown, ", ")))
+		}
+	}
+	// The foreign check: before the engine writes anything, no planned
+	// change may touch an object another scope of the environment owns.
+	if err := r.checkForeign(ctx, planned); err != nil {
+		return err
+	}
 	if o.Command == Plan {
 		r.res.Status = receipt.StatusUnchanged
 		if changed {
@@ -260,13 +274,28 @@ func (r *runner) run(ctx context.Context) error {
 		return nil
 	}
 
-	rec := r.newReceipt(prev, plan)
+	rec := r.newReceipt(prev, plan, planned)
 	rec.Settled = settled
 	r.res.Receipt = rec
 	// The checkpoint: before the engine writes anything, the store knows a
 	// run is under way and holds an intent for every create, so a crash
 	// mid-apply never leaves a resource nobody knows may exist.
 	if err := r.writeReceipt(bg, rec); err != nil {
+		return err
+	}
+	// Another scope may have written an intent for the same object since
+	// the check: with both intents in the index, one deterministic rule
+	// says who goes on.
+	if err := r.settleRaces(ctx, planned); err != nil {
+		rec.Status = receipt.StatusFailed
+		rec.FinishedAt = time.Now().UTC()
+		rec.Ledger = carried(prev)
+		e := errcode.As(err)
+		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
+		r.res.Status = rec.Status
+		if werr := r.writeReceipt(bg, rec); werr != nil {
+			return werr
+		}
 		return err
 	}
 
@@ -287,7 +316,11 @@ func (r *runner) run(ctx context.Context) error {
 	// for the next run to settle.
 	resources, readErr := r.currentState(bg)
 	if readErr == nil {
-		rec.Ledger = ledgerFromState(resources, prev)
+		var notes []string
+		rec.Ledger, notes = ownership.Ledger(prev, resources, pol, planned)
+		for _, n := range notes {
+			r.warn(n)
+		}
 	}
 	rec.FinishedAt = time.Now().UTC()
 	switch {
@@ -494,7 +527,7 @@ func (r *runner) writeReceipt(ctx context.Context, rec *receipt.Receipt) error {
 	return err
 }
 
-func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan) *receipt.Receipt {
+func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned) *receipt.Receipt {
 	c := r.o.Context
 	rec := &receipt.Receipt{
 		Version:     receipt.Version,
@@ -503,37 +536,110 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan) *receipt.R
 		Environment: c.Environment,
 		Scope:       c.Scope,
 		Status:      receipt.StatusRunning,
-		StartedAt:   time.Now().UTC(),
+		StartedAt:   r.started.UTC(),
 		Branch:      c.Branch,
 		PullRequest: c.PullRequest,
 		Commit:      c.Commit,
 		ApprovedBy:  r.o.ApprovedBy,
 		Engine:      r.res.Engine,
 		Changes:     Changes(plan),
-		Ledger:      []receipt.Entry{},
-	}
-	if prev != nil {
 		// Carried forward: a run that fails before it can read the state
 		// forgets nothing the scope owned, intents of an earlier crash
 		// included.
-		rec.Ledger = append(rec.Ledger, prev.Ledger...)
-	}
-	for _, rc := range plan.ResourceChanges {
-		if rc.Mode != tfjson.ManagedResourceMode || rc.Change == nil || !(rc.Change.Actions.Create() || rc.Change.Actions.Replace()) {
-			continue
-		}
-		rec.Ledger = append(rec.Ledger, receipt.Entry{
-			Identity:  intentIdentity(rc.ProviderName, rc.Type, rc.Address),
-			Address:   rc.Address,
-			Provider:  rc.ProviderName,
-			Type:      rc.Type,
-			CreatedBy: receipt.CreatedByIntent,
-		})
+		Ledger: append(carried(prev), ownership.Intents(planned)...),
 	}
 	if p := r.held.Preempted; p != nil {
 		rec.LockPreempted = &receipt.Preempted{Holder: p.Holder, Since: p.AcquiredAt, Until: p.ExpiresAt}
 	}
 	return rec
+}
+
+// carried returns a copy of the previous ledger, empty when there is none.
+func carried(prev *receipt.Receipt) []receipt.Entry {
+	out := []receipt.Entry{}
+	if prev != nil {
+		out = append(out, prev.Ledger...)
+	}
+	return out
+}
+
+// checkForeign refuses the run when a planned change touches an object that
+// another scope of the environment owns or intends to create.
+func (r *runner) checkForeign(ctx context.Context, planned []ownership.Planned) error {
+	ids := ownership.Identities(planned)
+	if len(ids) == 0 {
+		return nil
+	}
+	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ids)
+	if err != nil {
+		return err
+	}
+	return foreignError(r.key.Scope, ownership.Check(planned, owners, r.key.Scope))
+}
+
+func foreignError(scope string, conflicts []ownership.Conflict) error {
+	if len(conflicts) == 0 {
+		return nil
+	}
+	var lines []string
+	var details []map[string]string
+	owners := map[string]bool{}
+	for _, c := range conflicts {
+		how := "owns"
+		if c.Owner.CreatedBy == receipt.CreatedByIntent {
+			how = "is creating"
+		}
+		lines = append(lines, fmt.Sprintf("%s (%s) would %s %s, which scope %s %s (run %s)",
+			scope, strings.Join(c.Change.Actions, "+"), "change", c.Change.Address, c.Owner.Scope, how, c.Owner.RunID))
+		details = append(details, map[string]string{
+			"address": c.Change.Address, "identity": c.Change.Identity, "owner": c.Owner.Scope,
+			"ownerRun": c.Owner.RunID, "ownerAddress": c.Owner.Address, "ownedAs": c.Owner.CreatedBy,
+		})
+		owners[c.Owner.Scope] = true
+	}
+	var names []string
+	for o := range owners {
+		names = append(names, o)
+	}
+	sort.Strings(names)
+	return errcode.New(errcode.OwnedByOtherScope, "%d planned change(s) touch resources another scope owns; nothing was written:\n  %s", len(conflicts), strings.Join(lines, "\n  ")).
+		WithHint(fmt.Sprintf("Apply these changes from the owning scope (%s), or read the resources with a data source instead of managing them here.", strings.Join(names, ", "))).
+		With("conflicts", details)
+}
+
+// settleRaces re-reads the environment after this run's intents were
+// written. Where another scope holds the same identity, the holder the store
+// recorded first keeps it (ownership.Winner); if that is not this run, the
+// run is refused before the engine writes.
+func (r *runner) settleRaces(ctx context.Context, planned []ownership.Planned) error {
+	var ids []string
+	for _, p := range planned {
+		if p.Creates() && p.Identity != "" {
+			ids = append(ids, p.Identity)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ids)
+	if err != nil {
+		return err
+	}
+	holders := map[string][]store.Owner{}
+	for _, o := range owners {
+		holders[o.Identity] = append(holders[o.Identity], o)
+	}
+	var lost []ownership.Conflict
+	for _, p := range planned {
+		hs := holders[p.Identity]
+		if !p.Creates() || p.Identity == "" || len(hs) < 2 {
+			continue
+		}
+		if w := ownership.Winner(hs); w.Scope != r.key.Scope {
+			lost = append(lost, ownership.Conflict{Change: p, Owner: w})
+		}
+	}
+	return foreignError(r.key.Scope, lost)
 }
 
 // Workspace is the engine workspace of a scope when the configuration keeps

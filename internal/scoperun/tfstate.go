@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
@@ -27,14 +27,13 @@ type rawState struct {
 		Instances []struct {
 			IndexKey   any            `json:"index_key"`
 			Attributes map[string]any `json:"attributes"`
+			Identity   any            `json:"identity"`
 		} `json:"instances"`
 	} `json:"resources"`
 }
 
 // stateResource is one managed resource instance of a state.
-type stateResource struct {
-	Address, Provider, Type, ID string
-}
+type stateResource = ownership.Object
 
 var providerSource = regexp.MustCompile(`^provider\["([^"]+)"\]`)
 
@@ -70,56 +69,15 @@ func readState(data []byte) ([]stateResource, error) {
 				addr += fmt.Sprintf("[%q]", k)
 			}
 			id, _ := in.Attributes["id"].(string)
-			out = append(out, stateResource{Address: addr, Provider: provider, Type: r.Type, ID: id})
+			out = append(out, stateResource{Address: addr, Provider: provider, Type: r.Type, ID: id, Attributes: in.Attributes, ProviderIdentity: in.Identity})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
 	return out, nil
 }
 
-// ledgerFromState lists what a scope owns after a run: every managed
-// resource of its state, keyed by identity. An entry the previous ledger
-// already had keeps how it came to be owned.
-func ledgerFromState(resources []stateResource, prev *receipt.Receipt) []receipt.Entry {
-	known := map[string]receipt.Entry{}
-	if prev != nil {
-		for _, e := range prev.Ledger {
-			known[e.Identity] = e
-		}
-	}
-	out := []receipt.Entry{}
-	for _, r := range resources {
-		e := receipt.Entry{
-			Identity:  Identity(r.Provider, r.Type, r.ID),
-			Address:   r.Address,
-			Provider:  r.Provider,
-			Type:      r.Type,
-			ID:        r.ID,
-			CreatedBy: receipt.CreatedBySponson,
-		}
-		if old, ok := known[e.Identity]; ok && old.CreatedBy != "" && old.CreatedBy != receipt.CreatedByIntent {
-			e.CreatedBy = old.CreatedBy
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// intentIdentity keys an intent: the create has not happened, so the
-// resource has no id yet; its address stands in until the run settles it.
-func intentIdentity(provider, typ, address string) string {
-	return Identity(provider, typ, "") + "intent:" + address
-}
-
 // isIntent reports whether a ledger entry is an unsettled intent.
-func isIntent(e receipt.Entry) bool {
-	return e.CreatedBy == receipt.CreatedByIntent || strings.Contains(e.Identity, "|intent:")
-}
-
-// Identity is the ledger key of a resource: provider source, type and id.
-func Identity(provider, typ, id string) string {
-	return provider + "|" + typ + "|" + id
-}
+func isIntent(e receipt.Entry) bool { return e.CreatedBy == receipt.CreatedByIntent }
 
 // Changes lists the planned actions on managed resources, no-ops left out.
 func Changes(p *tfjson.Plan) []receipt.Change {

@@ -128,6 +128,9 @@ type Owner struct {
 	CreatedBy string `json:"createdBy"`
 	// RunID is the run whose receipt listed the entry.
 	RunID string `json:"runId"`
+	// Since is when the store first recorded this identity for this scope,
+	// by the store's clock: it orders two scopes' intents for one identity.
+	Since time.Time `json:"since"`
 }
 
 // Quarantined is a state kept by Quarantine.

@@ -263,23 +263,27 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 		return err
 	}
 	odir := filepath.Join(s.root, l.Key.Environment, ownersDir)
-	idx, err := encodeOwners(l.Key.Scope, r)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(odir, dirPerm); err != nil {
-		return fsError("create", odir, err)
-	}
-	idxTmp, err := writeTemp(odir, l.Key.Scope+".json", idx)
-	if err != nil {
 		os.Remove(runTmp)
 		os.Remove(latestTmp)
-		return err
+		return fsError("create", odir, err)
 	}
-	err = s.fenced(ctx, l, func(dir string, _ store.LeaseInfo, _ time.Time) error {
+	idxPath := filepath.Join(odir, l.Key.Scope+".json")
+	err = s.fenced(ctx, l, func(dir string, _ store.LeaseInfo, now time.Time) error {
+		// The index is built inside the mutex: an identity keeps the time
+		// the store first recorded it for this scope (store.Owner.Since).
+		idx, err := encodeOwners(idxPath, l.Key.Scope, r, now)
+		if err != nil {
+			return err
+		}
+		idxTmp, err := writeTemp(odir, l.Key.Scope+".json", idx)
+		if err != nil {
+			return err
+		}
 		// The index goes first: a crash before latest.json leaves it ahead
 		// of the receipt, claiming more rather than less.
-		if err := commit(idxTmp, filepath.Join(odir, l.Key.Scope+".json")); err != nil {
+		if err := commit(idxTmp, idxPath); err != nil {
+			os.Remove(idxTmp)
 			return err
 		}
 		if err := commit(runTmp, filepath.Join(rdir, r.RunID+".json")); err != nil {
@@ -290,7 +294,6 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	if err != nil {
 		os.Remove(runTmp)
 		os.Remove(latestTmp)
-		os.Remove(idxTmp)
 	}
 	return err
 }
@@ -303,10 +306,23 @@ type ownersDoc struct {
 	Entries []store.Owner `json:"entries"`
 }
 
-func encodeOwners(scope string, r *receipt.Receipt) ([]byte, error) {
+func encodeOwners(prevPath, scope string, r *receipt.Receipt, now time.Time) ([]byte, error) {
+	since := map[string]time.Time{}
+	if b, err := os.ReadFile(prevPath); err == nil {
+		var prev ownersDoc
+		if json.Unmarshal(b, &prev) == nil {
+			for _, o := range prev.Entries {
+				since[o.Identity] = o.Since
+			}
+		}
+	}
 	doc := ownersDoc{RunID: r.RunID, Entries: make([]store.Owner, 0, len(r.Ledger))}
 	for _, e := range r.Ledger {
-		doc.Entries = append(doc.Entries, store.Owner{Scope: scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID})
+		at, ok := since[e.Identity]
+		if !ok {
+			at = now
+		}
+		doc.Entries = append(doc.Entries, store.Owner{Scope: scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {

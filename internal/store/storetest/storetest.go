@@ -852,9 +852,30 @@ func testOwners(t *testing.T, x *suite) {
 	if diff := cmp.Diff(map[string]string{"c": "pr-1 intent run-p"}, owners(preview, []string{"c", "zzz"})); diff != "" {
 		t.Errorf("Owners(preview, [c zzz]) (-want +got):\n%s", diff)
 	}
-	// A later receipt replaces the scope's part of the index.
+	sinceOf := func(env, id string) time.Time {
+		t.Helper()
+		got, err := x.s.Owners(t.Context(), env, []string{id})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Owners(%s, %s) = %v, %v", env, id, got, err)
+		}
+		return got[0].Since
+	}
+	bSince := sinceOf(preview, "b")
+	if bSince.IsZero() {
+		t.Error("Owners gives no Since")
+	}
+	x.clock.Advance(time.Second)
+	// A later receipt replaces the scope's part of the index; an identity
+	// it keeps keeps the time it was first recorded.
 	write(key(preview, "main"), "run-m2", entry("b", "created"))
-	if diff := cmp.Diff(map[string]string{"b": "main created run-m2", "c": "pr-1 intent run-p"}, owners(preview, nil)); diff != "" {
+	if got := sinceOf(preview, "b"); !sameInstant(got, bSince) {
+		t.Errorf("Since of a kept identity moved from %s to %s", bSince, got)
+	}
+	write(key(preview, "pr-2"), "run-z", entry("e", "intent"))
+	if got := sinceOf(preview, "e"); !got.After(bSince) {
+		t.Errorf("Since of a later identity %s is not after %s", got, bSince)
+	}
+	if diff := cmp.Diff(map[string]string{"b": "main created run-m2", "c": "pr-1 intent run-p", "e": "pr-2 intent run-z"}, owners(preview, nil)); diff != "" {
 		t.Errorf("Owners after main's new receipt (-want +got):\n%s", diff)
 	}
 	// A refused receipt write leaves the index as it was.

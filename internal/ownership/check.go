@@ -1,0 +1,66 @@
+package ownership
+
+import (
+	"sort"
+
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// Conflict is a planned change to an object another scope owns.
+type Conflict struct {
+	Change Planned
+	Owner  store.Owner
+}
+
+// Identities returns the known identities of the planned changes.
+func Identities(planned []Planned) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, p := range planned {
+		if p.Identity != "" && !seen[p.Identity] {
+			seen[p.Identity] = true
+			ids = append(ids, p.Identity)
+		}
+	}
+	return ids
+}
+
+// Check returns the planned changes whose identity a scope other than scope
+// owns or intends to create, according to owners (the environment's
+// ownership index).
+func Check(planned []Planned, owners []store.Owner, scope string) []Conflict {
+	byID := map[string][]store.Owner{}
+	for _, o := range owners {
+		if o.Scope != scope {
+			byID[o.Identity] = append(byID[o.Identity], o)
+		}
+	}
+	var out []Conflict
+	for _, p := range planned {
+		for _, o := range byID[p.Identity] {
+			out = append(out, Conflict{Change: p, Owner: o})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Change.Address != out[j].Change.Address {
+			return out[i].Change.Address < out[j].Change.Address
+		}
+		return out[i].Owner.Scope < out[j].Owner.Scope
+	})
+	return out
+}
+
+// Winner decides which of several scopes that hold the same identity keeps
+// it: the one whose entry the store recorded first, and between entries
+// recorded at the same instant the scope whose name sorts first. Every run
+// that reads the same index reaches the same answer, so of two scopes that
+// wrote an intent for one identity at the same moment exactly one goes on.
+func Winner(holders []store.Owner) store.Owner {
+	best := holders[0]
+	for _, h := range holders[1:] {
+		if h.Since.Before(best.Since) || (h.Since.Equal(best.Since) && h.Scope < best.Scope) {
+			best = h
+		}
+	}
+	return best
+}

@@ -1,0 +1,93 @@
+package ownership
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// Object is one managed resource instance of a scope's state.
+type Object struct {
+	Address, Provider, Type, ID string
+	Attributes                  map[string]any
+	// ProviderIdentity is the provider's resource identity where the
+	// state records one.
+	ProviderIdentity any
+}
+
+// IdentityOf returns the identity of a state object: by the policy, by the
+// provider's identity, or by its id; by its address when it has none.
+func (pol Policy) IdentityOf(o Object) string {
+	if id, _ := pol.Of(o.Provider, o.Type, o.Attributes, nil, o.ProviderIdentity); id != "" {
+		return id
+	}
+	return IntentIdentity(o.Provider, o.Type, o.Address)
+}
+
+// Ledger builds the ledger a run leaves from the scope's state after the
+// run. Entries keep how they came to be owned from the previous ledger,
+// matched by identity, so a `moved` block or a rename keeps ownership. An
+// object whose identity the previous ledger knew under another id, and that
+// this run did not create, was replaced outside Sponson: it is reported and
+// recorded as adopted, no longer as Sponson's own. notes says what happened,
+// for the run's output.
+func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Planned) (entries []receipt.Entry, notes []string) {
+	known := map[string]receipt.Entry{}
+	if prev != nil {
+		for _, e := range prev.Ledger {
+			if e.CreatedBy != receipt.CreatedByIntent {
+				known[e.Identity] = e
+			}
+		}
+	}
+	created := map[string]bool{}
+	for _, p := range planned {
+		if p.Creates() {
+			created[p.Address] = true
+		}
+	}
+	entries = []receipt.Entry{}
+	for _, o := range objects {
+		e := receipt.Entry{
+			Identity:  pol.IdentityOf(o),
+			Address:   o.Address,
+			Provider:  o.Provider,
+			Type:      o.Type,
+			ID:        o.ID,
+			CreatedBy: receipt.CreatedBySponson,
+		}
+		if old, ok := known[e.Identity]; ok {
+			e.CreatedBy = old.CreatedBy
+			if old.Address != e.Address {
+				notes = append(notes, fmt.Sprintf("%s moved to %s; the scope still owns it", old.Address, e.Address))
+			}
+			if old.ID != "" && e.ID != "" && old.ID != e.ID && !created[e.Address] {
+				e.CreatedBy = receipt.CreatedByAdopted
+				notes = append(notes, fmt.Sprintf("%s was replaced outside Sponson (id %s, now %s); it is no longer counted as created by Sponson", e.Address, old.ID, e.ID))
+			}
+		}
+		entries = append(entries, e)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Address < entries[j].Address })
+	return entries, notes
+}
+
+// Intents returns the ledger entries a checkpoint records for the creates
+// of a plan: under their identity where it is known at plan time, so that
+// another scope planning the same object collides with them, else under
+// their address.
+func Intents(planned []Planned) []receipt.Entry {
+	var out []receipt.Entry
+	for _, p := range planned {
+		if !p.Creates() {
+			continue
+		}
+		id := p.Identity
+		if id == "" {
+			id = IntentIdentity(p.Provider, p.Type, p.Address)
+		}
+		out = append(out, receipt.Entry{Identity: id, Address: p.Address, Provider: p.Provider, Type: p.Type, CreatedBy: receipt.CreatedByIntent})
+	}
+	return out
+}
