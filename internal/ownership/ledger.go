@@ -19,7 +19,14 @@ type Object struct {
 // IdentityOf returns the identity of a state object: by the policy, by the
 // provider's identity, or by its id; by its address when it has none.
 func (pol Policy) IdentityOf(o Object) string {
-	if id, _ := pol.Of(o.Provider, o.Type, o.Attributes, nil, o.ProviderIdentity); id != "" {
+	attrs := o.Attributes
+	if _, ok := attrs["id"]; !ok && o.ID != "" {
+		attrs = map[string]any{"id": o.ID}
+		for k, v := range o.Attributes {
+			attrs[k] = v
+		}
+	}
+	if id, _ := pol.Of(o.Provider, o.Type, attrs, nil, o.ProviderIdentity); id != "" {
 		return id
 	}
 	return IntentIdentity(o.Provider, o.Type, o.Address)
