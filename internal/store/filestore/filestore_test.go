@@ -509,3 +509,17 @@ func BenchmarkCycle(b *testing.B) {
 	}
 	storetest.BenchCycle(b, s)
 }
+
+// BenchmarkOwners is the foreign check's read of an environment of 10, 100
+// and 1,000 scopes × 50 resources (DESIGN.md §8: ≤ 200 ms at 1,000).
+func BenchmarkOwners(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("scopes=%d", n), func(b *testing.B) {
+			s, err := filestore.Open(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			storetest.BenchOwners(b, s, n)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
@@ -60,4 +61,51 @@ func Percentiles(d []time.Duration) (p50, p99 float64) {
 	slices.Sort(s)
 	ms := func(x time.Duration) float64 { return float64(x) / float64(time.Millisecond) }
 	return ms(s[len(s)/2]), ms(s[min(len(s)-1, len(s)*99/100)])
+}
+
+// BenchOwners measures the foreign check's read of an environment: one
+// Owners call for 50 identities against scopes × 50 ledger entries, seeded
+// through the store's own fenced receipt writes. It reports the median in
+// milliseconds.
+func BenchOwners(b *testing.B, s store.Store, scopes int) {
+	b.Helper()
+	ctx := b.Context()
+	for i := range scopes {
+		k := store.Key{Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}
+		g, err := s.Acquire(ctx, k, fmt.Sprintf("run-%d", i), time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := NewReceipt(k, fmt.Sprintf("run-%d", i), 0)
+		r.Ledger = make([]receipt.Entry, 50)
+		for j := range r.Ledger {
+			r.Ledger[j] = receipt.Entry{Identity: fmt.Sprintf("p|fixture_object|name=\"s%d-o%d\"", i, j), Address: fmt.Sprintf("fixture_object.o%d", j), CreatedBy: receipt.CreatedBySponson}
+		}
+		if err := s.WriteReceipt(ctx, g.Lease, r); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Release(ctx, g.Lease); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ids := make([]string, 50)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("p|fixture_object|name=\"s%d-o%d\"", j%scopes, j)
+	}
+	var took []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		got, err := s.Owners(ctx, "preview", ids)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) == 0 {
+			b.Fatal("Owners found none of the seeded identities")
+		}
+		took = append(took, time.Since(t0))
+	}
+	p50, p99 := Percentiles(took)
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
 }
