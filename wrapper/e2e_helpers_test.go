@@ -215,3 +215,13 @@ func dynamic(v any) any {
 	}
 	return v
 }
+
+// mustRunEnv is mustRun with extra environment entries.
+func (h *harness) mustRunEnv(dir string, env []string, args ...string) result {
+	h.t.Helper()
+	r := h.run(dir, env, args...)
+	if r.exit != 0 {
+		h.t.Fatalf("sponson %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.exit, r.stdout, r.stderr)
+	}
+	return r
+}
