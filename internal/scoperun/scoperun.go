@@ -338,12 +338,24 @@ func (r *runner) run(ctx context.Context) error {
 	default:
 		rec.Status = receipt.StatusUnchanged
 	}
+	// Creates whose identity was unknown at plan time are checked now that
+	// it is known: the object exists already, so a hit is reported loudly
+	// (the run fails) instead of being refused.
+	lateErr := r.checkLateIdentities(bg, planned, rec.Ledger)
+	if lateErr != nil && rec.Error == nil {
+		rec.Status = receipt.StatusFailed
+		e := errcode.As(lateErr)
+		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
+	}
 	r.res.Status = rec.Status
 	if err := r.writeReceipt(bg, rec); err != nil {
 		return err
 	}
 	if applyErr != nil {
 		return r.engineErr(ctx, applyErr)
+	}
+	if lateErr != nil {
+		return lateErr
 	}
 	if readErr != nil {
 		return errcode.Wrap(errcode.Internal, readErr, "reading the state after the apply")
@@ -605,6 +617,38 @@ func foreignError(scope string, conflicts []ownership.Conflict) error {
 	return errcode.New(errcode.OwnedByOtherScope, "%d planned change(s) touch resources another scope owns; nothing was written:\n  %s", len(conflicts), strings.Join(lines, "\n  ")).
 		WithHint(fmt.Sprintf("Apply these changes from the owning scope (%s), or read the resources with a data source instead of managing them here.", strings.Join(names, ", "))).
 		With("conflicts", details)
+}
+
+// checkLateIdentities looks up the identities that became known during the
+// apply (creates planned with an unknown identifying attribute) in the
+// environment's ownership index.
+func (r *runner) checkLateIdentities(ctx context.Context, planned []ownership.Planned, ledger []receipt.Entry) error {
+	late := map[string]ownership.Planned{}
+	for _, p := range planned {
+		if p.Creates() && p.Identity == "" {
+			late[p.Address] = p
+		}
+	}
+	if len(late) == 0 {
+		return nil
+	}
+	var known []ownership.Planned
+	for _, e := range ledger {
+		if p, ok := late[e.Address]; ok {
+			p.Identity = e.Identity
+			known = append(known, p)
+		}
+	}
+	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ownership.Identities(known))
+	if err != nil {
+		r.warn(fmt.Sprintf("could not check the identities learned during the apply: %v", err))
+		return nil
+	}
+	conflicts := ownership.Check(known, owners, r.key.Scope)
+	if len(conflicts) == 0 {
+		return nil
+	}
+	return errcode.As(foreignError(r.key.Scope, conflicts)).WithHint("The apply created objects whose identity another scope already owns (their identity was unknown at plan time). Remove them from this configuration or from the other scope, then run again.")
 }
 
 // settleRaces re-reads the environment after this run's intents were
