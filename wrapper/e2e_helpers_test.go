@@ -23,7 +23,38 @@ var (
 	buildOnce sync.Once
 	builtBin  string
 	buildErr  error
+
+	failpointsOnce sync.Once
+	failpointsBin  string
+	failpointsErr  error
 )
+
+// e2eFailpoints is e2e with a sponson built with the failpoints tag, which
+// kills itself at the step SPONSON_FAILPOINT names.
+func e2eFailpoints(t *testing.T) *harness {
+	h := newHarness(t)
+	failpointsOnce.Do(func() {
+		failpointsBin, failpointsErr = buildSponson("-tags", "failpoints")
+	})
+	if failpointsErr != nil {
+		t.Fatalf("building sponson with failpoints: %v", failpointsErr)
+	}
+	h.bin = failpointsBin
+	return h
+}
+
+func buildSponson(flags ...string) (string, error) {
+	dir, err := os.MkdirTemp("", "sponson-e2e-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "sponson")
+	args := append(append([]string{"build"}, flags...), "-o", bin, "./cmd/sponson")
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return "", errors.New(string(out))
+	}
+	return bin, nil
+}
 
 // e2e returns a harness, building the sponson binary once per test binary.
 func e2e(t *testing.T) *harness { return newHarness(t) }
@@ -40,18 +71,7 @@ func newHarness(t testing.TB) *harness {
 	if engine == "" {
 		t.Fatal("SPONSON_E2E=1 needs SPONSON_TEST_ENGINE, the path of the tofu binary")
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sponson-e2e-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "sponson")
-		out, err := exec.Command("go", "build", "-o", builtBin, "./cmd/sponson").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
+	buildOnce.Do(func() { builtBin, buildErr = buildSponson() })
 	if buildErr != nil {
 		t.Fatalf("building sponson: %v", buildErr)
 	}

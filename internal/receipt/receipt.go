@@ -55,7 +55,14 @@ type Receipt struct {
 	Ledger        []Entry    `json:"ledger"`
 	LockPreempted *Preempted `json:"lockPreempted,omitempty"`
 	InheritedFrom string     `json:"inheritedFrom,omitempty"`
+	// Inheriting names the predecessor while a handover to this scope is
+	// not finished; the next run of this scope resumes it.
+	Inheriting string `json:"inheriting,omitempty"`
 	SupersededBy  string     `json:"supersededBy,omitempty"`
+	// Handover is set on a predecessor's receipt while its resources are
+	// promised to a successor scope (succession): from then on they are the
+	// successor's, and the predecessor's destroy leaves them alone.
+	Handover *Handover `json:"handover,omitempty"`
 	// Settled lists the intents of an interrupted earlier run that this
 	// run settled against the state.
 	Settled []Settlement `json:"settledIntents,omitempty"`
@@ -85,6 +92,13 @@ type Entry struct {
 	Type      string `json:"type"`
 	ID        string `json:"id,omitempty"`
 	CreatedBy string `json:"createdBy"`
+}
+
+// Handover is a promise of a predecessor's resources to its successor.
+type Handover struct {
+	To    string    `json:"to"`
+	RunID string    `json:"runId"`
+	At    time.Time `json:"at"`
 }
 
 // Outcomes of settling an intent.

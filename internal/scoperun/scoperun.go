@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -92,6 +93,7 @@ func NewRunID() string {
 }
 
 type runner struct {
+	handover   *handover
 	o          Options
 	res        *Result
 	key        store.Key
@@ -149,6 +151,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", o.Dir)
 	}
+	r.ownBackend = backend != ""
 	if backend != "" {
 		r.warn(fmt.Sprintf("the configuration declares its own %q backend: each scope gets its own workspace %s in it; state writes are guarded by the scope lease and the backend's own lock but are NOT fenced. Remove the backend block to let sponson serve a fenced state.", backend, Workspace(r.key)))
 	}
@@ -170,6 +173,24 @@ func (r *runner) run(ctx context.Context) error {
 	prev, err := o.Store.LatestReceipt(ctx, r.key)
 	if err != nil {
 		return err
+	}
+	if writes {
+		// Succession (package succession): a predecessor finishes a
+		// handover it promised, a successor takes over or resumes one.
+		defer r.releaseHandover(bg)
+		if prev, err = r.finishPending(bg, prev); err != nil {
+			return err
+		}
+		if o.Command == Destroy {
+			if copyOnly, err := r.unpromisedCopy(ctx, prev); err != nil {
+				return err
+			} else if copyOnly {
+				return r.dropCopy(bg, prev)
+			}
+		}
+		if prev, err = r.beginSuccession(bg, prev); err != nil {
+			return err
+		}
 	}
 
 	// The engine runs under runCtx: losing the lease cancels it, which makes
@@ -233,7 +254,6 @@ func (r *runner) run(ctx context.Context) error {
 		if err := sess.SelectWorkspace(runCtx, Workspace(r.key)); err != nil {
 			return r.engineErr(ctx, err)
 		}
-		r.ownBackend = true
 	}
 
 	var settled []receipt.Settlement
@@ -356,6 +376,11 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if lateErr != nil {
 		return lateErr
+	}
+	if readErr == nil && o.Command == Apply {
+		if err := r.completeSuccession(bg, rec); err != nil {
+			return err
+		}
 	}
 	if readErr != nil {
 		return errcode.Wrap(errcode.Internal, readErr, "reading the state after the apply")
@@ -563,6 +588,10 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 	if p := r.held.Preempted; p != nil {
 		rec.LockPreempted = &receipt.Preempted{Holder: p.Holder, Since: p.AcquiredAt, Until: p.ExpiresAt}
 	}
+	if prev != nil {
+		// The succession chain stays visible on every later receipt.
+		rec.InheritedFrom, rec.Inheriting, rec.SupersededBy = prev.InheritedFrom, prev.Inheriting, prev.SupersededBy
+	}
 	return rec
 }
 
@@ -585,6 +614,11 @@ func (r *runner) checkForeign(ctx context.Context, planned []ownership.Planned) 
 	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ids)
 	if err != nil {
 		return err
+	}
+	if r.handover != nil {
+		// The predecessor's entries are promised to this scope; its index
+		// drops them when the handover finishes.
+		owners = slices.DeleteFunc(owners, func(o store.Owner) bool { return o.Scope == r.handover.pred.Scope })
 	}
 	return foreignError(r.key.Scope, ownership.Check(planned, owners, r.key.Scope))
 }

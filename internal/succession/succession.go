@@ -1,0 +1,120 @@
+// Package succession hands a branch scope's resources to the pull request
+// scope that continues its work (branch-feat-search → pr-42), so that work
+// started before the pull request existed is taken over, not created twice.
+//
+// The invariant, crashes included: at every instant each resource has
+// exactly one scope whose destroy deletes it. The handover is ordered around
+// one commit point, the promise written on the predecessor's receipt:
+//
+//  1. copy: the successor's state becomes a copy of the predecessor's, and
+//     its receipt says inheritedFrom and inheriting (the handover is open). Before the promise the resources are
+//     still the predecessor's; the successor's destroy leaves them alone
+//     (its state is only the copy: it has applied nothing yet).
+//  2. promise (commit point): the predecessor's receipt gets a handover to
+//     the successor. From now on they are the successor's: its destroy
+//     deletes them, the predecessor's leaves them alone.
+//  3. the successor plans and applies with the inherited state.
+//  4. the predecessor's state is emptied of them, then
+//  5. its receipt is rewritten without them and with supersededBy;
+//  6. the successor's receipt closes the handover (inheriting cleared).
+//
+// Every step is a fenced write under the lease of the scope it writes (the
+// successor holds both leases during the handover). A run that dies between
+// any two steps leaves the handover to the next run of either scope: the
+// successor resumes it; the predecessor finishes steps 4 and 5 of an
+// outstanding promise before doing anything else.
+package succession
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// The named steps, for failpoints in tests.
+const (
+	StepCopied   = "handover-copied"
+	StepPromised = "handover-promised"
+	StepApplied  = "handover-applied"
+	StepEmptied  = "handover-pred-emptied"
+	StepDone     = "handover-superseded"
+)
+
+// Action is what a successor's run must do about its predecessor.
+type Action int
+
+// What a successor run does.
+const (
+	None   Action = iota // no succession
+	Start                // copy the predecessor's state and ledger, then promise
+	Resume               // an earlier run began it: copy again if not promised, then continue
+	Finish               // the predecessor is superseded; only this scope's marker remains
+)
+
+// Decide says what a run of scope succ, whose predecessor is pred, must do,
+// given its own latest receipt and the predecessor's.
+func Decide(succ string, own, pred *receipt.Receipt) Action {
+	if pred == nil {
+		return None
+	}
+	if own == nil {
+		// A fresh pull request scope inherits a live ledger: one with
+		// resources, not superseded, not promised to another scope.
+		if pred.SupersededBy != "" || len(pred.Ledger) == 0 {
+			return None
+		}
+		if pred.Handover != nil && pred.Handover.To != succ {
+			return None
+		}
+		return Start
+	}
+	if own.Inheriting != pred.Scope {
+		// Finished, or never begun: a scope inherits once. A branch scope
+		// applied again after its pull request took over keeps its new
+		// resources (its receipts keep supersededBy).
+		return None
+	}
+	if pred.SupersededBy == succ && pred.Handover == nil {
+		return Finish
+	}
+	return Resume
+}
+
+// Promised reports whether pred's resources are promised to succ: the
+// commit point has passed.
+func Promised(succ string, pred *receipt.Receipt) bool {
+	return pred != nil && (pred.SupersededBy == succ || (pred.Handover != nil && pred.Handover.To == succ))
+}
+
+// Inherited returns the predecessor's ledger as the successor owns it.
+func Inherited(pred *receipt.Receipt) []receipt.Entry {
+	out := make([]receipt.Entry, 0, len(pred.Ledger))
+	for _, e := range pred.Ledger {
+		if e.CreatedBy == receipt.CreatedByIntent {
+			continue // never created: nothing to inherit
+		}
+		e.CreatedBy = receipt.CreatedByInherited
+		out = append(out, e)
+	}
+	return out
+}
+
+// EmptyState returns state without any resource, with the next serial and
+// the same lineage: what the predecessor keeps once its resources belong to
+// its successor.
+func EmptyState(state []byte) ([]byte, error) {
+	if len(state) == 0 {
+		return nil, nil
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(state, &doc); err != nil {
+		return nil, fmt.Errorf("reading the predecessor's state: %w", err)
+	}
+	serial, _ := doc["serial"].(float64)
+	doc["serial"] = serial + 1
+	doc["resources"] = []any{}
+	doc["outputs"] = map[string]any{}
+	delete(doc, "check_results")
+	return json.MarshalIndent(doc, "", "  ")
+}
