@@ -12,6 +12,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
 // VarArg is one -var or -var-file argument, as the user spelled it.
@@ -116,6 +117,9 @@ func (s *Session) Apply(ctx context.Context, plan string) error {
 	defer s.streaming()()
 	return s.wrap("apply", s.tf.Apply(ctx, tfexec.DirOrPlan(plan)))
 }
+
+// Describe names the engine and its version, as receipts record them.
+func (s *Session) Describe() receipt.Engine { return receipt.Engine{Name: s.Name, Version: s.Version} }
 
 // StatePull returns the current state as the engine stores it.
 func (s *Session) StatePull(ctx context.Context) ([]byte, error) {

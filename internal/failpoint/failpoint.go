@@ -2,12 +2,30 @@
 
 // Package failpoint lets tests stop a sponson process at a named step, to
 // prove what holds when a run dies between two steps. In normal builds Hit
-// does nothing and costs nothing; builds with the `failpoints` tag kill the
+// does nothing but call a test's in-process hook; builds with the `failpoints` tag kill the
 // process (SIGKILL, like a crash) at the step named by SPONSON_FAILPOINT.
 package failpoint
 
-// Hit marks the named step.
-func Hit(string) {}
+import "sync/atomic"
+
+var hook atomic.Pointer[func(string)]
+
+// SetHook makes Hit call f (nil: nothing) in this process: in-process tests
+// simulate a crash at a step by panicking from f.
+func SetHook(f func(string)) {
+	if f == nil {
+		hook.Store(nil)
+		return
+	}
+	hook.Store(&f)
+}
+
+// Hit marks the named step: it calls the hook, if a test set one.
+func Hit(name string) {
+	if h := hook.Load(); h != nil {
+		(*h)(name)
+	}
+}
 
 // Enabled reports whether this build honours SPONSON_FAILPOINT.
 const Enabled = false

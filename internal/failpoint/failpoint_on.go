@@ -4,11 +4,27 @@ package failpoint
 
 import (
 	"os"
+	"sync/atomic"
 	"syscall"
 )
 
-// Hit kills the process when SPONSON_FAILPOINT names this step.
+var hook atomic.Pointer[func(string)]
+
+// SetHook makes Hit call f (nil: nothing) in this process.
+func SetHook(f func(string)) {
+	if f == nil {
+		hook.Store(nil)
+		return
+	}
+	hook.Store(&f)
+}
+
+// Hit calls the hook, then kills the process when SPONSON_FAILPOINT names
+// this step.
 func Hit(name string) {
+	if h := hook.Load(); h != nil {
+		(*h)(name)
+	}
 	if os.Getenv("SPONSON_FAILPOINT") == name {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}

@@ -65,6 +65,21 @@ type Options struct {
 	Info func(string)
 	// RunID identifies the run; NewRunID when empty.
 	RunID string
+	// OpenEngine starts the engine session; engine.Open when nil. Tests
+	// replace it with a stand-in that speaks to the same state server.
+	OpenEngine func(context.Context, engine.Options) (Engine, error)
+}
+
+// Engine is what a run needs of the engine: *engine.Session, or a test's
+// stand-in.
+type Engine interface {
+	Init(ctx context.Context) error
+	SelectWorkspace(ctx context.Context, name string) error
+	Plan(ctx context.Context, out string, destroy, lock bool, vars []engine.VarArg) (bool, error)
+	ShowPlan(ctx context.Context, path string) (*tfjson.Plan, error)
+	Apply(ctx context.Context, plan string) error
+	StatePull(ctx context.Context) ([]byte, error)
+	Describe() receipt.Engine
 }
 
 // Result is what a run did. It is filled as far as the run got, also when
@@ -98,7 +113,7 @@ type runner struct {
 	res        *Result
 	key        store.Key
 	held       *lease.Held
-	sess       *engine.Session
+	sess       Engine
 	ownBackend bool
 	started    time.Time
 }
@@ -241,12 +256,16 @@ func (r *runner) run(ctx context.Context) error {
 		env = append(env, lease.EnvStore+"=", lease.EnvHolder+"=", lease.EnvToken+"=")
 	}
 
-	sess, err := engine.Open(runCtx, engine.Options{Dir: o.Dir, Binary: o.Engine, Env: env, Stdout: o.EngineOut, Stderr: o.EngineOut})
+	open := o.OpenEngine
+	if open == nil {
+		open = func(ctx context.Context, eo engine.Options) (Engine, error) { return engine.Open(ctx, eo) }
+	}
+	sess, err := open(runCtx, engine.Options{Dir: o.Dir, Binary: o.Engine, Env: env, Stdout: o.EngineOut, Stderr: o.EngineOut})
 	if err != nil {
 		return err
 	}
 	r.sess = sess
-	r.res.Engine = receipt.Engine{Name: sess.Name, Version: sess.Version}
+	r.res.Engine = sess.Describe()
 	if err := sess.Init(runCtx); err != nil {
 		return r.engineErr(ctx, err)
 	}
