@@ -195,3 +195,27 @@ func TestE2EOwnBackend(t *testing.T) {
 		t.Error("destroying pr-1 changed pr-2's workspace")
 	}
 }
+
+// TestE2EDestroyNothing: destroying a scope that was never applied, or is
+// destroyed already, is a clear no-op that writes nothing.
+func TestE2EDestroyNothing(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir(example)
+	r := h.mustRun(dir, "destroy", "--scope", "pr-404")
+	if !strings.Contains(r.stdout, "nothing to destroy") {
+		t.Errorf("destroy of an unknown scope:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".sponson", "preview", "pr-404")); err == nil {
+		t.Error("destroying an unknown scope wrote to the store")
+	}
+	h.mustRun(dir, "apply", "--scope", "pr-5")
+	h.mustRun(dir, "destroy", "--scope", "pr-5")
+	before := readFile(t, filepath.Join(dir, ".sponson", "preview", "pr-5", "latest.json"))
+	r = h.mustRun(dir, "destroy", "--scope", "pr-5", "--json")
+	if res := r.envelope(t)["result"].(map[string]any); res["status"] != "nothing" {
+		t.Errorf("second destroy: status %v", res["status"])
+	}
+	if !bytes.Equal(before, readFile(t, filepath.Join(dir, ".sponson", "preview", "pr-5", "latest.json"))) {
+		t.Error("a second destroy wrote a receipt")
+	}
+}

@@ -186,6 +186,11 @@ func closingLine(c scoperun.Command, r RunResult) string {
 			return fmt.Sprintf("sponson plan %s: no changes", where)
 		}
 		return fmt.Sprintf("sponson plan %s: %s", where, r.Summary)
+	case scoperun.Destroy:
+		if r.Status == "nothing" {
+			return fmt.Sprintf("sponson destroy %s: nothing to destroy", where)
+		}
+		fallthrough
 	default:
 		owned := 0
 		if r.Receipt != nil {

@@ -171,6 +171,13 @@ func (r *runner) run(ctx context.Context) error {
 		r.warn(fmt.Sprintf("the configuration declares its own %q backend: each scope gets its own workspace %s in it; state writes are guarded by the scope lease and the backend's own lock but are NOT fenced. Remove the backend block to let sponson serve a fenced state.", backend, Workspace(r.key)))
 	}
 
+	if o.Command == Destroy {
+		if nothing, err := r.nothingToDestroy(ctx); err != nil {
+			return err
+		} else if nothing {
+			return nil
+		}
+	}
 	if writes {
 		if err := r.acquire(ctx); err != nil {
 			return err
@@ -670,6 +677,40 @@ func foreignError(scope string, conflicts []ownership.Conflict) error {
 	return errcode.New(errcode.OwnedByOtherScope, "%d planned change(s) touch resources another scope owns; nothing was written:\n  %s", len(conflicts), strings.Join(lines, "\n  ")).
 		WithHint(fmt.Sprintf("Apply these changes from the owning scope (%s), or read the resources with a data source instead of managing them here.", strings.Join(names, ", "))).
 		With("conflicts", details)
+}
+
+// nothingToDestroy reports (and says) when a destroy has nothing to do: the
+// scope is unknown, or destroyed already and its state is empty. Such a
+// destroy takes no lease and writes nothing.
+func (r *runner) nothingToDestroy(ctx context.Context) (bool, error) {
+	if r.ownBackend {
+		return false, nil
+	}
+	prev, err := r.o.Store.LatestReceipt(ctx, r.key)
+	if err != nil {
+		return false, err
+	}
+	if prev != nil && len(prev.Ledger) > 0 {
+		return false, nil
+	}
+	state, err := r.o.Store.ReadState(ctx, r.key)
+	if err != nil {
+		return false, err
+	}
+	if res, err := readState(state); err != nil || len(res) > 0 {
+		return false, nil
+	}
+	switch {
+	case prev == nil:
+		r.info(fmt.Sprintf("scope %s has never been applied: nothing to destroy", r.key))
+		r.res.Status = "nothing"
+	case prev.Status == receipt.StatusDestroyed || prev.SupersededBy != "":
+		r.info(fmt.Sprintf("scope %s owns nothing (last run %s: %s %s): nothing to destroy", r.key, prev.RunID, prev.Command, prev.Status))
+		r.res.Status = "nothing"
+	default:
+		return false, nil
+	}
+	return true, nil
 }
 
 // checkLateIdentities looks up the identities that became known during the
