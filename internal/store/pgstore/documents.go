@@ -1,0 +1,376 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// WriteReceipt stores r as the run's receipt and the scope's latest, and
+// rewrites the scope's part of the ownership index from r's ledger, fenced
+// by l, all in one transaction. r must name l's environment and scope and
+// read back with receipt.Parse: the store never writes a receipt it would
+// later report as corrupt.
+func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Receipt) error {
+	if err := checkKey(l.Key); err != nil {
+		return err
+	}
+	data, parsed, err := encodeReceipt(l.Key, r)
+	if err != nil {
+		return err
+	}
+	// The index is built from the parsed copy: it went through JSON, so
+	// its strings are valid UTF-8 like the stored document's.
+	n := len(parsed.Ledger)
+	ids, addrs, by := make([]string, n), make([]string, n), make([]string, n)
+	for i, e := range parsed.Ledger {
+		ids[i], addrs[i], by[i] = e.Identity, e.Address, e.CreatedBy
+	}
+	env, scope := l.Key.Environment, l.Key.Scope
+	return s.fenced(ctx, "write the receipt of run "+r.RunID+" to "+l.Key.String(), l, func(b *pgx.Batch) {
+		b.Queue(s.sql(`
+INSERT INTO {s}.receipts AS r (env, scope, run_id, token, written_at, body)
+VALUES ($1, $2, $3, $4, clock_timestamp(), $5::json)
+ON CONFLICT (env, scope, run_id) DO UPDATE
+   SET token = EXCLUDED.token, written_at = EXCLUDED.written_at, body = EXCLUDED.body`),
+			env, scope, r.RunID, l.Token, string(data))
+		// The token condition is storage-side fencing: an older token
+		// never replaces a newer one, whatever happened to the lease.
+		b.Queue(s.sql(`
+INSERT INTO {s}.latest AS t (env, scope, run_id, token, written_at)
+VALUES ($1, $2, $3, $4, clock_timestamp())
+ON CONFLICT (env, scope) DO UPDATE
+   SET run_id = EXCLUDED.run_id, token = EXCLUDED.token, written_at = EXCLUDED.written_at
+ WHERE t.token <= EXCLUDED.token`),
+			env, scope, r.RunID, l.Token)
+		// The scope's part of the index is replaced as a whole; an
+		// identity it already listed keeps its Since. Deleting and
+		// inserting in one statement lets the insert read what was
+		// deleted.
+		b.Queue(s.sql(`
+WITH prev AS (DELETE FROM {s}.owners WHERE env = $1 AND scope = $2 RETURNING identity, since)
+INSERT INTO {s}.owners (env, scope, ord, identity, address, created_by, run_id, since)
+SELECT $1, $2, o.n, o.identity, o.address, o.created_by, $3, coalesce(p.since, clock_timestamp())
+  FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS o(identity, address, created_by, n)
+  LEFT JOIN (SELECT identity, min(since) AS since FROM prev GROUP BY identity) p ON p.identity = o.identity`),
+			env, scope, r.RunID, ids, addrs, by)
+	})
+}
+
+// encodeReceipt checks and renders r as the file store does, and returns the
+// copy that reads back.
+func encodeReceipt(k store.Key, r *receipt.Receipt) ([]byte, *receipt.Receipt, error) {
+	if r == nil {
+		return nil, nil, errcode.New(errcode.Internal, "no receipt to write for %s", k)
+	}
+	if err := checkName("run id", r.RunID); err != nil {
+		return nil, nil, err
+	}
+	if r.Environment != k.Environment || r.Scope != k.Scope {
+		return nil, nil, errcode.New(errcode.Internal, "receipt of %s/%s written under the lease of %s", r.Environment, r.Scope, k)
+	}
+	data, err := receipt.Marshal(r)
+	if err != nil {
+		return nil, nil, errcode.Wrap(errcode.Internal, err, "encode the receipt of run %s", r.RunID)
+	}
+	parsed, err := receipt.Parse(data)
+	if err != nil {
+		return nil, nil, errcode.Wrap(errcode.Internal, err, "refusing to store a receipt that would not read back")
+	}
+	return data, parsed, nil
+}
+
+// LatestReceipt returns the scope's latest receipt, nil if it has none. A
+// stored receipt that does not parse is an error (RECEIPT_CORRUPT or
+// RECEIPT_VERSION), never an empty scope.
+func (s *Store) LatestReceipt(ctx context.Context, key store.Key) (*receipt.Receipt, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	var body *string
+	err := s.do(ctx, "read the latest receipt of "+key.String(), func(ctx context.Context, _ int) error {
+		body = nil
+		err := s.pool.QueryRow(ctx, s.sql(`
+SELECT r.body::text FROM {s}.latest t
+  JOIN {s}.receipts r ON r.env = t.env AND r.scope = t.scope AND r.run_id = t.run_id
+ WHERE t.env = $1 AND t.scope = $2`), key.Environment, key.Scope).Scan(&body)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil || body == nil {
+		return nil, err
+	}
+	return parseReceipt(key, *body)
+}
+
+func parseReceipt(key store.Key, body string) (*receipt.Receipt, error) {
+	r, err := receipt.Parse([]byte(body))
+	if err != nil {
+		where := "the latest receipt of " + key.String()
+		var e *errcode.Error
+		if errors.As(err, &e) {
+			// Keep Parse's code and hint; say which receipt it was.
+			return nil, (&errcode.Error{Code: e.Code, Message: where + ": " + e.Message, Hint: e.Hint, Err: e}).With("scope", key.String())
+		}
+		return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "%s", where)
+	}
+	return r, nil
+}
+
+// WriteState replaces the scope's Terraform state, fenced by l.
+func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) error {
+	if err := checkKey(l.Key); err != nil {
+		return err
+	}
+	if state == nil {
+		state = []byte{}
+	}
+	return s.fenced(ctx, "write the state of "+l.Key.String(), l, func(b *pgx.Batch) {
+		b.Queue(s.sql(`
+INSERT INTO {s}.states AS st (env, scope, token, written_at, data)
+VALUES ($1, $2, $3, clock_timestamp(), $4)
+ON CONFLICT (env, scope) DO UPDATE
+   SET token = EXCLUDED.token, written_at = EXCLUDED.written_at, data = EXCLUDED.data
+ WHERE st.token <= EXCLUDED.token`), l.Key.Environment, l.Key.Scope, l.Token, state)
+	})
+}
+
+// ReadState returns the scope's Terraform state, nil if it has none.
+func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	return s.readBytes(ctx, "read the state of "+key.String(),
+		`SELECT data FROM {s}.states WHERE env = $1 AND scope = $2`, key.Environment, key.Scope)
+}
+
+// readBytes reads one bytea value, nil when there is no row.
+func (s *Store) readBytes(ctx context.Context, what, q string, args ...any) ([]byte, error) {
+	var out []byte
+	err := s.do(ctx, what, func(ctx context.Context, _ int) error {
+		out = nil
+		err := s.pool.QueryRow(ctx, s.sql(q), args...).Scan(&out)
+		if errors.Is(err, pgx.ErrNoRows) {
+			out = nil
+			return nil
+		}
+		if err == nil && out == nil {
+			out = []byte{}
+		}
+		return err
+	})
+	return out, err
+}
+
+// WriteRecord stores a record of the scope, fenced by l.
+func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, data []byte) error {
+	if err := checkKey(l.Key); err != nil {
+		return err
+	}
+	if err := checkName("record", name); err != nil {
+		return err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return s.fenced(ctx, "write the record "+name+" of "+l.Key.String(), l, func(b *pgx.Batch) {
+		b.Queue(s.sql(`
+INSERT INTO {s}.records AS rc (env, scope, name, token, written_at, data)
+VALUES ($1, $2, $3, $4, clock_timestamp(), $5)
+ON CONFLICT (env, scope, name) DO UPDATE
+   SET token = EXCLUDED.token, written_at = EXCLUDED.written_at, data = EXCLUDED.data
+ WHERE rc.token <= EXCLUDED.token`), l.Key.Environment, l.Key.Scope, name, l.Token, data)
+	})
+}
+
+// ReadRecord returns a record of the scope, nil if there is none.
+func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := checkName("record", name); err != nil {
+		return nil, err
+	}
+	return s.readBytes(ctx, "read the record "+name+" of "+key.String(),
+		`SELECT data FROM {s}.records WHERE env = $1 AND scope = $2 AND name = $3`, key.Environment, key.Scope, name)
+}
+
+// DeleteRecord removes a record, fenced by l; a missing record is not an
+// error.
+func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) error {
+	if err := checkKey(l.Key); err != nil {
+		return err
+	}
+	if err := checkName("record", name); err != nil {
+		return err
+	}
+	return s.fenced(ctx, "delete the record "+name+" of "+l.Key.String(), l, func(b *pgx.Batch) {
+		b.Queue(s.sql(`DELETE FROM {s}.records WHERE env = $1 AND scope = $2 AND name = $3`), l.Key.Environment, l.Key.Scope, name)
+	})
+}
+
+// Quarantine keeps a state a run could not write, under the run's id,
+// without a fence: it can replace nothing but its own earlier copy, and
+// never the scope's state.
+func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, state []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := checkName("run id", runID); err != nil {
+		return err
+	}
+	if state == nil {
+		state = []byte{}
+	}
+	return s.do(ctx, "quarantine the state of run "+runID+" in "+key.String(), func(ctx context.Context, _ int) error {
+		_, err := s.pool.Exec(ctx, s.sql(`
+INSERT INTO {s}.quarantine (env, scope, run_id, at, data) VALUES ($1, $2, $3, clock_timestamp(), $4)
+ON CONFLICT (env, scope, run_id) DO UPDATE SET at = EXCLUDED.at, data = EXCLUDED.data`),
+			key.Environment, key.Scope, runID, state)
+		return err
+	})
+}
+
+// ListQuarantine returns the quarantined states of key, oldest first.
+func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quarantined, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	var out []store.Quarantined
+	err := s.do(ctx, "list the quarantined states of "+key.String(), func(ctx context.Context, _ int) error {
+		rows, err := s.pool.Query(ctx, s.sql(`
+SELECT run_id, at, data FROM {s}.quarantine WHERE env = $1 AND scope = $2 ORDER BY at, run_id`),
+			key.Environment, key.Scope)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Quarantined, error) {
+			var q store.Quarantined
+			err := row.Scan(&q.RunID, &q.At, &q.State)
+			q.At = q.At.UTC()
+			return q, err
+		})
+		return err
+	})
+	return out, err
+}
+
+// The queries of Owners. ownersByIdentity is the foreign check: one probe
+// of owners_by_identity per identity asked for. It is written as a join on
+// the identities rather than identity = ANY(...), which without fresh
+// statistics the planner turns into a scan of the whole environment.
+const (
+	ownersAll = `
+SELECT scope, identity, address, created_by, run_id, since FROM {s}.owners WHERE env = $1 ORDER BY scope, ord`
+	ownersByIdentity = `
+SELECT o.scope, o.identity, o.address, o.created_by, o.run_id, o.since
+  FROM unnest($2::text[]) AS i(identity)
+  JOIN {s}.owners o ON o.env = $1 AND o.identity = i.identity
+ ORDER BY o.scope, o.ord`
+)
+
+// Owners returns the ownership index entries of env whose identity is one of
+// identities (all of them when identities is nil): one query on the index
+// (env, identity), however many scopes env has. Entries come in scope order,
+// then ledger order.
+func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error) {
+	if err := checkName("environment", env); err != nil {
+		return nil, err
+	}
+	q, args := ownersAll, []any{env}
+	if identities != nil {
+		// An identity the database cannot store cannot be in the index.
+		// Each identity once: the join would repeat an owner per copy.
+		ids := make([]string, 0, len(identities))
+		seen := make(map[string]bool, len(identities))
+		for _, id := range identities {
+			if storable(id) && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			return []store.Owner{}, nil
+		}
+		q, args = ownersByIdentity, []any{env, ids}
+	}
+	var out []store.Owner
+	err := s.do(ctx, "read the ownership index of "+env, func(ctx context.Context, _ int) error {
+		rows, err := s.pool.Query(ctx, s.sql(q), args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Owner, error) {
+			var o store.Owner
+			err := row.Scan(&o.Scope, &o.Identity, &o.Address, &o.CreatedBy, &o.RunID, &o.Since)
+			o.Since = o.Since.UTC()
+			return o, err
+		})
+		return err
+	})
+	if out == nil && err == nil {
+		out = []store.Owner{}
+	}
+	return out, err
+}
+
+// List returns the scopes of env that have a lease record (every scope
+// that ever had a receipt has one), sorted by name, with their latest
+// receipts. A receipt that does not parse fails the listing, naming the
+// scope, rather than showing the scope as empty.
+func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, error) {
+	if err := checkName("environment", env); err != nil {
+		return nil, err
+	}
+	type row struct {
+		scope            string
+		holder, body     *string
+		token            int64
+		acquired, expiry time.Time
+	}
+	var rowsOut []row
+	err := s.do(ctx, "list the scopes of "+env, func(ctx context.Context, _ int) error {
+		rows, err := s.pool.Query(ctx, s.sql(`
+SELECT l.scope, l.holder, l.token, l.acquired_at, l.expires_at, r.body::text
+  FROM {s}.leases l
+  LEFT JOIN {s}.latest t ON t.env = l.env AND t.scope = l.scope
+  LEFT JOIN {s}.receipts r ON r.env = t.env AND r.scope = t.scope AND r.run_id = t.run_id
+ WHERE l.env = $1
+ ORDER BY l.scope`), env)
+		if err != nil {
+			return err
+		}
+		rowsOut, err = pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
+			var r row
+			err := cr.Scan(&r.scope, &r.holder, &r.token, &r.acquired, &r.expiry, &r.body)
+			return r, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.ScopeSummary, 0, len(rowsOut))
+	for _, r := range rowsOut {
+		k := store.Key{Environment: env, Scope: r.scope}
+		sum := store.ScopeSummary{Key: k, Lease: store.LeaseInfo{Token: r.token, AcquiredAt: r.acquired.UTC(), ExpiresAt: r.expiry.UTC()}}
+		if r.holder != nil {
+			sum.Lease.Holder = *r.holder
+		}
+		if r.body != nil {
+			if sum.Latest, err = parseReceipt(k, *r.body); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
