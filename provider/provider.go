@@ -1,6 +1,7 @@
 // Package provider is the sponson Terraform/OpenTofu provider: the scope a
-// configuration runs in (sponson_scope) and the run context it was decided
-// from (the sponson_context data source).
+// configuration runs in (sponson_scope) with its policy, the run context it
+// was decided from (the sponson_context data source), and leases on shared
+// objects (the sponson_lease ephemeral resource).
 //
 // The provider decides the run context once, in Configure. Under the sponson
 // wrapper it does not detect anything itself: it reads the context the wrapper
@@ -22,6 +23,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -36,7 +38,10 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
-var _ provider.Provider = (*sponsonProvider)(nil)
+var (
+	_ provider.Provider                       = (*sponsonProvider)(nil)
+	_ provider.ProviderWithEphemeralResources = (*sponsonProvider)(nil)
+)
 
 // Address is the provider's registry address. The engine uses it to match a
 // provider started in debug mode (TF_REATTACH_PROVIDERS) to configurations.
@@ -106,13 +111,14 @@ func (p *sponsonProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 				Validators: []validator.String{validName("environment")},
 			},
 			"store": schema.StringAttribute{
-				MarkdownDescription: "The store that `sponson_scope` writes its record to when the provider runs " +
-					"without the wrapper, as a URL in the form the wrapper's `--store` takes, for example " +
+				MarkdownDescription: "The store that `sponson_scope` writes its record to, and `sponson_lease` " +
+					"takes its leases in, when the provider runs without the wrapper, as a URL in the form the wrapper's `--store` takes, for example " +
 					"`file:///var/lib/sponson`. When it is unset the provider uses `SPONSON_STORE`, and when that is unset " +
 					"too the embedded store in `.sponson/` of the working directory, which is the configuration " +
 					"directory: the same store the wrapper uses by default. Each write takes the scope's lease and " +
 					"releases it afterwards. Under the `sponson` wrapper this value is ignored: the provider writes " +
-					"to the run's store under the run's lease, which the wrapper hands over.",
+					"to the run's store under the run's lease, which the wrapper hands over, and `sponson_lease` " +
+					"takes its leases in the run's store.",
 				Optional: true,
 			},
 		},
@@ -127,6 +133,7 @@ func (p *sponsonProvider) Configure(ctx context.Context, req provider.ConfigureR
 	}
 
 	data := &providerData{records: newScopeStore(p.getenv, p.openStore, p.now, p.workDir)}
+	data.leases = newLeaseManager(data.records)
 	if cfg.Store.IsUnknown() {
 		// Like an unknown environment, this fails only the writes.
 		data.records.urlErr = errcode.New(errcode.Usage, "the provider's store attribute is not known until apply").
@@ -172,6 +179,12 @@ func (p *sponsonProvider) Resources(_ context.Context) []func() resource.Resourc
 	}
 }
 
+func (p *sponsonProvider) EphemeralResources(_ context.Context) []func() ephemeral.EphemeralResource {
+	return []func() ephemeral.EphemeralResource{
+		NewLeaseEphemeralResource,
+	}
+}
+
 func (p *sponsonProvider) DataSources(_ context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{
 		NewContextDataSource,
@@ -211,13 +224,15 @@ func (r processResolver) Resolve(environment string) (runctx.Context, bool, erro
 	return rc, false, err
 }
 
-// providerData is what Configure hands to resources and data sources: the run
-// context decided once for this provider instance, or why there is none, and
-// where sponson_scope keeps its record.
+// providerData is what Configure hands to resources, data sources and
+// ephemeral resources: the run context decided once for this provider
+// instance, or why there is none, where sponson_scope keeps its record, and
+// how sponson_lease takes its leases (in the same store).
 type providerData struct {
 	runCtx  runctx.Context
 	err     error
 	records *scopeStore
+	leases  *leaseManager
 }
 
 // runContext returns the run context, or a diagnostic saying why there is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -42,7 +43,21 @@ type scopeResourceModel struct {
 	Name        types.String `tfsdk:"name"`
 	Predecessor types.String `tfsdk:"predecessor"`
 	Identity    types.Map    `tfsdk:"identity"`
+	Production  types.Object `tfsdk:"production"`
+	Parents     types.Map    `tfsdk:"parents"`
 }
+
+// productionAttrTypes are the attributes of the production policy, for null
+// values (ImportState).
+var productionAttrTypes = map[string]attr.Type{
+	"types":      types.ListType{ElemType: types.StringType},
+	"addresses":  types.ListType{ElemType: types.StringType},
+	"attributes": types.MapType{ElemType: types.StringType},
+	"approvers":  types.ListType{ElemType: types.StringType},
+}
+
+// parentsElemType is the element type of the parents policy.
+var parentsElemType = types.ListType{ElemType: types.StringType}
 
 func (r *scopeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_scope"
@@ -53,8 +68,11 @@ func (r *scopeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 		MarkdownDescription: "The scope this configuration runs in: the environment and the run's scope " +
 			"(`pr-<n>`, `main` or `branch-<name>`), with the scope it inherits from. The scope's name is " +
 			"decided by the run, not configured, and the plan shows it. Applying the same configuration in " +
-			"another scope replaces this resource, because another scope is another object. Importing accepts " +
-			"an ID of the form `<environment>/<scope>` and only for the run's own scope.",
+			"another scope replaces this resource, because another scope is another object. It also carries the " +
+			"scope's policy, which the `sponson` wrapper reads from the plan: how resources are identified " +
+			"(`identity`), which changes write production and who may approve them (`production`), and which " +
+			"resources are entries of a shared parent object (`parents`). Importing accepts an ID of the form " +
+			"`<environment>/<scope>` and only for the run's own scope.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The environment and the scope joined by a slash, for example `preview/pr-42`.",
@@ -96,6 +114,87 @@ func (r *scopeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				ElementType: types.ListType{ElemType: types.StringType},
 				Optional:    true,
 			},
+			"production": schema.SingleNestedAttribute{
+				MarkdownDescription: "Which planned changes write production, and who may approve them. A run " +
+					"of the sponson wrapper that can write production needs a named approver (`--approved-by " +
+					"NAME` or `SPONSON_APPROVED_BY`), or it is refused with `ENV_NOT_APPROVED` before the engine " +
+					"writes anything; `sponson plan` still runs and says that the apply will need approval. " +
+					"Every run with `--env production` can write production. A planned create, update, " +
+					"replacement or delete writes production when any rule here matches it: its resource type " +
+					"is in `types`, its address matches a pattern in `addresses`, or one of its attributes has " +
+					"the value `attributes` gives. Reads and no-ops never do. The wrapper reads this policy " +
+					"from the plan, so every value must be known at plan time; the provider only records it.",
+				Optional: true,
+				Attributes: map[string]schema.Attribute{
+					"types": schema.ListAttribute{
+						MarkdownDescription: "Resource types whose every change writes production, matched " +
+							"exactly, for example `[\"vercel_project_domain\"]`.",
+						ElementType: types.StringType,
+						Optional:    true,
+						Validators: []validator.List{
+							stringListValidator{what: "resource type", check: checkResourceType},
+						},
+					},
+					"addresses": schema.ListAttribute{
+						MarkdownDescription: "Patterns of resource addresses whose changes write production, " +
+							"for example `[\"module.prod.*\"]`. A pattern matches the whole address, or the " +
+							"previous address of a moved resource: `*` matches any run of characters, dots " +
+							"and brackets included, `?` matches one character, and every other character, " +
+							"`[` included, matches itself, so `aws_instance.web[0]` names one instance.",
+						ElementType: types.StringType,
+						Optional:    true,
+						Validators: []validator.List{
+							stringListValidator{what: "address pattern", check: checkAddressPattern},
+						},
+					},
+					"attributes": schema.MapAttribute{
+						MarkdownDescription: "Attribute values that mark an object as production, for example " +
+							"`{ environment = \"production\" }`. A key is an attribute name or a dotted path " +
+							"into nested maps and objects, such as `\"tags.Environment\"`. The values after a " +
+							"create count, the values before a delete, and both for an update or a " +
+							"replacement, so moving an object out of production needs approval too. Strings " +
+							"compare exactly; numbers and bools compare by their text (`\"true\"`, `\"3\"`). " +
+							"An attribute whose planned value is unknown until apply counts as a match.",
+						ElementType: types.StringType,
+						Optional:    true,
+						Validators: []validator.Map{
+							stringMapValidator{what: "attribute path", checkKey: checkAttributePath},
+						},
+					},
+					"approvers": schema.ListAttribute{
+						MarkdownDescription: "The names that may approve a production write, for example " +
+							"`[\"alice\", \"release-bot\"]`. When it is set, the approver a run names must " +
+							"be one of them, compared exactly, or the run is refused with " +
+							"`ENV_NOT_APPROVED`; when it is unset, any non-empty name approves. It applies to " +
+							"every run that needs approval, `--env production` included. The wrapper records " +
+							"the approver in the run's receipt.",
+						ElementType: types.StringType,
+						Optional:    true,
+						Validators: []validator.List{
+							stringListValidator{what: "approver", min: 1, check: checkApprover},
+						},
+					},
+				},
+				Validators: []validator.Object{
+					anyAttributeValidator{names: []string{"types", "addresses", "attributes", "approvers"}},
+				},
+			},
+			"parents": schema.MapAttribute{
+				MarkdownDescription: "Resource types whose objects are entries of a shared parent object, with " +
+					"the attributes whose values name that parent, for example `{ " +
+					"vercel_project_environment_variable = [\"project_id\"], fixture_list_entry = " +
+					"[\"list\"] }`. Before the engine writes, the sponson wrapper takes a lease on every " +
+					"parent object whose entries the plan creates, updates, replaces or deletes, in one fixed " +
+					"order, and holds them until the apply ends, so that scopes writing entries of one object " +
+					"(a project's variable list, an allow-list of URLs) never lose each other's entries. A " +
+					"parent is named `<provider type>|<attribute>=<value>[,...]`, attributes sorted by name, " +
+					"for example `vercel|project_id=prj_123`; the `sponson_lease` ephemeral resource with that " +
+					"name takes the same lease for a configuration applied without the wrapper. The wrapper " +
+					"reads this policy from the plan, so every value must be known at plan time.",
+				ElementType: parentsElemType,
+				Optional:    true,
+				Validators:  []validator.Map{parentsValidator{}},
+			},
 		},
 	}
 }
@@ -122,6 +221,11 @@ func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	var config, plan scopeResourceModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(requireKnown(ctx, "production", config.Production)...)
+	resp.Diagnostics.Append(requireKnown(ctx, "parents", config.Parents)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -266,6 +370,8 @@ func (r *scopeResource) ImportState(ctx context.Context, req resource.ImportStat
 		Name:        types.StringValue(scope),
 		Predecessor: stringOrNull(rc.Predecessor),
 		Identity:    types.MapNull(types.ListType{ElemType: types.StringType}),
+		Production:  types.ObjectNull(productionAttrTypes),
+		Parents:     types.MapNull(parentsElemType),
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
 }
@@ -281,6 +387,28 @@ func (r *scopeResource) writeRecord(ctx context.Context, data scopeResourceModel
 		Name:        data.Name.ValueString(),
 		Predecessor: data.Predecessor.ValueString(),
 	})
+}
+
+// requireKnown refuses a policy attribute that is not wholly known at plan
+// time: the wrapper decides approval and parent leases from the plan, before
+// the engine writes, and cannot decide on a value the apply computes.
+func requireKnown(ctx context.Context, name string, v attr.Value) diag.Diagnostics {
+	var diags diag.Diagnostics
+	tv, err := v.ToTerraformValue(ctx)
+	if err != nil {
+		diags.AddAttributeError(path.Root(name), "Policy Not Readable",
+			fmt.Sprintf("The sponson provider could not read the %s policy. This is a bug in the provider; report "+
+				"it with the engine's output.\n\n%s", name, err))
+		return diags
+	}
+	if !tv.IsFullyKnown() {
+		diags.AddAttributeError(path.Root(name), "Policy Not Known At Plan Time",
+			fmt.Sprintf("The %s policy of sponson_scope depends on a value that is known only after apply. The "+
+				"sponson wrapper decides from the plan, before the engine writes anything, so the policy must be "+
+				"known at plan time: use literals, variables and locals, not attributes of resources this "+
+				"configuration creates.", name))
+	}
+	return diags
 }
 
 // scopeID is the ID of a scope in an environment, as sponson_scope and

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
@@ -674,4 +676,220 @@ func readTestRecord(dir string, key store.Key) ([]byte, error) {
 		return nil, err
 	}
 	return st.ReadRecord(context.Background(), key, scopeRecordName)
+}
+
+// TestAccScopeResource_policy applies the production and parents policy,
+// changes it in place, imports it, and checks that the wrapper's parser reads
+// from the plan exactly what was configured.
+func TestAccScopeResource_policy(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+	strs := func(ss ...string) knownvalue.Check {
+		checks := make([]knownvalue.Check, len(ss))
+		for i, s := range ss {
+			checks[i] = knownvalue.StringExact(s)
+		}
+		return knownvalue.ListExact(checks)
+	}
+	production := tfjsonpath.New("production")
+	policy := map[string]knownvalue.Check{
+		"production": knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"types":     strs("fixture_domain"),
+			"addresses": strs("module.prod.*", "fixture_object.web[0]"),
+			"attributes": knownvalue.MapExact(map[string]knownvalue.Check{
+				"environment":      knownvalue.StringExact("production"),
+				"tags.Environment": knownvalue.StringExact("prod"),
+			}),
+			"approvers": strs("alice", "release-bot"),
+		}),
+		"parents": knownvalue.MapExact(map[string]knownvalue.Check{
+			"fixture_list_entry":                  strs("list"),
+			"vercel_project_environment_variable": strs("project_id"),
+		}),
+	}
+	wantRules := ownership.Rules{
+		Production: ownership.ProductionRules{
+			Types:      []string{"fixture_domain"},
+			Addresses:  []string{"module.prod.*", "fixture_object.web[0]"},
+			Attributes: map[string]string{"environment": "production", "tags.Environment": "prod"},
+			Approvers:  []string{"alice", "release-bot"},
+		},
+		Parents: map[string][]string{"fixture_list_entry": {"list"}, "vercel_project_environment_variable": {"project_id"}},
+	}
+
+	var planChecks []plancheck.PlanCheck
+	var stateChecks []statecheck.StateCheck
+	for name, check := range policy {
+		planChecks = append(planChecks, plancheck.ExpectKnownValue("sponson_scope.this", tfjsonpath.New(name), check))
+		stateChecks = append(stateChecks, statecheck.ExpectKnownValue("sponson_scope.this", tfjsonpath.New(name), check))
+	}
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: testAccScopeResourceConfigPolicy(`["alice", "release-bot"]`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: append(planChecks,
+						plancheck.ExpectResourceAction("sponson_scope.this", plancheck.ResourceActionCreate),
+						expectRules(wantRules)),
+				},
+				ConfigStateChecks: stateChecks,
+			},
+			{
+				// A new allow-list is an update in place.
+				Config: testAccScopeResourceConfigPolicy(`["carol"]`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction("sponson_scope.this", plancheck.ResourceActionUpdate),
+						plancheck.ExpectKnownValue("sponson_scope.this", production.AtMapKey("approvers"), strs("carol")),
+						expectRules(func() ownership.Rules {
+							r := wantRules
+							r.Production.Approvers = []string{"carol"}
+							return r
+						}()),
+					},
+				},
+			},
+			{
+				ResourceName:      "sponson_scope.this",
+				ImportState:       true,
+				ImportStateVerify: true,
+				// The policy is configuration, not part of the scope in the
+				// store: an import cannot know it, and the next plan sets it.
+				ImportStateVerifyIgnore: []string{"identity", "production", "parents"},
+			},
+			{
+				// Without a policy nothing is production and nothing shares
+				// a parent.
+				Config: testAccScopeResourceConfig(),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction("sponson_scope.this", plancheck.ResourceActionUpdate),
+						plancheck.ExpectKnownValue("sponson_scope.this", production, knownvalue.Null()),
+						plancheck.ExpectKnownValue("sponson_scope.this", tfjsonpath.New("parents"), knownvalue.Null()),
+						expectRules(ownership.Rules{Parents: map[string][]string{}}),
+					},
+				},
+			},
+		},
+	})
+}
+
+func TestAccScopeResource_policyInvalid(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+
+	tests := []struct {
+		policy string
+		want   string
+	}{
+		{`production = {}`, `Empty Policy`},
+		{`production = { approvers = [] }`, `Too Few Values`},
+		{`production = { approvers = [" "] }`, `(?s)Invalid Value.*counts as no approver`},
+		{`production = { approvers = [" alice"] }`, `(?s)Invalid Value.*white space`},
+		{`production = { types = ["bad type"] }`, `(?s)Invalid Value.*not a resource type`},
+		{`production = { addresses = ["module. prod"] }`, `(?s)Invalid Value.*white space`},
+		{`production = { attributes = { "tags..Environment" = "prod" } }`, `(?s)Invalid Key.*empty segment`},
+		{`parents = { fixture_list_entry = [] }`, `Too Few Values`},
+		{`parents = { fixture_list_entry = ["list", "list"] }`, `Duplicate Value`},
+		{`parents = { "bad type" = ["list"] }`, `(?s)Invalid Key.*not a resource type`},
+	}
+	steps := make([]resource.TestStep, 0, len(tests))
+	for _, tt := range tests {
+		steps = append(steps, resource.TestStep{
+			Config: fmt.Sprintf(`
+resource "sponson_scope" "this" {
+  %s
+}
+`, tt.policy),
+			ExpectError: regexp.MustCompile(tt.want),
+		})
+	}
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    steps,
+	})
+}
+
+// TestAccScopeResource_policyUnknown refuses a policy the plan cannot show:
+// the wrapper decides from the plan.
+func TestAccScopeResource_policyUnknown(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: `
+resource "terraform_data" "approver" {
+  input = "alice"
+}
+
+resource "sponson_scope" "this" {
+  production = {
+    approvers = [terraform_data.approver.output]
+  }
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)Policy Not Known At Plan Time.*production`),
+			},
+		},
+	})
+}
+
+func testAccScopeResourceConfigPolicy(approvers string) string {
+	return fmt.Sprintf(`
+resource "sponson_scope" "this" {
+  identity = {
+    fixture_list_entry = ["list", "entry"]
+  }
+
+  production = {
+    types     = ["fixture_domain"]
+    addresses = ["module.prod.*", "fixture_object.web[0]"]
+    attributes = {
+      environment        = "production"
+      "tags.Environment" = "prod"
+    }
+    approvers = %[1]s
+  }
+
+  parents = {
+    fixture_list_entry                  = ["list"]
+    vercel_project_environment_variable = ["project_id"]
+  }
+}
+`, approvers)
+}
+
+// expectRules checks that ownership.RulesFromPlan, the wrapper's reader,
+// reads want from the plan.
+func expectRules(want ownership.Rules) plancheck.PlanCheck {
+	return rulesCheck{want: want}
+}
+
+type rulesCheck struct{ want ownership.Rules }
+
+func (c rulesCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	got := ownership.RulesFromPlan(req.Plan)
+	sortRules(&got)
+	want := c.want
+	sortRules(&want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		resp.Error = fmt.Errorf("rules read from the plan (-want +got):\n%s", diff)
+	}
+}
+
+// sortRules sorts the lists whose order the engine's JSON does not keep
+// stable across map iteration.
+func sortRules(r *ownership.Rules) {
+	for _, l := range r.Parents {
+		sort.Strings(l)
+	}
 }
