@@ -245,3 +245,20 @@ func (h *harness) mustRunEnv(dir string, env []string, args ...string) result {
 	}
 	return r
 }
+
+// parallelEnv runs n sponson processes at once in dir with extra
+// environment entries.
+func (h *harness) parallelEnv(dir string, n int, env []string, args func(i int) []string) []result {
+	h.t.Helper()
+	out := make([]result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = h.run(dir, env, args(i)...)
+		}()
+	}
+	wg.Wait()
+	return out
+}

@@ -29,3 +29,8 @@ func Hit(name string) {
 
 // Enabled reports whether this build honours SPONSON_FAILPOINT.
 const Enabled = false
+
+// Disabled reports whether a test build switched off the named safety
+// mechanism (SPONSON_DISABLE), for control cases that show a test can fail.
+// Normal builds never switch anything off.
+func Disabled(string) bool { return false }

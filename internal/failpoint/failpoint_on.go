@@ -33,3 +33,7 @@ func Hit(name string) {
 
 // Enabled reports whether this build honours SPONSON_FAILPOINT.
 const Enabled = true
+
+// Disabled reports whether SPONSON_DISABLE names the mechanism: test builds
+// switch a safety mechanism off to show that its test can fail.
+func Disabled(name string) bool { return os.Getenv("SPONSON_DISABLE") == name }

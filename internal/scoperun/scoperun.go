@@ -98,6 +98,8 @@ type Result struct {
 	// Quarantined is set when the engine's errored.tfstate was moved into
 	// the store.
 	Quarantined bool
+	// NeedsApproval is set on a plan whose apply will need --approved-by.
+	NeedsApproval bool
 }
 
 // NewRunID returns a fresh run id: "run-" and 8 hex digits.
@@ -312,6 +314,10 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.checkForeign(ctx, planned); err != nil {
 		return err
 	}
+	rules := ownership.RulesFromPlan(plan)
+	if err := r.checkApproval(rules, plan); err != nil {
+		return err
+	}
 	if o.Command == Plan {
 		r.res.Status = receipt.StatusUnchanged
 		if changed {
@@ -319,6 +325,12 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		return nil
 	}
+
+	releaseParents, err := r.acquireParents(runCtx, rules, plan, cancel)
+	if err != nil {
+		return err
+	}
+	defer releaseParents()
 
 	rec := r.newReceipt(prev, plan, planned)
 	rec.Settled = settled
