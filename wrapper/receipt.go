@@ -3,11 +3,16 @@ package wrapper
 import (
 	"context"
 	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -25,8 +30,13 @@ func NewCmdReceipt(f *Factory, out *outcome, runF func(context.Context, *Receipt
 		Use:   "receipt [flags]",
 		Short: "Print a scope's latest receipt and what the scope owns",
 		Long: `Receipt prints the latest receipt of the run's scope (detected as for apply, or
-named with --scope, --pr or --branch): the last run and the scope's ledger.
-With --json the receipt document itself is the result.`,
+named with --scope, --pr or --branch): the last run (command, outcome, times,
+branch, pull request, commit, approver, engine), where the scope's resources
+came from or went (inherited from, superseded by), and the scope's ledger.
+With --json the receipt document itself is the result.
+
+A destroyed scope keeps its last receipt: it is the record that the scope is
+gone, with an empty ledger.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out.command = "receipt"
@@ -57,6 +67,9 @@ func runReceipt(cmd *cobra.Command, f *Factory, opts *ReceiptOptions) outcome {
 	if dir == "" {
 		dir = "."
 	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	src := runctx.ProcessSources(dir)
 	src.Getenv = f.Getenv
 	c, err := runctx.Detect(runctx.Flags{Environment: env, Scope: opts.Scope, PullRequest: opts.PR, Branch: opts.Branch}, src)
@@ -78,19 +91,86 @@ func runReceipt(cmd *cobra.Command, f *Factory, opts *ReceiptOptions) outcome {
 	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
 		return o
 	}
-	fmt.Fprintf(f.Out, "%s/%s · %s %s · %s · started %s\n", r.Environment, r.Scope, r.Command, r.Status, r.RunID, r.StartedAt.Local().Format("2006-01-02 15:04:05"))
+	writeReceipt(f.Out, r)
+	return o
+}
+
+// writeReceipt prints a receipt for humans: what ran where, its context,
+// lineage and outcome, then the ledger.
+func writeReceipt(w io.Writer, r *receipt.Receipt) {
+	rs := summarize(r)
+	fmt.Fprintf(w, "%s/%s · %s · %s\n", r.Environment, r.Scope, rs.outcomeText(), r.RunID)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	ran := "started " + r.StartedAt.Local().Format("2006-01-02 15:04:05")
+	if !r.FinishedAt.IsZero() {
+		ran += fmt.Sprintf(", finished %s (%s)", r.FinishedAt.Local().Format("15:04:05"), r.FinishedAt.Sub(r.StartedAt).Round(time.Second))
+	}
+	fmt.Fprintf(tw, "run\t%s %s\n", r.Command, ran)
+	var ctx []string
+	if r.Branch != "" {
+		ctx = append(ctx, "branch "+r.Branch)
+	}
+	if r.PullRequest > 0 {
+		ctx = append(ctx, fmt.Sprintf("pull request #%d", r.PullRequest))
+	}
+	if r.Commit != "" {
+		ctx = append(ctx, "commit "+shortCommit(r.Commit))
+	}
+	if r.ApprovedBy != "" {
+		ctx = append(ctx, "approved by "+r.ApprovedBy)
+	}
+	if len(ctx) > 0 {
+		fmt.Fprintf(tw, "context\t%s\n", strings.Join(ctx, " · "))
+	}
+	if r.Engine.Name != "" {
+		fmt.Fprintf(tw, "engine\t%s %s\n", r.Engine.Name, r.Engine.Version)
+	}
+	if r.InheritedFrom != "" {
+		fmt.Fprintf(tw, "inherited\tfrom %s\n", r.InheritedFrom)
+	}
+	if r.SupersededBy != "" {
+		fmt.Fprintf(tw, "superseded\tby %s: its resources moved there\n", r.SupersededBy)
+	}
+	if p := r.LockPreempted; p != nil {
+		fmt.Fprintf(tw, "lease\ttook over from %s (held since %s, expired %s)\n", p.Holder, p.Since.Local().Format("15:04:05"), p.Until.Local().Format("15:04:05"))
+	}
+	if len(r.Changes) > 0 {
+		fmt.Fprintf(tw, "changes\t%s\n", changeSummary(r.Changes))
+	}
+	for _, st := range r.Settled {
+		fmt.Fprintf(tw, "settled\t%s %s (intent of %s)\n", st.Address, st.Outcome, st.FromRun)
+	}
+	tw.Flush()
 	if r.Error != nil {
-		fmt.Fprintf(f.Out, "error %s: %s\n", r.Error.Code, r.Error.Message)
+		fmt.Fprintf(w, "error %s: %s\n", r.Error.Code, r.Error.Message)
 	}
 	if len(r.Ledger) == 0 {
-		fmt.Fprintln(f.Out, "owns nothing")
-		return o
+		fmt.Fprintln(w, "owns nothing")
+		return
 	}
-	fmt.Fprintf(f.Out, "owns %d resources:\n", len(r.Ledger))
-	tw := tabwriter.NewWriter(f.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "owns %d resources:\n", len(r.Ledger))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, e := range r.Ledger {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Address, e.ID, e.CreatedBy)
 	}
 	tw.Flush()
-	return o
+}
+
+// changeSummary counts a receipt's planned actions as the engine does: a
+// replacement is one to add and one to destroy.
+func changeSummary(changes []receipt.Change) string {
+	var add, change, destroy int
+	for _, c := range changes {
+		for _, a := range c.Actions {
+			switch a {
+			case "create":
+				add++
+			case "update":
+				change++
+			case "delete":
+				destroy++
+			}
+		}
+	}
+	return fmt.Sprintf("%d to add, %d to change, %d to destroy", add, change, destroy)
 }

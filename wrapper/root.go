@@ -105,6 +105,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.`,
 		NewCmdDestroy(f, out, runF),
 		NewCmdStatus(f, out, nil),
 		NewCmdReceipt(f, out, nil),
+		NewCmdGC(f, out, nil),
 		NewCmdVersion(f, out),
 	} {
 		root.AddCommand(c)

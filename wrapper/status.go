@@ -1,8 +1,10 @@
 package wrapper
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -11,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
@@ -61,19 +64,77 @@ type StatusOptions struct {
 
 // ScopeStatus is one row of `sponson status --json`.
 type ScopeStatus struct {
-	Scope   string           `json:"scope"`
-	Lease   *store.LeaseInfo `json:"lease,omitempty"`
-	LastRun *RunSummary      `json:"lastRun,omitempty"`
-	Owns    int              `json:"owns"`
+	Scope string `json:"scope"`
+	// Lease is the live lease of a run working in the scope.
+	Lease *store.LeaseInfo `json:"lease,omitempty"`
+	// ExpiredLease is a lease that expired without being released: the run
+	// that held it died; the next run takes it over.
+	ExpiredLease *store.LeaseInfo `json:"expiredLease,omitempty"`
+	LastRun      *RunSummary      `json:"lastRun,omitempty"`
+	Owns         int              `json:"owns"`
+	// SupersededBy names the scope the resources moved to; InheritedFrom the
+	// scope they came from (DESIGN §2 "Succession").
+	SupersededBy  string `json:"supersededBy,omitempty"`
+	InheritedFrom string `json:"inheritedFrom,omitempty"`
 }
 
 // RunSummary is a receipt in one line.
 type RunSummary struct {
-	RunID      string    `json:"runId"`
-	Command    string    `json:"command"`
-	Status     string    `json:"status"`
-	FinishedAt time.Time `json:"finishedAt,omitzero"`
-	StartedAt  time.Time `json:"startedAt"`
+	RunID       string    `json:"runId"`
+	Command     string    `json:"command"`
+	Status      string    `json:"status"`
+	FinishedAt  time.Time `json:"finishedAt,omitzero"`
+	StartedAt   time.Time `json:"startedAt"`
+	Commit      string    `json:"commit,omitempty"`
+	Branch      string    `json:"branch,omitempty"`
+	PullRequest int       `json:"pullRequest,omitempty"`
+	ApprovedBy  string    `json:"approvedBy,omitempty"`
+}
+
+// summarize returns the one-line form of a receipt, nil for none.
+func summarize(r *receipt.Receipt) *RunSummary {
+	if r == nil {
+		return nil
+	}
+	return &RunSummary{
+		RunID: r.RunID, Command: r.Command, Status: r.Status, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Commit: r.Commit, Branch: r.Branch, PullRequest: r.PullRequest, ApprovedBy: r.ApprovedBy,
+	}
+}
+
+// when is the time the run finished, or started if it never finished.
+func (r *RunSummary) when() time.Time {
+	if r.FinishedAt.IsZero() {
+		return r.StartedAt
+	}
+	return r.FinishedAt
+}
+
+// outcomeText is the run's outcome in a word or two: the status alone when
+// it names the command (applied, destroyed), else command and status
+// ("apply failed", "destroy running").
+func (r *RunSummary) outcomeText() string {
+	switch r.Status {
+	case receipt.StatusApplied, receipt.StatusUnchanged, receipt.StatusDestroyed:
+		return r.Status
+	}
+	return r.Command + " " + r.Status
+}
+
+// shortCommit abbreviates a commit to 7 characters, as git shows it.
+func shortCommit(c string) string {
+	if len(c) > 7 {
+		return c[:7]
+	}
+	return c
+}
+
+// orDash shows an empty cell as "-" so that columns stay readable.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // NewCmdStatus builds `sponson status`.
@@ -82,7 +143,20 @@ func NewCmdStatus(f *Factory, out *outcome, runF func(context.Context, *StatusOp
 	cmd := &cobra.Command{
 		Use:   "status [flags]",
 		Short: "List the scopes of an environment: lease, last run, what each owns",
-		Args:  cobra.NoArgs,
+		Long: `Status lists every scope of an environment that has a lease record or a
+receipt, with:
+
+  OWNS      how many resources the scope owns (its latest receipt's ledger)
+  LAST RUN  the latest receipt: outcome, time, commit and approver
+  LEASE     the run holding the scope's lease and until when, or "free";
+            "expired" names a run that died holding it
+
+and, on a line under the scope, "superseded by S" when its resources moved to
+scope S, "inherited from S" when they came from S.
+
+Destroyed scopes stay listed: their last receipt is the record that they are
+gone. With --json the rows are the result, with full commits and times.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out.command = "status"
 			if runF != nil {
@@ -110,20 +184,7 @@ func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
 		o.err = err
 		return o
 	}
-	now := time.Now()
-	rows := []ScopeStatus{}
-	for _, s := range scopes {
-		row := ScopeStatus{Scope: s.Key.Scope}
-		if s.Lease.Live(now) {
-			l := s.Lease
-			row.Lease = &l
-		}
-		if r := s.Latest; r != nil {
-			row.LastRun = &RunSummary{RunID: r.RunID, Command: r.Command, Status: r.Status, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
-			row.Owns = len(r.Ledger)
-		}
-		rows = append(rows, row)
-	}
+	rows := statusRows(scopes, time.Now())
 	o.result = map[string]any{"environment": env, "store": url, "scopes": rows}
 	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
 		return o
@@ -133,23 +194,70 @@ func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
 		fmt.Fprintln(f.Out, "no scopes yet")
 		return o
 	}
-	tw := tabwriter.NewWriter(f.Out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCOPE\tOWNS\tLAST RUN\tLEASE")
-	for _, r := range rows {
-		last := "-"
-		if r.LastRun != nil {
-			when := r.LastRun.FinishedAt
-			if when.IsZero() {
-				when = r.LastRun.StartedAt
-			}
-			last = fmt.Sprintf("%s %s %s (%s)", r.LastRun.Command, r.LastRun.Status, when.Local().Format("2006-01-02 15:04"), r.LastRun.RunID)
+	writeStatusTable(f.Out, rows)
+	return o
+}
+
+// statusRows turns the store's listing into the rows of status.
+func statusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
+	rows := []ScopeStatus{}
+	for _, s := range scopes {
+		row := ScopeStatus{Scope: s.Key.Scope}
+		if l := s.Lease; l.Live(now) {
+			row.Lease = &l
+		} else if l.Holder != "" {
+			row.ExpiredLease = &l
 		}
-		held := "free"
-		if r.Lease != nil {
-			held = fmt.Sprintf("held by %s until %s", r.Lease.Holder, r.Lease.ExpiresAt.Local().Format("15:04:05"))
+		if r := s.Latest; r != nil {
+			row.LastRun = summarize(r)
+			row.Owns = len(r.Ledger)
+			row.SupersededBy = r.SupersededBy
+			row.InheritedFrom = r.InheritedFrom
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.Scope, r.Owns, last, held)
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// writeStatusTable prints one line per scope, within about 105 columns for
+// CI logs: times to the minute, commits short, run ids only where a lease
+// names one (sponson receipt shows the rest). Lineage, rare and long, goes
+// on an indented line under its scope rather than into a column.
+func writeStatusTable(w io.Writer, rows []ScopeStatus) {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCOPE\tOWNS\tLAST RUN\tAT\tCOMMIT\tBY\tLEASE")
+	notes := make([][]string, len(rows))
+	for i, r := range rows {
+		last, at, commit, by := "-", "-", "-", "-"
+		if lr := r.LastRun; lr != nil {
+			last = lr.outcomeText()
+			at = lr.when().Local().Format("2006-01-02 15:04")
+			commit = orDash(shortCommit(lr.Commit))
+			by = orDash(lr.ApprovedBy)
+		}
+		lease := "free"
+		switch {
+		case r.Lease != nil:
+			lease = fmt.Sprintf("%s until %s", r.Lease.Holder, r.Lease.ExpiresAt.Local().Format("15:04:05"))
+		case r.ExpiredLease != nil:
+			lease = fmt.Sprintf("expired (%s)", r.ExpiredLease.Holder)
+		}
+		if r.InheritedFrom != "" {
+			notes[i] = append(notes[i], "inherited from "+r.InheritedFrom)
+		}
+		if r.SupersededBy != "" {
+			notes[i] = append(notes[i], "superseded by "+r.SupersededBy+": its resources moved there")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Scope, r.Owns, last, at, commit, by, lease)
 	}
 	tw.Flush()
-	return o
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	fmt.Fprintln(w, lines[0])
+	for i, line := range lines[1:] {
+		fmt.Fprintln(w, line)
+		for _, n := range notes[i] {
+			fmt.Fprintf(w, "  ↳ %s\n", n)
+		}
+	}
 }

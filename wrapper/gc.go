@@ -1,0 +1,700 @@
+package wrapper
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/gc"
+	"github.com/sponson/terraform-provider-sponson/internal/github"
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// GCOptions are the options of `sponson gc`.
+type GCOptions struct {
+	// RunFlags holds the flags gc shares with destroy: environment,
+	// configuration directory, store, engine, variables, lease TTL and
+	// approver. Scope, branch and pull request are not flags of gc: it
+	// names each scope itself.
+	RunFlags
+	OpenPRs     string
+	OpenPRsFile string
+	Repo        string
+	Remote      string
+	OlderThan   time.Duration
+	IncludeMain bool
+	Yes         bool
+
+	// Now is the clock the older-than rule and the lease check use;
+	// time.Now when nil.
+	Now func() time.Time
+	// Destroy runs one destroy; scoperun.Run when nil.
+	Destroy func(context.Context, scoperun.Options) (*scoperun.Result, error)
+	// RemoteHeads lists the branches of a remote, run in the configuration
+	// directory; `git ls-remote --heads` when nil.
+	RemoteHeads func(ctx context.Context, dir, remote string) ([]string, error)
+	// HTTP is the client of the GitHub API; a default one when nil.
+	HTTP *http.Client
+
+	cmd *cobra.Command
+}
+
+// gcFlagEnv names the SPONSON_* variable of each flag of gc. --yes and
+// --include-main have none on purpose: destroying is asked for on the
+// command line, not inherited from a pipeline's environment.
+var gcFlagEnv = map[string]string{
+	"open-prs":      "SPONSON_GC_OPEN_PRS",
+	"open-prs-file": "SPONSON_GC_OPEN_PRS_FILE",
+	"repo":          "SPONSON_GC_REPO",
+	"remote":        "SPONSON_GC_REMOTE",
+	"older-than":    "SPONSON_GC_OLDER_THAN",
+}
+
+// gcEnvNames are the variables of every flag of gc: those it shares with
+// destroy and its own.
+func gcEnvNames() map[string]string {
+	env := make(map[string]string, len(runFlagEnv)+len(gcFlagEnv))
+	for k, v := range runFlagEnv {
+		env[k] = v
+	}
+	for k, v := range gcFlagEnv {
+		env[k] = v
+	}
+	return env
+}
+
+// GCResult is the result part of the envelope of `sponson gc`.
+type GCResult struct {
+	Environment string    `json:"environment"`
+	Store       string    `json:"store"`
+	DryRun      bool      `json:"dryRun"`
+	Rules       GCRules   `json:"rules"`
+	Scopes      []GCScope `json:"scopes"`
+	Destroyed   int       `json:"destroyed"`
+	Failed      int       `json:"failed"`
+	Skipped     int       `json:"skipped"`
+}
+
+// GCRules says which rules were on and with what facts.
+type GCRules struct {
+	PRClosed    GCRule `json:"prClosed"`
+	BranchGone  GCRule `json:"branchGone"`
+	OlderThan   GCRule `json:"olderThan"`
+	IncludeMain bool   `json:"includeMain"`
+	// OpenPullRequests are the open pull requests the pr rule used.
+	OpenPullRequests []int `json:"openPullRequests,omitempty"`
+	// Branches are the remote's branches the branch rule used.
+	Branches []string `json:"branches,omitempty"`
+	// Cutoff is the time before which a last run is too old.
+	Cutoff time.Time `json:"cutoff,omitzero"`
+}
+
+// GCRule is one rule: on or off, and where its facts came from or why it
+// is off.
+type GCRule struct {
+	On     bool   `json:"on"`
+	Detail string `json:"detail"`
+}
+
+// Outcomes of a scope in gc.
+const (
+	gcWouldDestroy = "would-destroy" // dry run
+	gcDestroyed    = "destroyed"
+	gcFailed       = "failed"
+	gcSkipped      = "skipped"       // busy: a run holds the lease
+	gcNotAttempted = "not-attempted" // gc was interrupted first
+)
+
+// GCScope is one scope gc selected and what became of it.
+type GCScope struct {
+	Scope   string      `json:"scope"`
+	Reasons []gc.Reason `json:"reasons"`
+	LastRun *RunSummary `json:"lastRun,omitempty"`
+	Owns    int         `json:"owns"`
+	// Outcome is would-destroy, destroyed, failed, skipped or not-attempted.
+	Outcome string `json:"outcome"`
+	// SkipReason says why a scope was skipped ("busy").
+	SkipReason string           `json:"skipReason,omitempty"`
+	Lease      *store.LeaseInfo `json:"lease,omitempty"`
+	RunID      string           `json:"runId,omitempty"`
+	Error      *ErrorBody       `json:"error,omitempty"`
+}
+
+// NewCmdGC builds `sponson gc`. runF replaces the run in tests.
+func NewCmdGC(f *Factory, out *outcome, runF func(context.Context, *GCOptions) outcome) *cobra.Command {
+	opts := &GCOptions{}
+	cmd := &cobra.Command{
+		Use:   "gc [flags]",
+		Short: "Destroy the scopes whose pull request is closed, whose branch is gone, or that are old",
+		Long: `Gc destroys the scopes of an environment that are no longer needed, each one
+through the normal destroy path: under the scope's own lease, with fenced state
+writes and a receipt, exactly as 'sponson destroy --scope S' would.
+
+A scope is selected when one of these rules says so:
+
+  pr-closed    pr-<n> whose pull request n is not open. The open pull requests
+               come from --open-prs 12,15, from --open-prs-file FILE (one
+               number per line, # starts a comment), or from the GitHub API
+               when GITHUB_TOKEN is set and the repository is known (--repo
+               OWNER/NAME or GITHUB_REPOSITORY; API root GITHUB_API_URL,
+               default https://api.github.com). "none" says that no pull
+               request is open; an empty list is refused. Without any source,
+               or when the API fails, the rule is off and gc says so.
+  branch-gone  branch-<name> whose branch no longer exists on the remote:
+               'git ls-remote --heads REMOTE' in the configuration directory
+               (--remote, default origin), each head named as a run on it
+               would name its scope. When git fails, or the remote lists no
+               branch at all, the rule is off and gc says so.
+  older-than   any scope whose last run (its latest receipt) finished before
+               now minus --older-than (a duration: 720h, or days: 30d).
+
+Never selected: main, unless --include-main, and then only by --older-than; a
+scope whose latest receipt says destroyed (a failed or interrupted destroy is
+selected again); a superseded scope, whose resources moved to its successor.
+A selected scope whose lease a run holds is skipped as busy; a later gc
+collects it.
+
+By default gc prints what it would do and changes nothing. With --yes it
+destroys the selected scopes one after another, continues past a failure,
+reports each failure with its error code, and exits 1 if any destroy failed
+(3 only when every failure was a lost lease); busy scopes do not fail it.
+
+Run gc in the configuration directory that created the scopes (or name it with
+--chdir), with the -var and -var-file a destroy there needs: like destroy, gc
+destroys with that configuration. A production gc with --yes needs
+--approved-by. Every flag has a SPONSON_* variable except --yes and
+--include-main: destroying is asked for on the command line.
+
+Records: gc never deletes a store record. A destroyed scope keeps all its
+receipts; the last one (status destroyed, empty ledger) is the record that the
+scope is gone. A superseded scope keeps its receipts, which name its successor.
+'sponson status' lists both.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out.command = "gc"
+			opts.cmd = cmd
+			if err := bindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
+				out.err = err
+				return nil
+			}
+			if runF != nil {
+				*out = runF(cmd.Context(), opts)
+				return nil
+			}
+			*out = runGC(cmd.Context(), f, opts)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Env, "env", "", "environment whose scopes to collect (env SPONSON_CTX_ENV; default \"preview\")")
+	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory that created the scopes (env SPONSON_CHDIR; default: the working directory)")
+	fs.StringVar(&opts.Store, "store", "", "store URL, file://DIR (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
+	fs.StringArrayVar(&opts.Vars, "var", nil, "set a variable for the destroys, `NAME=VALUE` (repeatable; -var also works)")
+	fs.StringArrayVar(&opts.VarFiles, "var-file", nil, "load variables for the destroys from a `FILE` (repeatable; -var-file also works)")
+	fs.DurationVar(&opts.LeaseTTL, "lease-ttl", lease.DefaultTTL, "lease TTL of each destroy; renewed every TTL/3 (env SPONSON_LEASE_TTL)")
+	fs.StringVar(&opts.ApprovedBy, "approved-by", "", "name of the person approving a production gc (env SPONSON_APPROVED_BY)")
+	fs.StringVar(&opts.OpenPRs, "open-prs", "", "open pull requests, `LIST` like 12,15, or none (env SPONSON_GC_OPEN_PRS)")
+	fs.StringVar(&opts.OpenPRsFile, "open-prs-file", "", "`FILE` of open pull request numbers, one per line (env SPONSON_GC_OPEN_PRS_FILE)")
+	fs.StringVar(&opts.Repo, "repo", "", "GitHub repository `OWNER/NAME` whose open pull requests to read (env SPONSON_GC_REPO; default GITHUB_REPOSITORY)")
+	fs.StringVar(&opts.Remote, "remote", "origin", "git remote whose branches still exist (env SPONSON_GC_REMOTE)")
+	fs.Var(&ageValue{&opts.OlderThan}, "older-than", "collect scopes whose last run is older than this `DURATION` (720h, 30d) (env SPONSON_GC_OLDER_THAN)")
+	fs.BoolVar(&opts.IncludeMain, "include-main", false, "let --older-than collect the main scope too")
+	fs.BoolVar(&opts.Yes, "yes", false, "destroy the selected scopes; without it gc only prints what it would do")
+	return cmd
+}
+
+// ageValue is a duration flag that also takes whole days (30d) and refuses
+// durations that are not positive.
+type ageValue struct{ d *time.Duration }
+
+func (a *ageValue) String() string {
+	if a.d == nil || *a.d == 0 {
+		return ""
+	}
+	return a.d.String()
+}
+
+func (a *ageValue) Set(s string) error {
+	s = strings.TrimSpace(s)
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n > 100000 {
+			return fmt.Errorf("%q is not a number of days", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return fmt.Errorf("%q is not a duration like 720h or 30d", s)
+		}
+	}
+	if d <= 0 {
+		return fmt.Errorf("%q is not a positive duration", s)
+	}
+	*a.d = d
+	return nil
+}
+
+func (a *ageValue) Type() string { return "duration" }
+
+// gcRun is one gc invocation in progress.
+type gcRun struct {
+	f        *Factory
+	opts     *GCOptions
+	p        printer // sponson's own lines: stdout, or stderr with --json
+	engine   io.Writer
+	warnings []string
+	now      time.Time
+}
+
+func (g *gcRun) warn(msg string) {
+	g.warnings = append(g.warnings, msg)
+}
+
+func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
+	o := outcome{command: "gc"}
+	cmd := opts.cmd
+	jsonMode, _ := cmd.Flags().GetBool("json")
+	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
+	clock := opts.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	g := &gcRun{f: f, opts: opts, p: printer{w: f.Out}, engine: f.Out}
+	if jsonMode {
+		g.p.w, g.engine = f.ErrOut, f.ErrOut
+	}
+	if strings.HasPrefix(opts.Remote, "-") {
+		o.err = errcode.New(errcode.Usage, "--remote %q is not a remote name or URL", opts.Remote)
+		return o
+	}
+	listed, listSource, err := opts.listedPRs()
+	if err != nil {
+		o.err = err
+		return o
+	}
+
+	// The store, and with --yes everything a destroy needs, decided once.
+	// resolve needs a scope to decide a context; gc names each scope
+	// itself, so the placeholder is replaced per scope (gcContext).
+	var base *runInput
+	var st store.Store
+	var storeURL, envName, dir string
+	if opts.Yes {
+		rf := opts.RunFlags
+		rf.Scope, rf.PR, rf.Branch, rf.Commit = "gc", "", "", ""
+		if base, err = rf.resolve(cmd, f, scoperun.Destroy); err != nil {
+			o.err = err
+			return o
+		}
+		st, storeURL, envName, dir = base.opts.Store, base.storeURL, base.opts.Context.Environment, base.opts.Dir
+	} else {
+		sf := StoreFlags{Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store}
+		if st, storeURL, envName, err = sf.open(cmd, f); err != nil {
+			o.err = err
+			return o
+		}
+		if dir, err = filepath.Abs(orDot(opts.Chdir)); err != nil {
+			o.err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
+			return o
+		}
+	}
+	defer st.Close()
+
+	res := GCResult{Environment: envName, Store: storeURL, DryRun: !opts.Yes, Scopes: []GCScope{}}
+	facts := gc.Facts{}
+	res.Rules.PRClosed = g.prRule(ctx, listed, listSource, &facts, &res.Rules)
+	res.Rules.BranchGone = g.branchRule(ctx, dir, &facts, &res.Rules)
+	g.now = clock()
+	res.Rules.IncludeMain = opts.IncludeMain
+	res.Rules.OlderThan = GCRule{Detail: "off: pass --older-than DURATION to collect scopes by age"}
+	if opts.OlderThan > 0 {
+		res.Rules.Cutoff = g.now.Add(-opts.OlderThan).UTC()
+		res.Rules.OlderThan = GCRule{On: true, Detail: fmt.Sprintf("last run before %s (%s ago)", res.Rules.Cutoff.Local().Format("2006-01-02 15:04"), age(opts.OlderThan))}
+	} else if opts.IncludeMain {
+		g.warn("--include-main has no effect without --older-than: only the older-than rule can select main")
+	}
+
+	scopes, err := st.List(ctx, envName)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	cands := gc.Select(scopes, facts, g.now, gc.Options{OlderThan: opts.OlderThan, IncludeMain: opts.IncludeMain})
+	for _, c := range cands {
+		row := GCScope{Scope: c.Scope, Reasons: c.Reasons, LastRun: summarize(c.Latest), Outcome: gcWouldDestroy}
+		if c.Latest != nil {
+			row.Owns = len(c.Latest.Ledger)
+		}
+		if c.Busy != nil {
+			row.Outcome, row.SkipReason, row.Lease = gcSkipped, "busy", c.Busy
+			res.Skipped++
+		}
+		res.Scopes = append(res.Scopes, row)
+	}
+
+	g.p.line("sponson gc · %s · store %s", envName, storeURL)
+	g.writeRules(res.Rules)
+	if len(res.Scopes) == 0 {
+		g.p.line("nothing to collect")
+		o.result, o.warnings = res, g.warnings
+		return o
+	}
+	g.writeTable(res.Scopes, !opts.Yes)
+	toDestroy := len(res.Scopes) - res.Skipped
+	if !opts.Yes {
+		g.p.line("dry run: %d %s would be destroyed%s; run again with --yes", toDestroy, plural(toDestroy, "scope", "scopes"), g.skippedNote(res))
+		o.result, o.warnings = res, g.warnings
+		return o
+	}
+
+	destroy := opts.Destroy
+	if destroy == nil {
+		destroy = scoperun.Run
+	}
+	for i := range res.Scopes {
+		row := &res.Scopes[i]
+		if row.Outcome == gcSkipped {
+			continue
+		}
+		if ctx.Err() != nil {
+			row.Outcome = gcNotAttempted
+			continue
+		}
+		g.destroyOne(ctx, destroy, base.opts, cands[i], row, &res)
+	}
+	o.result, o.warnings = res, g.warnings
+	o.err = g.summarize(res)
+	return o
+}
+
+// listedPRs reads the open pull requests given on the command line,
+// --open-prs or --open-prs-file, and names the source; the source is empty
+// when neither was given.
+func (opts *GCOptions) listedPRs() (prs []int, source string, err error) {
+	list, file := strings.TrimSpace(opts.OpenPRs), strings.TrimSpace(opts.OpenPRsFile)
+	listSet := opts.OpenPRs != "" || opts.cmd.Flags().Changed("open-prs")
+	switch {
+	case listSet && file != "":
+		return nil, "", errcode.New(errcode.Usage, "--open-prs and --open-prs-file both name the open pull requests; pass one")
+	case listSet:
+		prs, err := gc.ParsePRList(list)
+		if err != nil {
+			return nil, "", errcode.New(errcode.Usage, "--open-prs %q %v", opts.OpenPRs, err)
+		}
+		return prs, "--open-prs", nil
+	case file != "":
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, "", errcode.Wrap(errcode.Usage, err, "--open-prs-file %q cannot be read", file)
+		}
+		prs, err := gc.ParsePRFile(data)
+		if err != nil {
+			return nil, "", errcode.New(errcode.Usage, "--open-prs-file %s %v", file, err)
+		}
+		return prs, "--open-prs-file " + file, nil
+	}
+	return nil, "", nil
+}
+
+// prRule decides the pr-closed rule: the listed pull requests, else the
+// GitHub API, else off.
+func (g *gcRun) prRule(ctx context.Context, listed []int, source string, facts *gc.Facts, rules *GCRules) GCRule {
+	off := func(why string) GCRule {
+		g.warn("the pr-closed rule is off: " + why)
+		return GCRule{Detail: "off: " + why}
+	}
+	if source == "" {
+		token := strings.TrimSpace(g.f.Getenv("GITHUB_TOKEN"))
+		repo := strings.TrimSpace(g.opts.Repo)
+		if repo == "" {
+			repo = strings.TrimSpace(g.f.Getenv("GITHUB_REPOSITORY"))
+		}
+		switch {
+		case token == "" && repo == "":
+			return off("no open pull requests known; pass --open-prs or --open-prs-file, or set GITHUB_TOKEN and GITHUB_REPOSITORY")
+		case token == "":
+			return off("GITHUB_TOKEN is not set, so the open pull requests of " + repo + " cannot be read; set it, or pass --open-prs")
+		case repo == "":
+			return off("GITHUB_TOKEN is set but no repository is known; pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
+		}
+		apiCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		c := &github.Client{BaseURL: g.f.Getenv("GITHUB_API_URL"), Token: token, HTTP: g.opts.HTTP}
+		prs, err := c.OpenPullRequests(apiCtx, repo)
+		if err != nil {
+			return off(err.Error())
+		}
+		listed, source = prs, "the GitHub API ("+repo+")"
+	}
+	facts.OpenPRs, facts.PRsKnown = gc.Set(listed), true
+	rules.OpenPullRequests = listed
+	return GCRule{On: true, Detail: "open pull requests from " + source + ": " + prList(listed)}
+}
+
+// branchRule decides the branch-gone rule from the remote's heads.
+func (g *gcRun) branchRule(ctx context.Context, dir string, facts *gc.Facts, rules *GCRules) GCRule {
+	heads := g.opts.RemoteHeads
+	if heads == nil {
+		heads = lsRemoteHeads
+	}
+	remote := g.opts.Remote
+	if remote == "" {
+		remote = "origin"
+	}
+	off := func(why string) GCRule {
+		g.warn("the branch-gone rule is off: " + why)
+		return GCRule{Detail: "off: " + why}
+	}
+	branches, err := heads(ctx, dir, remote)
+	if err != nil {
+		return off(err.Error())
+	}
+	if len(branches) == 0 {
+		// Every branch scope would be collected: far more likely the wrong
+		// remote than a repository without branches.
+		return off("remote " + remote + " lists no branch at all; check --remote")
+	}
+	facts.BranchScopes, facts.BranchesKnown = gc.BranchScopes(branches), true
+	rules.Branches = branches
+	return GCRule{On: true, Detail: fmt.Sprintf("remote %s has %d %s", remote, len(branches), plural(len(branches), "branch", "branches"))}
+}
+
+// lsRemoteHeads runs `git ls-remote --heads REMOTE` in dir.
+func lsRemoteHeads(ctx context.Context, dir, remote string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "ls-remote", "--heads", remote)
+	// Never wait for a password prompt; a helper that inherited the pipes
+	// must not keep us once git is gone.
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	cmd.WaitDelay = time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		if msg != "" {
+			return nil, fmt.Errorf("git ls-remote --heads %s failed: %s", remote, msg)
+		}
+		return nil, fmt.Errorf("git ls-remote --heads %s failed: %v", remote, err)
+	}
+	return gc.ParseHeads(stdout.String()), nil
+}
+
+// destroyOne destroys one scope through the normal destroy path and
+// records what became of it.
+func (g *gcRun) destroyOne(ctx context.Context, destroy func(context.Context, scoperun.Options) (*scoperun.Result, error), base scoperun.Options, c gc.Candidate, row *GCScope, res *GCResult) {
+	o := base
+	o.Context = gcContext(base.Context, c)
+	o.RunID = scoperun.NewRunID()
+	o.EngineOut = g.engine
+	warnOut := printer{w: g.f.ErrOut}
+	o.Warn = func(s string) { warnOut.warn(c.Scope + ": " + s) }
+	o.Info = func(s string) { warnOut.line("%s", s) }
+	g.p.line("%s", header(string(scoperun.Destroy), o.Context.Environment, c.Scope, o.RunID))
+	r, err := destroy(ctx, o)
+	row.RunID = o.RunID
+	if r != nil {
+		for _, w := range r.Warnings {
+			g.warn(c.Scope + ": " + w)
+		}
+	}
+	switch {
+	case err == nil:
+		row.Outcome = gcDestroyed
+		res.Destroyed++
+		g.p.line("gc: %s destroyed (receipt %s)", c.Scope, o.RunID)
+	case errcode.Is(err, errcode.LockHeld):
+		// A run took the lease since the listing: busy, as if it had been
+		// held then. Nothing was written.
+		e := errcode.As(err)
+		row.Outcome, row.SkipReason, row.RunID = gcSkipped, "busy", ""
+		if h, ok := e.Details["holder"].(string); ok {
+			l := &store.LeaseInfo{Holder: h}
+			l.ExpiresAt, _ = e.Details["expiresAt"].(time.Time)
+			row.Lease = l
+		}
+		res.Skipped++
+		g.p.line("gc: %s skipped: busy (%s)", c.Scope, e.Message)
+	default:
+		e := errcode.As(err)
+		row.Outcome = gcFailed
+		row.Error = &ErrorBody{Code: e.Code, Message: e.Message, Hint: e.Hint}
+		res.Failed++
+		g.p.line("gc: %s failed: %s: %s", c.Scope, e.Code, e.Message)
+	}
+}
+
+// gcContext is the context of a gc destroy: the scope gc selected, with
+// the branch and pull request its latest receipt recorded (never those of
+// the job running gc), the commit of the configuration that destroys it,
+// and no predecessor, so that a destroy inherits nothing.
+func gcContext(base runctx.Context, c gc.Candidate) runctx.Context {
+	ctx := runctx.Context{
+		Environment:   base.Environment,
+		Scope:         c.Scope,
+		Commit:        base.Commit,
+		DefaultBranch: base.DefaultBranch,
+		Source:        runctx.SourceFlags,
+	}
+	if r := c.Latest; r != nil {
+		ctx.Branch, ctx.PullRequest = r.Branch, r.PullRequest
+	}
+	if n, ok := gc.PRNumber(c.Scope); ok {
+		ctx.PullRequest = n
+	}
+	return ctx
+}
+
+// summarize prints the closing line and returns the error of a gc in which
+// destroys failed: the code of the first failure whose exit code is 1 (the
+// first failure's otherwise), with every failure in the details.
+func (g *gcRun) summarize(res GCResult) error {
+	var failed []string
+	var details []map[string]string
+	var code errcode.Code
+	for _, s := range res.Scopes {
+		if s.Outcome != gcFailed {
+			continue
+		}
+		failed = append(failed, fmt.Sprintf("%s (%s)", s.Scope, s.Error.Code))
+		details = append(details, map[string]string{"scope": s.Scope, "code": string(s.Error.Code), "message": s.Error.Message})
+		if code == "" || (errcode.Lookup(code).Exit != errcode.ExitFailed && errcode.Lookup(s.Error.Code).Exit == errcode.ExitFailed) {
+			code = s.Error.Code
+		}
+	}
+	notAttempted := 0
+	for _, s := range res.Scopes {
+		if s.Outcome == gcNotAttempted {
+			notAttempted++
+		}
+	}
+	line := fmt.Sprintf("gc %s: %d destroyed", res.Environment, res.Destroyed)
+	if res.Failed > 0 {
+		line += fmt.Sprintf(", %d failed: %s", res.Failed, strings.Join(failed, ", "))
+	}
+	line += g.skippedNote(res)
+	if notAttempted > 0 {
+		line += fmt.Sprintf(", %d not attempted (interrupted)", notAttempted)
+	}
+	g.p.line("%s", line)
+	if res.Failed == 0 {
+		if notAttempted > 0 {
+			return errcode.New(errcode.Interrupted, "gc was interrupted before %d %s", notAttempted, plural(notAttempted, "destroy", "destroys"))
+		}
+		return nil
+	}
+	attempted := res.Destroyed + res.Failed
+	return errcode.New(code, "gc: %d of %d %s failed: %s", res.Failed, attempted, plural(attempted, "destroy", "destroys"), strings.Join(failed, ", ")).
+		WithHint("The other scopes were collected. Read each failed destroy's output and `sponson receipt --scope SCOPE`, fix the cause, and run gc again: a failed destroy is selected again.").
+		With("failed", details)
+}
+
+func (g *gcRun) skippedNote(res GCResult) string {
+	var busy []string
+	for _, s := range res.Scopes {
+		if s.Outcome == gcSkipped {
+			busy = append(busy, s.Scope)
+		}
+	}
+	if len(busy) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d skipped as busy: %s", len(busy), strings.Join(busy, ", "))
+}
+
+func (g *gcRun) writeRules(r GCRules) {
+	main := "kept; --include-main lets --older-than collect it"
+	if r.IncludeMain {
+		main = "collected by --older-than only (--include-main)"
+	}
+	tw := tabwriter.NewWriter(g.p.w, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(tw, "  pr-closed:\t%s\n", r.PRClosed.Detail)
+	fmt.Fprintf(tw, "  branch-gone:\t%s\n", r.BranchGone.Detail)
+	fmt.Fprintf(tw, "  older-than:\t%s\n", r.OlderThan.Detail)
+	fmt.Fprintf(tw, "  main:\t%s\n", main)
+	tw.Flush()
+}
+
+func (g *gcRun) writeTable(rows []GCScope, dryRun bool) {
+	tw := tabwriter.NewWriter(g.p.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCOPE\tOWNS\tLAST RUN\tAT\tREASONS\tACTION")
+	for _, r := range rows {
+		last, at := "-", "-"
+		if lr := r.LastRun; lr != nil {
+			last = lr.outcomeText()
+			at = lr.when().Local().Format("2006-01-02 15:04")
+		}
+		reasons := make([]string, len(r.Reasons))
+		for i, x := range r.Reasons {
+			reasons[i] = string(x)
+		}
+		action := "destroy"
+		if dryRun {
+			action = "would destroy"
+		}
+		if r.Outcome == gcSkipped {
+			action = fmt.Sprintf("skip: busy, %s until %s", r.Lease.Holder, r.Lease.ExpiresAt.Local().Format("15:04:05"))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Scope, r.Owns, last, at, strings.Join(reasons, ","), action)
+	}
+	tw.Flush()
+}
+
+// prList shows pull request numbers, at most ten of them.
+func prList(prs []int) string {
+	if len(prs) == 0 {
+		return "none open"
+	}
+	var parts []string
+	for i, n := range prs {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("… (%d open)", len(prs)))
+			break
+		}
+		parts = append(parts, "#"+strconv.Itoa(n))
+	}
+	return strings.Join(parts, " ")
+}
+
+// age shows a duration in whole days when it is one (30d), else as Go does.
+func age(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func orDot(dir string) string {
+	if dir == "" {
+		return "."
+	}
+	return dir
+}
