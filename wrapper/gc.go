@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,6 +21,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/gc"
 	"github.com/sponson/terraform-provider-sponson/internal/github"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
@@ -337,6 +339,9 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 		o.err = err
 		return o
 	}
+	// Leases of shared parent objects are kept as scopes named _parent-*;
+	// they are not scopes of the environment.
+	scopes = slices.DeleteFunc(scopes, func(s store.ScopeSummary) bool { return ownership.IsParentLeaseScope(s.Key.Scope) })
 	cands := gc.Select(scopes, facts, g.now, gc.Options{OlderThan: opts.OlderThan, IncludeMain: opts.IncludeMain})
 	for _, c := range cands {
 		row := GCScope{Scope: c.Scope, Reasons: c.Reasons, LastRun: summarize(c.Latest), Outcome: gcWouldDestroy}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
@@ -184,6 +186,9 @@ func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
 		o.err = err
 		return o
 	}
+	// Leases of shared parent objects are kept as scopes named _parent-*;
+	// they are not scopes of the environment.
+	scopes = slices.DeleteFunc(scopes, func(s store.ScopeSummary) bool { return ownership.IsParentLeaseScope(s.Key.Scope) })
 	rows := statusRows(scopes, time.Now())
 	o.result = map[string]any{"environment": env, "store": url, "scopes": rows}
 	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {

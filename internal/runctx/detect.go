@@ -96,6 +96,11 @@ func Detect(f Flags, src Sources) (Context, error) {
 		if err := ValidName("scope", scope); err != nil {
 			return Context{}, err
 		}
+		if strings.HasPrefix(scope, "_") {
+			// _-names hold the leases of shared parent objects.
+			return Context{}, errcode.New(errcode.Usage, "scope %q is reserved: names starting with _ hold the leases of shared parent objects", scope).
+				WithHint("Use pr-<n>, main or branch-<name>, or another name that starts with a letter or digit.")
+		}
 		c.Scope, c.Source = scope, scopeSource
 	case c.PullRequest > 0 || c.Branch != "":
 		c.Scope = ScopeFor(c.Branch, c.PullRequest, c.DefaultBranch)
