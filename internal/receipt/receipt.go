@@ -57,8 +57,8 @@ type Receipt struct {
 	InheritedFrom string     `json:"inheritedFrom,omitempty"`
 	// Inheriting names the predecessor while a handover to this scope is
 	// not finished; the next run of this scope resumes it.
-	Inheriting string `json:"inheriting,omitempty"`
-	SupersededBy  string     `json:"supersededBy,omitempty"`
+	Inheriting   string `json:"inheriting,omitempty"`
+	SupersededBy string `json:"supersededBy,omitempty"`
 	// Handover is set on a predecessor's receipt while its resources are
 	// promised to a successor scope (succession): from then on they are the
 	// successor's, and the predecessor's destroy leaves them alone.
