@@ -47,7 +47,8 @@ type Options struct {
 	Dir     string // the configuration directory, absolute
 	Context runctx.Context
 	Store   store.Store
-	// StoreURL names Store for the provider the engine starts.
+	// StoreURL names Store for the provider the engine starts; it may carry
+	// credentials and is never printed.
 	StoreURL string
 	// Engine is the engine binary; ProviderBinary the executable that
 	// serves the sponson provider (the sponson binary itself), offered to

@@ -55,11 +55,33 @@ func Open(raw, configDir string) (store.Store, string, error) {
 }
 
 // Redact removes credentials from a store URL before it is printed.
+// A password is dropped; a user name alone is kept, except on http(s)
+// remotes, where a token is commonly given as the user name
+// (https://TOKEN@host/...).
 func Redact(raw string) string {
+	prefix := ""
+	if rest, ok := strings.CutPrefix(raw, "git+"); ok {
+		prefix, raw = "git+", rest
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
-		return raw
+		return prefix + raw
 	}
-	u.User = url.User(u.User.Username())
-	return u.String()
+	if _, hasPassword := u.User.Password(); !hasPassword && (u.Scheme == "http" || u.Scheme == "https") {
+		u.User = url.User("***")
+	} else {
+		u.User = url.User(u.User.Username())
+	}
+	return prefix + strings.Replace(u.String(), "%2A%2A%2A@", "***@", 1)
+}
+
+// HandoverURL is the store URL handed to the provider the engine starts:
+// the --store value as given (credentials included: it travels only in the
+// child's environment, never in a message), or the embedded store's file
+// URL when none was given.
+func HandoverURL(raw, display string) string {
+	if raw == "" {
+		return display
+	}
+	return raw
 }
