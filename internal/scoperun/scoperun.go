@@ -29,6 +29,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/statesrv"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
 // Command is what a run does.
@@ -258,6 +259,11 @@ func (r *runner) run(ctx context.Context) error {
 		r.warn(cli.Warning)
 	}
 	env = append(env, "TF_CLI_CONFIG_FILE="+cli.File)
+	if o.StoreURL != "" {
+		// The provider's own lease-taking (sponson_lease during a plan, or
+		// anything without a hand-over) uses the run's store too.
+		env = append(env, storeurl.EnvVar+"="+o.StoreURL)
+	}
 	env = append(env, o.Context.Environ()...)
 	if r.held != nil {
 		env = append(env, lease.HandoverEnv(o.StoreURL, r.held.Lease())...)
