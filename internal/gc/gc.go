@@ -99,7 +99,10 @@ func Select(scopes []store.ScopeSummary, facts Facts, now time.Time, opts Option
 	for _, s := range scopes {
 		name := s.Key.Scope
 		r := s.Latest
-		if Gone(r) || (r != nil && r.SupersededBy != "") {
+		// A superseded scope whose ledger is empty handed everything to its
+		// successor; one applied again since then owns new resources (its
+		// receipts keep supersededBy) and is collected like any other.
+		if Gone(r) || (r != nil && r.SupersededBy != "" && len(r.Ledger) == 0) {
 			continue
 		}
 		if name == MainScope && !opts.IncludeMain {

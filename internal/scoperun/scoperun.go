@@ -637,6 +637,11 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 		// The succession chain stays visible on every later receipt.
 		rec.InheritedFrom, rec.Inheriting, rec.SupersededBy = prev.InheritedFrom, prev.Inheriting, prev.SupersededBy
 	}
+	if r.o.Command == Destroy {
+		// A destroy that gets this far owns what it destroys: an open
+		// handover was finished (finishForDestroy) or there was none.
+		rec.Inheriting = ""
+	}
 	return rec
 }
 

@@ -90,7 +90,13 @@ func (r *runner) beginSuccession(ctx context.Context, prev *receipt.Receipt) (*r
 		// A handover in progress is resumed whatever this run was told.
 		p = prev.Inheriting
 	}
-	if p == "" || r.o.Command != Apply || r.ownBackend {
+	if p == "" || r.ownBackend {
+		return prev, nil
+	}
+	if r.o.Command == Destroy {
+		return prev, r.finishForDestroy(ctx, prev)
+	}
+	if r.o.Command != Apply {
 		return prev, nil
 	}
 	predKey := store.Key{Environment: r.key.Environment, Scope: p}
@@ -189,6 +195,36 @@ func (r *runner) withInherited(prev, pred *receipt.Receipt) *receipt.Receipt {
 	}
 	rec.Ledger = ledger
 	return rec
+}
+
+// finishForDestroy completes, before a successor's destroy, a handover
+// whose promise is made but whose predecessor side is not finished: the
+// resources are the successor's, so the predecessor's ledger must stop
+// claiming them before the destroy's foreign check (found by the property
+// test: otherwise neither scope's destroy deleted them).
+func (r *runner) finishForDestroy(ctx context.Context, prev *receipt.Receipt) error {
+	if prev == nil || prev.Inheriting == "" {
+		return nil
+	}
+	predKey := store.Key{Environment: r.key.Environment, Scope: prev.Inheriting}
+	pred, err := r.o.Store.LatestReceipt(ctx, predKey)
+	if err != nil || pred == nil || pred.Handover == nil || pred.Handover.To != r.key.Scope {
+		return err
+	}
+	held, err := lease.Acquire(ctx, r.o.Store, predKey, "handover-"+strings.TrimPrefix(r.o.RunID, "run-"), r.o.Lease)
+	if err != nil {
+		return err
+	}
+	r.handover = &handover{pred: predKey, held: held, done: true}
+	if pred, err = r.o.Store.LatestReceipt(ctx, predKey); err != nil {
+		return err
+	}
+	if pred != nil && pred.Handover != nil && pred.Handover.To == r.key.Scope {
+		if _, err := r.finishPredecessor(ctx, held.Lease(), pred); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inheritedReceipt is the successor's receipt right after the copy: the
