@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every benchmark of the project in one go and writes BENCHMARKS.md:
+# store operations (p50/p99) per store, the foreign check from 10 to 1,000
+# scopes (10,000 on PostgreSQL), sixteen scopes at once against one, and
+# `sponson apply` against the bare engine at 10, 50 and 200 resources.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+tofu="$root/.tools/bin/tofu"
+[ -x "$tofu" ] || { echo "no engine at $tofu: run 'make tools' first" >&2; exit 1; }
+empty_rc="$(mktemp)"
+trap 'rm -f "$empty_rc"' EXIT
+export TF_CLI_CONFIG_FILE="$empty_rc" SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu"
+out="$root/.tools/bench.txt"
+mkdir -p .tools
+cmd="go test -run '^\$' -bench . -benchtime 20x ./internal/store/... && go test -run '^\$' -bench E2E -benchtime 5x ./wrapper/"
+{
+	go test -run '^$' -bench . -benchtime 20x ./internal/store/...
+	go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/
+} | tee "$out"
+go run ./.ci/benchreport "$cmd" <"$out"
