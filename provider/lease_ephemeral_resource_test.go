@@ -62,7 +62,7 @@ func TestLeaseKey(t *testing.T) {
 	if err := runctx.ValidName("scope", testParentKey.Scope); err != nil {
 		t.Error(err)
 	}
-	if !leaseHolderPat.MatchString(newLeaseHolderID()) || newLeaseHolderID() == newLeaseHolderID() {
+	if a, b := newLeaseHolderID(), newLeaseHolderID(); !leaseHolderPat.MatchString(a) || a == b {
 		t.Error("newLeaseHolderID does not give new lease-<8 hex> names")
 	}
 }

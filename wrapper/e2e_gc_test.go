@@ -147,7 +147,7 @@ func TestE2EGC(t *testing.T) {
 	if err := busy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { busy.Process.Kill() }) // no-op once it exited
+	t.Cleanup(func() { _ = busy.Process.Kill() }) // no-op (os.ErrProcessDone) once it exited
 	waitFor(t, "pr-5's lease", func() bool {
 		b, err := os.ReadFile(scopeFile("pr-5", "lease.json"))
 		return err == nil && bytes.Contains(b, []byte(`"holder": "run-`))

@@ -181,8 +181,9 @@ func TestE2EGitBranchDeletedMidRun(t *testing.T) {
 		return strings.Contains(firstErr.String(), "terraform_data.slow: Provisioning with 'local-exec'")
 	})
 	if out, err := exec.Command("git", "-C", bare, "update-ref", "-d", ref).CombinedOutput(); err != nil {
-		first.Process.Kill()
-		first.Wait()
+		// The test fails anyway: stop the run and reap it, whatever it says.
+		_ = first.Process.Kill()
+		_ = first.Wait()
 		t.Fatalf("deleting %s: %v\n%s", ref, err, out)
 	}
 

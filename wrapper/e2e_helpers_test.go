@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
@@ -222,8 +221,6 @@ func stateResources(t *testing.T, dir, env, scope string) map[string]map[string]
 	}
 	return out
 }
-
-func sleep() { time.Sleep(50 * time.Millisecond) }
 
 // dynamic unwraps a value of a dynamically typed attribute (terraform_data's
 // input and output), which the state stores as {"value": ..., "type": ...}.

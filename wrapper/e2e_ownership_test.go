@@ -39,13 +39,16 @@ func objectsVar(kv ...string) string {
 func snapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			b, _ := os.ReadFile(p)
 			out[p] = string(b)
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
@@ -138,8 +141,10 @@ func TestE2EIntentOfAKilledRunBlocks(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, ".sponson", "preview", "pr-1", "latest.json"))
 		return err == nil && bytes.Contains(b, []byte(`"status": "running"`))
 	})
-	victim.Process.Signal(syscall.SIGKILL)
-	victim.Wait()
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.Wait() // "signal: killed": the kill above
 
 	r := h.run(dir, env, "apply", "--scope", "pr-2", "--json", "-var", objectsVar("y", "contested"))
 	if r.exit != 1 || r.code(t) != "OWNED_BY_OTHER_SCOPE" || !strings.Contains(r.stdout, "is creating") {

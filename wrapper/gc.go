@@ -188,17 +188,8 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 'sponson status' lists both.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out.command = "gc"
-			opts.cmd = cmd
-			if err := bindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
-				out.err = err
-				return nil
-			}
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runGC(cmd.Context(), f, opts)
+			// A failure travels in *out, as for plan (see newRunCmd).
+			*out = gcCommand(cmd, f, opts, runF)
 			return nil
 		},
 	}
@@ -219,6 +210,18 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 	fs.BoolVar(&opts.IncludeMain, "include-main", false, "let --older-than collect the main scope too")
 	fs.BoolVar(&opts.Yes, "yes", false, "destroy the selected scopes; without it gc only prints what it would do")
 	return cmd
+}
+
+// gcCommand reads gc's SPONSON_* variables and runs gc (or runF, in tests).
+func gcCommand(cmd *cobra.Command, f *Factory, opts *GCOptions, runF func(context.Context, *GCOptions) outcome) outcome {
+	opts.cmd = cmd
+	if err := bindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
+		return outcome{command: "gc", err: err}
+	}
+	if runF != nil {
+		return runF(cmd.Context(), opts)
+	}
+	return runGC(cmd.Context(), f, opts)
 }
 
 // ageValue is a duration flag that also takes whole days (30d) and refuses

@@ -486,7 +486,9 @@ func fakePulls(t *testing.T, token string, open ...int) *httptest.Server {
 		for _, n := range page {
 			pulls = append(pulls, map[string]any{"number": n, "state": "open"})
 		}
-		json.NewEncoder(w).Encode(pulls)
+		// A failed write means the client went away; the client's side of
+		// the test reports that.
+		_ = json.NewEncoder(w).Encode(pulls)
 	}))
 	t.Cleanup(srv.Close)
 	return srv

@@ -60,11 +60,10 @@ func writeHumanError(w io.Writer, err error) {
 	}
 }
 
-// printer writes sponson's own human lines. In --json mode they go to the
-// error stream so that stdout holds exactly one JSON document.
+// printer writes sponson's own human lines. In --json mode the caller points
+// w at the error stream so that stdout holds exactly one JSON document.
 type printer struct {
-	w    io.Writer
-	json bool
+	w io.Writer
 }
 
 func (p printer) line(format string, args ...any) {

@@ -209,22 +209,28 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 		Long:  long,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out.command = string(command)
-			in, err := flags.resolve(cmd, f, command)
-			if err != nil {
-				out.err = err
-				return nil
-			}
-			jsonMode, _ := cmd.Flags().GetBool("json")
-			jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
-			if runF != nil {
-				*out = runF(cmd.Context(), in)
-				return nil
-			}
-			*out = runScope(cmd.Context(), f, jsonMode, in)
+			// A failure travels in *out, which Run prints (the envelope
+			// with --json) and turns into the exit code; RunE returns nil
+			// so that cobra adds nothing of its own.
+			*out = runCommand(cmd, f, &flags, command, runF)
 			return nil
 		},
 	}
 	flags.bind(cmd, command != scoperun.Plan)
 	return cmd
+}
+
+// runCommand resolves the flags of plan, apply or destroy and performs the
+// run (or runF, in tests).
+func runCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, command scoperun.Command, runF func(context.Context, *runInput) outcome) outcome {
+	in, err := flags.resolve(cmd, f, command)
+	if err != nil {
+		return outcome{command: string(command), err: err}
+	}
+	jsonMode, _ := cmd.Flags().GetBool("json")
+	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
+	if runF != nil {
+		return runF(cmd.Context(), in)
+	}
+	return runScope(cmd.Context(), f, jsonMode, in)
 }

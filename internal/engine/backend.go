@@ -23,7 +23,7 @@ func DeclaredBackend(dir string) (string, error) {
 	var names []string
 	for _, e := range entries {
 		n := e.Name()
-		if e.IsDir() || n == OverrideFileName || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
+		if e.IsDir() || n == OverrideFileName || (!strings.HasSuffix(n, ".tf") && !strings.HasSuffix(n, ".tf.json")) {
 			continue
 		}
 		names = append(names, n)

@@ -42,11 +42,11 @@ func blockAt(src []byte, from int, name *regexp.Regexp) (whole, body span, ok bo
 		case depth == 0 && (i == from || !isIdent(src[i-1])):
 			if loc := name.FindIndex(src[i:]); loc != nil && loc[0] == 0 {
 				open := i + loc[1] - 1 // the regexp ends at the brace
-				close := matchBrace(src, open)
-				if close < 0 {
+				end := matchBrace(src, open)
+				if end < 0 {
 					return span{}, span{}, false
 				}
-				return span{i, close + 1}, span{open + 1, close}, true
+				return span{i, end + 1}, span{open + 1, end}, true
 			}
 		}
 		i++

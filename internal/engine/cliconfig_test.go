@@ -53,16 +53,6 @@ func countBlocks(text string) int {
 	return len(regexp.MustCompile(`(?m)^\s*provider_installation\s*\{`).FindAllString(text, -1))
 }
 
-func nonBlank(text string) []string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.TrimSpace(l) != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 func TestWriteCLIConfigFiles(t *testing.T) {
 	t.Parallel()
 	cfg, dir, bin := writeConfig(t, "")
@@ -158,7 +148,8 @@ func TestWriteCLIConfigText(t *testing.T) {
 	// The blocks nest in this order: dev_overrides, then the mirror, then
 	// direct, all inside provider_installation.
 	idx := func(s string) int { return strings.Index(text, s) }
-	if !(idx("provider_installation {") < idx("dev_overrides {") && idx("dev_overrides {") < idx("filesystem_mirror {") && idx("filesystem_mirror {") < idx("direct {")) {
+	inOrder := idx("provider_installation {") < idx("dev_overrides {") && idx("dev_overrides {") < idx("filesystem_mirror {") && idx("filesystem_mirror {") < idx("direct {")
+	if !inOrder {
 		t.Errorf("blocks out of order:\n%s", text)
 	}
 	fi, err := os.Stat(cfg.File)

@@ -56,12 +56,16 @@ func validPart(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if !validChar(s[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// validChar reports whether c may appear in an owner or repository name.
+func validChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
 // OpenPullRequests returns the numbers of the open pull requests of repo

@@ -51,7 +51,9 @@ func (g *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case g.prefix + "/repos/sponson/demo/pulls":
 	case g.prefix + "/repositories/4242/pulls":
-		fmt.Sscan(r.URL.Query().Get("page"), &page)
+		if _, err := fmt.Sscan(r.URL.Query().Get("page"), &page); err != nil {
+			g.t.Errorf("page %q: %v", r.URL.Query().Get("page"), err)
+		}
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprint(w, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/pulls/pulls#list-pull-requests","status":"404"}`)
@@ -72,7 +74,9 @@ func (g *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"title": fmt.Sprintf("change %d", n), "head": map[string]any{"ref": fmt.Sprintf("feat/%d", n)},
 		})
 	}
-	json.NewEncoder(w).Encode(pulls)
+	// A failed write means the client went away; the client's side of the
+	// test reports that.
+	_ = json.NewEncoder(w).Encode(pulls)
 }
 
 func serve(t *testing.T, g *fakeGitHub) *httptest.Server {

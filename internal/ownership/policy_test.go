@@ -527,9 +527,9 @@ func TestParentLeaseScope(t *testing.T) {
 	if got, want := ParentLeaseScope("fixture|list=allow-urls"), "_parent-7b5a2444ab63d4a59805682a70a60636"; got != want {
 		t.Errorf("ParentLeaseScope = %q, want %q", got, want)
 	}
-	for _, real := range []string{"main", "pr-42", "branch-feat-x"} {
-		if IsParentLeaseScope(real) {
-			t.Errorf("IsParentLeaseScope(%q) = true", real)
+	for _, scope := range []string{"main", "pr-42", "branch-feat-x"} {
+		if IsParentLeaseScope(scope) {
+			t.Errorf("IsParentLeaseScope(%q) = true", scope)
 		}
 	}
 }

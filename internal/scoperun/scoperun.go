@@ -249,7 +249,11 @@ func (r *runner) run(ctx context.Context) error {
 		if err != nil {
 			return errcode.Wrap(errcode.Internal, err, "placing the backend override in %s", o.Dir)
 		}
-		defer ov.Release()
+		defer func() {
+			if err := ov.Release(); err != nil {
+				r.warn(fmt.Sprintf("could not release the backend override %s: %v; it is safe to delete once no sponson run uses %s", filepath.Join(o.Dir, engine.OverrideFileName), err, o.Dir))
+			}
+		}()
 	}
 	cli, err := engine.WriteCLIConfig(filepath.Join(tmp, "cli"), o.ProviderBinary, o.ProviderVersion, os.Getenv("TF_CLI_CONFIG_FILE"))
 	if err != nil {
@@ -721,7 +725,7 @@ func (r *runner) nothingToDestroy(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if res, err := readState(state); err != nil || len(res) > 0 {
+	if !stateEmpty(state) {
 		return false, nil
 	}
 	switch {
@@ -735,6 +739,14 @@ func (r *runner) nothingToDestroy(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	return true, nil
+}
+
+// stateEmpty reports whether a scope's state holds no managed resources. A
+// state that cannot be read is not known to be empty: the destroy goes
+// ahead, and the engine reads the state and reports what is wrong with it.
+func stateEmpty(state []byte) bool {
+	res, err := readState(state)
+	return err == nil && len(res) == 0
 }
 
 // checkLateIdentities looks up the identities that became known during the

@@ -486,7 +486,11 @@ func denyWrites(t *testing.T, dir string) {
 		if err := os.Chmod(dir, 0o500); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+		t.Cleanup(func() {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				t.Errorf("chmod %s: %v", dir, err)
+			}
+		})
 		return
 	}
 	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {

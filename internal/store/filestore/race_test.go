@@ -79,6 +79,8 @@ func raceChild(config string) int {
 	if err != nil {
 		return fail("open: %v", err)
 	}
+	// An event that cannot be written would throw off the parent's
+	// accounting, so a failed write ends the child.
 	out := json.NewEncoder(os.Stdout) // one write per event: nothing is lost if we die
 	ctx := context.Background()
 	for i := range cfg.Iters {
@@ -100,7 +102,9 @@ func raceChild(config string) int {
 		if g.Preempted != nil {
 			ev.Preempted = g.Preempted.Holder
 		}
-		out.Encode(ev)
+		if err := out.Encode(ev); err != nil {
+			return fail("report: %v", err)
+		}
 
 		prev, err := s.LatestReceipt(ctx, raceKey)
 		if err != nil {
@@ -124,20 +128,26 @@ func raceChild(config string) int {
 		})
 		switch err := s.WriteReceipt(ctx, g.Lease, r); {
 		case err == nil:
-			out.Encode(event{Kind: "ack", Holder: holder, Token: g.Lease.Token, Counter: len(r.Ledger), Overrun: overrun})
+			ev = event{Kind: "ack", Holder: holder, Token: g.Lease.Token, Counter: len(r.Ledger), Overrun: overrun}
 		case errors.Is(err, store.ErrLeaseLost):
-			out.Encode(event{Kind: "fenced", Holder: holder, Token: g.Lease.Token, Overrun: overrun})
+			ev = event{Kind: "fenced", Holder: holder, Token: g.Lease.Token, Overrun: overrun}
 		default:
 			return fail("write: %v", err)
+		}
+		if err := out.Encode(ev); err != nil {
+			return fail("report: %v", err)
 		}
 
 		switch err := s.Release(ctx, g.Lease); {
 		case err == nil:
-			out.Encode(event{Kind: "release", Holder: holder, Token: g.Lease.Token})
+			ev = event{Kind: "release", Holder: holder, Token: g.Lease.Token}
 		case errors.Is(err, store.ErrLeaseLost):
-			out.Encode(event{Kind: "releaseLost", Holder: holder, Token: g.Lease.Token})
+			ev = event{Kind: "releaseLost", Holder: holder, Token: g.Lease.Token}
 		default:
 			return fail("release: %v", err)
+		}
+		if err := out.Encode(ev); err != nil {
+			return fail("report: %v", err)
 		}
 	}
 	return 0

@@ -29,13 +29,17 @@ func hook(t testing.TB, remote, name, script string) {
 	}
 }
 
-func wantCode(t testing.TB, err error, code errcode.Code) *errcode.Error {
+// wantCode fails the test unless err is an *errcode.Error with code, and
+// returns a copy of it for checks of its message, hint or details. A copy,
+// not the error: a call made for the check alone then does not read as an
+// ignored error.
+func wantCode(t testing.TB, err error, code errcode.Code) errcode.Error {
 	t.Helper()
 	var e *errcode.Error
 	if !errors.As(err, &e) || e.Code != code {
 		t.Fatalf("got %v, want %s", err, code)
 	}
-	return e
+	return *e
 }
 
 // TestHookRejects: a pre-receive hook (or a branch rule) that refuses the

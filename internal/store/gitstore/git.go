@@ -465,7 +465,9 @@ func (c *catFile) getManyLocked(ids []string) ([]object, error) {
 		o, err := c.readOne()
 		if err != nil {
 			c.stopLocked() // unblocks the writer
-			<-written
+			// Wait for the writer; its error is a consequence of the stop
+			// (a closed pipe) and says less than the read error.
+			_ = <-written //nolint:staticcheck // S1005 is wrong here: the blank assignment drops the writer's error on purpose, and errcheck flags a bare receive
 			return nil, err
 		}
 		out[i] = o
@@ -531,11 +533,15 @@ func (c *catFile) stopLocked() {
 	}
 	c.in.Close() // cat-file exits at the end of its input
 	done := make(chan struct{})
-	go func() { c.cmd.Wait(); close(done) }()
+	// Wait only reaps the process: its exit status after we closed its
+	// input, or killed it, says nothing a caller could use.
+	go func() { _ = c.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):
-		c.cmd.Process.Kill()
+		// Kill fails only when the process has exited meanwhile, and then
+		// done closes anyway.
+		_ = c.cmd.Process.Kill()
 		<-done
 	}
 	c.cmd, c.in, c.out = nil, nil, nil

@@ -90,7 +90,9 @@ func TestLeaseCycleRace(t *testing.T) {
 	t.Parallel()
 	writers, cycles := 4, 4
 	if v := os.Getenv("SPONSON_GITSTORE_RACE"); v != "" {
-		fmt.Sscanf(v, "%dx%d", &writers, &cycles)
+		if _, err := fmt.Sscanf(v, "%dx%d", &writers, &cycles); err != nil {
+			t.Fatalf("SPONSON_GITSTORE_RACE=%q is not WRITERSxCYCLES: %v", v, err)
+		}
 	}
 	remote := newRemote(t)
 	var (

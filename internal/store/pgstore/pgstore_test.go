@@ -369,7 +369,19 @@ func TestLeastPrivilegeRole(t *testing.T) {
 	if _, err := owner.Pool().Exec(t.Context(), "CREATE ROLE "+role+" LOGIN"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Exec(context.Background(), "postgres", "DROP ROLE IF EXISTS "+role) })
+	t.Cleanup(func() {
+		// This runs before NewDatabase's cleanup drops db, whose grants to
+		// the role would keep DROP ROLE from working: drop them first.
+		for _, q := range []struct{ db, sql string }{
+			{db, "DROP OWNED BY " + role},
+			{"postgres", "DROP ROLE IF EXISTS " + role},
+		} {
+			if err := srv.Exec(context.Background(), q.db, q.sql); err != nil {
+				t.Logf("%s: %v", q.sql, err)
+				return
+			}
+		}
+	})
 	dsn := fmt.Sprintf("%s user=%s", srv.DSN(db), role)
 
 	start := time.Now()
