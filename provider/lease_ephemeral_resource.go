@@ -432,6 +432,14 @@ func (m *leaseManager) acquire(ctx context.Context, rc runctx.Context, opts leas
 			return s, diags
 		}
 		var held *store.HeldError
+		if !errors.As(err, &held) && opts.wait && ctx.Err() != nil {
+			// The engine ended the wait while the store was busy: that is
+			// an interrupted wait, not a store failure.
+			diags.AddError("Lease Wait Interrupted",
+				fmt.Sprintf("%s: the engine stopped waiting for the lease on %s before it was free.\n\n%s",
+					errcode.Interrupted, s.describe(), err))
+			return s, diags
+		}
 		if !errors.As(err, &held) {
 			diags.Append(storeErrorDiag("Lease Not Acquired",
 				fmt.Sprintf("The sponson provider could not take the lease on %s in the store %s.",
