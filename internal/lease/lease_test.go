@@ -62,6 +62,21 @@ func (s *slowStore) Release(ctx context.Context, l store.Lease) error {
 	return s.Store.Release(ctx, l)
 }
 
+// blockedStore returns a store whose renewals hang until the test ends.
+// Its cleanup unblocks them and waits until none is in flight, before the
+// store's directory is removed (cleanups run last-registered first).
+func blockedStore(t *testing.T, st store.Store) *slowStore {
+	t.Helper()
+	slow := &slowStore{Store: st, renewBlocks: make(chan struct{})}
+	t.Cleanup(func() {
+		close(slow.renewBlocks)
+		for slow.inFlight.Load() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	return slow
+}
+
 func TestAcquireReleaseAndHeld(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
@@ -130,8 +145,7 @@ func TestTakeoverIsReportedAndTheOldHolderLosesItsLease(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
 	// The first holder's renewals never get through: its lease expires.
-	slow := &slowStore{Store: st, renewBlocks: make(chan struct{})}
-	defer close(slow.renewBlocks)
+	slow := blockedStore(t, st)
 	old, err := lease.Acquire(ctx, slow, key, "run-old", lease.Config{TTL: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -227,8 +241,7 @@ func TestRenewalIsPaced(t *testing.T) {
 func TestUnansweringStoreStopsTheRunBeforeExpiry(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
-	slow := &slowStore{Store: st, renewBlocks: make(chan struct{})}
-	defer close(slow.renewBlocks)
+	slow := blockedStore(t, st)
 	ctx := context.Background()
 	h, err := lease.Acquire(ctx, slow, key, "run-a", lease.Config{TTL: 1500 * time.Millisecond})
 	if err != nil {
