@@ -233,7 +233,13 @@ func (r *runner) run(ctx context.Context) error {
 		}()
 	}
 
-	env := []string{"TF_DATA_DIR=" + DataDir(o.Dir, r.key)}
+	dataDir := DataDir(o.Dir, r.key)
+	if !writes {
+		// A plan may run while an apply of the same scope holds the engine's
+		// lock on the scope's data directory; it gets a directory of its own.
+		dataDir = filepath.Join(tmp, "data")
+	}
+	env := []string{"TF_DATA_DIR=" + dataDir}
 	if backend == "" {
 		srv, err := statesrv.Start(o.Store, r.key, r.leaseFn, statesrv.OnLeaseLost(func(e error) {
 			if r.held != nil {
