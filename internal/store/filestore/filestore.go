@@ -50,7 +50,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -88,10 +87,6 @@ const (
 	minPoll = 100 * time.Microsecond
 	maxPoll = 10 * time.Millisecond
 )
-
-// segment is what an environment, scope or run id may be: one path segment
-// that cannot climb out of its directory (DESIGN.md §9).
-var segment = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,128}$`)
 
 // Store is the file store. It keeps no open files and no in-memory state
 // between calls, so any number of Stores, in any number of processes, may
@@ -140,7 +135,7 @@ func Open(root string, opts ...Option) (*Store, error) {
 // only give up on ctx while waiting for the mutex, so cleanup with a
 // cancelled context still releases the lease.
 func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl time.Duration) (store.Grant, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return store.Grant{}, err
 	}
 	if ctx.Err() != nil {
@@ -184,7 +179,7 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 // Renew extends l to ttl from now (the store's clock) if l still holds the
 // lease; store.ErrLeaseLost otherwise.
 func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return store.Lease{}, err
 	}
 	if ttl <= 0 {
@@ -207,7 +202,7 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 // holder and the same token (tokens survive release, so the next grant is
 // token+1); its ExpiresAt becomes the time of release.
 func (s *Store) Release(ctx context.Context, l store.Lease) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
 	return s.fenced(ctx, l, func(dir string, cur store.LeaseInfo, now time.Time) error {
@@ -220,7 +215,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 // ReadLease returns the lease record of key, the zero LeaseInfo if the scope
 // never had one.
 func (s *Store) ReadLease(ctx context.Context, key store.Key) (store.LeaseInfo, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return store.LeaseInfo{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -235,10 +230,10 @@ func (s *Store) ReadLease(ctx context.Context, key store.Key) (store.LeaseInfo, 
 // scope and read back with receipt.Parse: the store never writes a receipt it
 // would later report as corrupt.
 func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Receipt) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
-	data, err := encodeReceipt(l.Key, r)
+	data, _, err := store.EncodeReceipt(l.Key, r)
 	if err != nil {
 		return err
 	}
@@ -334,7 +329,7 @@ func encodeOwners(prevPath, scope string, r *receipt.Receipt, now time.Time) ([]
 // Owners reads the ownership index of env: one file per scope in
 // <env>/.owners, each written by that scope's fenced receipt writes.
 func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error) {
-	if err := checkName("environment", env); err != nil {
+	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -358,7 +353,7 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 	out := []store.Owner{}
 	for _, e := range entries {
 		scope, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || checkName("scope", scope) != nil {
+		if !ok || store.CheckName("scope", scope) != nil {
 			continue
 		}
 		p := filepath.Join(odir, e.Name())
@@ -384,7 +379,7 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 // RECEIPT_VERSION from receipt.Parse), never an empty scope: an empty scope
 // would forget every resource of its ledger.
 func (s *Store) LatestReceipt(ctx context.Context, key store.Key) (*receipt.Receipt, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -395,7 +390,7 @@ func (s *Store) LatestReceipt(ctx context.Context, key store.Key) (*receipt.Rece
 
 // WriteState replaces the scope's Terraform state, fenced by l.
 func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
 	dir, err := s.leasedDir(l.Key)
@@ -417,7 +412,7 @@ func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) err
 
 // ReadState returns the scope's Terraform state, nil if it has none.
 func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -436,10 +431,10 @@ func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
 
 // WriteRecord stores records/<name>.json, fenced by l.
 func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, data []byte) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
-	if err := checkName("record", name); err != nil {
+	if err := store.CheckName("record", name); err != nil {
 		return err
 	}
 	dir, err := s.leasedDir(l.Key)
@@ -465,10 +460,10 @@ func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, dat
 
 // ReadRecord returns records/<name>.json, nil if it does not exist.
 func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]byte, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
-	if err := checkName("record", name); err != nil {
+	if err := store.CheckName("record", name); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -487,10 +482,10 @@ func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]b
 
 // DeleteRecord removes records/<name>.json, fenced by l.
 func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
-	if err := checkName("record", name); err != nil {
+	if err := store.CheckName("record", name); err != nil {
 		return err
 	}
 	return s.fenced(ctx, l, func(dir string, _ store.LeaseInfo, _ time.Time) error {
@@ -505,10 +500,10 @@ func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) er
 // Quarantine stores quarantine/<runId>.tfstate without a fence: the file is
 // named by the run, so it can replace nothing but its own earlier copy.
 func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, state []byte) error {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return err
 	}
-	if err := checkName("run id", runID); err != nil {
+	if err := store.CheckName("run id", runID); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -531,7 +526,7 @@ func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, sta
 
 // ListQuarantine returns the quarantined states of key, oldest first.
 func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quarantined, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -548,7 +543,7 @@ func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quar
 	var out []store.Quarantined
 	for _, e := range entries {
 		runID, ok := strings.CutSuffix(e.Name(), ".tfstate")
-		if !ok || checkName("run id", runID) != nil {
+		if !ok || store.CheckName("run id", runID) != nil {
 			continue
 		}
 		p := filepath.Join(qdir, e.Name())
@@ -576,7 +571,7 @@ func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quar
 // fails the whole listing, naming the file, rather than being shown as free
 // or empty.
 func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, error) {
-	if err := checkName("environment", env); err != nil {
+	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -592,7 +587,7 @@ func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, err
 	}
 	out := []store.ScopeSummary{}
 	for _, e := range entries {
-		if !e.IsDir() || checkName("scope", e.Name()) != nil {
+		if !e.IsDir() || store.CheckName("scope", e.Name()) != nil {
 			continue // temporary files, anything a human left behind
 		}
 		key := store.Key{Environment: env, Scope: e.Name()}
@@ -622,12 +617,12 @@ func (s *Store) Close() error { return nil }
 // write is not called.
 func (s *Store) fenced(ctx context.Context, l store.Lease, write func(dir string, cur store.LeaseInfo, now time.Time) error) error {
 	if l.Holder == "" {
-		return lost(l.Key, "the lease has no holder")
+		return store.Lost(l.Key, "the lease has no holder")
 	}
 	dir := s.scopeDir(l.Key)
 	unlock, err := lockScope(ctx, dir, false)
 	if errors.Is(err, fs.ErrNotExist) {
-		return lost(l.Key, "the scope has no lease record")
+		return store.Lost(l.Key, "the scope has no lease record")
 	}
 	if err != nil {
 		return err
@@ -641,13 +636,13 @@ func (s *Store) fenced(ctx context.Context, l store.Lease, write func(dir string
 	now := s.clock()
 	switch {
 	case cur.Holder == "" && cur.Token == 0:
-		return lost(l.Key, "the scope has no lease record")
+		return store.Lost(l.Key, "the scope has no lease record")
 	case cur.Holder == "":
-		return lost(l.Key, fmt.Sprintf("the lease was released (token %d)", cur.Token))
+		return store.Lost(l.Key, fmt.Sprintf("the lease was released (token %d)", cur.Token))
 	case cur.Holder != l.Holder || cur.Token != l.Token:
-		return lost(l.Key, fmt.Sprintf("the lease is now %s's with token %d", cur.Holder, cur.Token))
+		return store.Lost(l.Key, fmt.Sprintf("the lease is now %s's with token %d", cur.Holder, cur.Token))
 	case !now.Before(cur.ExpiresAt):
-		return lost(l.Key, "the lease expired at "+cur.ExpiresAt.Format(time.RFC3339Nano))
+		return store.Lost(l.Key, "the lease expired at "+cur.ExpiresAt.Format(time.RFC3339Nano))
 	}
 	return write(dir, cur, now)
 }
@@ -665,52 +660,11 @@ func (s *Store) leasedDir(k store.Key) (string, error) {
 	dir := s.scopeDir(k)
 	if _, err := os.Stat(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", lost(k, "the scope has no lease record")
+			return "", store.Lost(k, "the scope has no lease record")
 		}
 		return "", fsError("open", dir, err)
 	}
 	return dir, nil
-}
-
-func lost(k store.Key, why string) error {
-	return fmt.Errorf("%w: %s: %s", store.ErrLeaseLost, k, why)
-}
-
-func checkKey(k store.Key) error {
-	if err := checkName("environment", k.Environment); err != nil {
-		return err
-	}
-	return checkName("scope", k.Scope)
-}
-
-// checkName refuses anything that is not one plain path segment, before the
-// filesystem is touched: ".", ".." and hidden names (the mutex, temporary
-// files) included.
-func checkName(what, name string) error {
-	if !segment.MatchString(name) || strings.HasPrefix(name, ".") {
-		return errcode.New(errcode.Usage, "invalid %s name %q: use 1 to 128 of a-z A-Z 0-9 . _ -, not starting with a dot", what, name).With("name", name)
-	}
-	return nil
-}
-
-func encodeReceipt(k store.Key, r *receipt.Receipt) ([]byte, error) {
-	if r == nil {
-		return nil, errcode.New(errcode.Internal, "no receipt to write for %s", k)
-	}
-	if err := checkName("run id", r.RunID); err != nil {
-		return nil, err
-	}
-	if r.Environment != k.Environment || r.Scope != k.Scope {
-		return nil, errcode.New(errcode.Internal, "receipt of %s/%s written under the lease of %s", r.Environment, r.Scope, k)
-	}
-	data, err := receipt.Marshal(r)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "encode the receipt of run %s", r.RunID)
-	}
-	if _, err := receipt.Parse(data); err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "refusing to store a receipt that would not read back")
-	}
-	return data, nil
 }
 
 // lockScope takes the scope's mutex, waiting until ctx is done. ctx is only

@@ -403,7 +403,7 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	if err := checkKey(l.Key); err != nil {
 		return err
 	}
-	data, err := encodeReceipt(l.Key, r)
+	data, _, err := store.EncodeReceipt(l.Key, r)
 	if err != nil {
 		return err
 	}
@@ -1492,26 +1492,6 @@ func encodeOwners(prev []byte, scope string, r *receipt.Receipt, now time.Time) 
 		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", scope)
 	}
 	return append(b, '\n'), nil
-}
-
-func encodeReceipt(k store.Key, r *receipt.Receipt) ([]byte, error) {
-	if r == nil {
-		return nil, errcode.New(errcode.Internal, "no receipt to write for %s", k)
-	}
-	if err := checkName("run id", r.RunID); err != nil {
-		return nil, err
-	}
-	if r.Environment != k.Environment || r.Scope != k.Scope {
-		return nil, errcode.New(errcode.Internal, "receipt of %s/%s written under the lease of %s", r.Environment, r.Scope, k)
-	}
-	data, err := receipt.Marshal(r)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "encode the receipt of run %s", r.RunID)
-	}
-	if _, err := receipt.Parse(data); err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "refusing to store a receipt that would not read back")
-	}
-	return data, nil
 }
 
 // readme is the README.md of a scope's branch.

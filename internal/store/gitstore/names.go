@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"encoding/hex"
-	"regexp"
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -18,16 +17,11 @@ const branchRoot = "refs/heads/sponson-receipts/"
 // 255 bytes.
 const maxSegment = 250
 
-// segment is what an environment, scope, run id or record name may be: the
-// rule of every store, so a name accepted here is accepted by the file store
-// and the other way round.
-var segment = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,128}$`)
-
 // checkName refuses anything that is not one plain name before the remote is
 // touched (DESIGN.md §9: no name can reach another ref).
 func checkName(what, name string) error {
-	if !segment.MatchString(name) || strings.HasPrefix(name, ".") {
-		return errcode.New(errcode.Usage, "invalid %s name %q: use 1 to 128 of a-z A-Z 0-9 . _ -, not starting with a dot", what, name).With("name", name)
+	if err := store.CheckName(what, name); err != nil {
+		return err
 	}
 	if len(refSegment(name)) > maxSegment {
 		return errcode.New(errcode.Usage, "%s name %q is too long for a git ref once encoded (%d bytes); shorten it or avoid \"..\", a final \".\" and \".lock\"", what, name, len(refSegment(name))).With("name", name)

@@ -18,10 +18,10 @@ import (
 // read back with receipt.Parse: the store never writes a receipt it would
 // later report as corrupt.
 func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Receipt) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
-	data, parsed, err := encodeReceipt(l.Key, r)
+	data, parsed, err := store.EncodeReceipt(l.Key, r)
 	if err != nil {
 		return err
 	}
@@ -63,34 +63,11 @@ SELECT $1, $2, o.n, o.identity, o.address, o.created_by, $3, coalesce(p.since, c
 	})
 }
 
-// encodeReceipt checks and renders r as the file store does, and returns the
-// copy that reads back.
-func encodeReceipt(k store.Key, r *receipt.Receipt) ([]byte, *receipt.Receipt, error) {
-	if r == nil {
-		return nil, nil, errcode.New(errcode.Internal, "no receipt to write for %s", k)
-	}
-	if err := checkName("run id", r.RunID); err != nil {
-		return nil, nil, err
-	}
-	if r.Environment != k.Environment || r.Scope != k.Scope {
-		return nil, nil, errcode.New(errcode.Internal, "receipt of %s/%s written under the lease of %s", r.Environment, r.Scope, k)
-	}
-	data, err := receipt.Marshal(r)
-	if err != nil {
-		return nil, nil, errcode.Wrap(errcode.Internal, err, "encode the receipt of run %s", r.RunID)
-	}
-	parsed, err := receipt.Parse(data)
-	if err != nil {
-		return nil, nil, errcode.Wrap(errcode.Internal, err, "refusing to store a receipt that would not read back")
-	}
-	return data, parsed, nil
-}
-
 // LatestReceipt returns the scope's latest receipt, nil if it has none. A
 // stored receipt that does not parse is an error (RECEIPT_CORRUPT or
 // RECEIPT_VERSION), never an empty scope.
 func (s *Store) LatestReceipt(ctx context.Context, key store.Key) (*receipt.Receipt, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
 	var body *string
@@ -127,7 +104,7 @@ func parseReceipt(key store.Key, body string) (*receipt.Receipt, error) {
 
 // WriteState replaces the scope's Terraform state, fenced by l.
 func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
 	if state == nil {
@@ -145,7 +122,7 @@ ON CONFLICT (env, scope) DO UPDATE
 
 // ReadState returns the scope's Terraform state, nil if it has none.
 func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
 	return s.readBytes(ctx, "read the state of "+key.String(),
@@ -172,10 +149,10 @@ func (s *Store) readBytes(ctx context.Context, what, q string, args ...any) ([]b
 
 // WriteRecord stores a record of the scope, fenced by l.
 func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, data []byte) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
-	if err := checkName("record", name); err != nil {
+	if err := store.CheckName("record", name); err != nil {
 		return err
 	}
 	if data == nil {
@@ -193,10 +170,10 @@ ON CONFLICT (env, scope, name) DO UPDATE
 
 // ReadRecord returns a record of the scope, nil if there is none.
 func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]byte, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
-	if err := checkName("record", name); err != nil {
+	if err := store.CheckName("record", name); err != nil {
 		return nil, err
 	}
 	return s.readBytes(ctx, "read the record "+name+" of "+key.String(),
@@ -206,10 +183,10 @@ func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]b
 // DeleteRecord removes a record, fenced by l; a missing record is not an
 // error.
 func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
-	if err := checkName("record", name); err != nil {
+	if err := store.CheckName("record", name); err != nil {
 		return err
 	}
 	return s.fenced(ctx, "delete the record "+name+" of "+l.Key.String(), l, func(b *pgx.Batch) {
@@ -221,10 +198,10 @@ func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) er
 // without a fence: it can replace nothing but its own earlier copy, and
 // never the scope's state.
 func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, state []byte) error {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return err
 	}
-	if err := checkName("run id", runID); err != nil {
+	if err := store.CheckName("run id", runID); err != nil {
 		return err
 	}
 	if state == nil {
@@ -241,7 +218,7 @@ ON CONFLICT (env, scope, run_id) DO UPDATE SET at = EXCLUDED.at, data = EXCLUDED
 
 // ListQuarantine returns the quarantined states of key, oldest first.
 func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quarantined, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
 	var out []store.Quarantined
@@ -282,7 +259,7 @@ SELECT o.scope, o.identity, o.address, o.created_by, o.run_id, o.since
 // (env, identity), however many scopes env has. Entries come in scope order,
 // then ledger order.
 func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error) {
-	if err := checkName("environment", env); err != nil {
+	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
 	}
 	q, args := ownersAll, []any{env}
@@ -327,7 +304,7 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 // receipts. A receipt that does not parse fails the listing, naming the
 // scope, rather than showing the scope as empty.
 func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, error) {
-	if err := checkName("environment", env); err != nil {
+	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
 	}
 	type row struct {

@@ -76,10 +76,6 @@ const (
 	applicationName = "sponson"
 )
 
-// segment is what an environment, scope, record name or run id may be: the
-// file store's rule, so that a name valid in one backend is valid in all.
-var segment = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,128}$`)
-
 // kvPassword is the password of a key/value connection string.
 var kvPassword = regexp.MustCompile(`password\s*=\s*('[^']*'|\S*)`)
 
@@ -200,7 +196,7 @@ func (s *Store) Close() error {
 // is refused up front: a lease granted to a run being interrupted would
 // block the scope for a whole TTL.
 func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl time.Duration) (store.Grant, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return store.Grant{}, err
 	}
 	if ctx.Err() != nil {
@@ -317,7 +313,7 @@ func scanGrant(row pgx.Row, key store.Key, holder string, g *store.Grant) error 
 // lease; store.ErrLeaseLost otherwise. Renewing twice (a retry after a lost
 // answer) only extends it again.
 func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return store.Lease{}, err
 	}
 	if ttl < time.Millisecond {
@@ -350,7 +346,7 @@ RETURNING expires_at`), l.Key.Environment, l.Key.Scope, l.Holder, l.Token, ttl).
 // already done when Release is called (cleanup after an interrupt) is
 // replaced by a short one of its own, so the lease is still freed.
 func (s *Store) Release(ctx context.Context, l store.Lease) error {
-	if err := checkKey(l.Key); err != nil {
+	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
 	if err := checkHolder(l); err != nil {
@@ -399,7 +395,7 @@ SELECT holder IS NULL AND token = $3 AND last_holder = $4 FROM {s}.leases WHERE 
 // ReadLease returns the lease record of key, the zero LeaseInfo if the scope
 // never had one.
 func (s *Store) ReadLease(ctx context.Context, key store.Key) (store.LeaseInfo, error) {
-	if err := checkKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return store.LeaseInfo{}, err
 	}
 	var info store.LeaseInfo
@@ -495,23 +491,6 @@ func checkHolder(l store.Lease) error {
 
 func lost(k store.Key, why string) error {
 	return fmt.Errorf("%w: %s: %s", store.ErrLeaseLost, k, why)
-}
-
-func checkKey(k store.Key) error {
-	if err := checkName("environment", k.Environment); err != nil {
-		return err
-	}
-	return checkName("scope", k.Scope)
-}
-
-// checkName refuses anything that is not one plain path segment, before the
-// database is asked, exactly as the file store does: names move between
-// backends.
-func checkName(what, name string) error {
-	if !segment.MatchString(name) || strings.HasPrefix(name, ".") {
-		return errcode.New(errcode.Usage, "invalid %s name %q: use 1 to 128 of a-z A-Z 0-9 . _ -, not starting with a dot", what, name).With("name", name)
-	}
-	return nil
 }
 
 // storable reports whether a text column can hold v.

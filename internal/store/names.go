@@ -1,0 +1,63 @@
+package store
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// segment is what an environment, scope, run id or record name may be in
+// every store: one plain path segment or ref component, so a name that one
+// backend accepts every backend accepts, and none can climb out of its
+// directory or reach another ref (DESIGN.md §9).
+var segment = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,128}$`)
+
+// CheckName refuses anything that is not one plain name, before a backend
+// touches its storage: ".", ".." and hidden names included.
+func CheckName(what, name string) error {
+	if !segment.MatchString(name) || strings.HasPrefix(name, ".") {
+		return errcode.New(errcode.Usage, "invalid %s name %q: use 1 to 128 of a-z A-Z 0-9 . _ -, not starting with a dot", what, name).With("name", name)
+	}
+	return nil
+}
+
+// CheckKey checks both names of a key.
+func CheckKey(k Key) error {
+	if err := CheckName("environment", k.Environment); err != nil {
+		return err
+	}
+	return CheckName("scope", k.Scope)
+}
+
+// Lost returns ErrLeaseLost for k with the reason, as every backend reports a
+// refused fenced write.
+func Lost(k Key, why string) error {
+	return fmt.Errorf("%w: %s: %s", ErrLeaseLost, k, why)
+}
+
+// EncodeReceipt checks r for a write under the lease of k and renders it as
+// stored; it returns the copy that reads back. A backend never stores a
+// receipt it would later report as corrupt.
+func EncodeReceipt(k Key, r *receipt.Receipt) ([]byte, *receipt.Receipt, error) {
+	if r == nil {
+		return nil, nil, errcode.New(errcode.Internal, "no receipt to write for %s", k)
+	}
+	if err := CheckName("run id", r.RunID); err != nil {
+		return nil, nil, err
+	}
+	if r.Environment != k.Environment || r.Scope != k.Scope {
+		return nil, nil, errcode.New(errcode.Internal, "receipt of %s/%s written under the lease of %s", r.Environment, r.Scope, k)
+	}
+	data, err := receipt.Marshal(r)
+	if err != nil {
+		return nil, nil, errcode.Wrap(errcode.Internal, err, "encode the receipt of run %s", r.RunID)
+	}
+	parsed, err := receipt.Parse(data)
+	if err != nil {
+		return nil, nil, errcode.Wrap(errcode.Internal, err, "refusing to store a receipt that would not read back")
+	}
+	return data, parsed, nil
+}
