@@ -13,9 +13,13 @@ func NewCmdApply(f *Factory, out *outcome, runF func(context.Context, *runInput)
 	return newRunCmd(f, out, scoperun.Apply,
 		"Plan and apply the configuration in this run's scope",
 		`Apply takes the scope's lease (exit 3, LOCK_HELD, when another run holds it;
---wait queues behind it), serves the scope's own state to the engine through a
-state server whose every write is fenced by the lease, runs init, plan and apply
-through the engine, and writes a receipt listing what the scope owns.
-
-Production needs --approved-by NAME (ENV_NOT_APPROVED otherwise).`, runF)
+--wait queues behind it) and serves the scope's own state to the engine through a
+state server whose every write is fenced by the lease. It runs init and plan,
+then refuses before the engine writes anything when the plan changes a resource
+another scope of the environment owns (exit 1, OWNED_BY_OTHER_SCOPE) or writes
+production without a named approver (exit 2, ENV_NOT_APPROVED: pass
+--approved-by). It records every create as an intent, leases the shared parent
+objects the plan touches, applies, and writes a receipt listing what the scope
+owns. A pull request scope with no receipt takes over what its head branch's
+scope created (succession).`, runF)
 }

@@ -13,6 +13,9 @@ func NewCmdDestroy(f *Factory, out *outcome, runF func(context.Context, *runInpu
 	return newRunCmd(f, out, scoperun.Destroy,
 		"Destroy everything this run's scope owns, and nothing else",
 		`Destroy takes the scope's lease and destroys the resources in the scope's own
-state; other scopes have their own states and are never touched. The receipt
-records the scope as destroyed with an empty ledger.`, runF)
+state; other scopes have their own states and are never touched (a planned
+delete of another scope's resource is refused like in apply). The receipt
+records the scope as destroyed with an empty ledger. A scope that was never
+applied, or is destroyed already, has nothing to destroy: the command says so
+and writes nothing.`, runF)
 }

@@ -13,5 +13,8 @@ func NewCmdPlan(f *Factory, out *outcome, runF func(context.Context, *runInput) 
 	return newRunCmd(f, out, scoperun.Plan,
 		"Show what apply would change in this run's scope",
 		`Plan runs init and plan against the scope's own state without taking the lease
-and without writing anything; it warns when an apply is running in the scope.`, runF)
+and without writing anything; it warns when an apply is running in the scope and
+when the apply will need a named approver. Like apply, it fails (exit 1,
+OWNED_BY_OTHER_SCOPE) when the plan changes a resource another scope owns, so CI
+fails at plan time.`, runF)
 }
