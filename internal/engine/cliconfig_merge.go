@@ -22,16 +22,11 @@ type span struct{ start, end int }
 func blockAt(src []byte, from int, name *regexp.Regexp) (whole, body span, ok bool) {
 	depth := 0
 	for i := from; i < len(src); {
+		if j := skipNonCode(src, i); j != i {
+			i = j
+			continue
+		}
 		switch c := src[i]; {
-		case c == '"':
-			i = skipString(src, i)
-			continue
-		case c == '#' || (c == '/' && i+1 < len(src) && src[i+1] == '/'):
-			i = skipLine(src, i)
-			continue
-		case c == '/' && i+1 < len(src) && src[i+1] == '*':
-			i = skipBlockComment(src, i)
-			continue
 		case c == '{':
 			depth++
 		case c == '}':
@@ -61,19 +56,14 @@ func isIdent(c byte) bool {
 func matchBrace(src []byte, open int) int {
 	depth := 0
 	for i := open; i < len(src); {
-		switch c := src[i]; {
-		case c == '"':
-			i = skipString(src, i)
+		if j := skipNonCode(src, i); j != i {
+			i = j
 			continue
-		case c == '#' || (c == '/' && i+1 < len(src) && src[i+1] == '/'):
-			i = skipLine(src, i)
-			continue
-		case c == '/' && i+1 < len(src) && src[i+1] == '*':
-			i = skipBlockComment(src, i)
-			continue
-		case c == '{':
+		}
+		switch src[i] {
+		case '{':
 			depth++
-		case c == '}':
+		case '}':
 			depth--
 			if depth == 0 {
 				return i
@@ -82,6 +72,21 @@ func matchBrace(src []byte, open int) int {
 		i++
 	}
 	return -1
+}
+
+// skipNonCode returns the index right after the string or comment that
+// starts at i, or i itself when none starts there: braces inside them do not
+// count.
+func skipNonCode(src []byte, i int) int {
+	switch c := src[i]; {
+	case c == '"':
+		return skipString(src, i)
+	case c == '#' || (c == '/' && i+1 < len(src) && src[i+1] == '/'):
+		return skipLine(src, i)
+	case c == '/' && i+1 < len(src) && src[i+1] == '*':
+		return skipBlockComment(src, i)
+	}
+	return i
 }
 
 func skipString(src []byte, i int) int {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
@@ -60,4 +61,24 @@ func EncodeReceipt(k Key, r *receipt.Receipt) ([]byte, *receipt.Receipt, error) 
 		return nil, nil, errcode.Wrap(errcode.Internal, err, "refusing to store a receipt that would not read back")
 	}
 	return data, parsed, nil
+}
+
+// OwnersOf returns the ownership-index entries of a scope's receipt r. An
+// identity the scope's previous entries (prev) already held keeps the time
+// it was first recorded; a new one gets now, the store's clock: Since orders
+// two scopes' intents for one identity (ownership.Winner).
+func OwnersOf(scope string, r *receipt.Receipt, prev []Owner, now time.Time) []Owner {
+	since := make(map[string]time.Time, len(prev))
+	for _, o := range prev {
+		since[o.Identity] = o.Since
+	}
+	out := make([]Owner, 0, len(r.Ledger))
+	for _, e := range r.Ledger {
+		at, ok := since[e.Identity]
+		if !ok {
+			at = now
+		}
+		out = append(out, Owner{Scope: scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
+	}
+	return out
 }

@@ -302,23 +302,11 @@ type ownersDoc struct {
 }
 
 func encodeOwners(prevPath, scope string, r *receipt.Receipt, now time.Time) ([]byte, error) {
-	since := map[string]time.Time{}
+	var prev ownersDoc
 	if b, err := os.ReadFile(prevPath); err == nil {
-		var prev ownersDoc
-		if json.Unmarshal(b, &prev) == nil {
-			for _, o := range prev.Entries {
-				since[o.Identity] = o.Since
-			}
-		}
+		_ = json.Unmarshal(b, &prev) // an unreadable part only loses its Since times
 	}
-	doc := ownersDoc{RunID: r.RunID, Entries: make([]store.Owner, 0, len(r.Ledger))}
-	for _, e := range r.Ledger {
-		at, ok := since[e.Identity]
-		if !ok {
-			at = now
-		}
-		doc.Entries = append(doc.Entries, store.Owner{Scope: scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
-	}
+	doc := ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(scope, r, prev.Entries, now)}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", scope)

@@ -1470,21 +1470,11 @@ type ownersDoc struct {
 // encodeOwners builds the index part of r; prev is the part it replaces,
 // whose Since times are kept for the identities r still lists.
 func encodeOwners(prev []byte, scope string, r *receipt.Receipt, now time.Time) ([]byte, error) {
-	since := map[string]time.Time{}
 	var old ownersDoc
-	if prev != nil && json.Unmarshal(prev, &old) == nil {
-		for _, o := range old.Entries {
-			since[o.Identity] = o.Since
-		}
+	if prev != nil {
+		_ = json.Unmarshal(prev, &old) // an unreadable part only loses its Since times
 	}
-	doc := ownersDoc{RunID: r.RunID, Entries: make([]store.Owner, 0, len(r.Ledger))}
-	for _, e := range r.Ledger {
-		at, ok := since[e.Identity]
-		if !ok {
-			at = now
-		}
-		doc.Entries = append(doc.Entries, store.Owner{Scope: scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
-	}
+	doc := ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(scope, r, old.Entries, now)}
 	// Compact, unlike the documents people read: every foreign check
 	// decodes the index part of every scope of the environment.
 	b, err := json.Marshal(doc)
