@@ -2,6 +2,7 @@ package scoperun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ func (r *runner) finishPredecessor(ctx context.Context, l store.Lease, promised 
 }
 
 func (r *runner) fenceErr(err error) error {
-	if strings.Contains(err.Error(), store.ErrLeaseLost.Error()) {
+	if errors.Is(err, store.ErrLeaseLost) {
 		return errcode.Wrap(errcode.LockLost, err, "the handover lost a lease")
 	}
 	return err

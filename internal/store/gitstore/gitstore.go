@@ -1411,24 +1411,20 @@ func (r *retrier) wait() (ok bool, err error) {
 // write one atomic step.
 func fence(l store.Lease, cur *snapshot, now time.Time) error {
 	if l.Holder == "" {
-		return lost(l.Key, "the lease has no holder")
+		return store.Lost(l.Key, "the lease has no holder")
 	}
 	c := cur.lease
 	switch {
 	case !cur.hasLease || c.Holder == "" && c.Token == 0:
-		return lost(l.Key, "the scope has no lease record")
+		return store.Lost(l.Key, "the scope has no lease record")
 	case c.Holder == "":
-		return lost(l.Key, fmt.Sprintf("the lease was released (token %d)", c.Token))
+		return store.Lost(l.Key, fmt.Sprintf("the lease was released (token %d)", c.Token))
 	case c.Holder != l.Holder || c.Token != l.Token:
-		return lost(l.Key, fmt.Sprintf("the lease is now %s's with token %d", c.Holder, c.Token))
+		return store.Lost(l.Key, fmt.Sprintf("the lease is now %s's with token %d", c.Holder, c.Token))
 	case !now.Before(c.ExpiresAt):
-		return lost(l.Key, "the lease expired at "+c.ExpiresAt.Format(time.RFC3339Nano))
+		return store.Lost(l.Key, "the lease expired at "+c.ExpiresAt.Format(time.RFC3339Nano))
 	}
 	return nil
-}
-
-func lost(k store.Key, why string) error {
-	return fmt.Errorf("%w: %s: %s", store.ErrLeaseLost, k, why)
 }
 
 // clock returns the store's time without a monotonic reading, in UTC, so the

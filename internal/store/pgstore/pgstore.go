@@ -445,15 +445,15 @@ func (s *Store) lostReason(ctx context.Context, l store.Lease) error {
 		l.Key.Environment, l.Key.Scope).Scan(&holder, &token, &expiry)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return lost(l.Key, "the scope has no lease record")
+		return store.Lost(l.Key, "the scope has no lease record")
 	case err != nil:
 		return err
 	case holder == nil:
-		return lost(l.Key, fmt.Sprintf("the lease was released (token %d)", token))
+		return store.Lost(l.Key, fmt.Sprintf("the lease was released (token %d)", token))
 	case *holder != l.Holder || token != l.Token:
-		return lost(l.Key, fmt.Sprintf("the lease is now %s's with token %d", *holder, token))
+		return store.Lost(l.Key, fmt.Sprintf("the lease is now %s's with token %d", *holder, token))
 	default:
-		return lost(l.Key, "the lease expired at "+expiry.UTC().Format(time.RFC3339Nano))
+		return store.Lost(l.Key, "the lease expired at "+expiry.UTC().Format(time.RFC3339Nano))
 	}
 }
 
@@ -471,7 +471,7 @@ func (s *Store) fenced(ctx context.Context, what string, l store.Lease, queue fu
 		err := s.pool.SendBatch(ctx, b).Close()
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == fenceState {
-			return lost(l.Key, pe.Message)
+			return store.Lost(l.Key, pe.Message)
 		}
 		return err
 	})
@@ -481,16 +481,12 @@ func (s *Store) fenced(ctx context.Context, what string, l store.Lease, queue fu
 // database: no holder, or one the database cannot even store.
 func checkHolder(l store.Lease) error {
 	if l.Holder == "" {
-		return lost(l.Key, "the lease has no holder")
+		return store.Lost(l.Key, "the lease has no holder")
 	}
 	if !storable(l.Holder) {
-		return lost(l.Key, "no lease is granted to a holder with NUL or invalid UTF-8")
+		return store.Lost(l.Key, "no lease is granted to a holder with NUL or invalid UTF-8")
 	}
 	return nil
-}
-
-func lost(k store.Key, why string) error {
-	return fmt.Errorf("%w: %s: %s", store.ErrLeaseLost, k, why)
 }
 
 // storable reports whether a text column can hold v.
