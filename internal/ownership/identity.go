@@ -7,7 +7,7 @@
 // that `moved` blocks and renames keep ownership and two scopes that name
 // the same object collide even with different addresses:
 //
-//	<provider source>|<type>|<attr>=<json value>[,<attr>=<json value>...]
+//	<provider source>|<type>|<attr>=<canonical JSON value>[,...]
 //
 // The identifying attributes of a type are declared in the sponson_scope
 // resource's `identity` policy; where the engine's JSON exposes the
@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // ScopeResourceType is the resource whose planned values carry the policy.
@@ -74,7 +75,9 @@ func (pol Policy) Of(provider, typ string, attrs map[string]any, unknownAttrs ma
 				continue
 			}
 			v, present := attrs[n]
-			if !present || v == nil {
+			// Normalized first: a state's null of a dynamically typed
+			// attribute is a wrapper around null.
+			if v = Normalize(v); !present || v == nil {
 				unknown = append(unknown, n)
 				continue
 			}
@@ -102,14 +105,69 @@ func isUnknown(unknownAttrs map[string]any, name string) bool {
 	return ok && b
 }
 
-// canonical renders a value as JSON with sorted keys (encoding/json sorts
-// map keys), so equal values give equal identities.
+// canonical renders an identifying value in its one canonical form, JSON
+// with sorted keys (encoding/json sorts map keys) of the value Normalize
+// returns, so that equal values give equal identities whatever their
+// source: a plan, a state or an import (issue 12 item 2).
 func canonical(v any) string {
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(Normalize(v))
 	if err != nil {
 		return fmt.Sprintf("%v", v)
 	}
 	return string(b)
+}
+
+// Normalize returns a decoded JSON value the way a plan shows it. A state
+// stores the value of a dynamically typed attribute (terraform_data's
+// input, for one) together with its type, as {"value": ..., "type": ...},
+// where the plan JSON shows the bare value; such a wrapper is unwrapped at
+// every depth, since an object attribute can be dynamically typed too. A
+// map that merely looks like a wrapper (exactly the keys "type" and
+// "value", with a valid type) is unwrapped wherever it comes from, so both
+// sources still agree. Numbers given as json.Number become float64, as
+// encoding/json decodes them elsewhere.
+func Normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if inner, ok := dynamicValue(x); ok {
+			return Normalize(inner)
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = Normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Normalize(e)
+		}
+		return out
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+	}
+	return v
+}
+
+// dynamicValue returns the value of a state's wrapper of a dynamically
+// typed value: a map of exactly "value" and "type", whose type is a type
+// in the engine's JSON type syntax.
+func dynamicValue(m map[string]any) (any, bool) {
+	t, hasType := m["type"]
+	v, hasValue := m["value"]
+	if len(m) != 2 || !hasType || !hasValue {
+		return nil, false
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, false
+	}
+	if _, err := ctyjson.UnmarshalType(b); err != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 // Planned is one planned change of a managed resource, with its identity.
@@ -123,6 +181,8 @@ type Planned struct {
 	// (Unknown names them); the change is then checked after the apply.
 	Identity string
 	Unknown  []string
+	// Imports is set when the change imports an existing object.
+	Imports bool
 }
 
 // Creates reports whether the change creates an object (create or replace).
@@ -135,9 +195,15 @@ func (p Planned) Creates() bool {
 	return false
 }
 
+// ActionImport is the action Identify adds to a planned import: taking an
+// existing object into the scope's state is a change of ownership, also
+// when the engine plans no change to the object itself (issue 12 item 3).
+const ActionImport = "import"
+
 // Identify lists the changes of a plan that write (create, update, replace,
-// delete) with their identities. Reads and no-ops are left out: reading a
-// foreign resource is allowed.
+// delete, import) with their identities. Reads and no-ops are left out:
+// reading a foreign resource is allowed. An import is kept whatever its
+// action, no-op included.
 func Identify(p *tfjson.Plan, pol Policy) []Planned {
 	var out []Planned
 	if p == nil {
@@ -148,12 +214,18 @@ func Identify(p *tfjson.Plan, pol Policy) []Planned {
 			continue
 		}
 		a := rc.Change.Actions
-		if a.NoOp() || a.Read() || len(a) == 0 {
+		imports := rc.Change.Importing != nil
+		if (a.NoOp() && !imports) || a.Read() || len(a) == 0 {
 			continue
 		}
-		pl := Planned{Address: rc.Address, PreviousAddress: rc.PreviousAddress, Type: rc.Type, Provider: rc.ProviderName}
+		pl := Planned{Address: rc.Address, PreviousAddress: rc.PreviousAddress, Type: rc.Type, Provider: rc.ProviderName, Imports: imports}
+		if imports {
+			pl.Actions = append(pl.Actions, ActionImport)
+		}
 		for _, x := range a {
-			pl.Actions = append(pl.Actions, string(x))
+			if x != tfjson.ActionNoop {
+				pl.Actions = append(pl.Actions, string(x))
+			}
 		}
 		if a.Delete() {
 			before, _ := rc.Change.Before.(map[string]any)

@@ -48,10 +48,13 @@ func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Plann
 			}
 		}
 	}
-	created := map[string]bool{}
+	created, imported := map[string]bool{}, map[string]bool{}
 	for _, p := range planned {
 		if p.Creates() {
 			created[p.Address] = true
+		}
+		if p.Imports {
+			imported[p.Address] = true
 		}
 	}
 	entries = []receipt.Entry{}
@@ -63,6 +66,10 @@ func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Plann
 			Type:      o.Type,
 			ID:        o.ID,
 			CreatedBy: receipt.CreatedBySponson,
+		}
+		if imported[o.Address] {
+			// Sponson did not create an object it imported.
+			e.CreatedBy = receipt.CreatedByAdopted
 		}
 		if old, ok := known[e.Identity]; ok {
 			e.CreatedBy = old.CreatedBy

@@ -166,3 +166,19 @@ func TestIntents(t *testing.T) {
 		t.Errorf("intents (-want +got):\n%s", diff)
 	}
 }
+
+// TestIdentifyKeepsImports (issue 12 item 3): an import is a change of
+// ownership, also when the engine plans no change to the object.
+func TestIdentifyKeepsImports(t *testing.T) {
+	t.Parallel()
+	obj := map[string]any{"id": "u-1", "name": "shared"}
+	noop := change(`fixture_object.o["x"]`, "fixture_object", tfjson.Actions{tfjson.ActionNoop}, obj, obj, nil)
+	noop.Change.Importing = &tfjson.Importing{ID: "shared"}
+	untouched := change(`fixture_object.o["y"]`, "fixture_object", tfjson.Actions{tfjson.ActionNoop}, obj, obj, nil)
+	got := Identify(&tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{noop, untouched}}, Policy{Identity: map[string][]string{"fixture_object": {"name"}}})
+	want := []Planned{{Address: `fixture_object.o["x"]`, Type: "fixture_object", Provider: fixture, Actions: []string{ActionImport},
+		Identity: fixture + `|fixture_object|name="shared"`, Imports: true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Identify (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,130 @@
+package wrapper_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The identity attacks of issue 12, with real sponson and tofu processes:
+// a scope's own policy must not decide whether it collides with an owner
+// (item 1), an identity is the same whether read from a plan or from a
+// state (item 2), and an import is a change of ownership even when the
+// engine plans it as a no-op (item 3).
+
+const inputPolicy = `policy={terraform_data=["input"]}`
+
+// dataID returns the id of terraform_data.d[key] in a scope's state.
+func dataID(t *testing.T, dir, scope, key string) string {
+	t.Helper()
+	var id string
+	for addr, attrs := range stateResourcesByAddress(t, dir, "preview", scope) {
+		if addr == fmt.Sprintf("terraform_data.d[%q]", key) {
+			id, _ = attrs["id"].(string)
+		}
+	}
+	if id == "" {
+		t.Fatalf("no terraform_data.d[%q] in the state of %s", key, scope)
+	}
+	return id
+}
+
+// refused asserts that a run was refused with OWNED_BY_OTHER_SCOPE naming
+// owner.
+func refused(t *testing.T, what string, r result, owner string) {
+	t.Helper()
+	if r.exit != 1 || r.code(t) != "OWNED_BY_OTHER_SCOPE" || !strings.Contains(r.stdout, "scope "+owner+" owns") {
+		t.Fatalf("%s: exit %d %q, want OWNED_BY_OTHER_SCOPE naming %s\nstdout:\n%s\nstderr:\n%s", what, r.exit, r.code(t), owner, r.stdout, r.stderr)
+	}
+}
+
+// TestE2EDynamicIdentityFromPlanAndState (issue 12 item 2): main owns a
+// terraform_data whose input is identifying; its ledger reads the input
+// from the state, where a dynamically typed value is stored with its type.
+// Another scope planning the same input must collide with it.
+func TestE2EDynamicIdentityFromPlanAndState(t *testing.T) {
+	h := e2e(t)
+	env, _ := fixtureEnv(t)
+	dir := h.workdir("testdata/identity")
+	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", inputPolicy, "-var", `data={a="same"}`)
+	for _, e := range latestReceipt(t, dir, "preview", "main").Ledger {
+		if e.Type == "terraform_data" && e.Identity != `terraform.io/builtin/terraform|terraform_data|input="same"` {
+			t.Errorf("main's ledger identity %q; want the input's value, as a plan gives it", e.Identity)
+		}
+	}
+	for _, cmd := range []string{"plan", "apply"} {
+		r := h.run(dir, env, cmd, "--scope", "pr-2", "--json", "-var", inputPolicy, "-var", `data={b="same"}`)
+		refused(t, cmd+" pr-2 with main's input", r, "main")
+	}
+}
+
+// TestE2ENoOpImportOfForeignObject (issue 12 item 3): importing another
+// scope's object unchanged is a change of ownership. It must be refused;
+// otherwise the importer co-owns the object and the owner's destroy is
+// refused forever.
+func TestE2ENoOpImportOfForeignObject(t *testing.T) {
+	h := e2e(t)
+	env, objects := fixtureEnv(t)
+	dir := h.workdir("testdata/identity")
+	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", `objects={a="shared"}`)
+	for _, cmd := range []string{"plan", "apply"} {
+		r := h.run(dir, env, cmd, "--scope", "pr-2", "--json", "-var", `objects={x="shared"}`, "-var", `import_objects={x="shared"}`)
+		refused(t, cmd+" pr-2 importing main's object unchanged", r, "main")
+	}
+	h.mustRunEnv(dir, env, "destroy", "--scope", "main", "-var", `objects={a="shared"}`)
+	if _, err := os.Stat(filepath.Join(objects, "objects", "shared.json")); err == nil {
+		t.Error("main's destroy left its object")
+	}
+}
+
+// stateResourcesByAddress returns the attributes of every managed resource
+// instance of a scope's state by address.
+func stateResourcesByAddress(t *testing.T, dir, env, scope string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, o := range readStateObjects(t, filepath.Join(dir, ".sponson", env, scope, "terraform.tfstate")) {
+		out[o.address] = o.attrs
+	}
+	return out
+}
+
+type stateObject struct {
+	address string
+	attrs   map[string]any
+}
+
+func readStateObjects(t *testing.T, path string) []stateObject {
+	t.Helper()
+	var st struct {
+		Resources []struct {
+			Mode, Type, Name string
+			Instances        []struct {
+				IndexKey   any            `json:"index_key"`
+				Attributes map[string]any `json:"attributes"`
+			}
+		}
+	}
+	if err := json.Unmarshal(readFile(t, path), &st); err != nil {
+		t.Fatal(err)
+	}
+	var out []stateObject
+	for _, r := range st.Resources {
+		if r.Mode != "managed" {
+			continue
+		}
+		for _, in := range r.Instances {
+			addr := r.Type + "." + r.Name
+			switch k := in.IndexKey.(type) {
+			case string:
+				addr += fmt.Sprintf("[%q]", k)
+			case float64:
+				addr += fmt.Sprintf("[%d]", int(k))
+			}
+			out = append(out, stateObject{addr, in.Attributes})
+		}
+	}
+	return out
+}
