@@ -240,32 +240,6 @@ func (r *runner) inheritedReceipt(pred *receipt.Receipt) *receipt.Receipt {
 	}
 }
 
-// completeSuccession runs steps 4 to 6 after the successor's apply
-// succeeded: the predecessor's side, then the successor's receipt rec
-// closes the handover.
-func (r *runner) completeSuccession(ctx context.Context, rec *receipt.Receipt) error {
-	if r.handover == nil || (r.handover.promised == nil && !r.handover.done) {
-		return nil
-	}
-	failpoint.Hit(succession.StepApplied)
-	if p := r.handover.promised; p != nil && p.SupersededBy != r.key.Scope {
-		if _, err := r.finishPredecessor(ctx, r.handover.held.Lease(), p); err != nil {
-			return err
-		}
-	}
-	rec.Inheriting = ""
-	return r.writeReceipt(ctx, rec)
-}
-
-// releaseHandover releases the predecessor's lease, if the run took it.
-func (r *runner) releaseHandover(ctx context.Context) {
-	if r.handover != nil && r.handover.held != nil {
-		if w := r.handover.held.Release(ctx); w != "" {
-			r.warn(w)
-		}
-	}
-}
-
 // unpromisedCopy reports whether this scope's state is only a copy of a
 // predecessor's that was never promised to it: the resources are not this
 // scope's, and its destroy must leave them alone.

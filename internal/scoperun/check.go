@@ -1,0 +1,157 @@
+package scoperun
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// checked is what planAndCheck produced: the saved plan, what it changes,
+// and the ownership and policy the later phases apply to it.
+type checked struct {
+	path    string // the saved plan file
+	changed bool
+	plan    *tfjson.Plan
+	policy  ownership.Policy
+	planned []ownership.Planned
+	rules   ownership.Rules
+}
+
+// planAndCheck is the sixth phase: the engine plans (a run that writes
+// takes the engine's state lock for it), and the plan is checked before the
+// engine writes anything: no change may touch what another scope owns, and
+// a run that writes production needs a named approver.
+func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir) (*checked, error) {
+	c := &checked{path: filepath.Join(work.tmp, "plan.bin")}
+	var err error
+	c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars)
+	if err != nil {
+		return nil, r.engineErr(ctx, err)
+	}
+	if c.plan, err = eng.sess.ShowPlan(eng.ctx, c.path); err != nil {
+		return nil, r.engineErr(ctx, err)
+	}
+	r.res.Summary = engine.Summarize(c.plan)
+	c.policy = ownership.PolicyFromPlan(c.plan)
+	c.planned = ownership.Identify(c.plan, c.policy)
+	for _, p := range c.planned {
+		if p.Identity == "" && len(p.Unknown) > 0 && p.Creates() {
+			r.info(fmt.Sprintf("identity of %s is unknown until apply (%s); it is recorded under its address until then", p.Address, strings.Join(p.Unknown, ", ")))
+		}
+	}
+	// The foreign check: before the engine writes anything, no planned
+	// change may touch an object another scope of the environment owns.
+	if err := r.checkForeign(ctx, c.planned); err != nil {
+		return nil, err
+	}
+	c.rules = ownership.RulesFromPlan(c.plan)
+	if err := r.checkApproval(c.rules, c.plan); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// planOutcome is where a plan ends: its status says whether it changes
+// anything.
+func (r *runner) planOutcome(c *checked) {
+	r.res.Status = receipt.StatusUnchanged
+	if c.changed {
+		r.res.Status = "changes"
+	}
+}
+
+// checkForeign refuses the run when a planned change touches an object that
+// another scope of the environment owns or intends to create.
+func (r *runner) checkForeign(ctx context.Context, planned []ownership.Planned) error {
+	ids := ownership.Identities(planned)
+	if len(ids) == 0 {
+		return nil
+	}
+	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ids)
+	if err != nil {
+		return err
+	}
+	if r.handover != nil {
+		// The predecessor's entries are promised to this scope; its index
+		// drops them when the handover finishes.
+		owners = slices.DeleteFunc(owners, func(o store.Owner) bool { return o.Scope == r.handover.pred.Scope })
+	}
+	return foreignError(r.key.Scope, ownership.Check(planned, owners, r.key.Scope))
+}
+
+func foreignError(scope string, conflicts []ownership.Conflict) error {
+	if len(conflicts) == 0 {
+		return nil
+	}
+	var lines []string
+	var details []map[string]string
+	owners := map[string]bool{}
+	for _, c := range conflicts {
+		how := "owns"
+		if c.Owner.CreatedBy == receipt.CreatedByIntent {
+			how = "is creating"
+		}
+		lines = append(lines, fmt.Sprintf("%s (%s) would %s %s, which scope %s %s (run %s)",
+			scope, strings.Join(c.Change.Actions, "+"), "change", c.Change.Address, c.Owner.Scope, how, c.Owner.RunID))
+		details = append(details, map[string]string{
+			"address": c.Change.Address, "identity": c.Change.Identity, "owner": c.Owner.Scope,
+			"ownerRun": c.Owner.RunID, "ownerAddress": c.Owner.Address, "ownedAs": c.Owner.CreatedBy,
+		})
+		owners[c.Owner.Scope] = true
+	}
+	var names []string
+	for o := range owners {
+		names = append(names, o)
+	}
+	sort.Strings(names)
+	return errcode.New(errcode.OwnedByOtherScope, "%d planned change(s) touch resources another scope owns; nothing was written:\n  %s", len(conflicts), strings.Join(lines, "\n  ")).
+		WithHint(fmt.Sprintf("Apply these changes from the owning scope (%s), or read the resources with a data source instead of managing them here.", strings.Join(names, ", "))).
+		With("conflicts", details)
+}
+
+// checkApproval refuses a run that can write production without a named
+// approver (ENV_NOT_APPROVED, exit 2), before the engine writes anything: in
+// the production environment, or when the plan changes a resource the
+// sponson_scope policy marks as production. A plan is never refused; it says
+// that its apply will need approval.
+func (r *runner) checkApproval(rules ownership.Rules, plan *tfjson.Plan) error {
+	hits := rules.ProductionChanges(plan)
+	if !ownership.NeedsApproval(r.key.Environment, hits) {
+		return nil
+	}
+	var why []string
+	for _, h := range hits {
+		why = append(why, fmt.Sprintf("%s (%s)", h.Address, h.Rule))
+	}
+	reason := "the environment is production"
+	if len(why) > 0 {
+		reason = "it writes production: " + strings.Join(why, ", ")
+	}
+	name, err := rules.Approved(r.o.ApprovedBy)
+	if r.o.Command == Plan {
+		if err != nil {
+			r.res.NeedsApproval = true
+			r.warn(fmt.Sprintf("apply will need a named approver (--approved-by) because %s", reason))
+		}
+		return nil
+	}
+	if err != nil {
+		e := errcode.As(err)
+		e.Message += "; " + reason
+		return e.With("productionChanges", why)
+	}
+	r.o.ApprovedBy = name
+	r.info(fmt.Sprintf("approved by %s (%s)", name, reason))
+	return nil
+}

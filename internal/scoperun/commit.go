@@ -1,0 +1,187 @@
+package scoperun
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/failpoint"
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// commitIntents is the seventh phase: it leases the parent objects the plan
+// writes into, then writes the checkpoint, the receipt of a run under way
+// that holds an intent for every create, and settles a race with another
+// scope's intents for the same objects. It returns the receipt that record
+// completes.
+func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *checked, prev *receipt.Receipt, settled []receipt.Settlement) (*receipt.Receipt, error) {
+	releaseParents, err := r.acquireParents(eng.ctx, c.rules, c.plan, eng.stop)
+	if err != nil {
+		return nil, err
+	}
+	r.onRelease(releaseParents)
+
+	rec := r.newReceipt(prev, c.plan, c.planned)
+	rec.Settled = settled
+	r.res.Receipt = rec
+	// The checkpoint: before the engine writes anything, the store knows a
+	// run is under way and holds an intent for every create, so a crash
+	// mid-apply never leaves a resource nobody knows may exist.
+	if err := r.writeReceipt(bg, rec); err != nil {
+		return nil, err
+	}
+	// Another scope may have written an intent for the same object since
+	// the check: with both intents in the index, one deterministic rule
+	// says who goes on.
+	if err := r.settleRaces(ctx, c.planned); err != nil {
+		rec.Status = receipt.StatusFailed
+		rec.FinishedAt = time.Now().UTC()
+		rec.Ledger = carried(prev)
+		e := errcode.As(err)
+		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
+		r.res.Status = rec.Status
+		if werr := r.writeReceipt(bg, rec); werr != nil {
+			return nil, werr
+		}
+		return nil, err
+	}
+	return rec, nil
+}
+
+// acquireParents takes a lease on every parent object whose children the
+// plan changes, in the order of their keys, so that two runs wanting the
+// same parents never deadlock; it is called while the run holds only its own
+// scope lease and never waits for a scope lease afterwards. Losing a parent
+// lease stops the engine like losing the scope lease. The returned function
+// releases them.
+func (r *runner) acquireParents(ctx context.Context, rules ownership.Rules, plan *tfjson.Plan, stop context.CancelCauseFunc) (func(), error) {
+	var held []*lease.Held
+	release := func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			if w := held[i].Release(context.WithoutCancel(ctx)); w != "" {
+				r.warn(w)
+			}
+		}
+	}
+	if failpoint.Disabled("parent-leases") {
+		return release, nil
+	}
+	for _, u := range rules.UnresolvedParents(plan) {
+		r.warn(fmt.Sprintf("the parent object of %s is not known until apply (%s): it cannot be leased, and concurrent writers of it may lose entries", u.Address, strings.Join(u.Unknown, ", ")))
+	}
+	for _, p := range rules.ParentsOf(plan) {
+		key := store.Key{Environment: r.key.Environment, Scope: ownership.ParentLeaseScope(p.Key)}
+		cfg := r.o.Lease
+		cfg.OnWait = func(l store.LeaseInfo) {
+			r.info(fmt.Sprintf("waiting for the lease of parent object %s: held by %s until %s", p.Name, l.Holder, l.ExpiresAt.Local().Format("15:04:05")))
+		}
+		// The run's own id as holder: a sponson_lease of the same object in
+		// this run's configuration joins this lease instead of waiting for
+		// it.
+		h, err := lease.Acquire(ctx, r.o.Store, key, r.o.RunID, cfg)
+		if err != nil {
+			release()
+			if e := errcode.As(err); e.Code == errcode.LockHeld || e.Code == errcode.WaitTimeout {
+				e.Message = fmt.Sprintf("parent object %s (written by %s): %s", p.Name, strings.Join(p.Children, ", "), e.Message)
+				return func() {}, e.With("parent", p.Name)
+			}
+			return func() {}, err
+		}
+		held = append(held, h)
+		go func() {
+			select {
+			case <-h.Lost():
+				stop(errcode.As(h.Err()).With("parent", p.Name))
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return release, nil
+}
+
+func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned) *receipt.Receipt {
+	c := r.o.Context
+	rec := &receipt.Receipt{
+		Version:     receipt.Version,
+		RunID:       r.o.RunID,
+		Command:     string(r.o.Command),
+		Environment: c.Environment,
+		Scope:       c.Scope,
+		Status:      receipt.StatusRunning,
+		StartedAt:   r.started.UTC(),
+		Branch:      c.Branch,
+		PullRequest: c.PullRequest,
+		Commit:      c.Commit,
+		ApprovedBy:  r.o.ApprovedBy,
+		Engine:      r.res.Engine,
+		Changes:     Changes(plan),
+		// Carried forward: a run that fails before it can read the state
+		// forgets nothing the scope owned, intents of an earlier crash
+		// included.
+		Ledger: append(carried(prev), ownership.Intents(planned)...),
+	}
+	if p := r.held.Preempted; p != nil {
+		rec.LockPreempted = &receipt.Preempted{Holder: p.Holder, Since: p.AcquiredAt, Until: p.ExpiresAt}
+	}
+	if prev != nil {
+		// The succession chain stays visible on every later receipt.
+		rec.InheritedFrom, rec.Inheriting, rec.SupersededBy = prev.InheritedFrom, prev.Inheriting, prev.SupersededBy
+	}
+	if r.o.Command == Destroy {
+		// A destroy that gets this far owns what it destroys: an open
+		// handover was finished (finishForDestroy) or there was none.
+		rec.Inheriting = ""
+	}
+	return rec
+}
+
+// carried returns a copy of the previous ledger, empty when there is none.
+func carried(prev *receipt.Receipt) []receipt.Entry {
+	out := []receipt.Entry{}
+	if prev != nil {
+		out = append(out, prev.Ledger...)
+	}
+	return out
+}
+
+// settleRaces re-reads the environment after this run's intents were
+// written. Where another scope holds the same identity, the holder the store
+// recorded first keeps it (ownership.Winner); if that is not this run, the
+// run is refused before the engine writes.
+func (r *runner) settleRaces(ctx context.Context, planned []ownership.Planned) error {
+	var ids []string
+	for _, p := range planned {
+		if p.Creates() && p.Identity != "" {
+			ids = append(ids, p.Identity)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ids)
+	if err != nil {
+		return err
+	}
+	holders := map[string][]store.Owner{}
+	for _, o := range owners {
+		holders[o.Identity] = append(holders[o.Identity], o)
+	}
+	var lost []ownership.Conflict
+	for _, p := range planned {
+		hs := holders[p.Identity]
+		if !p.Creates() || p.Identity == "" || len(hs) < 2 {
+			continue
+		}
+		if w := ownership.Winner(hs); w.Scope != r.key.Scope {
+			lost = append(lost, ownership.Conflict{Change: p, Owner: w})
+		}
+	}
+	return foreignError(r.key.Scope, lost)
+}

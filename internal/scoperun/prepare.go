@@ -1,0 +1,102 @@
+package scoperun
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// workdir is what prepare produced: the run's temporary directory (the
+// plan file, the engine's CLI configuration, a plan's data directory) and
+// the backend the configuration declares itself, "" when sponson serves
+// the state.
+type workdir struct {
+	tmp     string
+	backend string
+}
+
+// prepare is the first phase: the run's temporary directory, the
+// configuration's own backend, and, for a destroy, whether there is
+// anything to destroy at all. done is set when the run ends here.
+func (r *runner) prepare(ctx context.Context) (work workdir, done bool, err error) {
+	tmp, err := os.MkdirTemp("", "sponson-run-")
+	if err != nil {
+		return workdir{}, false, errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
+	}
+	r.onRelease(func() { os.RemoveAll(tmp) })
+	r.started = time.Now()
+
+	backend, err := engine.DeclaredBackend(r.o.Dir)
+	if err != nil {
+		return workdir{}, false, errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", r.o.Dir)
+	}
+	r.ownBackend = backend != ""
+	if backend != "" {
+		r.warn(fmt.Sprintf("the configuration declares its own %q backend: each scope gets its own workspace %s in it; state writes are guarded by the scope lease and the backend's own lock but are NOT fenced. Remove the backend block to let sponson serve a fenced state.", backend, Workspace(r.key)))
+	}
+	work = workdir{tmp: tmp, backend: backend}
+	if r.o.Command == Destroy {
+		done, err = r.nothingToDestroy(ctx)
+	}
+	return work, done, err
+}
+
+// nothingToDestroy reports (and says) when a destroy has nothing to do: the
+// scope is unknown, or destroyed already and its state is empty. Such a
+// destroy takes no lease and writes nothing.
+func (r *runner) nothingToDestroy(ctx context.Context) (bool, error) {
+	if r.ownBackend {
+		return false, nil
+	}
+	prev, err := r.o.Store.LatestReceipt(ctx, r.key)
+	if err != nil {
+		return false, err
+	}
+	if prev != nil && len(prev.Ledger) > 0 {
+		return false, nil
+	}
+	state, err := r.o.Store.ReadState(ctx, r.key)
+	if err != nil {
+		return false, err
+	}
+	if !stateEmpty(state) {
+		return false, nil
+	}
+	switch {
+	case prev == nil:
+		r.info(fmt.Sprintf("scope %s has never been applied: nothing to destroy", r.key))
+		r.res.Status = "nothing"
+	case prev.Status == receipt.StatusDestroyed || prev.SupersededBy != "":
+		r.info(fmt.Sprintf("scope %s owns nothing (last run %s: %s %s): nothing to destroy", r.key, prev.RunID, prev.Command, prev.Status))
+		r.res.Status = "nothing"
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// stateEmpty reports whether a scope's state holds no managed resources. A
+// state that cannot be read is not known to be empty: the destroy goes
+// ahead, and the engine reads the state and reports what is wrong with it.
+func stateEmpty(state []byte) bool {
+	res, err := readState(state)
+	return err == nil && len(res) == 0
+}
+
+// Workspace is the engine workspace of a scope when the configuration keeps
+// its own backend.
+func Workspace(key store.Key) string { return key.Environment + "--" + key.Scope }
+
+// DataDir is the engine's data directory for one scope: each (environment,
+// scope) keeps its own backend and provider set-up, so switching scopes in
+// one configuration directory never needs a re-init.
+func DataDir(dir string, key store.Key) string {
+	return filepath.Join(dir, ".terraform", "sponson", key.Environment, key.Scope)
+}

@@ -1,0 +1,108 @@
+package scoperun
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// record is the ninth phase: the receipt rec the checkpoint wrote is
+// completed from the state the engine left (the ledger), the outcome and
+// the late identity check, and written. It returns the run's error, in
+// this order: the engine's, a late identity hit, an unreadable state.
+func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.Receipt, applyErr error) error {
+	// Without the state the checkpoint's ledger stays, intents included,
+	// for the next run to settle.
+	resources, readErr := r.currentState(bg)
+	if readErr == nil {
+		var notes []string
+		rec.Ledger, notes = ownership.Ledger(prev, resources, c.policy, c.planned)
+		for _, n := range notes {
+			r.warn(n)
+		}
+	}
+	rec.FinishedAt = time.Now().UTC()
+	var engineErr error
+	if applyErr != nil {
+		engineErr = r.engineErr(ctx, applyErr)
+	}
+	r.outcome(rec, c, engineErr, readErr)
+	// Creates whose identity was unknown at plan time are checked now that
+	// it is known: the object exists already, so a hit is reported loudly
+	// (the run fails) instead of being refused.
+	lateErr := r.checkLateIdentities(bg, c.planned, rec.Ledger)
+	if lateErr != nil && rec.Error == nil {
+		rec.Status = receipt.StatusFailed
+		e := errcode.As(lateErr)
+		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
+	}
+	r.res.Status = rec.Status
+	if err := r.writeReceipt(bg, rec); err != nil {
+		return err
+	}
+	switch {
+	case engineErr != nil:
+		return engineErr
+	case lateErr != nil:
+		return lateErr
+	case readErr != nil:
+		return errcode.Wrap(errcode.Internal, readErr, "reading the state after the apply")
+	}
+	return nil
+}
+
+// outcome sets the receipt's status and error: a failure of the engine or
+// of reading the state, else what the run did.
+func (r *runner) outcome(rec *receipt.Receipt, c *checked, engineErr, readErr error) {
+	switch {
+	case engineErr != nil:
+		rec.Status = receipt.StatusFailed
+		e := errcode.As(engineErr)
+		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
+	case readErr != nil:
+		rec.Status = receipt.StatusFailed
+		rec.Error = &receipt.Failure{Code: string(errcode.Internal), Message: readErr.Error()}
+	case r.o.Command == Destroy:
+		rec.Status = receipt.StatusDestroyed
+	case c.changed:
+		rec.Status = receipt.StatusApplied
+	default:
+		rec.Status = receipt.StatusUnchanged
+	}
+}
+
+// checkLateIdentities looks up the identities that became known during the
+// apply (creates planned with an unknown identifying attribute) in the
+// environment's ownership index.
+func (r *runner) checkLateIdentities(ctx context.Context, planned []ownership.Planned, ledger []receipt.Entry) error {
+	late := map[string]ownership.Planned{}
+	for _, p := range planned {
+		if p.Creates() && p.Identity == "" {
+			late[p.Address] = p
+		}
+	}
+	if len(late) == 0 {
+		return nil
+	}
+	var known []ownership.Planned
+	for _, e := range ledger {
+		if p, ok := late[e.Address]; ok {
+			p.Identity = e.Identity
+			known = append(known, p)
+		}
+	}
+	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ownership.Identities(known))
+	if err != nil {
+		r.warn(fmt.Sprintf("could not check the identities learned during the apply: %v", err))
+		return nil
+	}
+	conflicts := ownership.Check(known, owners, r.key.Scope)
+	if len(conflicts) == 0 {
+		return nil
+	}
+	return errcode.As(foreignError(r.key.Scope, conflicts)).WithHint("The apply created objects whose identity another scope already owns (their identity was unknown at plan time). Remove them from this configuration or from the other scope, then run again.")
+}

@@ -1,0 +1,258 @@
+// Package scoperun runs the engine in one scope: it takes the scope's lease,
+// serves the scope's state through the fenced state server, drives
+// init/plan/apply through terraform-exec, and writes the receipt. It is what
+// `sponson plan`, `apply` and `destroy` do once the command line has been
+// read (DESIGN.md §3, "An apply, end to end").
+//
+// A run is a list of phases, one file each, read in this order: run.go (the
+// list), prepare.go, acquire.go, load.go, serve.go, settle.go, check.go,
+// commit.go, apply.go, record.go, finish.go and release.go. Each phase takes
+// what the one before produced and returns what the next one needs; what
+// every phase shares (the options, the result, the scope key, the held
+// lease) is the runner's.
+package scoperun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// Command is what a run does.
+type Command string
+
+// The commands.
+const (
+	Plan    Command = "plan"
+	Apply   Command = "apply"
+	Destroy Command = "destroy"
+)
+
+// Options describe one run.
+type Options struct {
+	Command Command
+	Dir     string // the configuration directory, absolute
+	Context runctx.Context
+	Store   store.Store
+	// StoreURL names Store for the provider the engine starts; it may carry
+	// credentials and is never printed.
+	StoreURL string
+	// Engine is the engine binary; ProviderBinary the executable that
+	// serves the sponson provider (the sponson binary itself), offered to
+	// the engine under ProviderVersion.
+	Engine          string
+	ProviderBinary  string
+	ProviderVersion string
+	Lease           lease.Config
+	ApprovedBy      string
+	Vars            []engine.VarArg
+	// EngineOut receives the engine's own output as it runs.
+	EngineOut io.Writer
+	// Warn and Info report progress as it happens; either may be nil.
+	Warn func(string)
+	Info func(string)
+	// RunID identifies the run; NewRunID when empty.
+	RunID string
+	// OpenEngine starts the engine session; engine.Open when nil. Tests
+	// replace it with a stand-in that speaks to the same state server.
+	OpenEngine func(context.Context, engine.Options) (Engine, error)
+}
+
+// Engine is what a run needs of the engine: *engine.Session, or a test's
+// stand-in.
+type Engine interface {
+	Init(ctx context.Context) error
+	SelectWorkspace(ctx context.Context, name string) error
+	Plan(ctx context.Context, out string, destroy, lock bool, vars []engine.VarArg) (bool, error)
+	ShowPlan(ctx context.Context, path string) (*tfjson.Plan, error)
+	Apply(ctx context.Context, plan string) error
+	StatePull(ctx context.Context) ([]byte, error)
+	Describe() receipt.Engine
+}
+
+// Result is what a run did. It is filled as far as the run got, also when
+// it returns an error.
+type Result struct {
+	RunID    string
+	Command  Command
+	Key      store.Key
+	Status   string
+	Summary  engine.Summary
+	Receipt  *receipt.Receipt
+	Engine   receipt.Engine
+	Warnings []string
+	// Running is the live lease a plan saw: an apply in progress.
+	Running *store.LeaseInfo
+	// Quarantined is set when the engine's errored.tfstate was moved into
+	// the store.
+	Quarantined bool
+	// NeedsApproval is set on a plan whose apply will need --approved-by.
+	NeedsApproval bool
+}
+
+// NewRunID returns a fresh run id: "run-" and 8 hex digits.
+func NewRunID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "run-" + hex.EncodeToString(b)
+}
+
+// runner is one run: what every phase shares. The phases' own products are
+// passed from one to the next.
+type runner struct {
+	o   Options
+	res *Result
+	key store.Key
+	// held is the scope lease of a run that writes (acquire); nil in a plan.
+	held *lease.Held
+	// handover is the successor's side of a succession in progress (load).
+	handover *handover
+	// ownBackend is set when the configuration declares its own backend
+	// (prepare): the state is then the engine's to read, not the store's.
+	ownBackend bool
+	sess       Engine
+	started    time.Time
+	// releases undo, in reverse order, what the phases took (release).
+	releases []func()
+}
+
+// Run performs o.Command.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.RunID == "" {
+		o.RunID = NewRunID()
+	}
+	if o.EngineOut == nil {
+		o.EngineOut = io.Discard
+	}
+	r := &runner{o: o, key: store.Key{Environment: o.Context.Environment, Scope: o.Context.Scope}}
+	r.res = &Result{RunID: o.RunID, Command: o.Command, Key: r.key}
+	err := r.run(ctx)
+	if err != nil && r.res.Status == "" {
+		r.res.Status = receipt.StatusFailed
+	}
+	return r.res, err
+}
+
+// run is the list of the phases. A plan stops after the check; a destroy
+// with nothing to destroy stops after prepare, one that only drops a copy
+// of a predecessor's state after load.
+func (r *runner) run(ctx context.Context) error {
+	// Writes after an interrupt (the failed receipt, the release) must
+	// still happen: they use a context that the interrupt does not cancel.
+	bg := context.WithoutCancel(ctx)
+	defer r.release()
+
+	work, done, err := r.prepare(ctx)
+	if err != nil || done {
+		return err
+	}
+	if err := r.acquire(ctx, bg); err != nil {
+		return err
+	}
+	prev, done, err := r.load(ctx, bg)
+	if err != nil || done {
+		return err
+	}
+	eng, err := r.serve(ctx, work)
+	if err != nil {
+		return err
+	}
+	settled, err := r.settle(ctx, prev)
+	if err != nil {
+		return err
+	}
+	chk, err := r.planAndCheck(ctx, eng, work)
+	if err != nil {
+		return err
+	}
+	if r.o.Command == Plan {
+		r.planOutcome(chk)
+		return nil
+	}
+	rec, err := r.commitIntents(ctx, bg, eng, chk, prev, settled)
+	if err != nil {
+		return err
+	}
+	applyErr, err := r.apply(bg, eng, chk)
+	if err != nil {
+		return err
+	}
+	if err := r.record(ctx, bg, chk, prev, rec, applyErr); err != nil {
+		return err
+	}
+	return r.finishSuccession(bg, rec)
+}
+
+func (r *runner) warn(msg string) {
+	r.res.Warnings = append(r.res.Warnings, msg)
+	if r.o.Warn != nil {
+		r.o.Warn(msg)
+	}
+}
+
+func (r *runner) info(msg string) {
+	if r.o.Info != nil {
+		r.o.Info(msg)
+	}
+}
+
+// writeReceipt writes rec under the scope lease.
+func (r *runner) writeReceipt(ctx context.Context, rec *receipt.Receipt) error {
+	err := r.o.Store.WriteReceipt(ctx, r.held.Lease(), rec)
+	if errors.Is(err, store.ErrLeaseLost) {
+		r.held.MarkLost(err)
+		return r.held.Err()
+	}
+	return err
+}
+
+// currentState reads the scope's state: from the store, where the state
+// server put it, or from the user's backend.
+func (r *runner) currentState(ctx context.Context) ([]stateResource, error) {
+	var data []byte
+	var err error
+	if r.ownBackend {
+		data, err = r.sess.StatePull(ctx)
+	} else {
+		data, err = r.o.Store.ReadState(ctx, r.key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readState(data)
+}
+
+// engineErr turns an engine failure caused by a lost lease or an interrupt
+// into that cause.
+func (r *runner) engineErr(ctx context.Context, err error) error {
+	if r.held != nil {
+		// The engine may have failed because a write of the provider was
+		// refused before the renewal noticed the loss: look at the lease
+		// record once, so such a run ends LOCK_LOST, not ENGINE_FAILED.
+		cur := r.held.Lease()
+		if l, rerr := r.o.Store.ReadLease(context.WithoutCancel(ctx), r.key); rerr == nil &&
+			(l.Holder != cur.Holder || l.Token != cur.Token || !time.Now().Before(l.ExpiresAt)) {
+			r.held.MarkLost(fmt.Errorf("the lease record now names %q with token %d, expiring %s", l.Holder, l.Token, l.ExpiresAt.Format(time.RFC3339)))
+		}
+		if lost := r.held.Err(); lost != nil {
+			return lost
+		}
+	}
+	if ctx.Err() != nil {
+		return errcode.Wrap(errcode.Interrupted, err, "interrupted")
+	}
+	return err
+}

@@ -1,0 +1,140 @@
+package scoperun
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/statesrv"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+)
+
+// engineRun is what serve produced: the engine session, the context it runs
+// under and the function that cancels that context with a cause.
+type engineRun struct {
+	sess Engine
+	ctx  context.Context
+	stop context.CancelCauseFunc
+}
+
+// serve is the fourth phase: it serves the scope's state to the engine
+// through the fenced state server (unless the configuration keeps its own
+// backend), starts the engine with the environment that points it there,
+// and initialises it.
+func (r *runner) serve(ctx context.Context, work workdir) (*engineRun, error) {
+	// The engine runs under runCtx: losing the lease cancels it, which makes
+	// terraform-exec interrupt the engine (SIGINT: it flushes and exits).
+	runCtx, cancel := context.WithCancelCause(ctx)
+	r.onRelease(func() { cancel(nil) })
+	if r.held != nil {
+		go func() {
+			select {
+			case <-r.held.Lost():
+				cancel(r.held.Err())
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	env, err := r.engineEnv(work)
+	if err != nil {
+		return nil, err
+	}
+	open := r.o.OpenEngine
+	if open == nil {
+		open = func(ctx context.Context, eo engine.Options) (Engine, error) { return engine.Open(ctx, eo) }
+	}
+	sess, err := open(runCtx, engine.Options{Dir: r.o.Dir, Binary: r.o.Engine, Env: env, Stdout: r.o.EngineOut, Stderr: r.o.EngineOut})
+	if err != nil {
+		return nil, err
+	}
+	r.sess = sess
+	r.res.Engine = sess.Describe()
+	if err := sess.Init(runCtx); err != nil {
+		return nil, r.engineErr(ctx, err)
+	}
+	if work.backend != "" {
+		if err := sess.SelectWorkspace(runCtx, Workspace(r.key)); err != nil {
+			return nil, r.engineErr(ctx, err)
+		}
+	}
+	return &engineRun{sess: sess, ctx: runCtx, stop: cancel}, nil
+}
+
+// engineEnv is the engine's environment: its own data directory, the state
+// server, the CLI configuration that offers this binary as the provider,
+// the store and run context for the provider, and the lease hand-over.
+func (r *runner) engineEnv(work workdir) ([]string, error) {
+	dataDir := DataDir(r.o.Dir, r.key)
+	if r.o.Command == Plan {
+		// A plan may run while an apply of the same scope holds the engine's
+		// lock on the scope's data directory; it gets a directory of its own.
+		dataDir = filepath.Join(work.tmp, "data")
+	}
+	env := []string{"TF_DATA_DIR=" + dataDir}
+	if work.backend == "" {
+		srvEnv, err := r.serveState()
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, srvEnv...)
+	}
+	cli, err := engine.WriteCLIConfig(filepath.Join(work.tmp, "cli"), r.o.ProviderBinary, r.o.ProviderVersion, os.Getenv("TF_CLI_CONFIG_FILE"))
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "writing the engine's CLI configuration")
+	}
+	if cli.Warning != "" {
+		r.warn(cli.Warning)
+	}
+	env = append(env, "TF_CLI_CONFIG_FILE="+cli.File)
+	if r.o.StoreURL != "" {
+		// The provider's own lease-taking (sponson_lease during a plan, or
+		// anything without a hand-over) uses the run's store too.
+		env = append(env, storeurl.EnvVar+"="+r.o.StoreURL)
+	}
+	env = append(env, r.o.Context.Environ()...)
+	if r.held != nil {
+		env = append(env, lease.HandoverEnv(r.o.StoreURL, r.held.Lease())...)
+	} else {
+		// A plan hands over no lease: the provider must not write.
+		env = append(env, lease.EnvStore+"=", lease.EnvHolder+"=", lease.EnvToken+"=")
+	}
+	return env, nil
+}
+
+// serveState starts the state server and places the backend override that
+// points the engine at it; both stay until release. It returns the
+// server's variables for the engine.
+func (r *runner) serveState() ([]string, error) {
+	srv, err := statesrv.Start(r.o.Store, r.key, r.leaseFn, statesrv.OnLeaseLost(func(e error) {
+		if r.held != nil {
+			r.held.MarkLost(e)
+		}
+	}))
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "starting the state server")
+	}
+	r.onRelease(func() { srv.Close() })
+	ov, err := engine.PlaceOverride(r.o.Dir)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "placing the backend override in %s", r.o.Dir)
+	}
+	r.onRelease(func() {
+		if err := ov.Release(); err != nil {
+			r.warn(fmt.Sprintf("could not release the backend override %s: %v; it is safe to delete once no sponson run uses %s", filepath.Join(r.o.Dir, engine.OverrideFileName), err, r.o.Dir))
+		}
+	})
+	return srv.Environ(), nil
+}
+
+// leaseFn is the state server's view of the scope lease: none in a plan.
+func (r *runner) leaseFn() (store.Lease, bool) {
+	if r.held == nil {
+		return store.Lease{}, false
+	}
+	return r.held.Lease(), true
+}
