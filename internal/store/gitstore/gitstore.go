@@ -896,17 +896,7 @@ func (s *Store) readEnv(ctx context.Context, env string) ([]scopeSnap, error) {
 			}
 			continue
 		}
-		var out []scopeSnap
-		for ref, tip := range refs {
-			seg, ok := strings.CutPrefix(ref, prefix)
-			if !ok || strings.Contains(seg, "/") {
-				continue
-			}
-			if scope, ok := nameOf(seg); ok { // else not a branch this store wrote
-				out = append(out, scopeSnap{scope: scope, ref: ref, snap: &snapshot{tip: tip}})
-			}
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i].scope < out[j].scope })
+		out := scopeBranches(refs, prefix)
 		tips := make([]string, len(out))
 		for i, sc := range out {
 			tips[i] = sc.snap.tip
@@ -938,19 +928,9 @@ func (s *Store) readEnv(ctx context.Context, env string) ([]scopeSnap, error) {
 				return nil, err
 			}
 		}
-		trees := make([]string, len(out))
-		moved := false
-		for i, o := range commits {
-			if !o.ok {
-				moved = true // the branch moved between ls-remote and fetch
-				break
-			}
-			if o.kind != "commit" {
-				return nil, errcode.New(errcode.ReceiptCorrupt, "%s names a %s, not a commit", out[i].ref, o.kind)
-			}
-			if trees[i], err = commitTree(o.data); err != nil {
-				return nil, err
-			}
+		moved, err := s.readRoots(out, commits)
+		if err != nil {
+			return nil, err
 		}
 		if moved {
 			if err := r.race(); err != nil {
@@ -958,20 +938,57 @@ func (s *Store) readEnv(ctx context.Context, env string) ([]scopeSnap, error) {
 			}
 			continue
 		}
-		roots, err := s.cat.getMany(trees)
-		if err != nil {
-			return nil, err
-		}
-		for i, o := range roots {
-			if !o.ok || o.kind != "tree" {
-				return nil, errcode.New(errcode.ReceiptCorrupt, "the tree of %s is missing", out[i].ref)
-			}
-			if out[i].snap.root, err = parseTree(o.data); err != nil {
-				return nil, err
-			}
-		}
 		return out, nil
 	}
+}
+
+// scopeBranches lists the scope branches among the refs under prefix (ref
+// to tip), sorted by scope; refs this store did not write are left out.
+func scopeBranches(refs map[string]string, prefix string) []scopeSnap {
+	var out []scopeSnap
+	for ref, tip := range refs {
+		seg, ok := strings.CutPrefix(ref, prefix)
+		if !ok || strings.Contains(seg, "/") {
+			continue
+		}
+		if scope, ok := nameOf(seg); ok { // else not a branch this store wrote
+			out = append(out, scopeSnap{scope: scope, ref: ref, snap: &snapshot{tip: tip}})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].scope < out[j].scope })
+	return out
+}
+
+// readRoots reads the root tree of each scope's tip commit (commits, in
+// the order of out) into its snapshot. moved is set when a tip is missing:
+// its branch moved between ls-remote and fetch, and the listing starts
+// again.
+func (s *Store) readRoots(out []scopeSnap, commits []object) (moved bool, err error) {
+	trees := make([]string, len(out))
+	for i, o := range commits {
+		if !o.ok {
+			return true, nil
+		}
+		if o.kind != "commit" {
+			return false, errcode.New(errcode.ReceiptCorrupt, "%s names a %s, not a commit", out[i].ref, o.kind)
+		}
+		if trees[i], err = commitTree(o.data); err != nil {
+			return false, err
+		}
+	}
+	roots, err := s.cat.getMany(trees)
+	if err != nil {
+		return false, err
+	}
+	for i, o := range roots {
+		if !o.ok || o.kind != "tree" {
+			return false, errcode.New(errcode.ReceiptCorrupt, "the tree of %s is missing", out[i].ref)
+		}
+		if out[i].snap.root, err = parseTree(o.data); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // readFiles reads the top-level file name of every snapshot in one
