@@ -171,6 +171,9 @@ func BranchScopes(branches []string) map[string]bool {
 	out := make(map[string]bool, len(branches))
 	for _, b := range branches {
 		out[runctx.ScopeFor(b, 0, "")] = true
+		// Where the default branch is another, main and master have scopes
+		// of their own (runctx.ScopeFor): keep those too.
+		out["branch-"+runctx.Sanitize(b)] = true
 	}
 	return out
 }

@@ -166,7 +166,9 @@ func TestPRNumber(t *testing.T) {
 func TestBranchScopesSanitizeLikeRuns(t *testing.T) {
 	t.Parallel()
 	got := gc.BranchScopes([]string{"feat/Search", "fix//two  spaces", "master", "release-1.2"})
-	want := map[string]bool{"branch-feat-Search": true, "branch-fix-two-spaces": true, "main": true, "branch-release-1.2": true}
+	want := map[string]bool{"branch-feat-Search": true, "branch-fix-two-spaces": true, "main": true, "branch-release-1.2": true,
+		// master is main's scope, or its own where the default branch is another.
+		"branch-master": true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("BranchScopes (-want +got):\n%s", diff)
 	}

@@ -68,8 +68,11 @@ func Detect(f Flags, src Sources) (Context, error) {
 	}
 
 	var branchSource, prSource string
+	c.Tag = host.tag
 	c.Branch, branchSource = first(layers, func(l layer) string { return l.branch })
-	if c.Branch == "" {
+	// A host that ran for a tag has said there is no branch: a checkout that
+	// happens to be on one must not turn a release into a branch scope.
+	if c.Branch == "" && c.Tag == "" {
 		if c.Branch = git.branch(); c.Branch != "" {
 			branchSource = SourceGit
 		}
@@ -86,6 +89,7 @@ func Detect(f Flags, src Sources) (Context, error) {
 		}
 		if l.pr.known {
 			c.PullRequest, prSource = l.pr.n, l.name
+			c.Fork = l.fork && l.pr.n > 0
 			break
 		}
 	}
@@ -112,6 +116,11 @@ func Detect(f Flags, src Sources) (Context, error) {
 			return Context{}, errcode.As(err).WithHint("The scope was derived from the branch " + strconv.Quote(c.Branch) +
 				"; pass --scope NAME or set " + EnvScope + " to choose a shorter one.")
 		}
+		if onHost && c.PullRequest == 0 && branchSource == host.name {
+			c.PlanOnly = host.planOnly
+		}
+	case c.Tag != "":
+		return Context{}, tagError(host.name, c.Tag)
 	default:
 		return Context{}, nullError(onHost, host.name, git)
 	}
@@ -125,8 +134,15 @@ func Detect(f Flags, src Sources) (Context, error) {
 // scope's resources to a pull request whose destroy would then delete them.
 // An invalid name is dropped rather than an error, since no scope of that
 // name can exist to inherit from.
+//
+// A pull request from a fork has none either: its head branch is in another
+// repository, and the base repository's branch of the same name is someone
+// else's work.
 func predecessor(c Context) string {
-	if c.PullRequest <= 0 || c.Branch == "" || c.Scope != ScopeFor("", c.PullRequest, "") {
+	if c.PullRequest <= 0 || c.Branch == "" || c.Scope != ScopeFor("", c.PullRequest, "") || c.Fork {
+		return ""
+	}
+	if IsDefaultBranch(c.Branch, "") || IsDefaultBranch(c.Branch, c.DefaultBranch) {
 		return ""
 	}
 	p := ScopeFor(c.Branch, 0, c.DefaultBranch)
@@ -134,6 +150,20 @@ func predecessor(c Context) string {
 		return ""
 	}
 	return p
+}
+
+// tagError refuses a run for a tag that names no scope. The tag rule
+// (docs/design.md "Context detection"): a tag names a commit, not a line of
+// work, so no scope is derived from it. A scope per tag would be a new
+// environment per release that nothing ever destroys (gc would see a branch
+// that does not exist), and guessing the branch the tag was cut from is
+// ambiguous. A release job says where it deploys: --scope main (typically
+// with --env production), or --branch, or SPONSON_CTX_SCOPE.
+func tagError(hostName, tag string) error {
+	return errcode.New(errcode.CtxNull,
+		"cannot decide the scope: the %s CI host ran for tag %q, and a tag names a commit, not a scope", hostName, tag).
+		WithHint("Say where a release deploys: pass --scope NAME (for example --scope main --env production) or set "+EnvScope+".").
+		With("tag", tag)
 }
 
 // nullError says what was looked at, so that a user can tell which source
@@ -158,6 +188,10 @@ type layer struct {
 	commit        string
 	defaultBranch string
 	pr            prAnswer
+	// Only CI hosts answer these.
+	tag      string // the run is for this tag, and so has no branch
+	fork     bool   // the pull request's head is in another repository
+	planOnly string // why a scope derived from this host's branch is plan only
 }
 
 // prAnswer distinguishes "no answer, ask the next source" from "there is no

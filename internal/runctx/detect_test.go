@@ -336,16 +336,14 @@ func TestDetectGitLabCI(t *testing.T) {
 			},
 		},
 		{
-			name: "tag pipeline falls back to CI_COMMIT_REF_NAME",
+			name: "tag pipeline gives no branch (CI_COMMIT_REF_NAME is the tag)",
 			env: with(gitLabBase, map[string]string{
 				"CI_COMMIT_TAG":      "v1.2.0",
 				"CI_COMMIT_REF_NAME": "v1.2.0",
 				"CI_COMMIT_SHA":      shaHead,
 			}),
-			want: Context{
-				Environment: "preview", Scope: "branch-v1.2.0", Branch: "v1.2.0", Commit: shaHead,
-				DefaultBranch: "main", Source: "gitlab",
-			},
+			git:     gitOn("main", shaHead, "main"),
+			wantErr: errcode.CtxNull,
 		},
 		{
 			name:    "malformed merge request IID",
@@ -418,6 +416,27 @@ func TestDetectCircleCI(t *testing.T) {
 			},
 		},
 		{
+			name: "pull request from a fork: CIRCLE_PR_REPONAME names the fork, no predecessor",
+			env: with(circleCIBase, map[string]string{
+				"CIRCLE_PULL_REQUEST": "https://github.com/o/r/pull/14",
+				"CIRCLE_PR_NUMBER":    "14",
+				"CIRCLE_PR_USERNAME":  "carol",
+				"CIRCLE_PR_REPONAME":  "r",
+				"CIRCLE_BRANCH":       "pull/14",
+				"CIRCLE_SHA1":         shaHead,
+			}),
+			want: Context{
+				Environment: "preview", Scope: "pr-14", Branch: "pull/14", PullRequest: 14,
+				Commit: shaHead, Fork: true, Source: "circleci",
+			},
+		},
+		{
+			name:    "tag build",
+			env:     with(circleCIBase, map[string]string{"CIRCLE_TAG": "v1.2.3", "CIRCLE_SHA1": shaHead}),
+			git:     gitOn("main", shaHead, "main"),
+			wantErr: errcode.CtxNull,
+		},
+		{
 			name: "pull request URL without a number",
 			env: with(circleCIBase, map[string]string{
 				"CIRCLE_PULL_REQUEST": "https://github.com/o/r/pulls",
@@ -472,6 +491,12 @@ func TestDetectBitbucketPipelines(t *testing.T) {
 			want: Context{
 				Environment: "preview", Scope: "main", Branch: "master", Commit: shaHead, Source: "bitbucket",
 			},
+		},
+		{
+			name:    "tag pipeline",
+			env:     with(bitbucketBase, map[string]string{"BITBUCKET_TAG": "v1.2.3", "BITBUCKET_COMMIT": shaHead}),
+			git:     gitOn("main", shaHead, "main"),
+			wantErr: errcode.CtxNull,
 		},
 		{
 			name:    "malformed PR id",

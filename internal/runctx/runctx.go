@@ -24,6 +24,17 @@ type Context struct {
 	// Predecessor is the scope this one inherits from: branch-<head> for a
 	// pr-<n> scope whose head branch is known, empty otherwise.
 	Predecessor string `json:"predecessor,omitempty"`
+	// Tag is the tag a CI host ran for (a tag push, release or tag
+	// pipeline). A tag gives no scope of its own: see Detect.
+	Tag string `json:"tag,omitempty"`
+	// Fork is set when the pull request's head branch lives in another
+	// repository than its base (a fork). Such a pull request never inherits
+	// from the base repository's branch of the same name.
+	Fork bool `json:"fork,omitempty"`
+	// PlanOnly, when set, says why this context may only be planned: a merge
+	// queue run, whose merge has not happened yet. apply and destroy refuse
+	// it with CTX_NULL.
+	PlanOnly string `json:"planOnly,omitempty"`
 	// Source says where the scope came from: flags, env, github, gitlab,
 	// circleci, bitbucket or git.
 	Source string `json:"source,omitempty"`

@@ -17,11 +17,16 @@ const MaxNameLength = 128
 const nameChars = "letters, digits, '.', '_' and '-'"
 
 // ScopeFor derives a scope from a branch and a pull request: pr-<n> inside a
-// pull request, main on main, master or the repository's default branch, and
-// branch-<sanitized branch> otherwise (DESIGN §2 "Scope"). The main branch
+// pull request, main on the repository's default branch, and
+// branch-<sanitized branch> otherwise (DESIGN §2 "Scope"). The default branch
 // gets one well-known scope whatever it is called, so that its resources are
-// not split between main and branch-main when a repository is renamed or the
-// default branch is unknown to one CI host.
+// not split between main and branch-main when a repository is renamed.
+//
+// When the default branch is known (the CI host's payload or variables, or
+// the clone's origin/HEAD), it alone is main: in a repository whose default
+// branch is develop, a long-lived master keeps its own scope branch-master
+// rather than sharing develop's state. When it is unknown, main and master
+// are taken to be the default branch, which is what they nearly always are.
 //
 // The result is not validated: a very long branch yields a scope longer than
 // MaxNameLength, which ValidName rejects.
@@ -29,10 +34,19 @@ func ScopeFor(branch string, pr int, defaultBranch string) string {
 	if pr > 0 {
 		return "pr-" + strconv.Itoa(pr)
 	}
-	if branch == "main" || branch == "master" || (defaultBranch != "" && branch == defaultBranch) {
+	if IsDefaultBranch(branch, defaultBranch) {
 		return "main"
 	}
 	return "branch-" + Sanitize(branch)
+}
+
+// IsDefaultBranch reports whether branch is the repository's default branch:
+// defaultBranch itself when known, else main or master.
+func IsDefaultBranch(branch, defaultBranch string) bool {
+	if defaultBranch != "" {
+		return branch == defaultBranch
+	}
+	return branch == "main" || branch == "master"
 }
 
 // Sanitize replaces every run of characters outside [a-zA-Z0-9._-] with one
