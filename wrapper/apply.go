@@ -12,8 +12,11 @@ import (
 func NewCmdApply(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
 	return newRunCmd(f, out, scoperun.Apply,
 		"Plan and apply the configuration in this run's scope",
-		`Apply takes the scope's lease (exit 3, LOCK_HELD, when another run holds it;
---wait queues behind it) and serves the scope's own state to the engine through a
+		`Apply first refuses, before the engine starts, an environment the repository
+does not declare (exit 2, ENV_UNDECLARED; see sponson.hcl), a protected one
+without an allowed approver (exit 2, ENV_NOT_APPROVED) and a merge queue run
+(exit 2, CTX_NULL: plan only). It takes the scope's lease (exit 3, LOCK_HELD,
+when another run holds it; --wait queues behind it) and serves the scope's own state to the engine through a
 state server whose every write is fenced by the lease. It runs init and plan,
 then refuses before the engine writes anything when the plan changes a resource
 another scope of the environment owns (exit 1, OWNED_BY_OTHER_SCOPE) or writes

@@ -12,7 +12,9 @@ import (
 func NewCmdDestroy(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
 	return newRunCmd(f, out, scoperun.Destroy,
 		"Destroy everything this run's scope owns, and nothing else",
-		`Destroy takes the scope's lease and destroys the resources in the scope's own
+		`Destroy refuses what apply refuses before the engine starts (an undeclared
+environment, a protected one without an allowed approver, a merge queue run),
+then takes the scope's lease and destroys the resources in the scope's own
 state; other scopes have their own states and are never touched (a planned
 delete of another scope's resource is refused like in apply). The receipt
 records the scope as destroyed with an empty ledger. A scope that was never

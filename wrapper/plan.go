@@ -16,5 +16,6 @@ func NewCmdPlan(f *Factory, out *outcome, runF func(context.Context, *runInput) 
 and without writing anything; it warns when an apply is running in the scope and
 when the apply will need a named approver. Like apply, it fails (exit 1,
 OWNED_BY_OTHER_SCOPE) when the plan changes a resource another scope owns, so CI
-fails at plan time.`, runF)
+fails at plan time. An environment the repository does not declare (sponson.hcl)
+is refused (exit 2, ENV_UNDECLARED) before the engine starts.`, runF)
 }

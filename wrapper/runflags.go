@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/environments"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
@@ -44,7 +45,7 @@ var runFlagEnv = map[string]string{
 
 func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 	fs := cmd.Flags()
-	fs.StringVar(&r.Env, "env", "", "environment to run in (env SPONSON_CTX_ENV; default \"preview\"; never inferred from the branch)")
+	fs.StringVar(&r.Env, "env", "", "environment to run in, one sponson.hcl declares (matched case-insensitively; env SPONSON_CTX_ENV; default \"preview\"; never inferred from the branch)")
 	fs.StringVar(&r.Scope, "scope", "", "scope name, overriding detection (env SPONSON_CTX_SCOPE)")
 	fs.StringVar(&r.PR, "pr", "", "pull request number; the scope becomes pr-<n> (env SPONSON_CTX_PR)")
 	fs.StringVar(&r.Branch, "branch", "", "branch name; the scope becomes main or branch-<name> (env SPONSON_CTX_BRANCH)")
@@ -58,7 +59,7 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 		fs.BoolVar(&r.Wait, "wait", false, "wait for the scope's lease when another run holds it (env SPONSON_WAIT)")
 		fs.DurationVar(&r.WaitTimeout, "wait-timeout", 10*time.Minute, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")
 		fs.DurationVar(&r.LeaseTTL, "lease-ttl", lease.DefaultTTL, "lease TTL; renewed every TTL/3 (env SPONSON_LEASE_TTL)")
-		fs.StringVar(&r.ApprovedBy, "approved-by", "", "name of the person approving a production run (env SPONSON_APPROVED_BY)")
+		fs.StringVar(&r.ApprovedBy, "approved-by", "", "name of the person approving a run in a protected environment such as production (env SPONSON_APPROVED_BY)")
 	}
 }
 
@@ -69,8 +70,10 @@ type runInput struct {
 }
 
 // resolve turns flags into run options, refusing early what can be refused
-// without the engine: bad flags, an undecidable context, a production run
-// without approver, a missing engine.
+// without the engine and before the lease: bad flags, an undecidable
+// context, an apply or destroy of a plan-only context (the merge queue), an
+// environment the repository does not declare (sponson.hcl), a protected
+// environment without an allowed approver, a missing engine.
 func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Command) (*runInput, error) {
 	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
 		return nil, err
@@ -92,9 +95,23 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err != nil {
 		return nil, err
 	}
+	if command != scoperun.Plan && c.PlanOnly != "" {
+		return nil, errcode.New(errcode.CtxNull, "%s refused in scope %s: %s", command, c.Scope, c.PlanOnly).
+			WithHint("Run `sponson plan` in merge queue jobs and apply on the push to the target branch, or pass --scope NAME to choose a scope yourself.").
+			With("planOnly", c.PlanOnly)
+	}
+	env, err := declaredEnvironment(dir, c.Environment)
+	if err != nil {
+		return nil, err
+	}
+	c.Environment = env.Name
 	approver := strings.TrimSpace(r.ApprovedBy)
-	if command != scoperun.Plan && c.Environment == "production" && approver == "" {
-		return nil, errcode.New(errcode.EnvNotApproved, "%s in environment production needs a named approver", command)
+	if command != scoperun.Plan {
+		if approver, err = env.Approve(approver); err != nil {
+			e := errcode.As(err)
+			e.Message = string(command) + ": " + e.Message
+			return nil, e
+		}
 	}
 	bin, err := engine.Locate(r.Engine, f.Lookup)
 	if err != nil {
@@ -131,9 +148,20 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 			ProviderVersion: version.Mirror(),
 			Lease:           lease.Config{TTL: r.LeaseTTL, Wait: r.Wait, WaitTimeout: r.WaitTimeout},
 			ApprovedBy:      approver,
+			Protected:       env.Protected,
 			Vars:            vars,
 		},
 	}, nil
+}
+
+// declaredEnvironment matches an environment name against the environments
+// the repository of dir declares (environments.Load).
+func declaredEnvironment(dir, name string) (environments.Environment, error) {
+	d, err := environments.Load(dir)
+	if err != nil {
+		return environments.Environment{}, err
+	}
+	return d.Lookup(name)
 }
 
 // RunResult is the result part of the envelope of plan, apply and destroy.

@@ -55,6 +55,12 @@ func (s *StoreFlags) open(cmd *cobra.Command, f *Factory) (store.Store, string, 
 	if err != nil {
 		return nil, "", "", errcode.Wrap(errcode.Usage, err, "--chdir %q", s.Chdir)
 	}
+	// The same names as plan and apply: --env Production reads production.
+	decl, err := declaredEnvironment(dir, env)
+	if err != nil {
+		return nil, "", "", err
+	}
+	env = decl.Name
 	st, url, err := storeurl.Open(s.Store, dir)
 	return st, url, env, err
 }

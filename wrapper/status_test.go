@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -124,7 +126,11 @@ func squash(s string) string {
 func TestStatusEmpty(t *testing.T) {
 	t.Parallel()
 	f, out, _ := testFactory(nil)
-	if code := Run(context.Background(), []string{"status", "--chdir", t.TempDir(), "--env", "staging"}, f); code != errcode.ExitOK {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sponson.hcl"), []byte(`environment "staging" {}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := Run(context.Background(), []string{"status", "--chdir", dir, "--env", "Staging"}, f); code != errcode.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	if !strings.HasPrefix(out.String(), "environment staging · store file://") || !strings.Contains(out.String(), "no scopes yet") {

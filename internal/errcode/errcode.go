@@ -32,6 +32,7 @@ const (
 	Usage             Code = "USAGE"
 	CtxNull           Code = "CTX_NULL"
 	EnvNotApproved    Code = "ENV_NOT_APPROVED"
+	EnvUndeclared     Code = "ENV_UNDECLARED"
 	LockHeld          Code = "LOCK_HELD"
 	LockLost          Code = "LOCK_LOST"
 	OwnedByOtherScope Code = "OWNED_BY_OTHER_SCOPE"
@@ -60,7 +61,8 @@ type Spec struct {
 var table = []Spec{
 	{Usage, ExitRefused, "The command line or a flag value is invalid.", "Run the command with --help to see its flags."},
 	{CtxNull, ExitRefused, "The run context (environment, scope, branch, pull request) could not be decided, or a value is invalid.", "Pass --scope, --branch or --pr, or set SPONSON_CTX_BRANCH / SPONSON_CTX_PR."},
-	{EnvNotApproved, ExitRefused, "The run can write production and no approver was named.", "Pass --approved-by NAME or set SPONSON_APPROVED_BY."},
+	{EnvNotApproved, ExitRefused, "The run can write a protected environment (production, or one sponson.hcl protects) or a resource the scope policy marks as production, and no allowed approver was named.", "Pass --approved-by NAME or set SPONSON_APPROVED_BY."},
+	{EnvUndeclared, ExitRefused, "The environment is not one the repository declares (sponson.hcl; without it, preview and production).", "Use a declared environment, or declare it in sponson.hcl at the repository root."},
 	{LockHeld, ExitLock, "Another run holds the lease of this scope.", "Wait for it to finish, or pass --wait to queue behind it."},
 	{LockLost, ExitLock, "This run lost its lease (it expired or was taken over) and stopped writing.", "Run again; the run that took over is authoritative."},
 	{OwnedByOtherScope, ExitFailed, "The plan changes a resource that another scope of the same environment owns.", "Apply that change from the owning scope, or read the resource with a data source."},

@@ -122,19 +122,19 @@ func foreignError(scope string, conflicts []ownership.Conflict) error {
 
 // checkApproval refuses a run that can write production without a named
 // approver (ENV_NOT_APPROVED, exit 2), before the engine writes anything: in
-// the production environment, or when the plan changes a resource the
-// sponson_scope policy marks as production. A plan is never refused; it says
+// the production environment or another protected one, or when the plan
+// changes a resource the sponson_scope policy marks as production. A plan is never refused; it says
 // that its apply will need approval.
 func (r *runner) checkApproval(rules ownership.Rules, plan *tfjson.Plan) error {
 	hits := rules.ProductionChanges(plan)
-	if !ownership.NeedsApproval(r.key.Environment, hits) {
+	if !r.o.Protected && !ownership.NeedsApproval(r.key.Environment, hits) {
 		return nil
 	}
 	var why []string
 	for _, h := range hits {
 		why = append(why, fmt.Sprintf("%s (%s)", h.Address, h.Rule))
 	}
-	reason := "the environment is production"
+	reason := "the environment " + r.key.Environment + " is protected"
 	if len(why) > 0 {
 		reason = "it writes production: " + strings.Join(why, ", ")
 	}

@@ -58,7 +58,10 @@ type Options struct {
 	ProviderVersion string
 	Lease           lease.Config
 	ApprovedBy      string
-	Vars            []engine.VarArg
+	// Protected says the environment is declared protected (sponson.hcl):
+	// every apply and destroy needs a named approver, as in production.
+	Protected bool
+	Vars      []engine.VarArg
 	// EngineOut receives the engine's own output as it runs.
 	EngineOut io.Writer
 	// Warn and Info report progress as it happens; either may be nil.

@@ -1,0 +1,228 @@
+// Package environments reads the environments a repository declares: which
+// environments runs may use, which of them are protected (every apply and
+// destroy needs a named approver), and who may approve each. The wrapper
+// reads the declaration before it starts the engine or takes a lease, so an
+// undeclared environment, or a protected one without an approver, is refused
+// before anything runs (README.md "Declared environments").
+//
+// The declaration is one file, sponson.hcl, found in the configuration
+// directory or the nearest parent up to the repository's root:
+//
+//	environment "preview" {}
+//
+//	environment "staging" {}
+//
+//	environment "production" {
+//	  protected = true
+//	  approvers = ["alice", "bob"] # optional: who may approve
+//	}
+//
+// Without the file, preview and production are declared and production is
+// protected with no list of approvers (any named approver), which is what
+// Sponson did before environments were declared.
+package environments
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+)
+
+// FileName is the declaration's file name.
+const FileName = "sponson.hcl"
+
+// Production is the environment that is always protected: a declaration
+// cannot make it unprotected, so that a typo in sponson.hcl never opens
+// production to unapproved runs.
+const Production = "production"
+
+// Environment is one declared environment.
+type Environment struct {
+	Name string
+	// Protected environments need a named approver for apply and destroy
+	// (ENV_NOT_APPROVED, exit 2).
+	Protected bool
+	// Approvers, when not nil, are the only names a protected environment
+	// accepts as approver; nil accepts any name.
+	Approvers []string
+}
+
+// Declared is the environments of a repository.
+type Declared struct {
+	Environments []Environment
+	// Source is the file they were read from; "" for the defaults.
+	Source string
+}
+
+// Default is the declaration of a repository without sponson.hcl.
+func Default() Declared {
+	return Declared{Environments: []Environment{
+		{Name: runctx.DefaultEnvironment},
+		{Name: Production, Protected: true},
+	}}
+}
+
+// Normalize is how an environment name is matched: surrounding space
+// removed and ASCII letters lowercased, so --env Production is production.
+// Nothing else is folded: production-app and prod are other names, and are
+// refused unless declared.
+func Normalize(name string) string {
+	return strings.ToLower(strings.TrimSpace(name))
+}
+
+// Load finds and reads the declaration for a configuration directory: the
+// first sponson.hcl in dir or a parent, stopping at the repository's root
+// (the first directory that holds .git) or the file system's root. A
+// repository without the file gets Default.
+func Load(dir string) (Declared, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return Declared{}, errcode.Wrap(errcode.Usage, err, "cannot resolve the configuration directory %q", dir)
+	}
+	for {
+		path := filepath.Join(dir, FileName)
+		src, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			return Parse(src, path)
+		case !errors.Is(err, fs.ErrNotExist):
+			return Declared{}, errcode.Wrap(errcode.Usage, err, "cannot read %s", path)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return Default(), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return Default(), nil
+		}
+		dir = parent
+	}
+}
+
+// file is the HCL schema of sponson.hcl.
+type file struct {
+	Environments []struct {
+		Name      string    `hcl:"name,label"`
+		Protected *bool     `hcl:"protected,optional"`
+		Approvers *[]string `hcl:"approvers,optional"`
+	} `hcl:"environment,block"`
+}
+
+// Parse reads a declaration; filename names it in errors. It refuses
+// (USAGE) a file that is not valid HCL, declares no environment, declares a
+// name twice after Normalize, declares an invalid name, lists approvers of an
+// unprotected environment or an empty list of approvers, or declares
+// production unprotected.
+func Parse(src []byte, filename string) (Declared, error) {
+	const hint = `Declare each environment as environment "NAME" { protected = true, approvers = ["alice"] } (both settings optional); see README.md "Declared environments".`
+	bad := func(format string, args ...any) error {
+		return errcode.New(errcode.Usage, "%s: %s", filename, fmt.Sprintf(format, args...)).WithHint(hint)
+	}
+	// HCL's diagnostics already start with the file name and position.
+	p := hclparse.NewParser()
+	hf, diags := p.ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return Declared{}, errcode.New(errcode.Usage, "%s", diags.Error()).WithHint(hint)
+	}
+	var f file
+	if diags := gohcl.DecodeBody(hf.Body, nil, &f); diags.HasErrors() {
+		return Declared{}, errcode.New(errcode.Usage, "%s", diags.Error()).WithHint(hint)
+	}
+	d := Declared{Source: filename}
+	for _, b := range f.Environments {
+		name := Normalize(b.Name)
+		if err := runctx.ValidName("environment", name); err != nil {
+			return Declared{}, bad("%s", errcode.As(err).Message)
+		}
+		if slices.ContainsFunc(d.Environments, func(e Environment) bool { return e.Name == name }) {
+			return Declared{}, bad("environment %q is declared twice (names are matched case-insensitively)", name)
+		}
+		e := Environment{Name: name, Protected: b.Protected != nil && *b.Protected}
+		if name == Production {
+			if b.Protected != nil && !*b.Protected {
+				return Declared{}, bad("environment %q is always protected; remove protected = false", name)
+			}
+			e.Protected = true
+		}
+		if b.Approvers != nil {
+			if !e.Protected {
+				return Declared{}, bad("environment %q lists approvers but is not protected; add protected = true", name)
+			}
+			for _, a := range *b.Approvers {
+				if a = strings.TrimSpace(a); a != "" {
+					e.Approvers = append(e.Approvers, a)
+				}
+			}
+			if len(e.Approvers) == 0 {
+				return Declared{}, bad("environment %q lists no approvers, so no run could ever be approved; name at least one, or remove approvers to accept any name", name)
+			}
+		}
+		d.Environments = append(d.Environments, e)
+	}
+	if len(d.Environments) == 0 {
+		return Declared{}, bad("no environment is declared")
+	}
+	return d, nil
+}
+
+// Names are the declared environments' names, in the order declared.
+func (d Declared) Names() []string {
+	out := make([]string, len(d.Environments))
+	for i, e := range d.Environments {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// Lookup returns the declared environment that name matches after
+// Normalize, or ENV_UNDECLARED naming the declared ones.
+func (d Declared) Lookup(name string) (Environment, error) {
+	n := Normalize(name)
+	for _, e := range d.Environments {
+		if e.Name == n {
+			return e, nil
+		}
+	}
+	where := "the defaults (no " + FileName + " found)"
+	if d.Source != "" {
+		where = d.Source
+	}
+	return Environment{}, errcode.New(errcode.EnvUndeclared, "environment %q is not declared; %s declares: %s", strings.TrimSpace(name), where, strings.Join(d.Names(), ", ")).
+		WithHint(fmt.Sprintf("Use one of %s, or declare it with environment %q {} in %s at the repository root.", strings.Join(d.Names(), ", "), n, FileName)).
+		With("environment", strings.TrimSpace(name)).With("declared", d.Names())
+}
+
+// Approve checks the approver of a run that writes a protected environment
+// and returns the name to record: approver without surrounding space. An
+// unprotected environment needs none and returns approver as given. Errors
+// are ENV_NOT_APPROVED: no approver, or one the declaration does not list.
+func (e Environment) Approve(approver string) (string, error) {
+	name := strings.TrimSpace(approver)
+	if !e.Protected {
+		return name, nil
+	}
+	if name == "" {
+		err := errcode.New(errcode.EnvNotApproved, "environment %s is protected and needs a named approver", e.Name)
+		if e.Approvers != nil {
+			err = err.WithHint(fmt.Sprintf("Pass --approved-by NAME or set SPONSON_APPROVED_BY, with one of the approvers %s declares for %s: %s.",
+				FileName, e.Name, strings.Join(e.Approvers, ", ")))
+		}
+		return "", err.With("environment", e.Name)
+	}
+	if e.Approvers != nil && !slices.Contains(e.Approvers, name) {
+		return "", errcode.New(errcode.EnvNotApproved, "%q may not approve runs in environment %s", name, e.Name).
+			WithHint(fmt.Sprintf("Name one of the approvers %s declares for %s: %s.", FileName, e.Name, strings.Join(e.Approvers, ", "))).
+			With("environment", e.Name).With("approver", name).With("approvers", slices.Clone(e.Approvers))
+	}
+	return name, nil
+}
