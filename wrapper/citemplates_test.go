@@ -74,7 +74,11 @@ func (o *orderedJobs) UnmarshalYAML(n *yaml.Node) error {
 }
 
 type ghJob struct {
-	If          string            `yaml:"if"`
+	If          string `yaml:"if"`
+	Concurrency struct {
+		Group            string `yaml:"group"`
+		CancelInProgress bool   `yaml:"cancel-in-progress"`
+	} `yaml:"concurrency"`
 	Needs       stringList        `yaml:"needs"`
 	Environment string            `yaml:"environment"`
 	Permissions map[string]string `yaml:"permissions"`
@@ -229,6 +233,7 @@ func (e ghEvent) context() map[string]any {
 		"event_name": e.event,
 		"event":      e.payload,
 		"ref":        e.vars["GITHUB_REF"],
+		"ref_name":   e.vars["GITHUB_REF_NAME"],
 		"head_ref":   e.vars["GITHUB_HEAD_REF"],
 		"repository": "acme/app",
 	}}
@@ -512,15 +517,16 @@ type glPipeline struct {
 }
 
 type glJob struct {
-	Stage        string        `yaml:"stage"`
-	Image        string        `yaml:"image"`
-	BeforeScript []string      `yaml:"before_script"`
-	Script       []string      `yaml:"script"`
-	Variables    stringMap     `yaml:"variables"`
-	Rules        []glRule      `yaml:"rules"`
-	Needs        []string      `yaml:"needs"`
-	AllowFailure bool          `yaml:"allow_failure"`
-	Environment  glEnvironment `yaml:"environment"`
+	Stage         string        `yaml:"stage"`
+	Image         string        `yaml:"image"`
+	BeforeScript  []string      `yaml:"before_script"`
+	Script        []string      `yaml:"script"`
+	Variables     stringMap     `yaml:"variables"`
+	Rules         []glRule      `yaml:"rules"`
+	Needs         []string      `yaml:"needs"`
+	AllowFailure  bool          `yaml:"allow_failure"`
+	Interruptible bool          `yaml:"interruptible"`
+	Environment   glEnvironment `yaml:"environment"`
 }
 
 type glRule struct {
@@ -1124,5 +1130,65 @@ func TestCITemplatesExpressions(t *testing.T) {
 	}
 	if _, err := evalExpr("contains(github.event.labels, 'x')", gh, true); err == nil {
 		t.Error("a function call is beyond the evaluator and must be an error")
+	}
+}
+
+// TestCITemplatesScopeRules checks the templates against the rules of
+// context detection and the older-commit check (README "Which scope each CI
+// event gets"): the default branch decides main, applying jobs fetch the
+// history the commit check needs, no apply is cancelled half-way, and tag
+// pipelines run nothing.
+func TestCITemplatesScopeRules(t *testing.T) {
+	t.Parallel()
+	w := loadGitHub(t)
+	trunk := ghOnMain("push", map[string]any{"ref": "refs/heads/main"})
+	trunk.payload["repository"] = map[string]any{"full_name": "acme/app", "default_branch": "trunk"}
+	if jobs := ghRunningJobs(t, w, trunk); len(jobs) != 0 {
+		t.Errorf("a push to main where the default branch is trunk runs %v; main is an ordinary branch there", jobs)
+	}
+	for _, name := range w.Jobs.names {
+		j := w.Jobs.byKey[name]
+		lines := ghStepLines(w, name)
+		if len(lines) == 0 {
+			continue
+		}
+		words := strings.Fields(lines[0].line)
+		if words[1] == "gc" {
+			continue
+		}
+		if j.Concurrency.Group == "" || j.Concurrency.CancelInProgress {
+			t.Errorf("job %s: concurrency %+v; want a group per scope without cancel-in-progress (an apply is never cancelled half-way)", name, j.Concurrency)
+		}
+		if words[1] != "apply" {
+			continue
+		}
+		var checkout *ghStep
+		for i := range j.Steps {
+			if strings.HasPrefix(j.Steps[i].Uses, "actions/checkout@") {
+				checkout = &j.Steps[i]
+			}
+		}
+		if checkout == nil || checkout.With["fetch-depth"] != "0" {
+			t.Errorf("job %s applies without the whole history (fetch-depth: 0): the older-commit check could not decide", name)
+		}
+	}
+	if w.Jobs.byKey["preview"].Concurrency.Group != w.Jobs.byKey["preview-destroy"].Concurrency.Group {
+		t.Error("preview and preview-destroy are in different concurrency groups: a pending apply of a closed pull request would still run")
+	}
+
+	p := loadGitLab(t)
+	if p.variables["GIT_DEPTH"] != "0" {
+		t.Errorf("GIT_DEPTH = %q, want \"0\": the older-commit check needs the history", p.variables["GIT_DEPTH"])
+	}
+	for _, name := range p.jobs {
+		if p.byName[name].Interruptible {
+			t.Errorf("job %s is interruptible: auto-cancel would stop an apply half-way", name)
+		}
+	}
+	tag := glEvent{name: "tag", vars: map[string]string{
+		"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_TAG": "v1.2.3", "CI_COMMIT_REF_NAME": "v1.2.3", "CI_COMMIT_SHA": strings.Repeat("a", 40),
+	}}
+	if jobs := glPipelineJobs(t, p, tag); len(jobs) != 0 {
+		t.Errorf("a tag pipeline runs %v: a tag gives no scope", jobs)
 	}
 }
