@@ -1,0 +1,306 @@
+package summary
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Options shape one rendering.
+type Options struct {
+	// Limit is the largest summary, in bytes, the destination takes (a
+	// GitHub comment: 65,536 characters); 0 means no limit. Bytes are never
+	// fewer than characters, so a byte limit is safe on every host.
+	Limit int
+	// FullPlanAt says where the whole plan can be read when the summary is
+	// cut (the CI job's URL); "the job's log" when empty.
+	FullPlanAt string
+	// Marker starts the summary with the hidden marker of the sticky
+	// comment (see Marker).
+	Marker bool
+}
+
+// minPlanBudget is the least room worth giving the engine's text in a cut
+// summary; with less, the collapsed block is left out and the cut notice says
+// where the text is.
+const minPlanBudget = 400
+
+// Markdown renders the summary of a run.
+func (r Run) Markdown(o Options) string {
+	head := r.head(o)
+	body := r.body()
+	return fit(head, body, r.planBlock, o)
+}
+
+// fit assembles head, body lines and the plan block within o.Limit. What is
+// cut is cut at a line (never inside a table row, a code span or the
+// collapsed block, which are closed properly) and a notice says where the
+// whole is.
+func fit(head string, body []string, plan func(budget int, where string) string, o Options) string {
+	full := head + strings.Join(body, "") + plan(-1, "")
+	if o.Limit <= 0 || len(full) <= o.Limit {
+		return full
+	}
+	where := o.FullPlanAt
+	if where == "" {
+		where = "the job's log"
+	}
+	notice := fmt.Sprintf("\n> [!NOTE]\n> This summary is cut at the host's limit of %s characters: the full plan is in %s.\n", thousands(o.Limit), where)
+	budget := o.Limit - len(head) - len(notice)
+	moreLines := func(n int) string { return fmt.Sprintf("\n_… %d more lines of this summary are cut._\n", n) }
+	var b strings.Builder
+	b.WriteString(head)
+	used := 0
+	for i, line := range body {
+		last := i == len(body)-1
+		if (last && used+len(line) > budget) || (!last && used+len(line)+len(moreLines(len(body))) > budget) {
+			b.WriteString(moreLines(len(body) - i))
+			used = budget
+			break
+		}
+		b.WriteString(line)
+		used += len(line)
+	}
+	if rest := budget - used; rest >= minPlanBudget {
+		b.WriteString(plan(rest, where))
+	}
+	b.WriteString(notice)
+	return b.String()
+}
+
+func (r Run) head(o Options) string {
+	var b strings.Builder
+	if o.Marker {
+		b.WriteString(Marker(r.Stack, r.Environment) + "\n")
+	}
+	fmt.Fprintf(&b, "### %s sponson %s · %s · %s: %s\n\n", r.icon(), r.Command, r.Environment, r.Scope, r.outcome())
+	b.WriteString("| stack | environment | scope | commit | run | engine |\n| --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(r.Stack), cell(r.Environment), cell(r.Scope), cell(short(r.Commit)), cell(r.RunID), text(r.Engine))
+	return b.String()
+}
+
+func (r Run) icon() string {
+	switch {
+	case r.Failure != nil:
+		return "❌"
+	case len(r.Changes) == 0:
+		return "✅"
+	default:
+		return "📝"
+	}
+}
+
+// outcome is the headline: what the run did or will do.
+func (r Run) outcome() string {
+	n := Count(r.Changes)
+	if r.Failure != nil {
+		if len(r.Refusals) > 0 {
+			return "refused (" + r.Failure.Code + ")"
+		}
+		return "failed (" + r.Failure.Code + ")"
+	}
+	switch r.Command {
+	case "plan":
+		if len(r.Changes) == 0 {
+			return "no changes"
+		}
+		return n.String()
+	default:
+		if len(r.Changes) == 0 {
+			return r.Status + ", no changes"
+		}
+		return r.Status + ", " + n.String()
+	}
+}
+
+// body is the summary below its header, one element per line (or per block
+// that must not be split), so that a cut never leaves a table or list
+// half-formed.
+func (r Run) body() []string {
+	var out []string
+	if f := r.Failure; f != nil {
+		out = append(out, "\n**"+inline(f.Code)+"**: "+text(firstLine(f.Message))+"\n")
+		if f.Hint != "" {
+			out = append(out, "\n"+text(f.Hint)+"\n")
+		}
+	}
+	if len(r.Refusals) > 0 {
+		out = append(out, "\n**Refused before the engine wrote anything:**\n\n| address | owned by | run | why |\n| --- | --- | --- | --- |\n")
+		for _, x := range r.Refusals {
+			out = append(out, fmt.Sprintf("| %s | %s | %s | %s |\n", cell(x.Address), cell(x.Owner), cell(x.OwnerRun), text(x.Why)))
+		}
+	}
+	if r.ApprovalNeeded {
+		if r.ApprovedBy != "" {
+			out = append(out, "\n**Approved by** "+inline(r.ApprovedBy)+" (this run writes production).\n")
+		} else {
+			out = append(out, "\n**Needs approval:** applying this writes production; the apply must name its approver (`--approved-by`).\n")
+		}
+	}
+	if r.InheritedFrom != "" {
+		out = append(out, fmt.Sprintf("\n**Inherits** %d resources from %s (succession); this plan includes them.\n", len(r.Inherited), inline(r.InheritedFrom)))
+	}
+	for _, w := range r.LeaseWaits {
+		out = append(out, fmt.Sprintf("\n**Waited for the lease:** held by %s until %s.\n", inline(w.Holder), w.Until.UTC().Format("2006-01-02 15:04:05 UTC")))
+	}
+	if r.SavedPlan != "" {
+		out = append(out, "\n**Saved plan:** "+inline(r.SavedPlan)+"; `sponson apply "+r.SavedPlan+"` applies exactly this plan, or refuses if it went stale.\n")
+	}
+	out = append(out, changeLines(r.Changes)...)
+	if len(r.Warnings) > 0 {
+		out = append(out, "\n**Warnings**\n\n")
+		for _, w := range r.Warnings {
+			out = append(out, "- "+text(firstLine(w))+"\n")
+		}
+	}
+	return out
+}
+
+// changeLines lists changes grouped by action, replacements and deletes
+// first.
+func changeLines(cs []Change) []string {
+	var out []string
+	g := group(cs)
+	for _, a := range actionOrder {
+		l := g[a]
+		if len(l) == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("\n#### %s (%d)\n\n", actionTitle[a], len(l)))
+		for _, c := range l {
+			line := "- " + inline(c.Address)
+			if c.From != "" {
+				line += " (from " + inline(c.From) + ")"
+			}
+			out = append(out, line+"\n")
+		}
+	}
+	return out
+}
+
+// planBlock renders the engine's text in a collapsed block. budget < 0
+// means all of it; otherwise the text is cut at a line so that the block
+// fits in budget bytes, and says so.
+func (r Run) planBlock(budget int, where string) string {
+	return collapsed("Plan output ("+r.engineName()+")", r.PlanText, budget, where)
+}
+
+func (r Run) engineName() string {
+	if r.Engine == "" {
+		return "engine"
+	}
+	return r.Engine
+}
+
+func collapsed(title, body string, budget int, where string) string {
+	if strings.TrimSpace(body) == "" {
+		return ""
+	}
+	body = strings.TrimRight(strings.TrimLeft(body, "\n"), "\n")
+	fence := fenceFor(body)
+	open := "\n<details><summary>" + htmlEscape(title) + "</summary>\n\n" + fence + "text\n"
+	closing := "\n" + fence + "\n\n</details>\n"
+	if budget < 0 || len(open)+len(body)+len(closing) <= budget {
+		return open + body + closing
+	}
+	lines := strings.Split(body, "\n")
+	tail := func(shown int) string {
+		return fmt.Sprintf("\n%s\n\n_The plan output is cut after %d of %d lines; the full plan is in %s._\n\n</details>\n", fence, shown, len(lines), where)
+	}
+	room := budget - len(open) - len(tail(len(lines)))
+	var b strings.Builder
+	shown := 0
+	for _, l := range lines {
+		if b.Len()+len(l)+1 > room {
+			break
+		}
+		if shown > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+		shown++
+	}
+	return open + b.String() + tail(shown)
+}
+
+// fenceFor returns a code fence longer than any run of backticks in s, so
+// the engine's text can never close the block early.
+func fenceFor(s string) string {
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
+// inline renders s as a code span whatever it holds.
+func inline(s string) string {
+	if s == "" {
+		return "—"
+	}
+	s = strings.ReplaceAll(s, "\n", " ")
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	ticks := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return ticks + s + ticks
+}
+
+// cell is inline for a table cell: a pipe must be escaped even inside a code
+// span (GitHub Flavored Markdown splits cells before spans).
+func cell(s string) string { return strings.ReplaceAll(inline(s), "|", `\|`) }
+
+// text escapes free text for a line or a table cell: HTML and Markdown that
+// would change the document's structure.
+func text(s string) string {
+	if s == "" {
+		return "—"
+	}
+	s = htmlEscape(strings.ReplaceAll(s, "\n", " "))
+	r := strings.NewReplacer(`\`, `\\`, "|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`)
+	return r.Replace(s)
+}
+
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,204 @@
+// Package summary renders the Markdown summary of one run (plan, apply,
+// destroy) or of a drift check, for people: CI step summaries, a file, and
+// the sticky comment on a pull request or merge request (package comment).
+// It never sees attribute values: the structure comes from the plan JSON
+// (addresses and actions only) and the engine's own text, which the engine
+// already redacts ("(sensitive value)"), goes into a collapsed block as is.
+package summary
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	tfjson "github.com/hashicorp/terraform-json"
+)
+
+// Action is what a run does to one resource address, as people read it.
+type Action string
+
+// The actions, in the order a summary lists them: what cannot be undone
+// first (replacements and deletes), then the rest.
+const (
+	Replace Action = "replace"
+	Delete  Action = "delete"
+	Create  Action = "create"
+	Update  Action = "update"
+	Forget  Action = "forget"
+	Import  Action = "import"
+	Move    Action = "move"
+)
+
+var actionOrder = []Action{Replace, Delete, Create, Update, Forget, Import, Move}
+
+var actionTitle = map[Action]string{
+	Replace: "Replace", Delete: "Delete", Create: "Create", Update: "Update in place",
+	Forget: "Forget (removed from state, kept)", Import: "Import", Move: "Move",
+}
+
+// Change is one planned action on one address.
+type Change struct {
+	Address string `json:"address"`
+	Action  Action `json:"action"`
+	// From is the previous address of a moved resource.
+	From string `json:"from,omitempty"`
+}
+
+// Refusal is a planned change Sponson refused before the engine wrote.
+type Refusal struct {
+	Address string `json:"address"`
+	// Owner and OwnerRun name the scope (and its run) that owns the object.
+	Owner    string `json:"owner,omitempty"`
+	OwnerRun string `json:"ownerRun,omitempty"`
+	// Why says it in words when there is no owner (an approval, a stale
+	// saved plan).
+	Why string `json:"why,omitempty"`
+}
+
+// LeaseWait is one wait for the scope's lease.
+type LeaseWait struct {
+	Holder string    `json:"holder"`
+	Until  time.Time `json:"until"`
+}
+
+// Failure is how the run ended when it did not succeed.
+type Failure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// Run is everything a run's summary shows.
+type Run struct {
+	Command     string // plan, apply, destroy
+	Stack       string
+	Environment string
+	Scope       string
+	Commit      string
+	RunID       string
+	Engine      string // "opentofu 1.12.6"
+	// Status is the run's status (changes, unchanged, applied, failed, ...).
+	Status  string
+	Changes []Change
+	// Refusals are the planned changes that were refused.
+	Refusals []Refusal
+	// ApprovalNeeded is set when the run (or the apply of this plan) needs
+	// a named approver; ApprovedBy names the one it had.
+	ApprovalNeeded bool
+	ApprovedBy     string
+	// InheritedFrom names the predecessor scope whose resources this run
+	// inherits (succession); Inherited lists their addresses.
+	InheritedFrom string
+	Inherited     []string
+	LeaseWaits    []LeaseWait
+	Warnings      []string
+	Failure       *Failure
+	// PlanText is the engine's own rendering of the plan (show of the saved
+	// plan), sensitive values redacted by the engine.
+	PlanText string
+	// SavedPlan names the saved plan file a later apply will apply.
+	SavedPlan string
+}
+
+// ChangesFromPlan lists the managed-resource changes of a plan. No-ops are
+// left out unless the resource moves or is imported.
+func ChangesFromPlan(p *tfjson.Plan) []Change {
+	if p == nil {
+		return nil
+	}
+	return changesOf(p.ResourceChanges)
+}
+
+// DriftFromPlan lists what changed outside the engine, as a refresh-only
+// plan reports it (resource_drift).
+func DriftFromPlan(p *tfjson.Plan) []Change {
+	if p == nil {
+		return nil
+	}
+	return changesOf(p.ResourceDrift)
+}
+
+func changesOf(rcs []*tfjson.ResourceChange) []Change {
+	var out []Change
+	for _, rc := range rcs {
+		if rc == nil || rc.Change == nil || rc.Mode != tfjson.ManagedResourceMode {
+			continue
+		}
+		a := rc.Change.Actions
+		c := Change{Address: rc.Address}
+		switch {
+		case a.Replace():
+			c.Action = Replace
+		case a.Delete():
+			c.Action = Delete
+		case a.Create():
+			c.Action = Create
+		case a.Update():
+			c.Action = Update
+		case a.Forget():
+			c.Action = Forget
+		case rc.Change.Importing != nil:
+			c.Action = Import
+		case rc.PreviousAddress != "" && rc.PreviousAddress != rc.Address:
+			c.Action = Move
+		default:
+			continue
+		}
+		if rc.PreviousAddress != rc.Address {
+			c.From = rc.PreviousAddress
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Counts are the engine's three numbers.
+type Counts struct{ Add, Change, Destroy int }
+
+func (c Counts) String() string {
+	return fmt.Sprintf("%d to add, %d to change, %d to destroy", c.Add, c.Change, c.Destroy)
+}
+
+// Count counts changes as the engine does (a replacement adds and destroys).
+func Count(cs []Change) Counts {
+	var n Counts
+	for _, c := range cs {
+		switch c.Action {
+		case Replace:
+			n.Add++
+			n.Destroy++
+		case Create:
+			n.Add++
+		case Update:
+			n.Change++
+		case Delete:
+			n.Destroy++
+		}
+	}
+	return n
+}
+
+// group returns the changes by action, each group sorted by address.
+func group(cs []Change) map[Action][]Change {
+	g := map[Action][]Change{}
+	for _, c := range cs {
+		g[c.Action] = append(g[c.Action], c)
+	}
+	for _, l := range g {
+		sort.Slice(l, func(i, j int) bool { return l[i].Address < l[j].Address })
+	}
+	return g
+}
+
+// Marker is the hidden line that identifies the sticky comment of one pull
+// request, stack and environment: the comment is found by it and updated in
+// place. "--" may not appear inside an HTML comment, so it is spelled out.
+func Marker(stack, environment string) string {
+	clean := func(s string) string {
+		s = strings.ReplaceAll(s, "-", "%2D")
+		s = strings.ReplaceAll(s, ">", "%3E")
+		return strings.ReplaceAll(s, "\n", " ")
+	}
+	return fmt.Sprintf("<!-- sponson-summary stack=%s environment=%s -->", clean(stack), clean(environment))
+}
