@@ -5,6 +5,7 @@
 package github
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,13 +140,31 @@ func (c *Client) httpClient() *http.Client {
 
 // get fetches one page into v and returns its Link header.
 func (c *Client) get(ctx context.Context, u *url.URL, v any) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	return c.do(ctx, http.MethodGet, u, nil, v, "a list of pull requests")
+}
+
+// do sends one request (body, when not nil, as JSON) and reads a 2xx answer
+// into v, which is what (in words, for the error); it returns the answer's
+// Link header.
+func (c *Client) do(ctx context.Context, method string, u *url.URL, body, v any, what string) (string, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return "", fmt.Errorf("GitHub API %s %s: %w", method, u.Path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return "", fmt.Errorf("GitHub API GET %s: %w", u.Path, err)
+		return "", fmt.Errorf("GitHub API %s %s: %w", method, u.Path, err)
 	}
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", APIVersion)
 	req.Header.Set("User-Agent", "sponson")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
@@ -155,22 +174,32 @@ func (c *Client) get(ctx context.Context, u *url.URL, v any) (string, error) {
 		return "", fmt.Errorf("GitHub API: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
-		return "", fmt.Errorf("GitHub API GET %s: reading the answer: %w", u.Path, err)
+		return "", fmt.Errorf("GitHub API %s %s: reading the answer: %w", method, u.Path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return "", statusError(u, resp, body)
+	if resp.StatusCode/100 != 2 {
+		return "", &StatusError{Status: resp.StatusCode, msg: statusMessage(method, u, resp, data)}
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return "", fmt.Errorf("GitHub API GET %s: the answer is not a list of pull requests: %w", u.Path, err)
+	if v != nil {
+		if err := json.Unmarshal(data, v); err != nil {
+			return "", fmt.Errorf("GitHub API %s %s: the answer is not %s: %w", method, u.Path, what, err)
+		}
 	}
 	return resp.Header.Get("Link"), nil
 }
 
-// statusError names the status and GitHub's own message, never the token.
-func statusError(u *url.URL, resp *http.Response, body []byte) error {
-	msg := fmt.Sprintf("GitHub API GET %s: %s", u.Path, resp.Status)
+// StatusError is an answer outside 2xx.
+type StatusError struct {
+	Status int
+	msg    string
+}
+
+func (e *StatusError) Error() string { return e.msg }
+
+// statusMessage names the status and GitHub's own message, never the token.
+func statusMessage(method string, u *url.URL, resp *http.Response, body []byte) string {
+	msg := fmt.Sprintf("GitHub API %s %s: %s", method, u.Path, resp.Status)
 	var e struct {
 		Message string `json:"message"`
 	}
@@ -188,8 +217,10 @@ func statusError(u *url.URL, resp *http.Response, body []byte) error {
 		msg += " (rate limit exhausted until " + resetTime(resp.Header.Get("X-RateLimit-Reset")) + ")"
 	case resp.StatusCode == http.StatusNotFound:
 		msg += " (check the repository, and that GITHUB_TOKEN may read its pull requests)"
+	case resp.StatusCode == http.StatusForbidden:
+		msg += " (check that GITHUB_TOKEN has the permission this needs)"
 	}
-	return errors.New(msg)
+	return msg
 }
 
 func resetTime(v string) string {
