@@ -172,7 +172,9 @@ type gitLabMR struct {
 	jobURL  string
 }
 
-func (g *gitLabMR) Name() string       { return fmt.Sprintf("GitLab merge request !%d of project %s", g.iid, g.project) }
+func (g *gitLabMR) Name() string {
+	return fmt.Sprintf("GitLab merge request !%d of project %s", g.iid, g.project)
+}
 func (g *gitLabMR) Limit() int         { return gitlab.NoteLimit }
 func (g *gitLabMR) FullPlanAt() string { return g.jobURL }
 
