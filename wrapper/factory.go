@@ -6,6 +6,7 @@ package wrapper
 
 import (
 	"io"
+	"net/http"
 	"os"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
@@ -21,6 +22,9 @@ type Factory struct {
 	// to the engine (the sponson binary itself).
 	Executable func() (string, error)
 	Lookup     engine.Lookup
+	// HTTP is the client for the CI host's API (summary comments); the
+	// default client when nil.
+	HTTP *http.Client
 }
 
 // NewFactory returns the Factory of the real process.

@@ -18,6 +18,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+	"github.com/sponson/terraform-provider-sponson/internal/summary"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 )
 
@@ -67,6 +68,9 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 type runInput struct {
 	opts     scoperun.Options
 	storeURL string
+	review   ReviewFlags
+	// stack names the run's stack in its summary.
+	stack string
 }
 
 // resolve turns flags into run options, refusing early what can be refused
@@ -166,16 +170,18 @@ func declaredEnvironment(dir, name string) (environments.Environment, error) {
 
 // RunResult is the result part of the envelope of plan, apply and destroy.
 type RunResult struct {
-	RunID       string           `json:"runId"`
-	Environment string           `json:"environment"`
-	Scope       string           `json:"scope"`
-	Status      string           `json:"status"`
-	Summary     engine.Summary   `json:"summary"`
-	Engine      receipt.Engine   `json:"engine,omitzero"`
-	Store       string           `json:"store"`
-	Context     runctx.Context   `json:"context"`
-	Receipt     *receipt.Receipt `json:"receipt,omitempty"`
-	Running     *store.LeaseInfo `json:"applyRunning,omitempty"`
+	RunID       string         `json:"runId"`
+	Environment string         `json:"environment"`
+	Scope       string         `json:"scope"`
+	Status      string         `json:"status"`
+	Summary     engine.Summary `json:"summary"`
+	// Changes lists each planned change by address and action.
+	Changes []summary.Change `json:"changes"`
+	Engine  receipt.Engine   `json:"engine,omitzero"`
+	Store   string           `json:"store"`
+	Context runctx.Context   `json:"context"`
+	Receipt *receipt.Receipt `json:"receipt,omitempty"`
+	Running *store.LeaseInfo `json:"applyRunning,omitempty"`
 }
 
 // runScope performs one run and renders its progress; the final outcome is
@@ -195,15 +201,22 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	o.Warn = warnOut.warn
 	o.Info = func(s string) { warnOut.line("%s", s) }
 	p.line("%s", header(string(o.Command), o.Context.Environment, o.Context.Scope, o.RunID))
+	o.PlanText = in.review.wanted(f.Getenv)
 	res, err := scoperun.Run(ctx, o)
 	rr := RunResult{
 		RunID: res.RunID, Environment: res.Key.Environment, Scope: res.Key.Scope, Status: res.Status,
-		Summary: res.Summary, Engine: res.Engine, Store: in.storeURL, Context: o.Context, Receipt: res.Receipt, Running: res.Running,
+		Summary: res.Summary, Changes: summary.ChangesFromPlan(res.Plan), Engine: res.Engine, Store: in.storeURL,
+		Context: o.Context, Receipt: res.Receipt, Running: res.Running,
+	}
+	warnings := res.Warnings
+	for _, w := range publish(ctx, f, in, res, err) {
+		warnOut.warn(w)
+		warnings = append(warnings, w)
 	}
 	if err == nil {
 		p.line("%s", closingLine(o.Command, rr))
 	}
-	return outcome{command: string(o.Command), result: rr, warnings: res.Warnings, err: err}
+	return outcome{command: string(o.Command), result: rr, warnings: warnings, err: err}
 }
 
 func closingLine(c scoperun.Command, r RunResult) string {
@@ -231,6 +244,7 @@ func closingLine(c scoperun.Command, r RunResult) string {
 // newRunCmd builds plan, apply and destroy, which differ only in words.
 func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long string, runF func(context.Context, *runInput) outcome) *cobra.Command {
 	var flags RunFlags
+	var review ReviewFlags
 	cmd := &cobra.Command{
 		Use:   string(command) + " [flags]",
 		Short: short,
@@ -240,21 +254,26 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 			// A failure travels in *out, which Run prints (the envelope
 			// with --json) and turns into the exit code; RunE returns nil
 			// so that cobra adds nothing of its own.
-			*out = runCommand(cmd, f, &flags, command, runF)
+			*out = runCommand(cmd, f, &flags, &review, command, runF)
 			return nil
 		},
 	}
 	flags.bind(cmd, command != scoperun.Plan)
+	review.bind(cmd)
 	return cmd
 }
 
 // runCommand resolves the flags of plan, apply or destroy and performs the
 // run (or runF, in tests).
-func runCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, command scoperun.Command, runF func(context.Context, *runInput) outcome) outcome {
+func runCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, command scoperun.Command, runF func(context.Context, *runInput) outcome) outcome {
 	in, err := flags.resolve(cmd, f, command)
 	if err != nil {
 		return outcome{command: string(command), err: err}
 	}
+	if err := bindEnv(cmd.Flags(), reviewFlagEnv, f.Getenv); err != nil {
+		return outcome{command: string(command), err: err}
+	}
+	in.review = *review
 	jsonMode, _ := cmd.Flags().GetBool("json")
 	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
 	if runF != nil {

@@ -112,6 +112,13 @@ func (s *Session) ShowPlan(ctx context.Context, path string) (*tfjson.Plan, erro
 	return p, s.wrap("show", err)
 }
 
+// ShowPlanText renders a saved plan as the engine prints it, without
+// colour; the engine redacts what it knows to be sensitive.
+func (s *Session) ShowPlanText(ctx context.Context, path string) (string, error) {
+	txt, err := s.tf.ShowPlanFileRaw(ctx, path)
+	return txt, s.wrap("show", err)
+}
+
 // Apply applies a saved plan.
 func (s *Session) Apply(ctx context.Context, plan string) error {
 	defer s.streaming()()

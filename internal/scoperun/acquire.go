@@ -19,6 +19,11 @@ func (r *runner) acquire(ctx, bg context.Context) error {
 	}
 	cfg := r.o.Lease
 	cfg.OnWait = func(l store.LeaseInfo) {
+		if n := len(r.res.LeaseWaits); n > 0 && r.res.LeaseWaits[n-1].Holder == l.Holder {
+			r.res.LeaseWaits[n-1] = l
+		} else {
+			r.res.LeaseWaits = append(r.res.LeaseWaits, l)
+		}
 		r.info(fmt.Sprintf("waiting for the lease of %s: held by %s until %s", r.key, l.Holder, l.ExpiresAt.Local().Format("15:04:05")))
 	}
 	held, err := lease.Acquire(ctx, r.o.Store, r.key, r.o.RunID, cfg)

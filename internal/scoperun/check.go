@@ -15,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/summary"
 )
 
 // checked is what planAndCheck produced: the saved plan, what it changes,
@@ -43,6 +44,17 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir)
 		return nil, r.engineErr(ctx, err)
 	}
 	r.res.Summary = engine.Summarize(c.plan)
+	r.res.Plan = c.plan
+	if pt, ok := eng.sess.(PlanTexter); ok && r.o.PlanText {
+		if txt, err := pt.ShowPlanText(eng.ctx, c.path); err == nil {
+			r.res.PlanText = summary.Redact(txt, c.plan)
+		} else {
+			r.warn(fmt.Sprintf("the engine's text of the plan is not in the summary: %v", err))
+		}
+	}
+	if r.handover != nil {
+		r.res.InheritedFrom = r.handover.pred.Scope
+	}
 	c.policy = ownership.PolicyFromPlan(c.plan)
 	c.planned = ownership.Identify(c.plan, c.policy)
 	for _, p := range c.planned {

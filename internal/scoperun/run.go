@@ -69,6 +69,9 @@ type Options struct {
 	Info func(string)
 	// RunID identifies the run; NewRunID when empty.
 	RunID string
+	// PlanText asks for the engine's own text of the plan in
+	// Result.PlanText (one more engine call), for summaries.
+	PlanText bool
 	// OpenEngine starts the engine session; engine.Open when nil. Tests
 	// replace it with a stand-in that speaks to the same state server.
 	OpenEngine func(context.Context, engine.Options) (Engine, error)
@@ -104,6 +107,23 @@ type Result struct {
 	Quarantined bool
 	// NeedsApproval is set on a plan whose apply will need --approved-by.
 	NeedsApproval bool
+	// Plan is the engine's plan as JSON; it may hold sensitive values and
+	// is never printed whole.
+	Plan *tfjson.Plan
+	// PlanText is the engine's own text of the plan with every value the
+	// plan marks sensitive redacted (Options.PlanText).
+	PlanText string
+	// InheritedFrom names the predecessor scope of a succession this run
+	// took part in.
+	InheritedFrom string
+	// LeaseWaits lists the holders this run waited for.
+	LeaseWaits []store.LeaseInfo
+}
+
+// PlanTexter is an engine that renders a saved plan as text
+// (*engine.Session does).
+type PlanTexter interface {
+	ShowPlanText(ctx context.Context, path string) (string, error)
 }
 
 // NewRunID returns a fresh run id: "run-" and 8 hex digits.

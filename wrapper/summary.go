@@ -1,0 +1,171 @@
+package wrapper
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/comment"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/summary"
+)
+
+// stepSummaryLimit is what GitHub Actions takes from one step's
+// $GITHUB_STEP_SUMMARY (1 MiB).
+const stepSummaryLimit = 1 << 20
+
+// commentTimeout bounds the whole comment exchange: a slow host delays the
+// end of a run by at most this much.
+const commentTimeout = time.Minute
+
+// ReviewFlags publish a run's summary where reviewers look.
+type ReviewFlags struct {
+	Summary      string
+	Comment      bool
+	GitLabReport string
+}
+
+var reviewFlagEnv = map[string]string{
+	"summary":       "SPONSON_SUMMARY",
+	"comment":       "SPONSON_COMMENT",
+	"gitlab-report": "SPONSON_GITLAB_REPORT",
+}
+
+func (r *ReviewFlags) bind(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&r.Summary, "summary", "", "write the run's Markdown summary to `FILE` (env SPONSON_SUMMARY); it is also appended to $GITHUB_STEP_SUMMARY when that is set")
+	fs.BoolVar(&r.Comment, "comment", false, "post the summary as one sticky comment per pull request, stack and environment on GitHub (GITHUB_TOKEN) or GitLab (SPONSON_GITLAB_TOKEN, GITLAB_TOKEN or CI_JOB_TOKEN), updated in place; a failure to comment is a warning (env SPONSON_COMMENT)")
+	fs.StringVar(&r.GitLabReport, "gitlab-report", "", "write GitLab's artifacts:reports:terraform JSON (create, update, delete counts) to `FILE` (env SPONSON_GITLAB_REPORT)")
+}
+
+// wanted reports whether the run must render a summary at all.
+func (r *ReviewFlags) wanted(getenv func(string) string) bool {
+	return r.Summary != "" || r.Comment || r.GitLabReport != "" || getenv("GITHUB_STEP_SUMMARY") != ""
+}
+
+// summaryOf builds what a run's summary shows from its result and error.
+func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {
+	c := in.opts.Context
+	s := summary.Run{
+		Command: string(in.opts.Command), Environment: res.Key.Environment, Scope: res.Key.Scope,
+		Stack: in.stack, Commit: c.Commit, RunID: res.RunID, Status: res.Status,
+		Changes:  summary.ChangesFromPlan(res.Plan),
+		PlanText: res.PlanText, Warnings: res.Warnings, InheritedFrom: res.InheritedFrom,
+		ApprovalNeeded: res.NeedsApproval, ApprovedBy: in.opts.ApprovedBy,
+	}
+	if res.Engine.Name != "" {
+		s.Engine = res.Engine.Name + " " + res.Engine.Version
+	}
+	if rec := res.Receipt; rec != nil {
+		s.ApprovedBy = rec.ApprovedBy
+		for _, e := range rec.Ledger {
+			if e.CreatedBy == receipt.CreatedByInherited {
+				s.Inherited = append(s.Inherited, e.Address)
+			}
+		}
+		if s.ApprovedBy != "" {
+			s.ApprovalNeeded = true
+		}
+	}
+	for _, l := range res.LeaseWaits {
+		s.LeaseWaits = append(s.LeaseWaits, summary.LeaseWait{Holder: l.Holder, Until: l.ExpiresAt})
+	}
+	if runErr != nil {
+		e := errcode.As(runErr)
+		s.Failure = &summary.Failure{Code: string(e.Code), Message: e.Message, Hint: e.Hint}
+		switch e.Code {
+		case errcode.OwnedByOtherScope:
+			if cs, ok := e.Details["conflicts"].([]map[string]string); ok {
+				for _, c := range cs {
+					s.Refusals = append(s.Refusals, summary.Refusal{Address: c["address"], Owner: c["owner"], OwnerRun: c["ownerRun"]})
+				}
+			}
+		case errcode.EnvNotApproved:
+			s.ApprovalNeeded, s.ApprovedBy = true, ""
+		}
+	}
+	return s
+}
+
+// publish writes the summary everywhere it was asked for. Each failure is a
+// warning: a summary never changes the outcome of the run it describes.
+func publish(ctx context.Context, f *Factory, in *runInput, res *scoperun.Result, runErr error) []string {
+	rf := in.review
+	if !rf.wanted(f.Getenv) || res == nil {
+		return nil
+	}
+	s := summaryOf(in, res, runErr)
+	var warns []string
+	warn := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
+
+	if p := f.Getenv("GITHUB_STEP_SUMMARY"); p != "" {
+		md := s.Markdown(summary.Options{Limit: stepSummaryLimit, FullPlanAt: "the job's log"})
+		if err := appendFile(p, md+"\n"); err != nil {
+			warn("could not write the summary to $GITHUB_STEP_SUMMARY: %v", err)
+		}
+	}
+	if rf.Summary != "" {
+		if err := writeFile(rf.Summary, []byte(s.Markdown(summary.Options{}))); err != nil {
+			warn("could not write the summary to %s: %v", rf.Summary, err)
+		}
+	}
+	if rf.GitLabReport != "" {
+		if res.Plan == nil {
+			warn("no plan to report in %s: the run stopped before it had one", rf.GitLabReport)
+		} else if err := writeFile(rf.GitLabReport, summary.GitLabReport(s.Changes)); err != nil {
+			warn("could not write the GitLab report to %s: %v", rf.GitLabReport, err)
+		}
+	}
+	if rf.Comment {
+		if w := postComment(ctx, f, in, s); w != "" {
+			warns = append(warns, w)
+		}
+	}
+	return warns
+}
+
+// postComment posts or updates the sticky comment; it returns a warning,
+// or "" when the comment is in place.
+func postComment(ctx context.Context, f *Factory, in *runInput, s summary.Run) string {
+	host, err := comment.FromEnv(comment.Env{Getenv: f.Getenv, PullRequest: in.opts.Context.PullRequest, HTTP: f.HTTP})
+	if err != nil {
+		// Without a token (or outside a pull request) the run goes on:
+		// the comment is a courtesy.
+		return "--comment: " + err.Error() + "; no comment posted"
+	}
+	md := s.Markdown(summary.Options{Marker: true, Limit: host.Limit(), FullPlanAt: host.FullPlanAt()})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commentTimeout)
+	defer cancel()
+	out, err := comment.Sticky(ctx, host, summary.Marker(s.Stack, s.Environment), md)
+	if err != nil {
+		return fmt.Sprintf("could not post the summary comment on %s: %v; the run's outcome is unchanged", host.Name(), err)
+	}
+	fmt.Fprintf(f.ErrOut, "summary comment %s on %s\n", out, host.Name())
+	return ""
+}
+
+func appendFile(path, text string) error {
+	fh, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fh.WriteString(text); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+// writeFile writes a file named relative to the working directory.
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
