@@ -55,7 +55,7 @@ func TestE2ESummaryAndComment(t *testing.T) {
 	}
 
 	// Another environment of the same pull request gets its own comment.
-	h.mustRunEnv(dir, gh, "plan", "--pr", "7", "--env", "staging", "--comment", "-var", "password="+secrets[0])
+	h.mustRunEnv(dir, gh, "plan", "--pr", "7", "--env", "production", "--comment", "-var", "password="+secrets[0])
 	if n := len(srv.Comments("acme/infra#7")); n != 2 {
 		t.Errorf("%d comments with a second environment, want 2", n)
 	}
