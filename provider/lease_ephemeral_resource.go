@@ -59,9 +59,10 @@ func NewLeaseEphemeralResource() ephemeral.EphemeralResource {
 // leaseEphemeralResource is a lease on a named object, typically a parent
 // object several scopes write entries of (DESIGN.md §2 "Parent lease"). The
 // engine drives it: Open acquires, Renew renews at each RenewAt it returned
-// (TTL/3), Close releases after the last resource that uses it. So it calls
-// the store directly, not the lease package, whose background renewal would
-// be a second pacemaker besides the engine's.
+// (TTL/3), Close releases after the last resource that uses it. So it uses
+// the lease package's wait loop, schedule, confirmation and release, but
+// not its held lease, whose background renewal would be a second pacemaker
+// besides the engine's.
 type leaseEphemeralResource struct {
 	data *providerData
 }
@@ -299,15 +300,18 @@ func (s leaseState) lease() store.Lease {
 	return store.Lease{Key: s.key(), Holder: s.Holder, Token: s.Token, ExpiresAt: s.ExpiresAt}
 }
 
+// schedule is the lease's renewal pacing, the wrapper's (package lease).
+func (s leaseState) schedule() lease.Schedule { return lease.Schedule{TTL: s.TTL} }
+
 // nextRenewal is TTL/3 after the last grant or renewal was sent.
 func (s leaseState) nextRenewal() time.Time {
-	return s.ValidUntil.Add(-s.TTL + s.TTL/3)
+	return s.schedule().Next(s.ValidUntil.Add(-s.TTL))
 }
 
 // selfStop is when, without a successful renewal, the lease counts as lost
 // to this provider: TTL/5 before its own deadline, like the wrapper's.
 func (s leaseState) selfStop() time.Time {
-	return s.ValidUntil.Add(-s.TTL / 5)
+	return s.schedule().SelfStop(s.ValidUntil)
 }
 
 // describe names the lease for messages: the object and its key.
@@ -348,8 +352,9 @@ func getLeaseState(ctx context.Context, private interface {
 	return s, diags
 }
 
-// leaseManager acquires, renews and releases sponson_lease leases with raw
-// store calls. Its dependencies are the provider's: records resolves and
+// leaseManager acquires, renews and releases sponson_lease leases with the
+// lease package's wait loop (lease.Take), schedule (lease.Schedule),
+// confirmation and release, one call at a time as the engine asks. Its dependencies are the provider's: records resolves and
 // opens the store like sponson_scope's writes; tests replace the clock, the
 // holder names and the polling pace.
 type leaseManager struct {
@@ -417,73 +422,69 @@ func (m *leaseManager) acquire(ctx context.Context, rc runctx.Context, opts leas
 	s.Store = url
 	s.Holder = m.newHolder()
 
-	waitUntil := m.now().Add(opts.waitTimeout)
-	for {
-		sent := m.now()
-		g, err := st.Acquire(ctx, key, s.Holder, opts.ttl)
-		if err == nil {
-			s.Token, s.ExpiresAt, s.ValidUntil = g.Lease.Token, g.Lease.ExpiresAt, sent.Add(opts.ttl)
-			fields := map[string]any{"name": s.Name, "key": key.String(), "holder": s.Holder, "token": s.Token,
-				"expires_at": s.ExpiresAt, "store": storeurl.Redact(url)}
-			if g.Preempted != nil {
-				fields["preempted_holder"] = g.Preempted.Holder
-			}
-			tflog.Info(ctx, "Acquired the lease", fields)
-			return s, diags
-		}
-		var held *store.HeldError
-		if !errors.As(err, &held) && opts.wait && ctx.Err() != nil {
-			// The engine ended the wait while the store was busy: that is
-			// an interrupted wait, not a store failure.
-			diags.AddError("Lease Wait Interrupted",
-				fmt.Sprintf("%s: the engine stopped waiting for the lease on %s before it was free.\n\n%s",
-					errcode.Interrupted, s.describe(), err))
-			return s, diags
-		}
-		if !errors.As(err, &held) {
-			diags.Append(storeErrorDiag("Lease Not Acquired",
-				fmt.Sprintf("The sponson provider could not take the lease on %s in the store %s.",
-					s.describe(), describeStore(url, s.Dir)), err))
-			return s, diags
-		}
-		if handedOver && held.Lease.Holder == run.Holder {
-			// The run took this lease for its parents policy. A second
-			// holder in the same run would wait for itself; the run renews
-			// and releases the lease, this resource only reports it.
-			s.Holder, s.Token, s.ExpiresAt, s.ValidUntil, s.Joined = held.Lease.Holder, held.Lease.Token, held.Lease.ExpiresAt, sent.Add(opts.ttl), true
-			tflog.Info(ctx, "Joined the run's lease", map[string]any{
-				"name": s.Name, "key": key.String(), "holder": s.Holder, "token": s.Token,
+	t, err := lease.Take(ctx, st, key, s.Holder, lease.Config{
+		TTL: opts.ttl, Wait: opts.wait, WaitTimeout: opts.waitTimeout, PollInterval: m.poll, Now: m.now,
+		OnWait: func(l store.LeaseInfo) {
+			tflog.Info(ctx, "Waiting for the lease", map[string]any{
+				"name": s.Name, "key": key.String(), "held_by": l.Holder, "held_until": l.ExpiresAt,
 			})
-			return s, diags
-		}
-		if !opts.wait {
-			diags.AddError("Lease Held By Another Run",
-				fmt.Sprintf("%s: the lease on %s is held by %s until %s, so sponson_lease did not take it. Wait "+
-					"for that run to finish and apply again, or set wait = true to queue behind it.\n\n%s",
-					errcode.LockHeld, s.describe(), held.Lease.Holder, held.Lease.ExpiresAt.UTC().Format(time.RFC3339), err))
-			return s, diags
-		}
-		now := m.now()
-		if !now.Before(waitUntil) {
-			diags.AddError("Lease Wait Timed Out",
-				fmt.Sprintf("%s: sponson_lease waited %s for the lease on %s, which is still held by %s until %s. "+
-					"Raise wait_timeout_seconds, or find the run that holds the lease.\n\n%s",
-					errcode.WaitTimeout, opts.waitTimeout, s.describe(), held.Lease.Holder,
-					held.Lease.ExpiresAt.UTC().Format(time.RFC3339), err))
-			return s, diags
-		}
-		tflog.Info(ctx, "Waiting for the lease", map[string]any{
-			"name": s.Name, "key": key.String(), "held_by": held.Lease.Holder, "held_until": held.Lease.ExpiresAt,
-		})
-		select {
-		case <-ctx.Done():
-			diags.AddError("Lease Wait Interrupted",
-				fmt.Sprintf("%s: sponson_lease stopped waiting for the lease on %s, held by %s, because the engine "+
-					"was interrupted.\n\n%s", errcode.Interrupted, s.describe(), held.Lease.Holder, ctx.Err()))
-			return s, diags
-		case <-time.After(min(m.poll, waitUntil.Sub(now))):
-		}
+		},
+		// The run took this lease for its parents policy. A second holder
+		// in the same run would wait for itself; the run renews and
+		// releases the lease, this resource only reports it.
+		Join: func(l store.LeaseInfo) bool { return handedOver && l.Holder == run.Holder },
+	})
+	if err != nil {
+		diags.Append(takeErrorDiag(s, url, opts, err))
+		return s, diags
 	}
+	s.ValidUntil = lease.Schedule{TTL: opts.ttl}.Deadline(t.Sent)
+	if j := t.Joined; j != nil {
+		s.Holder, s.Token, s.ExpiresAt, s.Joined = j.Holder, j.Token, j.ExpiresAt, true
+		tflog.Info(ctx, "Joined the run's lease", map[string]any{
+			"name": s.Name, "key": key.String(), "holder": s.Holder, "token": s.Token,
+		})
+		return s, diags
+	}
+	s.Token, s.ExpiresAt = t.Grant.Lease.Token, t.Grant.Lease.ExpiresAt
+	fields := map[string]any{"name": s.Name, "key": key.String(), "holder": s.Holder, "token": s.Token,
+		"expires_at": s.ExpiresAt, "store": storeurl.Redact(url)}
+	if t.Grant.Preempted != nil {
+		fields["preempted_holder"] = t.Grant.Preempted.Holder
+	}
+	tflog.Info(ctx, "Acquired the lease", fields)
+	return s, diags
+}
+
+// takeErrorDiag reports why lease.Take did not get the lease: held by
+// another run, a wait that timed out or was interrupted, or the store.
+func takeErrorDiag(s leaseState, url string, opts leaseOptions, err error) diag.Diagnostic {
+	e := errcode.As(err)
+	holder, _ := e.Details["holder"].(string)
+	expires, _ := e.Details["expiresAt"].(time.Time)
+	switch {
+	case errcode.Is(err, errcode.LockHeld):
+		return diag.NewErrorDiagnostic("Lease Held By Another Run",
+			fmt.Sprintf("%s: the lease on %s is held by %s until %s, so sponson_lease did not take it. Wait "+
+				"for that run to finish and apply again, or set wait = true to queue behind it.\n\n%s",
+				errcode.LockHeld, s.describe(), holder, expires.UTC().Format(time.RFC3339), err))
+	case errcode.Is(err, errcode.WaitTimeout):
+		return diag.NewErrorDiagnostic("Lease Wait Timed Out",
+			fmt.Sprintf("%s: sponson_lease waited %s for the lease on %s, which is still held by %s until %s. "+
+				"Raise wait_timeout_seconds, or find the run that holds the lease.\n\n%s",
+				errcode.WaitTimeout, opts.waitTimeout, s.describe(), holder, expires.UTC().Format(time.RFC3339), err))
+	case errcode.Is(err, errcode.Interrupted) && holder != "":
+		return diag.NewErrorDiagnostic("Lease Wait Interrupted",
+			fmt.Sprintf("%s: sponson_lease stopped waiting for the lease on %s, held by %s, because the engine "+
+				"was interrupted.\n\n%s", errcode.Interrupted, s.describe(), holder, err))
+	case errcode.Is(err, errcode.Interrupted) && opts.wait:
+		return diag.NewErrorDiagnostic("Lease Wait Interrupted",
+			fmt.Sprintf("%s: the engine stopped waiting for the lease on %s before it was free.\n\n%s",
+				errcode.Interrupted, s.describe(), err))
+	}
+	return storeErrorDiag("Lease Not Acquired",
+		fmt.Sprintf("The sponson provider could not take the lease on %s in the store %s.",
+			s.describe(), describeStore(url, s.Dir)), err)
 }
 
 // renew renews the lease and returns it with the time of the next renewal.
@@ -493,7 +494,7 @@ func (m *leaseManager) acquire(ctx context.Context, rc runctx.Context, opts leas
 func (m *leaseManager) renew(ctx context.Context, s leaseState) (leaseState, time.Time, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	sent := m.now()
-	budget := min(max(s.selfStop().Sub(sent), time.Second), s.TTL/3)
+	budget := s.schedule().RetryBudget(sent, s.ValidUntil)
 	rctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 
@@ -501,7 +502,8 @@ func (m *leaseManager) renew(ctx context.Context, s leaseState) (leaseState, tim
 	if err == nil {
 		defer st.Close()
 		if s.Joined {
-			err = checkJoined(rctx, st, s, m.now())
+			// The run renews a joined lease: confirm it still holds it.
+			err = lease.Confirm(rctx, st, s.lease(), m.now())
 		} else {
 			var l store.Lease
 			if l, err = st.Renew(rctx, s.lease(), s.TTL); err == nil {
@@ -511,7 +513,7 @@ func (m *leaseManager) renew(ctx context.Context, s leaseState) (leaseState, tim
 	}
 	switch {
 	case err == nil:
-		s.ValidUntil = sent.Add(s.TTL)
+		s.ValidUntil = s.schedule().Deadline(sent)
 		tflog.Debug(ctx, "Renewed the lease", map[string]any{
 			"name": s.Name, "key": s.key().String(), "holder": s.Holder, "token": s.Token, "expires_at": s.ExpiresAt,
 			"joined": s.Joined,
@@ -521,7 +523,7 @@ func (m *leaseManager) renew(ctx context.Context, s leaseState) (leaseState, tim
 		diags.Append(leaseLostDiag(s, "it expired, or another run took it over", err))
 		return s, time.Time{}, diags
 	}
-	retry := m.now().Add(min(max(s.TTL/10, time.Second), 10*time.Second))
+	retry := s.schedule().Retry(m.now())
 	if !retry.Before(s.selfStop()) {
 		diags.Append(leaseLostDiag(s, fmt.Sprintf("the store did not renew it in time (the last renewal was "+
 			"sent at %s)", s.ValidUntil.Add(-s.TTL).UTC().Format(time.RFC3339)), err))
@@ -531,19 +533,6 @@ func (m *leaseManager) renew(ctx context.Context, s leaseState) (leaseState, tim
 		fmt.Sprintf("The sponson provider could not renew the lease on %s and tries again at %s; the lease stays "+
 			"valid until %s.", s.describe(), retry.UTC().Format(time.RFC3339), s.ExpiresAt.UTC().Format(time.RFC3339)), err))
 	return s, retry, diags
-}
-
-// checkJoined confirms that the run still holds the lease this resource
-// joined.
-func checkJoined(ctx context.Context, st store.Store, s leaseState, now time.Time) error {
-	info, err := st.ReadLease(ctx, s.key())
-	if err != nil {
-		return err
-	}
-	if info.Holder != s.Holder || info.Token != s.Token || !info.Live(now) {
-		return fmt.Errorf("%w: %s: the lease is now %q's with token %d", store.ErrLeaseLost, s.key(), info.Holder, info.Token)
-	}
-	return nil
 }
 
 // release frees the lease, retrying a store that fails, also when the
@@ -560,15 +549,7 @@ func (m *leaseManager) release(ctx context.Context, s leaseState) diag.Diagnosti
 	st, _, err := m.records.open(s.Store, s.Dir)
 	if err == nil {
 		defer st.Close()
-		for attempt, backoff := 0, 200*time.Millisecond; ; attempt, backoff = attempt+1, backoff*2 {
-			if err = st.Release(rctx, s.lease()); err == nil || errors.Is(err, store.ErrLeaseLost) || attempt == 2 {
-				break
-			}
-			select {
-			case <-rctx.Done():
-			case <-time.After(backoff):
-			}
-		}
+		err = lease.Free(rctx, st, s.lease())
 	}
 	switch {
 	case err == nil:

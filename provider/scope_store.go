@@ -120,14 +120,14 @@ func runKey(rc runctx.Context) store.Key {
 
 // put writes rec as the scope record of key.
 func (s *scopeStore) put(ctx context.Context, key store.Key, rec scopeRecord) diag.Diagnostics {
-	return s.withLease(ctx, key, func(ctx context.Context, st store.Store, l store.Lease) error {
-		rec.Writer = l.Holder
+	return s.withLease(ctx, key, func(ctx context.Context, _ store.Store, h *lease.Held) error {
+		rec.Writer = h.Lease().Holder
 		rec.WrittenAt = s.now().UTC()
 		b, err := json.Marshal(rec)
 		if err != nil {
 			return errcode.Wrap(errcode.Internal, err, "encoding the scope record")
 		}
-		return st.WriteRecord(ctx, l, scopeRecordName, b)
+		return h.WriteRecord(ctx, scopeRecordName, b)
 	})
 }
 
@@ -136,7 +136,7 @@ func (s *scopeStore) put(ctx context.Context, key store.Key, rec scopeRecord) di
 // another environment or scope belongs to another object, for example the
 // replacement a create_before_destroy lifecycle created first, and is left.
 func (s *scopeStore) remove(ctx context.Context, key store.Key, environment, name string) diag.Diagnostics {
-	return s.withLease(ctx, key, func(ctx context.Context, st store.Store, l store.Lease) error {
+	return s.withLease(ctx, key, func(ctx context.Context, st store.Store, h *lease.Held) error {
 		// Reading, then deleting under the lease is consistent: the delete
 		// is fenced, and nobody writes the record without the lease.
 		b, err := st.ReadRecord(ctx, key, scopeRecordName)
@@ -152,12 +152,14 @@ func (s *scopeStore) remove(ctx context.Context, key store.Key, environment, nam
 		}
 		// A record that does not decode is removed too: it is in the run's
 		// own scope, and nothing can rely on it.
-		return st.DeleteRecord(ctx, l, scopeRecordName)
+		return h.DeleteRecord(ctx, scopeRecordName)
 	})
 }
 
-// writeFunc is one write under a lease; withLease reports its error.
-type writeFunc func(ctx context.Context, st store.Store, l store.Lease) error
+// writeFunc is one write under a lease: it reads from st and writes
+// through h, the only way to write under the lease; withLease reports its
+// error.
+type writeFunc func(ctx context.Context, st store.Store, h *lease.Held) error
 
 // withLease runs write under the run's handed-over lease of key, or else
 // under a lease of key taken for the call, and reports what went wrong.
@@ -194,7 +196,7 @@ func (s *scopeStore) underRunLease(ctx context.Context, url string, l store.Leas
 	tflog.Debug(ctx, "Writing the scope record under the run's lease", map[string]any{
 		"key": l.Key.String(), "holder": l.Holder, "token": l.Token, "store": storeurl.Redact(url),
 	})
-	if err := write(ctx, st, l); err != nil {
+	if err := write(ctx, st, lease.Joined(st, l)); err != nil {
 		diags.Append(writeErrorDiag(l.Key, err))
 	}
 	return diags
@@ -233,10 +235,9 @@ func (s *scopeStore) underOwnLease(ctx context.Context, key store.Key, write wri
 	tflog.Debug(ctx, "Writing the scope record under a lease of the provider's own", map[string]any{
 		"key": key.String(), "holder": l.Holder, "token": l.Token, "store": storeurl.Redact(url), "store_from": source,
 	})
-	werr := write(ctx, st, l)
-	if errors.Is(werr, store.ErrLeaseLost) {
-		held.MarkLost(werr) // not ours any more: Release must not touch it
-	}
+	// A write refused for a lost lease makes held lost itself, and Release
+	// then leaves the lease alone: it is not ours any more.
+	werr := write(ctx, st, held)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if warning := held.Release(rctx); warning != "" {

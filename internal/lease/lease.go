@@ -1,9 +1,13 @@
 // Package lease holds a scope lease for the length of a run: it acquires it
 // (or waits for it), renews it in the background, keeps the run's own
-// deadline, and releases it. It is the one place this logic lives; the
-// wrapper and the provider both use it.
+// deadline, makes every write fenced by it, and releases it. The held lease
+// is the only one that says the lease is lost: a refused fenced write, a
+// renewal the store refuses or does not answer in time, or a lease record
+// that names someone else all end in the same LOCK_LOST. It is the one place
+// this logic lives; the wrapper and the provider both use it.
 //
-// The rules (DESIGN.md §2 "Lease", ADR 0008 of the original tool):
+// The rules (DESIGN.md §2 "Lease", ADR 0008 of the original tool), kept by
+// Schedule:
 //   - renewal every TTL/3, each renewal scheduled only after the previous one
 //     finished: a fixed ticker queued renewals faster than a slow store
 //     completed them, and the run's own writes waited behind the queue;
@@ -27,7 +31,7 @@ import (
 // DefaultTTL is the lease TTL when none is configured.
 const DefaultTTL = 15 * time.Minute
 
-// Config tunes Acquire.
+// Config tunes Acquire and Take.
 type Config struct {
 	TTL          time.Duration // DefaultTTL when zero
 	Wait         bool          // poll while another run holds the lease
@@ -35,6 +39,10 @@ type Config struct {
 	PollInterval time.Duration // 2 s when zero
 	// OnWait is called before each poll with the lease being waited for.
 	OnWait func(store.LeaseInfo)
+	// Join, when set, is asked about each live lease of another holder
+	// before Take waits for it; true ends Take with that lease joined (the
+	// provider joins a lease its own run holds). Acquire ignores it.
+	Join func(store.LeaseInfo) bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -54,10 +62,15 @@ func (c *Config) defaults() {
 	}
 }
 
-// Held is a lease this run holds.
+// Held is a lease this run holds: the one way to write under it.
 type Held struct {
-	st  store.Store
-	cfg Config
+	st    store.Store
+	cfg   Config
+	sched Schedule
+	// joined: the lease is another process's (the wrapper's run lease,
+	// handed over to the provider); it is neither renewed nor released
+	// here, and has no deadline of its own.
+	joined bool
 
 	mu         sync.Mutex
 	lease      store.Lease
@@ -80,48 +93,37 @@ type Held struct {
 // and starts the background renewal.
 func Acquire(ctx context.Context, st store.Store, key store.Key, holder string, cfg Config) (*Held, error) {
 	cfg.defaults()
-	waitUntil := cfg.Now().Add(cfg.WaitTimeout)
-	for {
-		sent := cfg.Now()
-		g, err := st.Acquire(ctx, key, holder, cfg.TTL)
-		if err == nil {
-			h := &Held{
-				st: st, cfg: cfg, lease: g.Lease, validUntil: sent.Add(cfg.TTL), Preempted: g.Preempted,
-				lost: make(chan struct{}), stop: make(chan struct{}), renewDone: make(chan struct{}),
-			}
-			go h.renew()
-			return h, nil
-		}
-		var held *store.HeldError
-		if !errors.As(err, &held) {
-			return nil, err
-		}
-		if !cfg.Wait {
-			return nil, heldError(key, held.Lease)
-		}
-		if !cfg.Now().Before(waitUntil) {
-			return nil, errcode.New(errcode.WaitTimeout, "waited %s for the lease of %s; it is still held by %s until %s",
-				cfg.WaitTimeout, key, held.Lease.Holder, held.Lease.ExpiresAt.Format(time.RFC3339)).
-				With("holder", held.Lease.Holder).With("expiresAt", held.Lease.ExpiresAt)
-		}
-		if cfg.OnWait != nil {
-			cfg.OnWait(held.Lease)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, errcode.Wrap(errcode.Interrupted, ctx.Err(), "stopped waiting for the lease of %s", key)
-		case <-time.After(cfg.PollInterval):
-		}
+	cfg.Join = nil
+	t, err := Take(ctx, st, key, holder, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := newHeld(st, cfg, t.Grant.Lease)
+	h.validUntil = h.sched.Deadline(t.Sent)
+	h.Preempted = t.Grant.Preempted
+	go h.renew()
+	return h, nil
+}
+
+// Joined returns the lease l that another process holds and renews, such as
+// the wrapper's run lease handed over to the provider: writes through it
+// are fenced by l, a refusal makes it lost, and Release leaves l alone.
+func Joined(st store.Store, l store.Lease) *Held {
+	h := newHeld(st, Config{}, l)
+	h.joined = true
+	close(h.renewDone)
+	return h
+}
+
+func newHeld(st store.Store, cfg Config, l store.Lease) *Held {
+	cfg.defaults()
+	return &Held{
+		st: st, cfg: cfg, sched: Schedule{TTL: cfg.TTL}, lease: l,
+		lost: make(chan struct{}), stop: make(chan struct{}), renewDone: make(chan struct{}),
 	}
 }
 
-func heldError(key store.Key, l store.LeaseInfo) *errcode.Error {
-	return errcode.New(errcode.LockHeld, "scope %s is leased by run %s until %s", key, l.Holder, l.ExpiresAt.Format(time.RFC3339)).
-		With("holder", l.Holder).With("expiresAt", l.ExpiresAt).With("acquiredAt", l.AcquiredAt)
-}
-
-// Lease returns the lease as last granted or renewed: the proof for fenced
-// writes.
+// Lease returns the lease as last granted or renewed.
 func (h *Held) Lease() store.Lease {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -142,11 +144,11 @@ func (h *Held) Err() error {
 // (TTL/5 before validUntil) has passed. Call it before any write the store
 // cannot fence.
 func (h *Held) Check() error {
-	if err := h.Err(); err != nil {
+	if err := h.Err(); err != nil || h.joined {
 		return err
 	}
 	h.mu.Lock()
-	deadline := h.validUntil.Add(-h.cfg.TTL / 5)
+	deadline := h.sched.SelfStop(h.validUntil)
 	h.mu.Unlock()
 	if !h.cfg.Now().Before(deadline) {
 		h.markLost(fmt.Errorf("no successful renewal since %s", deadline.Add(-h.cfg.TTL+h.cfg.TTL/5).Format(time.RFC3339)))
@@ -155,9 +157,8 @@ func (h *Held) Check() error {
 	return nil
 }
 
-// MarkLost records that a fenced write was refused: the lease is gone.
-func (h *Held) MarkLost(cause error) { h.markLost(cause) }
-
+// markLost records that the lease is gone. Only the held lease decides
+// that: its fenced writes, its renewal and Confirm call it.
 func (h *Held) markLost(cause error) {
 	h.lostOnce.Do(func() {
 		h.mu.Lock()
@@ -168,83 +169,6 @@ func (h *Held) markLost(cause error) {
 	})
 }
 
-// renew runs the paced renewal. A renewal is sent TTL/3 after the previous
-// one was sent, but never before the previous one finished: at most one is
-// in flight, and a slow store slows the pace instead of queueing renewals.
-// Between renewals a deadline check stops the run at its own deadline even
-// when a renewal hangs in the store.
-func (h *Held) renew() {
-	defer close(h.renewDone)
-	interval := h.cfg.TTL / 3
-	lastSent := h.cfg.Now()
-	for {
-		h.mu.Lock()
-		selfStop := h.validUntil.Add(-h.cfg.TTL / 5)
-		h.mu.Unlock()
-		next := lastSent.Add(interval)
-		wake := next
-		if selfStop.Before(wake) {
-			wake = selfStop
-		}
-		select {
-		case <-h.stop:
-			return
-		case <-h.lost:
-			return
-		case <-time.After(max(wake.Sub(h.cfg.Now()), 0)):
-		}
-		if h.Check() != nil {
-			return
-		}
-		if h.cfg.Now().Before(next) {
-			continue // woke for the deadline check, not for a renewal
-		}
-		lastSent = h.renewOnce()
-	}
-}
-
-// renewOnce sends one renewal and waits for it, at most until the run's own
-// deadline. It returns the send time.
-func (h *Held) renewOnce() time.Time {
-	cur := h.Lease()
-	h.mu.Lock()
-	budget := max(time.Until(h.validUntil.Add(-h.cfg.TTL/5)), time.Millisecond)
-	h.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
-	type answer struct {
-		l   store.Lease
-		err error
-	}
-	sent := h.cfg.Now()
-	answered := make(chan answer, 1)
-	go func() {
-		l, err := h.st.Renew(ctx, cur, h.cfg.TTL)
-		answered <- answer{l, err}
-	}()
-	// The store may ignore ctx; the run's deadline must not depend on it.
-	select {
-	case <-h.stop:
-	case <-time.After(budget):
-		h.markLost(errors.New("the store did not answer the renewal before the run's own deadline"))
-	case a := <-answered:
-		switch {
-		case a.err == nil:
-			h.mu.Lock()
-			h.lease = a.l
-			h.validUntil = sent.Add(h.cfg.TTL)
-			h.renewals++
-			h.mu.Unlock()
-		case errors.Is(a.err, store.ErrLeaseLost):
-			h.markLost(a.err)
-		default:
-			// A store that is slow or briefly unavailable is retried at
-			// the next interval; the deadline decides when to give up.
-		}
-	}
-	return sent
-}
-
 // Renewals returns how many renewals succeeded.
 func (h *Held) Renewals() int {
 	h.mu.Lock()
@@ -252,26 +176,36 @@ func (h *Held) Renewals() int {
 	return h.renewals
 }
 
-// Release stops the renewal and frees the lease, trying three times with
-// backoff. When it keeps failing it returns a warning saying until when the
-// lease stays held; a lease already lost is not released (it is not ours).
+// Release stops the renewal and frees the lease (Free). When the store
+// keeps failing it returns a warning saying until when the lease stays
+// held; a lease already lost is not released (it is not ours), nor is a
+// joined one (it is its holder's).
 func (h *Held) Release(ctx context.Context) (warning string) {
 	h.stopOnce.Do(func() { close(h.stop) })
 	<-h.renewDone
-	if h.Err() != nil {
+	if h.Err() != nil || h.joined {
 		return ""
 	}
 	cur := h.Lease()
+	if err := Free(ctx, h.st, cur); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		return fmt.Sprintf("could not release the lease of %s (%v); it stays held until about %s", cur.Key, err, cur.ExpiresAt.Format(time.RFC3339))
+	}
+	return ""
+}
+
+// Free releases l, trying three times with backoff while the store fails:
+// a lease left behind blocks its scope or object for a whole TTL. A lease
+// the store says is not l's any more (ErrLeaseLost) is not retried.
+func Free(ctx context.Context, st store.Store, l store.Lease) error {
 	var err error
-	for attempt, backoff := 0, 200*time.Millisecond; attempt < 3; attempt, backoff = attempt+1, backoff*2 {
-		if err = h.st.Release(ctx, cur); err == nil || errors.Is(err, store.ErrLeaseLost) {
-			return ""
+	for attempt, backoff := 0, 200*time.Millisecond; ; attempt, backoff = attempt+1, backoff*2 {
+		if err = st.Release(ctx, l); err == nil || errors.Is(err, store.ErrLeaseLost) || attempt == 2 {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			attempt = 3
+			return err
 		case <-time.After(backoff):
 		}
 	}
-	return fmt.Sprintf("could not release the lease of %s (%v); it stays held until about %s", cur.Key, err, cur.ExpiresAt.Format(time.RFC3339))
 }

@@ -34,7 +34,7 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 	// The checkpoint: before the engine writes anything, the store knows a
 	// run is under way and holds an intent for every create, so a crash
 	// mid-apply never leaves a resource nobody knows may exist.
-	if err := r.writeReceipt(bg, rec); err != nil {
+	if err := r.held.WriteReceipt(bg, rec); err != nil {
 		return nil, err
 	}
 	// Another scope may have written an intent for the same object since
@@ -47,7 +47,7 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 		e := errcode.As(err)
 		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
 		r.res.Status = rec.Status
-		if werr := r.writeReceipt(bg, rec); werr != nil {
+		if werr := r.held.WriteReceipt(bg, rec); werr != nil {
 			return nil, werr
 		}
 		return nil, err

@@ -17,10 +17,10 @@ func (r *runner) finishSuccession(ctx context.Context, rec *receipt.Receipt) err
 	}
 	failpoint.Hit(succession.StepApplied)
 	if p := r.handover.promised; p != nil && p.SupersededBy != r.key.Scope {
-		if _, err := r.finishPredecessor(ctx, r.handover.held.Lease(), p); err != nil {
+		if _, err := r.finishPredecessor(ctx, r.handover.held, p); err != nil {
 			return err
 		}
 	}
 	rec.Inheriting = ""
-	return r.writeReceipt(ctx, rec)
+	return r.held.WriteReceipt(ctx, rec)
 }

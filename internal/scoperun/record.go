@@ -41,7 +41,7 @@ func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.
 		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
 	}
 	r.res.Status = rec.Status
-	if err := r.writeReceipt(bg, rec); err != nil {
+	if err := r.held.WriteReceipt(bg, rec); err != nil {
 		return err
 	}
 	switch {

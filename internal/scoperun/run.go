@@ -16,8 +16,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -232,16 +230,6 @@ func (r *runner) info(msg string) {
 	}
 }
 
-// writeReceipt writes rec under the scope lease.
-func (r *runner) writeReceipt(ctx context.Context, rec *receipt.Receipt) error {
-	err := r.o.Store.WriteReceipt(ctx, r.held.Lease(), rec)
-	if errors.Is(err, store.ErrLeaseLost) {
-		r.held.MarkLost(err)
-		return r.held.Err()
-	}
-	return err
-}
-
 // currentState reads the scope's state: from the store, where the state
 // server put it, or from the user's backend.
 func (r *runner) currentState(ctx context.Context) ([]stateResource, error) {
@@ -263,14 +251,9 @@ func (r *runner) currentState(ctx context.Context) ([]stateResource, error) {
 func (r *runner) engineErr(ctx context.Context, err error) error {
 	if r.held != nil {
 		// The engine may have failed because a write of the provider was
-		// refused before the renewal noticed the loss: look at the lease
-		// record once, so such a run ends LOCK_LOST, not ENGINE_FAILED.
-		cur := r.held.Lease()
-		if l, rerr := r.o.Store.ReadLease(context.WithoutCancel(ctx), r.key); rerr == nil &&
-			(l.Holder != cur.Holder || l.Token != cur.Token || !time.Now().Before(l.ExpiresAt)) {
-			r.held.MarkLost(fmt.Errorf("the lease record now names %q with token %d, expiring %s", l.Holder, l.Token, l.ExpiresAt.Format(time.RFC3339)))
-		}
-		if lost := r.held.Err(); lost != nil {
+		// refused before the renewal noticed the loss: the lease looks at
+		// its record once, so such a run ends LOCK_LOST, not ENGINE_FAILED.
+		if lost := r.held.Confirm(context.WithoutCancel(ctx)); lost != nil {
 			return lost
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/statesrv"
-	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
@@ -107,14 +106,16 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 }
 
 // serveState starts the state server and places the backend override that
-// points the engine at it; both stay until release. It returns the
-// server's variables for the engine.
+// points the engine at it; both stay until release. The server writes
+// through the run's held lease, which notices itself when a write is
+// refused; a plan hands it none. It returns the server's variables for the
+// engine.
 func (r *runner) serveState() ([]string, error) {
-	srv, err := statesrv.Start(r.o.Store, r.key, r.leaseFn, statesrv.OnLeaseLost(func(e error) {
-		if r.held != nil {
-			r.held.MarkLost(e)
-		}
-	}))
+	var w statesrv.Writer
+	if r.held != nil {
+		w = r.held
+	}
+	srv, err := statesrv.Start(r.o.Store, r.key, w)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "starting the state server")
 	}
@@ -129,12 +130,4 @@ func (r *runner) serveState() ([]string, error) {
 		}
 	})
 	return srv.Environ(), nil
-}
-
-// leaseFn is the state server's view of the scope lease: none in a plan.
-func (r *runner) leaseFn() (store.Lease, bool) {
-	if r.held == nil {
-		return store.Lease{}, false
-	}
-	return r.held.Lease(), true
 }

@@ -2,7 +2,6 @@ package scoperun
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -34,7 +33,7 @@ func (r *runner) finishPending(ctx context.Context, prev *receipt.Receipt) (*rec
 		return prev, nil
 	}
 	to := prev.Handover.To
-	done, err := r.finishPredecessor(ctx, r.held.Lease(), prev)
+	done, err := r.finishPredecessor(ctx, r.held, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +42,11 @@ func (r *runner) finishPending(ctx context.Context, prev *receipt.Receipt) (*rec
 }
 
 // finishPredecessor performs steps 4 and 5 of the handover on the
-// predecessor, under its lease l: empty its state, then rewrite its receipt
+// predecessor, under its lease h: empty its state, then rewrite its receipt
 // without the handed-over resources and with supersededBy.
-func (r *runner) finishPredecessor(ctx context.Context, l store.Lease, promised *receipt.Receipt) (*receipt.Receipt, error) {
+func (r *runner) finishPredecessor(ctx context.Context, h *lease.Held, promised *receipt.Receipt) (*receipt.Receipt, error) {
 	to := promised.Handover.To
+	l := h.Lease()
 	state, err := r.o.Store.ReadState(ctx, l.Key)
 	if err != nil {
 		return nil, err
@@ -54,8 +54,8 @@ func (r *runner) finishPredecessor(ctx context.Context, l store.Lease, promised 
 	if empty, err := succession.EmptyState(state); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "emptying the state of %s for %s", l.Key, to)
 	} else if empty != nil {
-		if err := r.o.Store.WriteState(ctx, l, empty); err != nil {
-			return nil, r.fenceErr(err)
+		if err := h.WriteState(ctx, empty); err != nil {
+			return nil, err
 		}
 	}
 	failpoint.Hit(succession.StepEmptied)
@@ -66,18 +66,11 @@ func (r *runner) finishPredecessor(ctx context.Context, l store.Lease, promised 
 	done.SupersededBy = to
 	done.Ledger = []receipt.Entry{}
 	done.FinishedAt = time.Now().UTC()
-	if err := r.o.Store.WriteReceipt(ctx, l, &done); err != nil {
-		return nil, r.fenceErr(err)
+	if err := h.WriteReceipt(ctx, &done); err != nil {
+		return nil, err
 	}
 	failpoint.Hit(succession.StepDone)
 	return &done, nil
-}
-
-func (r *runner) fenceErr(err error) error {
-	if errors.Is(err, store.ErrLeaseLost) {
-		return errcode.Wrap(errcode.LockLost, err, "the handover lost a lease")
-	}
-	return err
 }
 
 // beginSuccession is the successor's side of steps 1 and 2: it takes the
@@ -146,8 +139,8 @@ func (r *runner) beginSuccession(ctx context.Context, prev *receipt.Receipt) (*r
 		return nil, err
 	}
 	if state != nil {
-		if err := r.o.Store.WriteState(ctx, r.held.Lease(), state); err != nil {
-			return nil, r.fenceErr(err)
+		if err := r.held.WriteState(ctx, state); err != nil {
+			return nil, err
 		}
 	}
 	// The copy's receipt claims nothing yet (its ledger is empty), so the
@@ -155,7 +148,7 @@ func (r *runner) beginSuccession(ctx context.Context, prev *receipt.Receipt) (*r
 	// promise.
 	copied := r.inheritedReceipt(pred)
 	copied.Ledger = []receipt.Entry{}
-	if err := r.writeReceipt(ctx, copied); err != nil {
+	if err := r.held.WriteReceipt(ctx, copied); err != nil {
 		return nil, err
 	}
 	failpoint.Hit(succession.StepCopied)
@@ -165,8 +158,8 @@ func (r *runner) beginSuccession(ctx context.Context, prev *receipt.Receipt) (*r
 	promised.RunID = held.Lease().Holder
 	promised.Command = "handover"
 	promised.Handover = &receipt.Handover{To: r.key.Scope, RunID: r.o.RunID, At: time.Now().UTC()}
-	if err := r.o.Store.WriteReceipt(ctx, held.Lease(), &promised); err != nil {
-		return nil, r.fenceErr(err)
+	if err := held.WriteReceipt(ctx, &promised); err != nil {
+		return nil, err
 	}
 	r.handover.promised = &promised
 	failpoint.Hit(succession.StepPromised)
@@ -221,7 +214,7 @@ func (r *runner) finishForDestroy(ctx context.Context, prev *receipt.Receipt) er
 		return err
 	}
 	if pred != nil && pred.Handover != nil && pred.Handover.To == r.key.Scope {
-		if _, err := r.finishPredecessor(ctx, held.Lease(), pred); err != nil {
+		if _, err := r.finishPredecessor(ctx, held, pred); err != nil {
 			return err
 		}
 	}
@@ -264,8 +257,8 @@ func (r *runner) dropCopy(ctx context.Context, prev *receipt.Receipt) error {
 	if empty, err := succession.EmptyState(state); err != nil {
 		return errcode.Wrap(errcode.Internal, err, "emptying the copied state of %s", r.key)
 	} else if empty != nil {
-		if err := r.o.Store.WriteState(ctx, r.held.Lease(), empty); err != nil {
-			return r.fenceErr(err)
+		if err := r.held.WriteState(ctx, empty); err != nil {
+			return err
 		}
 	}
 	rec := r.inheritedReceipt(prev)
@@ -276,5 +269,5 @@ func (r *runner) dropCopy(ctx context.Context, prev *receipt.Receipt) error {
 	rec.FinishedAt = time.Now().UTC()
 	r.res.Receipt, r.res.Status = rec, rec.Status
 	r.warn(fmt.Sprintf("%s held only a copy of %s's resources, never handed over to it: dropped the copy, deleted nothing (they remain %s's)", r.key.Scope, prev.Inheriting, prev.Inheriting))
-	return r.writeReceipt(ctx, rec)
+	return r.held.WriteReceipt(ctx, rec)
 }

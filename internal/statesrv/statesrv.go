@@ -1,8 +1,9 @@
 // Package statesrv serves one scope's Terraform state to the engine over
 // OpenTofu's and Terraform's `http` backend protocol, on 127.0.0.1 only.
 // Every state write is a fenced write of the store: the server holds no lease
-// of its own but writes under the run's lease, so an engine whose run lost
-// its lease cannot replace the state of the run that took over.
+// of its own but hands each write to the run's held lease (Writer), so an
+// engine whose run lost its lease cannot replace the state of the run that
+// took over, and the lease itself notices that it is lost.
 //
 // Protocol (measured, DESIGN.md §7): GET reads, POST <address>?ID=<lock>
 // writes, LOCK and UNLOCK carry a JSON lock info; 409 or 423 means "locked".
@@ -36,34 +37,36 @@ const Username = "sponson"
 // read into memory without limit.
 const maxStateBytes = 512 << 20
 
-// LeaseFunc returns the lease writes are fenced by; ok is false when the run
-// holds none (plan), which makes the server read-only.
-type LeaseFunc func() (l store.Lease, ok bool)
+// Writer is the one write the server makes: the scope's state, fenced by
+// the run's lease (*lease.Held). A write refused because the lease is gone
+// returns an error wrapping store.ErrLeaseLost.
+type Writer interface {
+	WriteState(ctx context.Context, state []byte) error
+}
+
+// Reader is what the server reads: the scope's state.
+type Reader interface {
+	ReadState(ctx context.Context, key store.Key) ([]byte, error)
+}
 
 // Server is a running state server.
 type Server struct {
-	st      store.Store
+	st      Reader
 	key     store.Key
-	lease   LeaseFunc
+	w       Writer // nil: read-only
 	secret  string
 	srv     *http.Server
 	ln      net.Listener
-	onLost  func(error)
 	mu      sync.Mutex
 	lockID  string // the engine's own lock, within this run
 	lockRaw []byte
 	writes  int
 }
 
-// Option configures a Server.
-type Option func(*Server)
-
-// OnLeaseLost is called (once per refused write) when a state write is
-// refused because the lease is gone, so the run can interrupt the engine.
-func OnLeaseLost(f func(error)) Option { return func(s *Server) { s.onLost = f } }
-
-// Start listens on a random loopback port and serves key's state from st.
-func Start(st store.Store, key store.Key, lease LeaseFunc, opts ...Option) (*Server, error) {
+// Start listens on a random loopback port and serves key's state from st;
+// writes go to w. A nil w (a plan, which holds no lease) makes the server
+// read-only.
+func Start(st Reader, key store.Key, w Writer) (*Server, error) {
 	secret := make([]byte, 24)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
@@ -72,10 +75,7 @@ func Start(st store.Store, key store.Key, lease LeaseFunc, opts ...Option) (*Ser
 	if err != nil {
 		return nil, fmt.Errorf("state server: %w", err)
 	}
-	s := &Server{st: st, key: key, lease: lease, secret: hex.EncodeToString(secret), ln: ln}
-	for _, o := range opts {
-		o(s)
-	}
+	s := &Server{st: st, key: key, w: w, secret: hex.EncodeToString(secret), ln: ln}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln) //nolint:errcheck // Serve returns ErrServerClosed on Close
 	return s, nil
@@ -163,8 +163,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
-	lease, ok := s.lease()
-	if !ok {
+	if s.w == nil {
 		http.Error(w, "this sponson run is read-only (plan): it holds no lease and writes no state", http.StatusForbidden)
 		return
 	}
@@ -195,11 +194,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "state is not JSON", http.StatusBadRequest)
 		return
 	}
-	if err := s.st.WriteState(r.Context(), lease, body); err != nil {
+	if err := s.w.WriteState(r.Context(), body); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
-			if s.onLost != nil {
-				s.onLost(err)
-			}
 			http.Error(w, "sponson: the run's lease of "+s.key.String()+" was lost; this state write is refused (LOCK_LOST)", http.StatusConflict)
 			return
 		}

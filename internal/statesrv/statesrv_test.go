@@ -2,6 +2,7 @@ package statesrv_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"encoding/base64"
 	"errors"
@@ -41,8 +42,9 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// fixture is a state server over a real file store, serving under run-a's
-// lease unless readOnly.
+// fixture is a state server over a real file store, writing under run-a's
+// lease unless readOnly. Its writer records the writes the store refused
+// because the lease was lost: the run's held lease notices those.
 type fixture struct {
 	st    *filestore.Store
 	clock *clock
@@ -73,12 +75,11 @@ func newFixture(t *testing.T, readOnly bool) *fixture {
 		t.Fatalf("Acquire: %v", err)
 	}
 	f.lease = g.Lease
-	leaseFunc := func() (store.Lease, bool) { return f.lease, !readOnly }
-	srv, err := statesrv.Start(st, key, leaseFunc, statesrv.OnLeaseLost(func(err error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.lost = append(f.lost, err)
-	}))
+	var w statesrv.Writer
+	if !readOnly {
+		w = fixtureWriter{f}
+	}
+	srv, err := statesrv.Start(st, key, w)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -89,6 +90,19 @@ func newFixture(t *testing.T, readOnly bool) *fixture {
 	})
 	f.srv = srv
 	return f
+}
+
+// fixtureWriter writes under the fixture's lease.
+type fixtureWriter struct{ f *fixture }
+
+func (w fixtureWriter) WriteState(ctx context.Context, state []byte) error {
+	err := w.f.st.WriteState(ctx, w.f.lease, state)
+	if errors.Is(err, store.ErrLeaseLost) {
+		w.f.mu.Lock()
+		defer w.f.mu.Unlock()
+		w.f.lost = append(w.f.lost, err)
+	}
+	return err
 }
 
 type req struct {
@@ -353,7 +367,7 @@ func TestPostRefused(t *testing.T) {
 				t.Errorf("Writes() = %d after a refused write", n)
 			}
 			if lost := f.lostCalls(); len(lost) != 0 {
-				t.Errorf("OnLeaseLost called for a refusal that is not a lost lease: %v", lost)
+				t.Errorf("the writer saw a lost lease for a refusal that is not a lost lease: %v", lost)
 			}
 		})
 	}
@@ -504,16 +518,16 @@ func TestFencing(t *testing.T) {
 			}
 			lost := f.lostCalls()
 			if len(lost) != 1 {
-				t.Fatalf("OnLeaseLost called %d times, want 1: %v", len(lost), lost)
+				t.Fatalf("the writer saw a lost lease %d times, want 1: %v", len(lost), lost)
 			}
 			if !errors.Is(lost[0], store.ErrLeaseLost) {
-				t.Errorf("OnLeaseLost got %v, want store.ErrLeaseLost", lost[0])
+				t.Errorf("the writer got %v, want store.ErrLeaseLost", lost[0])
 			}
 
 			// Once per refused write.
 			f.wantStatus(t, req{method: http.MethodPost, body: state2}, http.StatusConflict)
 			if n := len(f.lostCalls()); n != 2 {
-				t.Errorf("OnLeaseLost called %d times after two refused writes, want 2", n)
+				t.Errorf("the writer saw a lost lease %d times after two refused writes, want 2", n)
 			}
 			// Reads still work.
 			res = f.wantStatus(t, req{method: http.MethodGet}, http.StatusOK)
@@ -524,9 +538,10 @@ func TestFencing(t *testing.T) {
 	}
 }
 
-// TestLeaseFuncConsulted: the server asks for the lease at every write, so
-// a renewed lease is used as soon as the run has it.
-func TestLeaseFuncConsulted(t *testing.T) {
+// TestWriterConsulted: the server hands every write to the writer, which
+// fences it with the lease it holds at that moment, so a renewed lease is
+// used as soon as the run has it.
+func TestWriterConsulted(t *testing.T) {
 	t.Parallel()
 	c := &clock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
 	st, err := filestore.Open(t.TempDir(), filestore.WithClock(c.Now))
@@ -537,13 +552,10 @@ func TestLeaseFuncConsulted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	cur, ok := store.Lease{}, false
-	srv, err := statesrv.Start(st, key, func() (store.Lease, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		return cur, ok
-	})
+	stale := g.Lease
+	stale.Token--
+	w := &switchWriter{st: st, cur: stale}
+	srv, err := statesrv.Start(st, key, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,16 +573,34 @@ func TestLeaseFuncConsulted(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode
 	}
-	if got := post(state1); got != http.StatusForbidden {
-		t.Fatalf("POST without a lease: %d, want 403", got)
+	if got := post(state1); got != http.StatusConflict {
+		t.Fatalf("POST under a stale lease: %d, want 409", got)
 	}
-	mu.Lock()
-	cur, ok = g.Lease, true
-	mu.Unlock()
+	w.set(g.Lease)
 	if got := post(state1); got != http.StatusOK {
 		t.Fatalf("POST with the lease: %d, want 200", got)
 	}
 	if n := srv.Writes(); n != 1 {
 		t.Errorf("Writes() = %d, want 1", n)
 	}
+}
+
+// switchWriter writes under whatever lease it was last given.
+type switchWriter struct {
+	st  store.Store
+	mu  sync.Mutex
+	cur store.Lease
+}
+
+func (w *switchWriter) set(l store.Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cur = l
+}
+
+func (w *switchWriter) WriteState(ctx context.Context, state []byte) error {
+	w.mu.Lock()
+	l := w.cur
+	w.mu.Unlock()
+	return w.st.WriteState(ctx, l, state)
 }
