@@ -128,3 +128,72 @@ func readStateObjects(t *testing.T, path string) []stateObject {
 	}
 	return out
 }
+
+// TestE2EPolicyCannotDodgeTheCheck (issue 12 item 1): a scope that declares
+// another identity policy than the owner must still collide with the
+// owner's objects. Both directions: the owner declares nothing and the
+// attacker an identity, and the reverse. The attacker imports the owner's
+// object with a change; it must be refused, and the owner's object must
+// survive the attacker's destroy.
+func TestE2EPolicyCannotDodgeTheCheck(t *testing.T) {
+	h := e2e(t)
+	env, _ := fixtureEnv(t)
+	for _, c := range []struct {
+		name, owner, attacker string
+	}{
+		{"owner-declares-nothing", `policy=null`, inputPolicy},
+		{"attacker-declares-nothing", inputPolicy, `policy=null`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := h.workdir("testdata/identity")
+			h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", c.owner, "-var", `data={a="x"}`)
+			id := dataID(t, dir, "main", "a")
+			args := []string{"--scope", "pr-2", "--json", "-var", c.attacker, "-var", `data={a="changed"}`, "-var", fmt.Sprintf(`imports={a=%q}`, id)}
+			for _, cmd := range []string{"plan", "apply"} {
+				refused(t, cmd+" pr-2 importing main's object", h.run(dir, env, append([]string{cmd}, args...)...), "main")
+			}
+			h.run(dir, env, append([]string{"destroy"}, args...)...)
+			if got := dataID(t, dir, "main", "a"); got != id {
+				t.Fatalf("main's object changed: id %s, was %s", got, id)
+			}
+			// main still owns it: its own run changes and destroys it.
+			h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", c.owner, "-var", `data={a="y"}`)
+			h.mustRunEnv(dir, env, "destroy", "--scope", "main", "-var", c.owner, "-var", `data={a="y"}`)
+		})
+	}
+}
+
+// TestE2ECreateCheckedUnderTheOwnersScheme (issue 12 item 1): main declares
+// that a terraform_data's input identifies it; a scope declaring nothing
+// that creates one with the same input is checked under main's scheme and
+// refused, its intent included.
+func TestE2ECreateCheckedUnderTheOwnersScheme(t *testing.T) {
+	h := e2e(t)
+	env, _ := fixtureEnv(t)
+	dir := h.workdir("testdata/identity")
+	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", inputPolicy, "-var", `data={a="x"}`)
+	for _, cmd := range []string{"plan", "apply"} {
+		refused(t, cmd+" pr-2 creating main's input", h.run(dir, env, cmd, "--scope", "pr-2", "--json", "-var", `data={b="x"}`), "main")
+	}
+	// Another input is another object.
+	h.mustRunEnv(dir, env, "apply", "--scope", "pr-2", "-var", `data={b="y"}`)
+}
+
+// TestE2EPolicyChangeThatLosesOwnershipRefused (issue 12 item 1): a policy
+// naming an attribute the scope's objects do not have would record them
+// under their address, unmatchable by any other scope: refused before the
+// engine writes.
+func TestE2EPolicyChangeThatLosesOwnershipRefused(t *testing.T) {
+	h := e2e(t)
+	env, _ := fixtureEnv(t)
+	dir := h.workdir("testdata/identity")
+	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", `data={a="x"}`)
+	before := latestReceipt(t, dir, "preview", "main")
+	r := h.run(dir, env, "apply", "--scope", "main", "--json", "-var", `policy={terraform_data=["inptu"]}`, "-var", `data={a="x"}`)
+	if r.exit != 2 || r.code(t) != "IDENTITY_POLICY" || !strings.Contains(r.stdout, `terraform_data.d[\"a\"] has no value for inptu`) {
+		t.Fatalf("a policy that loses main's objects: exit %d %q\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	if after := latestReceipt(t, dir, "preview", "main"); after.RunID != before.RunID {
+		t.Errorf("the refused run wrote receipt %s", after.RunID)
+	}
+}

@@ -36,6 +36,7 @@ const (
 	LockHeld          Code = "LOCK_HELD"
 	LockLost          Code = "LOCK_LOST"
 	OwnedByOtherScope Code = "OWNED_BY_OTHER_SCOPE"
+	IdentityPolicy    Code = "IDENTITY_POLICY"
 	StoreContended    Code = "STORE_CONTENDED"
 	StoreRejected     Code = "STORE_REJECTED"
 	StorePermission   Code = "STORE_PERMISSION"
@@ -66,6 +67,7 @@ var table = []Spec{
 	{LockHeld, ExitLock, "Another run holds the lease of this scope.", "Wait for it to finish, or pass --wait to queue behind it."},
 	{LockLost, ExitLock, "This run lost its lease (it expired or was taken over) and stopped writing.", "Run again; the run that took over is authoritative."},
 	{OwnedByOtherScope, ExitFailed, "The plan changes a resource that another scope of the same environment owns.", "Apply that change from the owning scope, or read the resource with a data source."},
+	{IdentityPolicy, ExitRefused, "The sponson_scope identity policy names attributes that objects the scope owns do not have: their ownership could no longer be matched.", "Name attributes these objects set in the identity policy of sponson_scope, or remove the type from it to identify its objects by id."},
 	{StoreContended, ExitFailed, "The store stayed contended for longer than the retry budget.", "Run again; if it persists, reduce concurrent runs on one store."},
 	{StoreRejected, ExitFailed, "The store rejected a write.", "Check the store's hooks or policies; a copy of the write is kept locally."},
 	{StorePermission, ExitFailed, "The store refused access.", "Check the credentials and permissions of the store."},

@@ -46,13 +46,7 @@ func TestPropertyIdentityFromPlanEqualsState(t *testing.T) {
 		if err := json.Unmarshal([]byte(`{"id":"x","input":`+string(stateJSON)+`}`), &attrs); err != nil {
 			t.Fatal(err)
 		}
-		fromState := pol.IdentityOf(Object{Address: "terraform_data.d", Provider: "terraform.io/builtin/terraform", Type: "terraform_data", ID: "x", Attributes: attrs})
-		if val.IsNull() {
-			if planned[0].Identity != "" {
-				t.Fatalf("a null input gives the identity %q", planned[0].Identity)
-			}
-			return
-		}
+		fromState := pol.identityOf(Object{Address: "terraform_data.d", Provider: "terraform.io/builtin/terraform", Type: "terraform_data", ID: "x", Attributes: attrs})
 		if planned[0].Identity != fromState {
 			t.Fatalf("type %s, schema %s:\nplan  %s -> %s\nstate %s -> %s", typ.FriendlyName(), schema.FriendlyName(), planJSON, planned[0].Identity, stateJSON, fromState)
 		}

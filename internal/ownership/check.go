@@ -17,9 +17,11 @@ func Identities(planned []Planned) []string {
 	var ids []string
 	seen := map[string]bool{}
 	for _, p := range planned {
-		if p.Identity != "" && !seen[p.Identity] {
-			seen[p.Identity] = true
-			ids = append(ids, p.Identity)
+		for _, id := range p.AllKeys() {
+			if id != "" && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
 		}
 	}
 	return ids
@@ -31,14 +33,22 @@ func Identities(planned []Planned) []string {
 func Check(planned []Planned, owners []store.Owner, scope string) []Conflict {
 	byID := map[string][]store.Owner{}
 	for _, o := range owners {
-		if o.Scope != scope {
+		if o.Scope != scope && o.CreatedBy != store.SchemeCreatedBy {
 			byID[o.Identity] = append(byID[o.Identity], o)
 		}
 	}
 	var out []Conflict
 	for _, p := range planned {
-		for _, o := range byID[p.Identity] {
-			out = append(out, Conflict{Change: p, Owner: o})
+		// One conflict per owning entry, whichever of the change's keys
+		// matched it.
+		seen := map[[2]string]bool{}
+		for _, id := range p.AllKeys() {
+			for _, o := range byID[id] {
+				if k := [2]string{o.Scope, o.Address}; !seen[k] {
+					seen[k] = true
+					out = append(out, Conflict{Change: p, Owner: o})
+				}
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -136,6 +136,11 @@ func Normalize(v any) any {
 		for k, e := range x {
 			out[k] = Normalize(e)
 		}
+		// An object attribute named "type" may be dynamic itself: the
+		// map is a wrapper once its parts are normalized.
+		if inner, ok := dynamicValue(out); ok {
+			return Normalize(inner)
+		}
 		return out
 	case []any:
 		out := make([]any, len(x))
@@ -183,6 +188,13 @@ type Planned struct {
 	Unknown  []string
 	// Imports is set when the change imports an existing object.
 	Imports bool
+	// Keys are the change's further identities: under the base scheme and
+	// under the other schemes in use in the environment (Keyed). The
+	// foreign check and the race rule match every one of them.
+	Keys []string
+	// Scheme lists the identifying attributes of the scope's policy that
+	// Identity was computed from; empty for the base scheme.
+	Scheme []string
 }
 
 // Creates reports whether the change creates an object (create or replace).
@@ -226,6 +238,9 @@ func Identify(p *tfjson.Plan, pol Policy) []Planned {
 			if x != tfjson.ActionNoop {
 				pl.Actions = append(pl.Actions, string(x))
 			}
+		}
+		if names := pol.Identity[rc.Type]; len(names) > 0 {
+			pl.Scheme = append([]string(nil), names...)
 		}
 		if a.Delete() {
 			before, _ := rc.Change.Before.(map[string]any)

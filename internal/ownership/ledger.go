@@ -19,6 +19,15 @@ type Object struct {
 // IdentityOf returns the identity of a state object: by the policy, by the
 // provider's identity, or by its id; by its address when it has none.
 func (pol Policy) IdentityOf(o Object) string {
+	if id := pol.identityOf(o); id != "" {
+		return id
+	}
+	return IntentIdentity(o.Provider, o.Type, o.Address)
+}
+
+// identityOf is IdentityOf without the fallback to the address: "" when
+// the identity cannot be computed.
+func (pol Policy) identityOf(o Object) string {
 	attrs := o.Attributes
 	if _, ok := attrs["id"]; !ok && o.ID != "" {
 		attrs = map[string]any{"id": o.ID}
@@ -26,10 +35,8 @@ func (pol Policy) IdentityOf(o Object) string {
 			attrs[k] = v
 		}
 	}
-	if id, _ := pol.Of(o.Provider, o.Type, attrs, nil, o.ProviderIdentity); id != "" {
-		return id
-	}
-	return IntentIdentity(o.Provider, o.Type, o.Address)
+	id, _ := pol.Of(o.Provider, o.Type, attrs, nil, o.ProviderIdentity)
+	return id
 }
 
 // Ledger builds the ledger a run leaves from the scope's state after the
@@ -40,11 +47,15 @@ func (pol Policy) IdentityOf(o Object) string {
 // recorded as adopted, no longer as Sponson's own. notes says what happened,
 // for the run's output.
 func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Planned) (entries []receipt.Entry, notes []string) {
+	// Matched by any key, so that a change of the scope's policy keeps how
+	// an object came to be owned.
 	known := map[string]receipt.Entry{}
 	if prev != nil {
 		for _, e := range prev.Ledger {
 			if e.CreatedBy != receipt.CreatedByIntent {
-				known[e.Identity] = e
+				for _, k := range append([]string{e.Identity}, e.Keys...) {
+					known[k] = e
+				}
 			}
 		}
 	}
@@ -59,19 +70,31 @@ func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Plann
 	}
 	entries = []receipt.Entry{}
 	for _, o := range objects {
+		identity := pol.IdentityOf(o)
 		e := receipt.Entry{
-			Identity:  pol.IdentityOf(o),
+			Identity:  identity,
 			Address:   o.Address,
 			Provider:  o.Provider,
 			Type:      o.Type,
 			ID:        o.ID,
 			CreatedBy: receipt.CreatedBySponson,
+			Keys:      otherKeys(identity, []string{baseIdentity(o)}),
+		}
+		if names := pol.Identity[o.Type]; len(names) > 0 {
+			e.Scheme = append([]string(nil), names...)
 		}
 		if imported[o.Address] {
 			// Sponson did not create an object it imported.
 			e.CreatedBy = receipt.CreatedByAdopted
 		}
-		if old, ok := known[e.Identity]; ok {
+		var old receipt.Entry
+		var ok bool
+		for _, k := range append([]string{e.Identity}, e.Keys...) {
+			if old, ok = known[k]; ok {
+				break
+			}
+		}
+		if ok {
 			e.CreatedBy = old.CreatedBy
 			if old.Address != e.Address {
 				notes = append(notes, fmt.Sprintf("%s moved to %s; the scope still owns it", old.Address, e.Address))
@@ -101,7 +124,8 @@ func Intents(planned []Planned) []receipt.Entry {
 		if id == "" {
 			id = IntentIdentity(p.Provider, p.Type, p.Address)
 		}
-		out = append(out, receipt.Entry{Identity: id, Address: p.Address, Provider: p.Provider, Type: p.Type, CreatedBy: receipt.CreatedByIntent})
+		out = append(out, receipt.Entry{Identity: id, Address: p.Address, Provider: p.Provider, Type: p.Type, CreatedBy: receipt.CreatedByIntent,
+			Keys: otherKeys(id, p.Keys), Scheme: p.Scheme})
 	}
 	return out
 }

@@ -177,7 +177,7 @@ func TestIdentifyKeepsImports(t *testing.T) {
 	untouched := change(`fixture_object.o["y"]`, "fixture_object", tfjson.Actions{tfjson.ActionNoop}, obj, obj, nil)
 	got := Identify(&tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{noop, untouched}}, Policy{Identity: map[string][]string{"fixture_object": {"name"}}})
 	want := []Planned{{Address: `fixture_object.o["x"]`, Type: "fixture_object", Provider: fixture, Actions: []string{ActionImport},
-		Identity: fixture + `|fixture_object|name="shared"`, Imports: true}}
+		Identity: fixture + `|fixture_object|name="shared"`, Imports: true, Scheme: []string{"name"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Identify (-want +got):\n%s", diff)
 	}

@@ -92,6 +92,17 @@ type Entry struct {
 	Type      string `json:"type"`
 	ID        string `json:"id,omitempty"`
 	CreatedBy string `json:"createdBy"`
+	// Keys are further identities of the same object, under which the
+	// ownership index lists it too: its identity by the provider's
+	// identity or its id when Identity comes from the scope's policy, and
+	// for an intent its identities under the other schemes in use in the
+	// environment. Another scope's policy then cannot make it unmatchable
+	// (issue 12 item 1).
+	Keys []string `json:"keys,omitempty"`
+	// Scheme lists the identifying attributes Identity was computed from,
+	// when the scope's policy declares them for Type; empty when it is
+	// the provider's identity or the id.
+	Scheme []string `json:"scheme,omitempty"`
 }
 
 // Handover is a promise of a predecessor's resources to its successor.

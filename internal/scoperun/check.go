@@ -33,7 +33,7 @@ type checked struct {
 // takes the engine's state lock for it), and the plan is checked before the
 // engine writes anything: no change may touch what another scope owns, and
 // a run that writes production needs a named approver.
-func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir) (*checked, error) {
+func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir, prev *receipt.Receipt) (*checked, error) {
 	c := &checked{path: filepath.Join(work.tmp, "plan.bin")}
 	var err error
 	c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars)
@@ -57,6 +57,14 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir)
 	}
 	c.policy = ownership.PolicyFromPlan(c.plan)
 	c.planned = ownership.Identify(c.plan, c.policy)
+	// Checked under every identity scheme in use in the environment, not
+	// only this scope's (issue 12 item 1).
+	if c.planned, err = ownership.Keyed(ctx, r.o.Store, r.key.Environment, c.plan, c.planned); err != nil {
+		return nil, err
+	}
+	if err := r.checkPolicy(ctx, prev, c.policy, c.planned); err != nil {
+		return nil, err
+	}
 	for _, p := range c.planned {
 		if p.Identity == "" && len(p.Unknown) > 0 && p.Creates() {
 			r.info(fmt.Sprintf("identity of %s is unknown until apply (%s); it is recorded under its address until then", p.Address, strings.Join(p.Unknown, ", ")))
@@ -81,6 +89,19 @@ func (r *runner) planOutcome(c *checked) {
 	if c.changed {
 		r.res.Status = "changes"
 	}
+}
+
+// checkPolicy refuses a policy under which objects the scope owns would
+// lose an identity other scopes can match (ownership.Unmatchable).
+func (r *runner) checkPolicy(ctx context.Context, prev *receipt.Receipt, pol ownership.Policy, planned []ownership.Planned) error {
+	if prev == nil || len(pol.Identity) == 0 {
+		return nil
+	}
+	objects, err := r.currentState(ctx)
+	if err != nil {
+		return nil // the engine read the same state; the ledger is built later
+	}
+	return ownership.Unmatchable(prev, objects, pol, planned)
 }
 
 // checkForeign refuses the run when a planned change touches an object that

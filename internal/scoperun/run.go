@@ -195,7 +195,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	chk, err := r.planAndCheck(ctx, eng, work)
+	chk, err := r.planAndCheck(ctx, eng, work, prev)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,47 @@ func EncodeReceipt(k Key, r *receipt.Receipt) ([]byte, *receipt.Receipt, error) 
 	return data, parsed, nil
 }
 
+// SchemeCreatedBy marks the rows of the ownership index that name an
+// identity scheme in use instead of an object (SchemeIdentity).
+const SchemeCreatedBy = "scheme"
+
+// SchemeIdentity is the identity under which the ownership index lists the
+// identity schemes the scopes of an environment use for a provider's
+// resource type: one row per scope and scheme, whose Address holds the
+// scheme's attributes joined by ",". A run reads them to compute its
+// planned changes under every scheme in use (issue 12 item 1).
+func SchemeIdentity(provider, typ string) string { return "scheme|" + provider + "|" + typ }
+
+// IndexRow is one row of the ownership index of a receipt.
+type IndexRow struct{ Identity, Address, CreatedBy string }
+
+// IndexRows returns the rows of the ownership index for a receipt's ledger:
+// every entry under its identity and each of its keys, then one row per
+// identity scheme the entries were computed with. Every backend indexes
+// exactly these rows.
+func IndexRows(r *receipt.Receipt) []IndexRow {
+	var rows []IndexRow
+	seen := map[IndexRow]bool{}
+	add := func(row IndexRow) {
+		if row.Identity != "" && !seen[row] {
+			seen[row] = true
+			rows = append(rows, row)
+		}
+	}
+	for _, e := range r.Ledger {
+		add(IndexRow{e.Identity, e.Address, e.CreatedBy})
+		for _, k := range e.Keys {
+			add(IndexRow{k, e.Address, e.CreatedBy})
+		}
+	}
+	for _, e := range r.Ledger {
+		if len(e.Scheme) > 0 {
+			add(IndexRow{SchemeIdentity(e.Provider, e.Type), strings.Join(e.Scheme, ","), SchemeCreatedBy})
+		}
+	}
+	return rows
+}
+
 // OwnersOf returns the ownership-index entries of a scope's receipt r. An
 // identity the scope's previous entries (prev) already held keeps the time
 // it was first recorded; a new one gets now, the store's clock: Since orders
@@ -72,8 +113,9 @@ func OwnersOf(scope string, r *receipt.Receipt, prev []Owner, now time.Time) []O
 	for _, o := range prev {
 		since[o.Identity] = o.Since
 	}
-	out := make([]Owner, 0, len(r.Ledger))
-	for _, e := range r.Ledger {
+	rows := IndexRows(r)
+	out := make([]Owner, 0, len(rows))
+	for _, e := range rows {
 		at, ok := since[e.Identity]
 		if !ok {
 			at = now

@@ -27,9 +27,10 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	}
 	// The index is built from the parsed copy: it went through JSON, so
 	// its strings are valid UTF-8 like the stored document's.
-	n := len(parsed.Ledger)
+	rows := store.IndexRows(parsed)
+	n := len(rows)
 	ids, addrs, by := make([]string, n), make([]string, n), make([]string, n)
-	for i, e := range parsed.Ledger {
+	for i, e := range rows {
 		ids[i], addrs[i], by[i] = e.Identity, e.Address, e.CreatedBy
 	}
 	env, scope := l.Key.Environment, l.Key.Scope
