@@ -16,8 +16,10 @@ func NewCmdApply(f *Factory, out *outcome, runF func(context.Context, *runInput)
 does not declare (exit 2, ENV_UNDECLARED; see sponson.hcl), a protected one
 without an allowed approver (exit 2, ENV_NOT_APPROVED) and a merge queue run
 (exit 2, CTX_NULL: plan only). It takes the scope's lease (exit 3, LOCK_HELD,
-when another run holds it; --wait queues behind it) and serves the scope's own state to the engine through a
-state server whose every write is fenced by the lease. It runs init and plan,
+when another run holds it; --wait queues behind it), then refuses a commit that
+is an ancestor of the one the scope last applied (exit 2, OLDER_COMMIT; pass
+--allow-older-commit to roll back on purpose), and serves the scope's own state
+to the engine through a state server whose every write is fenced by the lease. It runs init and plan,
 then refuses before the engine writes anything when the plan changes a resource
 another scope of the environment owns (exit 1, OWNED_BY_OTHER_SCOPE) or writes
 production without a named approver (exit 2, ENV_NOT_APPROVED: pass

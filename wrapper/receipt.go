@@ -125,6 +125,13 @@ func writeReceipt(w io.Writer, r *receipt.Receipt) {
 	if r.Engine.Name != "" {
 		fmt.Fprintf(tw, "engine\t%s %s\n", r.Engine.Name, r.Engine.Version)
 	}
+	if a := r.AllowedOlderCommit; a != nil {
+		if a.Newer != "" {
+			fmt.Fprintf(tw, "rolled back\tfrom commit %s (run %s), with --allow-older-commit\n", shortCommit(a.Newer), a.NewerRun)
+		} else {
+			fmt.Fprintf(tw, "rolled back\tno: --allow-older-commit was given, and the commit was not older\n")
+		}
+	}
 	if r.InheritedFrom != "" {
 		fmt.Fprintf(tw, "inherited\tfrom %s\n", r.InheritedFrom)
 	}

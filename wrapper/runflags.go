@@ -29,6 +29,7 @@ type RunFlags struct {
 	Wait                           bool
 	WaitTimeout, LeaseTTL          time.Duration
 	ApprovedBy                     string
+	AllowOlderCommit               bool
 	Vars, VarFiles                 []string
 }
 
@@ -42,6 +43,8 @@ var runFlagEnv = map[string]string{
 	"wait-timeout": "SPONSON_WAIT_TIMEOUT",
 	"lease-ttl":    "SPONSON_LEASE_TTL",
 	"approved-by":  "SPONSON_APPROVED_BY",
+	// allow-older-commit has none on purpose: rolling a scope back is
+	// asked for on the command line of one run, never set once for a job.
 }
 
 func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
@@ -60,6 +63,7 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 		fs.BoolVar(&r.Wait, "wait", false, "wait for the scope's lease when another run holds it (env SPONSON_WAIT)")
 		fs.DurationVar(&r.WaitTimeout, "wait-timeout", 10*time.Minute, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")
 		fs.DurationVar(&r.LeaseTTL, "lease-ttl", lease.DefaultTTL, "lease TTL; renewed every TTL/3 (env SPONSON_LEASE_TTL)")
+		fs.BoolVar(&r.AllowOlderCommit, "allow-older-commit", false, "apply even when the commit is an ancestor of the one the scope last applied, rolling the scope back (recorded in the receipt; without it: OLDER_COMMIT)")
 		fs.StringVar(&r.ApprovedBy, "approved-by", "", "name of the person approving a run in a protected environment such as production (env SPONSON_APPROVED_BY)")
 	}
 }
@@ -142,18 +146,19 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	return &runInput{
 		storeURL: url,
 		opts: scoperun.Options{
-			Command:         command,
-			Dir:             dir,
-			Context:         c,
-			Store:           st,
-			StoreURL:        storeurl.HandoverURL(r.Store, url),
-			Engine:          bin,
-			ProviderBinary:  self,
-			ProviderVersion: version.Mirror(),
-			Lease:           lease.Config{TTL: r.LeaseTTL, Wait: r.Wait, WaitTimeout: r.WaitTimeout},
-			ApprovedBy:      approver,
-			Protected:       env.Protected,
-			Vars:            vars,
+			Command:          command,
+			Dir:              dir,
+			Context:          c,
+			Store:            st,
+			StoreURL:         storeurl.HandoverURL(r.Store, url),
+			Engine:           bin,
+			ProviderBinary:   self,
+			ProviderVersion:  version.Mirror(),
+			Lease:            lease.Config{TTL: r.LeaseTTL, Wait: r.Wait, WaitTimeout: r.WaitTimeout},
+			ApprovedBy:       approver,
+			Protected:        env.Protected,
+			AllowOlderCommit: r.AllowOlderCommit,
+			Vars:             vars,
 		},
 	}, nil
 }

@@ -46,9 +46,13 @@ type Receipt struct {
 	FinishedAt  time.Time `json:"finishedAt,omitzero"`
 	Branch      string    `json:"branch,omitempty"`
 	PullRequest int       `json:"pullRequest,omitempty"`
-	Commit      string    `json:"commit,omitempty"`
-	ApprovedBy  string    `json:"approvedBy,omitempty"`
-	Engine      Engine    `json:"engine,omitzero"`
+	// Commit is the commit the run applied (or destroyed from): a later
+	// run of an ancestor of it is refused (OLDER_COMMIT).
+	Commit     string `json:"commit,omitempty"`
+	ApprovedBy string `json:"approvedBy,omitempty"`
+	// AllowedOlderCommit is set when the run was given --allow-older-commit.
+	AllowedOlderCommit *AllowedOlderCommit `json:"allowOlderCommit,omitempty"`
+	Engine             Engine              `json:"engine,omitzero"`
 	// Changes lists what the run's plan did to each resource address.
 	Changes []Change `json:"changes"`
 	// Ledger lists every resource the scope owns after this run.
@@ -67,6 +71,16 @@ type Receipt struct {
 	// run settled against the state.
 	Settled []Settlement `json:"settledIntents,omitempty"`
 	Error   *Failure     `json:"error,omitempty"`
+}
+
+// AllowedOlderCommit records a run given --allow-older-commit, and the newer
+// commit it rolled the scope back from when its own commit was older.
+type AllowedOlderCommit struct {
+	// Newer is the commit the scope had last applied, and NewerRun the run
+	// that applied it, when this run's commit was its ancestor; empty when
+	// the commit was not older, or git could not tell.
+	Newer    string `json:"newer,omitempty"`
+	NewerRun string `json:"newerRun,omitempty"`
 }
 
 // Engine names the binary that ran the plan.

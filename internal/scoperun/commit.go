@@ -109,19 +109,20 @@ func (r *runner) acquireParents(ctx context.Context, rules ownership.Rules, plan
 func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned) *receipt.Receipt {
 	c := r.o.Context
 	rec := &receipt.Receipt{
-		Version:     receipt.Version,
-		RunID:       r.o.RunID,
-		Command:     string(r.o.Command),
-		Environment: c.Environment,
-		Scope:       c.Scope,
-		Status:      receipt.StatusRunning,
-		StartedAt:   r.started.UTC(),
-		Branch:      c.Branch,
-		PullRequest: c.PullRequest,
-		Commit:      c.Commit,
-		ApprovedBy:  r.o.ApprovedBy,
-		Engine:      r.res.Engine,
-		Changes:     Changes(plan),
+		Version:            receipt.Version,
+		RunID:              r.o.RunID,
+		Command:            string(r.o.Command),
+		Environment:        c.Environment,
+		Scope:              c.Scope,
+		Status:             receipt.StatusRunning,
+		StartedAt:          r.started.UTC(),
+		Branch:             c.Branch,
+		PullRequest:        c.PullRequest,
+		Commit:             c.Commit,
+		ApprovedBy:         r.o.ApprovedBy,
+		AllowedOlderCommit: r.olderCommit,
+		Engine:             r.res.Engine,
+		Changes:            Changes(plan),
 		// Carried forward: a run that fails before it can read the state
 		// forgets nothing the scope owned, intents of an earlier crash
 		// included.

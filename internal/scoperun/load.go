@@ -2,7 +2,10 @@ package scoperun
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/sponson/terraform-provider-sponson/internal/ancestry"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
@@ -14,7 +17,10 @@ import (
 // copy of a predecessor's state.
 func (r *runner) load(ctx, bg context.Context) (prev *receipt.Receipt, done bool, err error) {
 	prev, err = r.o.Store.LatestReceipt(ctx, r.key)
-	if err != nil || r.o.Command == Plan {
+	if err != nil {
+		return prev, false, err
+	}
+	if err := r.checkCommit(ctx, prev); err != nil || r.o.Command == Plan {
 		return prev, false, err
 	}
 	r.onRelease(func() { r.releaseHandover(bg) })
@@ -32,4 +38,63 @@ func (r *runner) load(ctx, bg context.Context) (prev *receipt.Receipt, done bool
 	}
 	prev, err = r.beginSuccession(bg, prev)
 	return prev, false, err
+}
+
+// checkCommit refuses an apply whose commit is an ancestor of the commit the
+// scope last applied (OLDER_COMMIT, exit 2), before the engine starts: a
+// re-run of an old workflow, or a late push event queued behind a newer run
+// with --wait, would otherwise roll the scope back without a word. It runs
+// under the lease, so the receipt it compares with is the newest. A plan
+// only warns, a destroy is never refused, and --allow-older-commit lets the
+// apply through and is recorded in its receipt. When git cannot decide
+// (package ancestry), the run warns and proceeds.
+func (r *runner) checkCommit(ctx context.Context, prev *receipt.Receipt) error {
+	if r.o.AllowOlderCommit {
+		r.olderCommit = &receipt.AllowedOlderCommit{}
+	}
+	if r.o.Command == Destroy || prev == nil || prev.Command == string(Destroy) || prev.Commit == "" {
+		return nil
+	}
+	git := r.o.Ancestry
+	if git == nil {
+		git = ancestry.GitIn(r.o.Dir)
+	}
+	commit := r.o.Context.Commit
+	v := ancestry.Compare(ctx, git, commit, prev.Commit)
+	switch v.Verdict {
+	case ancestry.Unknown:
+		r.warn(fmt.Sprintf("cannot tell whether commit %s is older than %s, which run %s applied last: %s; proceeding", orUnknown(commit), short(prev.Commit), prev.RunID, v.Why))
+		return nil
+	case ancestry.NotOlder:
+		return nil
+	}
+	what := fmt.Sprintf("commit %s is an ancestor of %s, which run %s applied to %s/%s", short(commit), short(prev.Commit), prev.RunID, r.key.Environment, r.key.Scope)
+	if !prev.FinishedAt.IsZero() {
+		what += " at " + prev.FinishedAt.Local().Format("2006-01-02 15:04")
+	}
+	switch {
+	case r.o.Command == Plan:
+		r.warn(what + ": an apply of it would be refused (OLDER_COMMIT) without --allow-older-commit")
+		return nil
+	case r.o.AllowOlderCommit:
+		r.olderCommit = &receipt.AllowedOlderCommit{Newer: prev.Commit, NewerRun: prev.RunID}
+		r.warn(what + ": rolling the scope back, as --allow-older-commit asks")
+		return nil
+	}
+	return errcode.New(errcode.OlderCommit, "%s: applying it would roll the scope back", what).
+		With("commit", commit).With("newerCommit", prev.Commit).With("newerRun", prev.RunID)
+}
+
+func short(c string) string {
+	if len(c) > 7 {
+		return c[:7]
+	}
+	return c
+}
+
+func orUnknown(c string) string {
+	if c == "" {
+		return "(unknown)"
+	}
+	return short(c)
 }

@@ -21,6 +21,7 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 
+	"github.com/sponson/terraform-provider-sponson/internal/ancestry"
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
@@ -56,6 +57,11 @@ type Options struct {
 	ProviderVersion string
 	Lease           lease.Config
 	ApprovedBy      string
+	// AllowOlderCommit lets an apply whose commit is older than the one the
+	// scope last applied roll the scope back (--allow-older-commit).
+	AllowOlderCommit bool
+	// Ancestry compares commits; git in Dir when nil.
+	Ancestry ancestry.Git
 	// Protected says the environment is declared protected (sponson.hcl):
 	// every apply and destroy needs a named approver, as in production.
 	Protected bool
@@ -141,6 +147,8 @@ type runner struct {
 	held *lease.Held
 	// handover is the successor's side of a succession in progress (load).
 	handover *handover
+	// olderCommit is what the receipt records of --allow-older-commit (load).
+	olderCommit *receipt.AllowedOlderCommit
 	// ownBackend is set when the configuration declares its own backend
 	// (prepare): the state is then the engine's to read, not the store's.
 	ownBackend bool
