@@ -55,7 +55,7 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 	fs.StringVar(&r.Branch, "branch", "", "branch name; the scope becomes main or branch-<name> (env SPONSON_CTX_BRANCH)")
 	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
 	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
-	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, or postgres://... (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
 	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
 	fs.StringArrayVar(&r.Vars, "var", nil, "set a variable, `NAME=VALUE`, passed to the engine as -var (repeatable; -var also works)")
 	fs.StringArrayVar(&r.VarFiles, "var-file", nil, "load variables from a `FILE`, passed to the engine as -var-file (repeatable; -var-file also works)")

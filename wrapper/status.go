@@ -30,7 +30,7 @@ func (s *StoreFlags) bind(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&s.Env, "env", "", "environment (env SPONSON_CTX_ENV; default \"preview\")")
 	fs.StringVar(&s.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
-	fs.StringVar(&s.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, or postgres://... (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.StringVar(&s.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
 }
 
 func (s *StoreFlags) open(cmd *cobra.Command, f *Factory) (store.Store, string, string, error) {

@@ -48,9 +48,11 @@ func Open(raw, configDir string) (store.Store, string, error) {
 		return openGit(raw, configDir)
 	case strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://"):
 		return openPostgres(raw)
+	case strings.HasPrefix(raw, "s3://"):
+		return openS3(raw)
 	default:
 		return nil, "", errcode.New(errcode.Usage, "--store %q is not a store URL", Redact(raw)).
-			WithHint("Use file://DIR, git (the remote origin), git+URL, or postgres://...; leave --store unset for the embedded store in .sponson/.")
+			WithHint("Use file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX; leave --store unset for the embedded store in .sponson/.")
 	}
 }
 

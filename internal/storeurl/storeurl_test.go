@@ -1,6 +1,9 @@
 package storeurl
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestRedact(t *testing.T) {
 	t.Parallel()
@@ -16,5 +19,22 @@ func TestRedact(t *testing.T) {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestOpenS3(t *testing.T) {
+	t.Setenv("SPONSON_STATE_KEY", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "hunter2")
+	st, shown, err := Open("s3://bucket/team?endpoint=http://127.0.0.1:9", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if shown != "s3://bucket/team/?endpoint=http%3A%2F%2F127.0.0.1%3A9" {
+		t.Errorf("shown = %q", shown)
+	}
+	if _, _, err := Open("s3://KEY:hunter2@bucket/team", t.TempDir()); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("s3 URL with credentials: %v", err)
 	}
 }

@@ -1,0 +1,386 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithymiddleware "github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// Outcomes of a request that its caller handles itself.
+var (
+	errNotFound     = errors.New("no such object")
+	errPrecondition = errors.New("precondition failed")
+	errNotModified  = errors.New("not modified")
+)
+
+// Backoff between attempts after a transient failure.
+const (
+	minDelay = 10 * time.Millisecond
+	maxDelay = 2 * time.Second
+)
+
+// object is a body read from the bucket with what the server said about it.
+type object struct {
+	Data []byte
+	ETag string
+	Date time.Time // the server's clock at the answer
+	At   time.Time // Last-Modified
+}
+
+// do runs op until it succeeds, fails for a reason a retry cannot change, or
+// the budget (from the first attempt) or ctx runs out. Each attempt has its
+// own timeout. retry, when set, is called before every attempt but the
+// first and may end the loop with its own answer (nil or an error): the
+// conditional writes use it to learn whether a lost answer had landed.
+func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
+	start := time.Now()
+	delay := minDelay
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && retry != nil {
+			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
+			done, err := retry(actx)
+			cancel()
+			if done {
+				return err
+			}
+			if err != nil && !transient(err) {
+				return s.permanent(what, err)
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
+		err := op(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctxError(ctx, what)
+		}
+		if !transient(err) {
+			return s.permanent(what, err)
+		}
+		wait := delay/2 + rand.N(delay)
+		if time.Since(start)+wait > s.budget {
+			code := errcode.StoreUnavailable
+			if conflict(err) {
+				code = errcode.StoreContended
+			}
+			return errcode.Wrap(code, err, "the S3 store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctxError(ctx, what)
+		case <-t.C:
+		}
+		delay = min(2*delay, maxDelay)
+	}
+}
+
+// status is the HTTP status of a failed request, 0 without an answer.
+func status(err error) int {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// conflict reports a 409 ConditionalRequestConflict (or OperationAborted): a
+// concurrent conditional write to the same key was in flight.
+func conflict(err error) bool {
+	return status(err) == http.StatusConflict || apiCode(err) == "ConditionalRequestConflict" || apiCode(err) == "OperationAborted"
+}
+
+// transient reports whether a failure may go away by itself: no answer
+// (refused, reset, timed out), a 5xx, throttling, or a 409 conflict of
+// concurrent conditional writes.
+func transient(err error) bool {
+	var ce *errcode.Error
+	switch {
+	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
+		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+		return false
+	case conflict(err):
+		return true
+	}
+	switch code := status(err); {
+	case code == 0:
+		return true
+	case code >= 500, code == http.StatusTooManyRequests, code == http.StatusRequestTimeout:
+		return true
+	}
+	switch apiCode(err) {
+	case "SlowDown", "RequestTimeout", "RequestTimeTooSkewed", "InternalError", "ServiceUnavailable":
+		return true
+	}
+	return false
+}
+
+// permanent gives a failure retrying cannot change its code: 403 is
+// STORE_PERMISSION, a missing bucket STORE_UNAVAILABLE, any other refusal
+// STORE_REJECTED. The caller's own outcomes pass through.
+func (s *Store) permanent(what string, err error) error {
+	var ce *errcode.Error
+	switch {
+	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
+		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+		return err
+	}
+	code := status(err)
+	switch {
+	case code == http.StatusForbidden || apiCode(err) == "AccessDenied":
+		return errcode.Wrap(errcode.StorePermission, err, "the S3 store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display).
+			WithHint("Check the credentials the AWS chain found (AWS_PROFILE, AWS_ACCESS_KEY_ID) and the bucket policy: Sponson needs s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on the prefix.")
+	case apiCode(err) == "NoSuchBucket":
+		return errcode.Wrap(errcode.StoreUnavailable, err, "the bucket of the S3 store %s does not exist", s.display).With("store", s.display).
+			WithHint("Create the bucket, or correct the bucket name and the endpoint in --store.")
+	}
+	return errcode.Wrap(errcode.StoreRejected, err, "the S3 store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display)
+}
+
+// describe is a failure in one line: the server's code and message, or the
+// transport's error. Neither carries credentials (signatures are not echoed).
+func describe(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		msg := ae.ErrorCode()
+		if m := ae.ErrorMessage(); m != "" {
+			msg += ": " + m
+		}
+		if code := status(err); code != 0 {
+			msg = http.StatusText(code) + " (" + msg + ")"
+		}
+		return msg
+	}
+	if code := status(err); code != 0 {
+		return http.StatusText(code)
+	}
+	var oe *smithy.OperationError
+	if errors.As(err, &oe) {
+		return oe.Err.Error()
+	}
+	return err.Error()
+}
+
+// dateOf reads the server's clock from a response.
+func (s *Store) dateOf(md smithymiddleware.Metadata) time.Time {
+	if raw, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && raw != nil {
+		return s.headerDate(raw.Header)
+	}
+	return s.now().UTC()
+}
+
+func (s *Store) headerDate(h http.Header) time.Time {
+	if t, err := http.ParseTime(h.Get("Date")); err == nil {
+		return t.UTC()
+	}
+	return s.now().Round(0).UTC()
+}
+
+// errDate reads the server's clock from a failed request's answer.
+func (s *Store) errDate(err error) (time.Time, bool) {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		if t, perr := http.ParseTime(re.Response.Header.Get("Date")); perr == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+func normETag(e *string) string {
+	v := aws.ToString(e)
+	v = strings.TrimPrefix(v, "W/")
+	return strings.Trim(v, `"`)
+}
+
+// get reads key; errNotFound if it does not exist. The Date of a 404 is
+// returned with it, so an absent pointer still gives the server's clock.
+func (s *Store) get(ctx context.Context, key string) (object, error) {
+	var o object
+	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
+		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+		if err != nil {
+			if status(err) == http.StatusNotFound || apiCode(err) == "NoSuchKey" {
+				if apiCode(err) == "NoSuchBucket" {
+					return err
+				}
+				o.Date, _ = s.errDate(err)
+				if o.Date.IsZero() {
+					o.Date = s.now().Round(0).UTC()
+				}
+				return errNotFound
+			}
+			return err
+		}
+		defer out.Body.Close()
+		data, err := io.ReadAll(out.Body)
+		if err != nil {
+			return err
+		}
+		o = object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata), At: aws.ToTime(out.LastModified)}
+		return nil
+	}, nil)
+	return o, err
+}
+
+// getIfChanged reads key unless its ETag is still etag (errNotModified).
+func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, error) {
+	var o object
+	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
+		in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &key}
+		if etag != "" {
+			in.IfNoneMatch = aws.String(`"` + etag + `"`)
+		}
+		out, err := s.client.GetObject(ctx, in)
+		if err != nil {
+			switch {
+			case status(err) == http.StatusNotModified || apiCode(err) == "NotModified":
+				return errNotModified
+			case status(err) == http.StatusNotFound && apiCode(err) != "NoSuchBucket":
+				return errNotFound
+			}
+			return err
+		}
+		defer out.Body.Close()
+		data, err := io.ReadAll(out.Body)
+		if err != nil {
+			return err
+		}
+		o = object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata)}
+		return nil
+	}, nil)
+	return o, err
+}
+
+// put writes a new body under a fresh name (no condition: nobody else
+// writes that name). Retrying it after a lost answer is harmless.
+func (s *Store) put(ctx context.Context, key string, data []byte) error {
+	return s.do(ctx, "write "+key, func(ctx context.Context) error {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))})
+		return err
+	}, nil)
+}
+
+// putIf writes key only if its ETag is still ifMatch, or only if it does
+// not exist when ifMatch is "" (If-None-Match: *). errPrecondition when the
+// condition failed. The document must carry a fresh nonce: after a lost
+// answer, landed reports whether what is there now is ours (then the write
+// succeeded), and the ETag tells whether nothing happened (then it is sent
+// again) or someone else's write came first (errPrecondition).
+func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
+	op := func(ctx context.Context) error {
+		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
+		if ifMatch == "" {
+			in.IfNoneMatch = aws.String("*")
+		} else {
+			in.IfMatch = aws.String(`"` + ifMatch + `"`)
+		}
+		out, err := s.client.PutObject(ctx, in)
+		if err != nil {
+			if status(err) == http.StatusPreconditionFailed || apiCode(err) == "PreconditionFailed" {
+				return errPrecondition
+			}
+			return err
+		}
+		etag = normETag(out.ETag)
+		return nil
+	}
+	retry := func(ctx context.Context) (bool, error) {
+		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+		if err != nil {
+			if status(err) == http.StatusNotFound && apiCode(err) != "NoSuchBucket" {
+				if ifMatch == "" {
+					return false, nil // not there yet: send it again
+				}
+				return true, errPrecondition
+			}
+			return false, err
+		}
+		defer out.Body.Close()
+		cur, err := io.ReadAll(out.Body)
+		if err != nil {
+			return false, err
+		}
+		now := normETag(out.ETag)
+		switch {
+		case landed(cur):
+			etag = now
+			return true, nil
+		case ifMatch != "" && now == ifMatch:
+			return false, nil
+		default:
+			return true, errPrecondition
+		}
+	}
+	err = s.do(ctx, "write "+key, op, retry)
+	return etag, err
+}
+
+// del removes key; a missing key is not an error.
+func (s *Store) del(ctx context.Context, key string) error {
+	return s.do(ctx, "delete "+key, func(ctx context.Context) error {
+		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
+		if status(err) == http.StatusNotFound {
+			return nil
+		}
+		return err
+	}, nil)
+}
+
+// listed is one object of a listing.
+type listed struct {
+	Key  string
+	ETag string
+	At   time.Time
+}
+
+// list returns every object under prefix, 1,000 a request.
+func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
+	var out []listed
+	var token *string
+	for {
+		var page *s3.ListObjectsV2Output
+		err := s.do(ctx, "list "+prefix, func(ctx context.Context) error {
+			var err error
+			page, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &prefix, ContinuationToken: token})
+			return err
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			out = append(out, listed{Key: aws.ToString(o.Key), ETag: normETag(o.ETag), At: aws.ToTime(o.LastModified)})
+		}
+		if !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
+			return out, nil
+		}
+		token = page.NextContinuationToken
+	}
+}

@@ -1,0 +1,373 @@
+// Package s3store is the S3 store backend (`s3://BUCKET/PREFIX`): leases,
+// receipts and encrypted Terraform state as objects of a bucket, on AWS S3 or
+// any server with S3's conditional writes (If-None-Match: * on create,
+// If-Match: ETAG on overwrite). Layout, under PREFIX:
+//
+//	<env>/.leases/<scope>.json          the scope's pointer: lease and current bodies
+//	<env>/<scope>/receipts/<runId>.<nonce>.json   receipt bodies (one kept per run)
+//	<env>/<scope>/owners/<nonce>.json   the scope's part of the ownership index
+//	<env>/<scope>/state/<nonce>.tfstate.sealed    state bodies (.tfstate if plaintext)
+//	<env>/<scope>/records/<name>.<nonce>.json     sponson_scope's records
+//	<env>/<scope>/quarantine/<runId>.tfstate[.sealed]  states a lost run could not write
+//	<env>/.index.json.gz                a cache of every pointer of env, for Owners and List
+//
+// Design (DESIGN.md §5, stores; §2, fenced write):
+//
+//   - One pointer per scope. The pointer holds the lease (holder, token,
+//     expiry) and the object keys of the scope's current receipt, ownership
+//     part, state and records. It is only ever replaced with If-Match on the
+//     ETag it was read with (created with If-None-Match: *), so two writers
+//     can never both move it, and every body carries a fresh nonce so that
+//     two equal documents still have different ETags.
+//   - Bodies first. Receipts, ownership parts, states and records are written
+//     as new objects under fresh names before the pointer moves; the fenced
+//     write is the one conditional PUT of the pointer. Bodies the pointer no
+//     longer names are deleted after it moved, and bodies of a refused write
+//     are deleted at once: a crash in between leaves garbage (unreferenced
+//     objects, which `sponson gc` may remove), never a pointer to something
+//     missing.
+//   - Fencing. A fenced write reads the pointer, checks that it names the
+//     writer's holder and token and that the lease has not expired by the
+//     server's clock (the Date of that response), and replaces it with
+//     If-Match. A 412 (someone moved the pointer meanwhile, perhaps our own
+//     renewal) re-reads and re-checks; a 409 ConditionalRequestConflict (a
+//     concurrent conditional write in flight) is retried within the budget.
+//   - The server's clock. Date has a resolution of one second and is rounded
+//     down, so a lease is taken over only once Date is at least ExpiresAt
+//     plus TakeoverMargin (one second): a holder always gets its full TTL.
+//     Its own writes stop at ExpiresAt.
+//   - Unknown outcomes. A pointer PUT whose answer was lost is resolved by
+//     reading the pointer again: our nonce means it landed, the old ETag
+//     means it did not (and is retried), anything else is someone else's.
+//   - Owners and List read the environment from a bounded number of requests:
+//     one listing of <env>/.leases/ (1,000 pointers and their ETags a page),
+//     the cached index when this process's own cache is cold, and one GET
+//     per pointer whose ETag changed since (renewals and writes of running
+//     scopes). The index is only a cache: each entry is valid exactly while
+//     its pointer still has the ETag it was read with.
+package s3store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Defaults of the retry loop.
+const (
+	// DefaultBudget is how long contention and transient failures are retried.
+	DefaultBudget = 60 * time.Second
+	// DefaultAttemptTimeout bounds one request, so a server that stopped
+	// answering costs one attempt, not the whole budget.
+	DefaultAttemptTimeout = 15 * time.Second
+	// TakeoverMargin is added to a lease's expiry before another holder may
+	// take it over: the server's Date is rounded down to the second.
+	TakeoverMargin = time.Second
+)
+
+// EnvBudget is how long a contended or unavailable bucket is retried: a Go
+// duration ("90s") or a number of seconds.
+const EnvBudget = "SPONSON_STORE_BUDGET"
+
+// keyHint is what to do when the state key is missing or wrong.
+const keyHint = "Set " + statecrypt.EnvStateKey + " to 32 random bytes as hex or base64 (e.g. `openssl rand -hex 32`), the same key for every run against this bucket; " +
+	"or, unsafe because anyone who can read the bucket reads the state, set " + statecrypt.EnvStatePlaintext + "=1."
+
+var hints = statecrypt.Hints{Key: keyHint, Restore: "Restore an earlier version of the object if the bucket is versioned, or quarantine the scope and re-adopt its state."}
+
+// Store is the S3 store. It is safe for concurrent use; any number of
+// Stores in any number of processes may share one bucket and prefix.
+type Store struct {
+	client  *s3.Client
+	bucket  string
+	prefix  string // "" or ending in "/"
+	display string
+
+	key   []byte
+	plain bool
+
+	budget         time.Duration
+	attemptTimeout time.Duration
+	now            func() time.Time
+	cfg            *aws.Config
+
+	mu   sync.Mutex
+	envs map[string]*envCache
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithStateKey makes the store seal state with key (statecrypt.KeySize bytes).
+func WithStateKey(key []byte) Option { return func(s *Store) { s.key = key } }
+
+// WithPlaintextState lets the store write state unencrypted when it has no
+// key. Unsafe: anyone who can read the bucket reads every secret in it.
+func WithPlaintextState() Option { return func(s *Store) { s.plain = true } }
+
+// WithBudget sets how long transient failures and contention are retried.
+func WithBudget(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.budget = d
+		}
+	}
+}
+
+// WithAttemptTimeout bounds one request.
+func WithAttemptTimeout(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.attemptTimeout = d
+		}
+	}
+}
+
+// WithAWSConfig uses cfg instead of the standard AWS chain (environment,
+// shared config and credentials files, SSO, instance roles): for tests.
+func WithAWSConfig(cfg aws.Config) Option { return func(s *Store) { s.cfg = &cfg } }
+
+// WithClock is the time used when a response carries no Date (the server's
+// clock decides every expiry; this is only the fallback).
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// FromEnv returns the options the environment sets: the state key
+// (SPONSON_STATE_KEY), the plaintext opt-in (SPONSON_STATE_PLAINTEXT) and the
+// retry budget (SPONSON_STORE_BUDGET). A malformed value is a USAGE error,
+// never a silent default; a key is never repeated in an error.
+func FromEnv(getenv func(string) string) ([]Option, error) {
+	var opts []Option
+	if raw := strings.TrimSpace(getenv(statecrypt.EnvStateKey)); raw != "" {
+		key, err := statecrypt.ParseKey(raw, keyHint)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, WithStateKey(key))
+	}
+	plain, err := statecrypt.PlaintextAllowed(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if plain {
+		opts = append(opts, WithPlaintextState())
+	}
+	if raw := strings.TrimSpace(getenv(EnvBudget)); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			secs, serr := strconv.ParseFloat(raw, 64)
+			d, err = time.Duration(secs*float64(time.Second)), serr
+		}
+		if err != nil || d <= 0 {
+			return nil, errcode.New(errcode.Usage, "%s=%q is not a positive duration (e.g. 60s, 2m, or 90 for seconds)", EnvBudget, raw)
+		}
+		opts = append(opts, WithBudget(d))
+	}
+	return opts, nil
+}
+
+// Location is what an s3:// URL names.
+type Location struct {
+	Bucket string
+	Prefix string // "" or ending in "/"
+	// Endpoint is the server of an S3-compatible store (?endpoint=URL);
+	// it implies path-style addressing.
+	Endpoint  string
+	Region    string // ?region=
+	PathStyle bool   // ?endpoint= or ?path_style=true
+}
+
+// ParseURL parses s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true].
+// Credentials in the URL are refused without being repeated: they come from
+// the standard AWS chain.
+func ParseURL(raw string) (Location, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "s3" {
+		return Location{}, errcode.New(errcode.Usage, "--store %q is not an s3:// URL", redactQuery(raw)).WithHint("Use --store s3://BUCKET/PREFIX, with ?endpoint=URL for an S3-compatible server.")
+	}
+	if u.User != nil {
+		return Location{}, errcode.New(errcode.Usage, "an s3:// store URL takes no credentials").
+			WithHint("Give credentials the standard AWS way: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO or an instance role.")
+	}
+	loc := Location{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
+	if loc.Bucket == "" {
+		return Location{}, errcode.New(errcode.Usage, "--store %q names no bucket", redactQuery(raw)).WithHint("Use --store s3://BUCKET/PREFIX.")
+	}
+	if loc.Prefix != "" {
+		for _, seg := range strings.Split(loc.Prefix, "/") {
+			if err := store.CheckName("store prefix segment", seg); err != nil {
+				return Location{}, err
+			}
+		}
+		loc.Prefix += "/"
+	}
+	q := u.Query()
+	for k := range q {
+		switch k {
+		case "endpoint", "region", "path_style":
+		default:
+			return Location{}, errcode.New(errcode.Usage, "--store s3:// URL has an unknown parameter %q", k).WithHint("Known parameters: endpoint, region, path_style.")
+		}
+	}
+	if ep := q.Get("endpoint"); ep != "" {
+		eu, err := url.Parse(ep)
+		if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" || eu.User != nil {
+			return Location{}, errcode.New(errcode.Usage, "endpoint=%q is not an http(s) URL without credentials", redactQuery(ep))
+		}
+		loc.Endpoint, loc.PathStyle = ep, true
+	}
+	loc.Region = q.Get("region")
+	if v := q.Get("path_style"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return Location{}, errcode.New(errcode.Usage, "path_style=%q: use true or false", v)
+		}
+		loc.PathStyle = b || loc.Endpoint != ""
+	}
+	return loc, nil
+}
+
+func redactQuery(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		u.User = nil
+		return u.String()
+	}
+	return "s3://…"
+}
+
+// Display is the URL as printed: bucket, prefix and endpoint, never more.
+func (l Location) Display() string {
+	out := "s3://" + l.Bucket + "/" + l.Prefix
+	q := url.Values{}
+	if l.Endpoint != "" {
+		q.Set("endpoint", l.Endpoint)
+	}
+	if l.Region != "" {
+		q.Set("region", l.Region)
+	}
+	if len(q) > 0 {
+		out += "?" + q.Encode()
+	}
+	return out
+}
+
+// Open returns the store at raw (an s3:// URL). Credentials and the region
+// come from the standard AWS chain (AWS_ENDPOINT_URL_S3 included, as the
+// SDK honours it), unless WithAWSConfig is given. Open makes no request: a
+// missing bucket or refused access is reported by the first operation.
+func Open(ctx context.Context, raw string, opts ...Option) (*Store, error) {
+	loc, err := ParseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		bucket: loc.Bucket, prefix: loc.Prefix, display: loc.Display(),
+		budget: DefaultBudget, attemptTimeout: DefaultAttemptTimeout, now: time.Now,
+		envs: map[string]*envCache{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.key != nil && len(s.key) != statecrypt.KeySize {
+		return nil, errcode.New(errcode.Usage, "the state key has %d bytes; it must have %d", len(s.key), statecrypt.KeySize).WithHint(keyHint)
+	}
+	var cfg aws.Config
+	if s.cfg != nil {
+		cfg = s.cfg.Copy()
+	} else {
+		var lo []func(*config.LoadOptions) error
+		if loc.Region != "" {
+			lo = append(lo, config.WithRegion(loc.Region))
+		}
+		cfg, err = config.LoadDefaultConfig(ctx, lo...)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.Usage, err, "the AWS configuration does not load").
+				WithHint("Check AWS_PROFILE, AWS_REGION and the shared config and credentials files.")
+		}
+	}
+	if loc.Region != "" {
+		cfg.Region = loc.Region
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1" // S3-compatible servers ignore it; AWS redirects
+	}
+	// Retries are ours (budget, unknown outcomes of conditional writes).
+	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
+	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if loc.Endpoint != "" {
+			o.BaseEndpoint = aws.String(loc.Endpoint)
+		}
+		if loc.PathStyle {
+			o.UsePathStyle = true
+		}
+		// Whole-body checksums only where S3 requires them: S3-compatible
+		// servers differ in their support of trailing checksums, and the
+		// MD5 ETag already covers every body.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	return s, nil
+}
+
+// Display returns the store's URL without credentials.
+func (s *Store) Display() string { return s.display }
+
+// Close does nothing: the store keeps idle connections only.
+func (s *Store) Close() error { return nil }
+
+// scopeID is the one place a Key becomes a path below its environment: the
+// pointer is <env>/.leases/<scopeID>.json and the bodies live under
+// <env>/<scopeID>/. keyOf is its inverse.
+func scopeID(k store.Key) string { return k.Scope }
+
+// keyOf returns the Key of a scope id listed under env's pointers.
+func keyOf(env, id string) (store.Key, bool) {
+	k := store.Key{Environment: env, Scope: id}
+	return k, store.CheckKey(k) == nil
+}
+
+func (s *Store) leasesPrefix(env string) string { return s.prefix + env + "/.leases/" }
+func (s *Store) pointerKey(k store.Key) string {
+	return s.leasesPrefix(k.Environment) + scopeID(k) + ".json"
+}
+func (s *Store) scopeDir(k store.Key) string {
+	return s.prefix + k.Environment + "/" + scopeID(k) + "/"
+}
+func (s *Store) indexKey(env string) string { return s.prefix + env + "/.index.json.gz" }
+
+// nonce returns 16 random hex digits.
+func nonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes instead
+	return hex.EncodeToString(b[:])
+}
+
+// ctxError is the error of a ctx that ended: STORE_CONTENDED for a deadline,
+// INTERRUPTED for a cancellation, with ctx.Err() in the chain.
+func ctxError(ctx context.Context, what string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errcode.Wrap(errcode.StoreContended, ctx.Err(), "gave up waiting to %s", what)
+	}
+	return errcode.Wrap(errcode.Interrupted, ctx.Err(), "interrupted before %s", what)
+}
