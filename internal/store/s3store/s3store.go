@@ -333,6 +333,9 @@ func Open(ctx context.Context, raw string, opts ...Option) (*Store, error) {
 // Display returns the store's URL without credentials.
 func (s *Store) Display() string { return s.display }
 
+// URL is the s3:// URL that opens this store again.
+func (s *Store) URL() string { return s.display }
+
 // Close does nothing: the store keeps idle connections only.
 func (s *Store) Close() error { return nil }
 
