@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
@@ -16,39 +17,92 @@ import (
 
 // Reading an environment (Owners, List) never reads every scope: it lists
 // the pointers (their ETags come with the listing) and reads only those
-// whose ETag differs from what this process, or the cached index in the
+// whose ETag differs from what this process, or a cached index in the
 // bucket, already holds. An entry is therefore exactly as fresh as a read
-// of its pointer would be; the cache only saves the reads.
+// of its pointer would be; the caches only save the reads.
+//
+// There are two cached indexes per environment, so that the foreign check
+// (Owners, in every run) reads no receipts: <env>/.owners.bin.gz holds the
+// ownership parts in a compact form, <env>/.index.json.gz the pointers and
+// latest receipts for List.
 const (
 	// fetchers is how many pointers are read at once.
 	fetchers = 16
 	// saveAfter is how many stale entries one read must have fetched
-	// before it writes the cached index back for other processes.
+	// before it writes a cached index back for other processes, and how
+	// many make a read consult the cached index first.
 	saveAfter = 4
 )
 
-// entry is one scope as the index caches it: the pointer as read with its
-// ETag, the ownership part and the latest receipt it names.
+// entry is one scope as this process caches it. ETag is the pointer's; what
+// else is known is flagged, since an entry may come from either index.
 type entry struct {
-	ETag    string          `json:"etag"`
-	Pointer pointer         `json:"pointer"`
-	Owners  []store.Owner   `json:"owners,omitempty"`
-	Receipt json.RawMessage `json:"receipt,omitempty"`
+	ETag      string
+	Pointer   *pointer // nil when known from the owners index only
+	ownersOK  bool
+	OwnersKey string
+	Owners    []store.Owner
+	receiptOK bool
+	// ReceiptKey is the body Receipt was read from.
+	ReceiptKey string
+	Receipt    json.RawMessage
 }
 
-// indexDoc is the cached index of an environment as stored in the bucket.
-type indexDoc struct {
-	Version int               `json:"version"`
-	Scopes  map[string]*entry `json:"scopes"`
+// need is what a read of the environment needs of every scope.
+type need struct{ owners, receipt bool }
+
+func (e *entry) has(etag string, n need) bool {
+	if e == nil || e.ETag != etag {
+		return false
+	}
+	if n.owners && !e.ownersOK {
+		return false
+	}
+	return !n.receipt || (e.Pointer != nil && e.receiptOK)
+}
+
+// ownersIndex is <env>/.owners.bin.gz (see encodeOwnersIndex): per scope id its pointer's ETag,
+// the ownership part's key and run, and its entries.
+type ownersIndex struct {
+	Version int                  `json:"v"`
+	Scopes  map[string]ownersRow `json:"s"`
+}
+
+type ownersRow struct {
+	ETag    string     `json:"e"`
+	Key     string     `json:"k"`
+	RunID   string     `json:"r"`
+	Entries []ownerRow `json:"o"`
+}
+
+type ownerRow struct {
+	Identity  string `json:"i"`
+	Address   string `json:"a"`
+	CreatedBy string `json:"c"`
+	RunID     string `json:"r,omitempty"` // when not the row's
+	Since     int64  `json:"t"`           // Unix nanoseconds
+}
+
+// listIndex is <env>/.index.json.gz: per scope id its pointer and latest
+// receipt.
+type listIndex struct {
+	Version int                `json:"version"`
+	Scopes  map[string]listRow `json:"scopes"`
+}
+
+type listRow struct {
+	ETag    string          `json:"etag"`
+	Pointer pointer         `json:"pointer"`
+	Receipt json.RawMessage `json:"receipt,omitempty"`
 }
 
 const indexVersion = 1
 
 // envCache is this process's copy of an environment's index.
 type envCache struct {
-	mu        sync.Mutex // one refresh at a time
-	indexETag string     // of the stored index the entries were merged with
-	scopes    map[string]*entry
+	mu     sync.Mutex        // one refresh at a time
+	etags  map[string]string // of the stored indexes last merged, by object key
+	scopes map[string]*entry
 }
 
 func (s *Store) cacheOf(env string) *envCache {
@@ -56,15 +110,18 @@ func (s *Store) cacheOf(env string) *envCache {
 	defer s.mu.Unlock()
 	c := s.envs[env]
 	if c == nil {
-		c = &envCache{scopes: map[string]*entry{}}
+		c = &envCache{etags: map[string]string{}, scopes: map[string]*entry{}}
 		s.envs[env] = c
 	}
 	return c
 }
 
-// refresh brings env's cache up to date with the bucket and returns its
-// entries by scope id. The caller must not change them.
-func (s *Store) refresh(ctx context.Context, env string) (map[string]*entry, error) {
+func (s *Store) ownersIndexKey(env string) string { return s.prefix + env + "/.owners.bin.gz" }
+func (s *Store) listIndexKey(env string) string   { return s.prefix + env + "/.index.json.gz" }
+
+// refresh brings env's cache up to date with the bucket for what n needs
+// and calls read with its entries by scope id, under the cache's lock.
+func (s *Store) refresh(ctx context.Context, env string, n need, read func(map[string]*entry) error) error {
 	c := s.cacheOf(env)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -72,7 +129,7 @@ func (s *Store) refresh(ctx context.Context, env string) (map[string]*entry, err
 	prefix := s.leasesPrefix(env)
 	objs, err := s.list(ctx, prefix)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	want := map[string]string{} // scope id -> listed ETag
 	for _, o := range objs {
@@ -81,10 +138,15 @@ func (s *Store) refresh(ctx context.Context, env string) (map[string]*entry, err
 			want[id] = o.ETag
 		}
 	}
+	for id := range c.scopes {
+		if _, ok := want[id]; !ok {
+			delete(c.scopes, id)
+		}
+	}
 	stale := func() []string {
 		var out []string
 		for id, etag := range want {
-			if e := c.scopes[id]; e == nil || e.ETag != etag {
+			if !c.scopes[id].has(etag, n) {
 				out = append(out, id)
 			}
 		}
@@ -93,76 +155,157 @@ func (s *Store) refresh(ctx context.Context, env string) (map[string]*entry, err
 	todo := stale()
 	if len(todo) > saveAfter {
 		// Cold or long unread: what another process cached may cover it.
-		if err := s.mergeIndex(ctx, env, c); err != nil {
-			return nil, err
+		if err := s.mergeIndex(ctx, env, c, n, want); err != nil {
+			return err
 		}
 		todo = stale()
 	}
-	fetched, err := s.fetchEntries(ctx, env, c, todo)
+	fetched, err := s.fetchEntries(ctx, env, c, todo, n)
 	if err != nil {
-		return nil, err
-	}
-	for id := range c.scopes {
-		if _, ok := want[id]; !ok {
-			delete(c.scopes, id)
-		}
+		return err
 	}
 	if fetched >= saveAfter {
-		s.saveIndex(ctx, env, c)
+		s.saveIndex(ctx, env, c, n)
 	}
-	return c.scopes, nil
+	return read(c.scopes)
 }
 
-// mergeIndex reads the stored index (unless it is the one already merged)
-// and takes every entry newer than what the cache holds. A stored index
+// mergeIndex reads the stored index n needs (unless it is the one already
+// merged) and takes every row whose ETag is the listed one. A stored index
 // that does not read is ignored: it is only a cache.
-func (s *Store) mergeIndex(ctx context.Context, env string, c *envCache) error {
-	o, err := s.getIfChanged(ctx, s.indexKey(env), c.indexETag)
+func (s *Store) mergeIndex(ctx context.Context, env string, c *envCache, n need, want map[string]string) error {
+	key := s.ownersIndexKey(env)
+	if n.receipt {
+		key = s.listIndexKey(env)
+	}
+	o, err := s.getIfChanged(ctx, key, c.etags[key])
 	switch {
 	case errors.Is(err, errNotModified):
 		return nil
 	case errors.Is(err, errNotFound):
-		c.indexETag = ""
+		delete(c.etags, key)
 		return nil
 	case err != nil:
 		return err
 	}
-	var doc indexDoc
-	zr, zerr := gzip.NewReader(bytes.NewReader(o.Data))
-	if zerr != nil {
-		return nil
-	}
-	if json.NewDecoder(zr).Decode(&doc) != nil || doc.Version != indexVersion {
-		return nil
-	}
-	c.indexETag = o.ETag
-	for id, e := range doc.Scopes {
-		if e != nil {
-			c.scopes[id] = e
+	if n.receipt {
+		var doc listIndex
+		if !decodeIndex(o.Data, &doc) || doc.Version != indexVersion {
+			return nil
+		}
+		for id, row := range doc.Scopes {
+			if want[id] != row.ETag {
+				continue
+			}
+			e := c.scopes[id]
+			if e == nil || e.ETag != row.ETag {
+				e = &entry{ETag: row.ETag}
+				c.scopes[id] = e
+			}
+			p := row.Pointer
+			e.Pointer, e.receiptOK, e.ReceiptKey, e.Receipt = &p, true, p.Receipt, row.Receipt
+		}
+	} else {
+		doc, err := decodeOwnersIndex(o.Data)
+		if err != nil {
+			return nil //nolint:nilerr // a damaged cache is no cache
+		}
+		for id, row := range doc.Scopes {
+			if want[id] != row.ETag {
+				continue
+			}
+			e := c.scopes[id]
+			if e == nil || e.ETag != row.ETag {
+				e = &entry{ETag: row.ETag}
+				c.scopes[id] = e
+			}
+			owners := make([]store.Owner, len(row.Entries))
+			for i, r := range row.Entries {
+				run := r.RunID
+				if run == "" {
+					run = row.RunID
+				}
+				owners[i] = store.Owner{Scope: id, Identity: r.Identity, Address: r.Address, CreatedBy: r.CreatedBy, RunID: run, Since: time.Unix(0, r.Since).UTC()}
+			}
+			e.ownersOK, e.OwnersKey, e.Owners = true, row.Key, owners
 		}
 	}
+	c.etags[key] = o.ETag
 	return nil
 }
 
-// saveIndex writes the cache back for other processes, conditionally on the
-// stored index being the one merged, so two writers never interleave; a
-// refused or failed write is ignored (a read-only credential, a race).
-func (s *Store) saveIndex(ctx context.Context, env string, c *envCache) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if json.NewEncoder(zw).Encode(indexDoc{Version: indexVersion, Scopes: c.scopes}) != nil || zw.Close() != nil {
-		return
+// decodeIndex reads a gzipped JSON index into v; false when it does not
+// read (a damaged cache is no cache).
+func decodeIndex(data []byte, v any) bool {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return false
 	}
-	data := buf.Bytes()
-	etag, err := s.putIf(ctx, s.indexKey(env), data, c.indexETag, func(b []byte) bool { return bytes.Equal(b, data) })
+	return json.NewDecoder(zr).Decode(v) == nil
+}
+
+// saveIndex writes the stored index n needs back from the cache, for other
+// processes, conditionally on it being the one last merged, so two writers
+// never interleave; a refused or failed write is ignored (a read-only
+// credential, a race).
+func (s *Store) saveIndex(ctx context.Context, env string, c *envCache, n need) {
+	var doc any
+	key := s.ownersIndexKey(env)
+	if n.receipt {
+		key = s.listIndexKey(env)
+		d := listIndex{Version: indexVersion, Scopes: map[string]listRow{}}
+		for id, e := range c.scopes {
+			if e.Pointer != nil && e.receiptOK {
+				d.Scopes[id] = listRow{ETag: e.ETag, Pointer: *e.Pointer, Receipt: e.Receipt}
+			}
+		}
+		doc = d
+	} else {
+		d := ownersIndex{Version: indexVersion, Scopes: map[string]ownersRow{}}
+		for id, e := range c.scopes {
+			if !e.ownersOK {
+				continue
+			}
+			row := ownersRow{ETag: e.ETag, Key: e.OwnersKey, Entries: make([]ownerRow, len(e.Owners))}
+			if len(e.Owners) > 0 {
+				row.RunID = e.Owners[0].RunID
+			}
+			for i, o := range e.Owners {
+				r := ownerRow{Identity: o.Identity, Address: o.Address, CreatedBy: o.CreatedBy, Since: o.Since.UnixNano()}
+				if o.RunID != row.RunID {
+					r.RunID = o.RunID
+				}
+				row.Entries[i] = r
+			}
+			d.Scopes[id] = row
+		}
+		doc = d
+	}
+	var data []byte
+	switch d := doc.(type) {
+	case ownersIndex:
+		b, err := encodeOwnersIndex(d)
+		if err != nil {
+			return
+		}
+		data = b
+	default:
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		if json.NewEncoder(zw).Encode(doc) != nil || zw.Close() != nil {
+			return
+		}
+		data = buf.Bytes()
+	}
+	etag, err := s.putIf(ctx, key, data, c.etags[key], func(b []byte) bool { return bytes.Equal(b, data) })
 	if err == nil {
-		c.indexETag = etag
+		c.etags[key] = etag
 	}
 }
 
-// fetchEntries reads the pointers of ids, and the ownership parts and
-// receipts they name where those changed, fetchers at a time.
-func (s *Store) fetchEntries(ctx context.Context, env string, c *envCache, ids []string) (int, error) {
+// fetchEntries reads the pointers of ids, and what n needs of what they
+// name where that changed, fetchers at a time.
+func (s *Store) fetchEntries(ctx context.Context, env string, c *envCache, ids []string, n need) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -175,7 +318,7 @@ func (s *Store) fetchEntries(ctx context.Context, env string, c *envCache, ids [
 		wg.Go(func() {
 			for i := range next {
 				k, _ := keyOf(env, ids[i])
-				results[i], errs[i] = s.fetchEntry(ctx, k, c.scopes[ids[i]])
+				results[i], errs[i] = s.fetchEntry(ctx, k, c.scopes[ids[i]], n)
 			}
 		})
 	}
@@ -187,22 +330,22 @@ func (s *Store) fetchEntries(ctx context.Context, env string, c *envCache, ids [
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	n := 0
+	fetched := 0
 	for i, id := range ids {
 		if results[i] == nil {
 			delete(c.scopes, id) // gone since the listing
 			continue
 		}
 		c.scopes[id] = results[i]
-		n++
+		fetched++
 	}
-	return n, nil
+	return fetched, nil
 }
 
-// fetchEntry reads one scope's pointer and what it names, reusing the
-// bodies of old where the pointer still names the same ones. nil when the
-// pointer is gone. A body replaced between the reads makes it read again.
-func (s *Store) fetchEntry(ctx context.Context, k store.Key, old *entry) (*entry, error) {
+// fetchEntry reads one scope's pointer and what n needs of what it names,
+// reusing what old already holds of the same bodies. nil when the pointer
+// is gone. A body replaced between the reads makes it read again.
+func (s *Store) fetchEntry(ctx context.Context, k store.Key, old *entry, n need) (*entry, error) {
 	for range 5 {
 		o, err := s.get(ctx, s.pointerKey(k))
 		if errors.Is(err, errNotFound) {
@@ -215,10 +358,13 @@ func (s *Store) fetchEntry(ctx context.Context, k store.Key, old *entry) (*entry
 		if err != nil {
 			return nil, err
 		}
-		e := &entry{ETag: o.ETag, Pointer: p}
-		if old != nil && old.Pointer.Owners == p.Owners {
-			e.Owners = old.Owners
-		} else if p.Owners != "" {
+		e := &entry{ETag: o.ETag, Pointer: &p}
+		switch {
+		case old != nil && old.ownersOK && old.OwnersKey == p.Owners:
+			e.ownersOK, e.OwnersKey, e.Owners = true, p.Owners, old.Owners
+		case p.Owners == "":
+			e.ownersOK = true
+		case n.owners:
 			b, err := s.get(ctx, s.scopeDir(k)+p.Owners)
 			if errors.Is(err, errNotFound) {
 				continue
@@ -230,11 +376,14 @@ func (s *Store) fetchEntry(ctx context.Context, k store.Key, old *entry) (*entry
 			if err := json.Unmarshal(b.Data, &doc); err != nil {
 				return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s does not parse", s.scopeDir(k)+p.Owners)
 			}
-			e.Owners = doc.Entries
+			e.ownersOK, e.OwnersKey, e.Owners = true, p.Owners, doc.Entries
 		}
-		if old != nil && old.Pointer.Receipt == p.Receipt {
-			e.Receipt = old.Receipt
-		} else if p.Receipt != "" {
+		switch {
+		case old != nil && old.receiptOK && old.ReceiptKey == p.Receipt:
+			e.receiptOK, e.ReceiptKey, e.Receipt = true, p.Receipt, old.Receipt
+		case p.Receipt == "":
+			e.receiptOK = true
+		case n.receipt:
 			b, err := s.get(ctx, s.scopeDir(k)+p.Receipt)
 			if errors.Is(err, errNotFound) {
 				continue
@@ -242,7 +391,7 @@ func (s *Store) fetchEntry(ctx context.Context, k store.Key, old *entry) (*entry
 			if err != nil {
 				return nil, err
 			}
-			e.Receipt = b.Data
+			e.receiptOK, e.ReceiptKey, e.Receipt = true, p.Receipt, b.Data
 		}
 		return e, nil
 	}
@@ -257,10 +406,6 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
 	}
-	scopes, err := s.refresh(ctx, env)
-	if err != nil {
-		return nil, err
-	}
 	var want map[string]bool
 	if identities != nil {
 		want = make(map[string]bool, len(identities))
@@ -269,12 +414,18 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 		}
 	}
 	out := []store.Owner{}
-	for _, e := range scopes {
-		for _, o := range e.Owners {
-			if want == nil || want[o.Identity] {
-				out = append(out, o)
+	err := s.refresh(ctx, env, need{owners: true}, func(scopes map[string]*entry) error {
+		for _, e := range scopes {
+			for _, o := range e.Owners {
+				if want == nil || want[o.Identity] {
+					out = append(out, o)
+				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Scope < out[j].Scope })
 	return out, nil
@@ -286,22 +437,24 @@ func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, err
 	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
 	}
-	scopes, err := s.refresh(ctx, env)
+	out := []store.ScopeSummary{}
+	err := s.refresh(ctx, env, need{receipt: true}, func(scopes map[string]*entry) error {
+		for id, e := range scopes {
+			k, _ := keyOf(env, id)
+			sum := store.ScopeSummary{Key: k, Lease: e.Pointer.info()}
+			if len(e.Receipt) > 0 {
+				r, err := parseReceipt(s.scopeDir(k)+e.ReceiptKey, e.Receipt)
+				if err != nil {
+					return err
+				}
+				sum.Latest = r
+			}
+			out = append(out, sum)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := []store.ScopeSummary{}
-	for id, e := range scopes {
-		k, _ := keyOf(env, id)
-		sum := store.ScopeSummary{Key: k, Lease: e.Pointer.info()}
-		if len(e.Receipt) > 0 {
-			r, err := parseReceipt(s.scopeDir(k)+e.Pointer.Receipt, e.Receipt)
-			if err != nil {
-				return nil, err
-			}
-			sum.Latest = r
-		}
-		out = append(out, sum)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key.Scope < out[j].Key.Scope })
 	return out, nil

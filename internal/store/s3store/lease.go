@@ -73,16 +73,17 @@ func (s *Store) readPointer(ctx context.Context, k store.Key) (current, error) {
 
 // writePointer replaces the pointer read as cur with next (a fresh nonce is
 // drawn here), conditionally on cur's ETag.
-func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next pointer) (string, error) {
+func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next pointer) error {
 	next.Nonce = nonce()
 	data, err := json.Marshal(next)
 	if err != nil {
-		return "", errcode.Wrap(errcode.Internal, err, "encode the lease pointer of %s", k)
+		return errcode.Wrap(errcode.Internal, err, "encode the lease pointer of %s", k)
 	}
-	return s.putIf(ctx, s.pointerKey(k), data, cur.etag, func(b []byte) bool {
+	_, err = s.putIf(ctx, s.pointerKey(k), data, cur.etag, func(b []byte) bool {
 		var p pointer
 		return json.Unmarshal(b, &p) == nil && p.Nonce == next.Nonce
 	})
+	return err
 }
 
 // Acquire grants the lease of key to holder for ttl, from the server's clock.
@@ -115,7 +116,7 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 		next := cur.p.clone()
 		next.Holder, next.Token = holder, cur.p.Token+1
 		next.AcquiredAt, next.ExpiresAt = cur.now, cur.now.Add(ttl)
-		if _, err := s.writePointer(ctx, key, cur, next); err != nil {
+		if err := s.writePointer(ctx, key, cur, next); err != nil {
 			return err
 		}
 		g = store.Grant{Lease: store.Lease{Key: key, Holder: holder, Token: next.Token, ExpiresAt: next.ExpiresAt}}
@@ -185,7 +186,7 @@ func (s *Store) fenced(ctx context.Context, l store.Lease, what string, mutate f
 		if err := mutate(&next, cur); err != nil {
 			return err
 		}
-		if _, err := s.writePointer(ctx, l.Key, cur, next); err != nil {
+		if err := s.writePointer(ctx, l.Key, cur, next); err != nil {
 			return err
 		}
 		prev = cur.p

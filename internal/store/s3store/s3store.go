@@ -9,7 +9,8 @@
 //	<env>/<scope>/state/<nonce>.tfstate.sealed    state bodies (.tfstate if plaintext)
 //	<env>/<scope>/records/<name>.<nonce>.json     sponson_scope's records
 //	<env>/<scope>/quarantine/<runId>.tfstate[.sealed]  states a lost run could not write
-//	<env>/.index.json.gz                a cache of every pointer of env, for Owners and List
+//	<env>/.owners.bin.gz                a cache of the ownership parts of env, for Owners
+//	<env>/.index.json.gz                a cache of the pointers and receipts of env, for List
 //
 // Design (DESIGN.md §5, stores; §2, fenced write):
 //
@@ -41,7 +42,7 @@
 //     means it did not (and is retried), anything else is someone else's.
 //   - Owners and List read the environment from a bounded number of requests:
 //     one listing of <env>/.leases/ (1,000 pointers and their ETags a page),
-//     the cached index when this process's own cache is cold, and one GET
+//     a cached index when this process's own cache is cold, and one GET
 //     per pointer whose ETag changed since (renewals and writes of running
 //     scopes). The index is only a cache: each entry is valid exactly while
 //     its pointer still has the ETag it was read with.
@@ -357,7 +358,6 @@ func (s *Store) pointerKey(k store.Key) string {
 func (s *Store) scopeDir(k store.Key) string {
 	return s.prefix + k.Environment + "/" + scopeID(k) + "/"
 }
-func (s *Store) indexKey(env string) string { return s.prefix + env + "/.index.json.gz" }
 
 // nonce returns 16 random hex digits.
 func nonce() string {

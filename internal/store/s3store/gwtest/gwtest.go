@@ -109,8 +109,12 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Port = l.Addr().(*net.TCPAddr).Port
+	addr, ok := l.Addr().(*net.TCPAddr)
 	l.Close()
+	if !ok {
+		t.Fatalf("listener address %v is not TCP", l.Addr())
+	}
+	s.Port = addr.Port
 	s.URL = "http://127.0.0.1:" + strconv.Itoa(s.Port)
 	t.Cleanup(func() { _ = s.Stop() })
 	if err := s.Start(); err != nil {
