@@ -98,7 +98,11 @@ func (r *runner) beginSuccession(ctx context.Context, prev *receipt.Receipt) (*r
 	if err != nil {
 		return nil, err
 	}
-	switch succession.Decide(r.key.Scope, prev, pred) {
+	action, err := succession.Decide(r.key.Scope, prev, pred)
+	if err != nil {
+		return nil, err
+	}
+	switch action {
 	case succession.None:
 		return prev, nil
 	case succession.Finish:
@@ -120,7 +124,12 @@ func (r *runner) beginSuccession(ctx context.Context, prev *receipt.Receipt) (*r
 	if pred, err = r.o.Store.LatestReceipt(ctx, predKey); err != nil {
 		return nil, err
 	}
-	switch succession.Decide(r.key.Scope, prev, pred) {
+	// Decided again under the lease: another successor may have made its
+	// promise meanwhile.
+	if action, err = succession.Decide(r.key.Scope, prev, pred); err != nil {
+		return nil, err
+	}
+	switch action {
 	case succession.None:
 		return prev, nil
 	case succession.Finish:

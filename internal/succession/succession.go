@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
@@ -53,8 +54,40 @@ const (
 )
 
 // Decide says what a run of scope succ, whose predecessor is pred, must do,
-// given its own latest receipt and the predecessor's.
-func Decide(succ string, own, pred *receipt.Receipt) Action {
+// given its own latest receipt and the predecessor's. A scope that copied
+// the predecessor's state but whose handover another successor now holds
+// (two pull requests on one head branch) is refused with HANDOVER_TAKEN:
+// resuming would overwrite the other's promise, and both would own the
+// same objects (issue 12 item 5).
+func Decide(succ string, own, pred *receipt.Receipt) (Action, error) {
+	a := decide(succ, own, pred)
+	if a != Resume {
+		return a, nil
+	}
+	if holder, run := Holder(pred); holder != "" && holder != succ {
+		return None, errcode.New(errcode.HandoverTaken, "the resources of %s are handed over to %s (run %s), not to %s: %s holds only an unpromised copy of them, and nothing was written",
+			pred.Scope, holder, run, succ, succ).
+			WithHint(fmt.Sprintf("Continue the work in %s, or run `sponson destroy` in %s to drop its copy (it deletes nothing) and apply again to start fresh.", holder, succ)).
+			With("holder", holder).With("holderRun", run).With("predecessor", pred.Scope)
+	}
+	return Resume, nil
+}
+
+// Holder names the successor that holds pred's handover, promised or
+// finished, and the run that made it; "" when there is none.
+func Holder(pred *receipt.Receipt) (scope, run string) {
+	switch {
+	case pred == nil:
+		return "", ""
+	case pred.Handover != nil:
+		return pred.Handover.To, pred.Handover.RunID
+	case pred.SupersededBy != "":
+		return pred.SupersededBy, pred.RunID
+	}
+	return "", ""
+}
+
+func decide(succ string, own, pred *receipt.Receipt) Action {
 	if pred == nil {
 		return None
 	}
