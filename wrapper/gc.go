@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/gc"
 	"github.com/sponson/terraform-provider-sponson/internal/github"
@@ -34,13 +35,15 @@ type GCOptions struct {
 	// approver. Scope, branch and pull request are not flags of gc: it
 	// names each scope itself.
 	RunFlags
-	OpenPRs     string
-	OpenPRsFile string
-	Repo        string
-	Remote      string
-	OlderThan   time.Duration
-	IncludeMain bool
-	Yes         bool
+	// Vars and VarFiles are -var and -var-file for the destroys.
+	Vars, VarFiles []string
+	OpenPRs        string
+	OpenPRsFile    string
+	Repo           string
+	Remote         string
+	OlderThan      time.Duration
+	IncludeMain    bool
+	Yes            bool
 
 	// Now is the clock the older-than rule and the lease check use;
 	// time.Now when nil.
@@ -305,7 +308,11 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 	if opts.Yes {
 		rf := opts.RunFlags
 		rf.Scope, rf.PR, rf.Branch, rf.Commit = "gc", "", "", ""
-		if base, err = rf.resolve(cmd, f, scoperun.Destroy); err != nil {
+		if base, err = rf.resolve(cmd, f, scoperun.Destroy, nil); err != nil {
+			o.err = err
+			return o
+		}
+		if base.opts.Vars, err = gcVars(opts.VarFiles, opts.Vars); err != nil {
 			o.err = err
 			return o
 		}
@@ -705,4 +712,19 @@ func orDot(dir string) string {
 		return "."
 	}
 	return dir
+}
+
+// gcVars are the -var-file and -var of gc's destroys.
+func gcVars(files, vars []string) ([]engine.VarArg, error) {
+	var out []engine.VarArg
+	for _, v := range files {
+		out = append(out, engine.VarArg{File: true, Value: v})
+	}
+	for _, v := range vars {
+		if !strings.Contains(v, "=") {
+			return nil, errcode.New(errcode.Usage, "-var %q must be NAME=VALUE", v)
+		}
+		out = append(out, engine.VarArg{Value: v})
+	}
+	return out, nil
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // Envelope is the one JSON document --json prints for every outcome. OK is
-// true exactly when the exit code is 0.
+// true exactly when the command succeeded: when the exit code is 0, or 2
+// from `plan -detailed-exitcode` with changes present.
 type Envelope struct {
 	OK      bool       `json:"ok"`
 	Command string     `json:"command"`
@@ -34,11 +35,36 @@ type outcome struct {
 	result   any
 	warnings []string
 	err      error
+	// detailedExitcode is plan -detailed-exitcode, under which the exit
+	// code is the engine's: 0 no changes, 1 any error, 2 changes present
+	// (changes).
+	detailedExitcode bool
+	changes          bool
 }
 
+// exit is the process exit code of an outcome.
+func (o outcome) exit() errcode.ExitCode {
+	if !o.detailedExitcode {
+		return errcode.ExitFor(o.err)
+	}
+	switch {
+	case o.err != nil:
+		return errcode.ExitFailed
+	case o.changes:
+		return ExitChanges
+	}
+	return errcode.ExitOK
+}
+
+// ExitChanges is the exit code of `plan -detailed-exitcode` when the plan
+// has changes, as the engine's; the run succeeded (ok is true in the
+// envelope). Under -detailed-exitcode every error, refusals included, exits
+// 1, so that 2 always means "changes present".
+const ExitChanges errcode.ExitCode = 2
+
 func writeEnvelope(w io.Writer, o outcome) errcode.ExitCode {
-	code := errcode.ExitFor(o.err)
-	env := Envelope{OK: code == errcode.ExitOK, Command: o.command, Result: o.result, Exit: int(code), Warn: o.warnings}
+	code := o.exit()
+	env := Envelope{OK: o.err == nil, Command: o.command, Result: o.result, Exit: int(code), Warn: o.warnings}
 	if o.err != nil {
 		e := errcode.As(o.err)
 		env.Error = &ErrorBody{Code: e.Code, Message: e.Message, Hint: e.Hint, Details: e.Details}

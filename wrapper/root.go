@@ -57,6 +57,9 @@ func runWith(ctx context.Context, args []string, f *Factory, runF func(context.C
 	if result.command == "" {
 		return errcode.ExitOK // help or a bare `sponson`: cobra printed it
 	}
+	if result.err != nil && result.command == engineflagPlan && detailedInArgs(args) {
+		result.detailedExitcode = true
+	}
 	return finish(f, jsonMode, result)
 }
 
@@ -67,7 +70,7 @@ func finish(f *Factory, jsonMode bool, o outcome) errcode.ExitCode {
 	if o.err != nil {
 		writeHumanError(f.ErrOut, o.err)
 	}
-	return errcode.ExitFor(o.err)
+	return o.exit()
 }
 
 func usageError(err error) error {
@@ -111,26 +114,6 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.`,
 		root.AddCommand(c)
 	}
 	return root
-}
-
-// NormalizeArgs accepts the engine's single-dash spelling of -var and
-// -var-file (people paste them from their Terraform commands) by turning it
-// into the double-dash form the flag parser knows.
-func NormalizeArgs(args []string) []string {
-	out := make([]string, 0, len(args))
-	for i, a := range args {
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		for _, name := range []string{"-var-file", "-var"} {
-			if a == name || strings.HasPrefix(a, name+"=") {
-				a = "-" + a
-				break
-			}
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 func wantsJSON(args []string, getenv func(string) string) bool {

@@ -17,11 +17,16 @@ import (
 func TestNormalizeArgs(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ in, want []string }{
-		{[]string{"apply", "-var", "a=1", "-var-file", "x.tfvars"}, []string{"apply", "--var", "a=1", "--var-file", "x.tfvars"}},
-		{[]string{"apply", "-var=a=1", "-var-file=x.tfvars"}, []string{"apply", "--var=a=1", "--var-file=x.tfvars"}},
-		{[]string{"apply", "--var", "a=1"}, []string{"apply", "--var", "a=1"}},
-		{[]string{"apply", "-variable"}, []string{"apply", "-variable"}},
+		{[]string{"apply", "-var", "a=1", "-var-file", "x.tfvars"}, []string{"apply", "--engine-arg=-var=a=1", "--engine-arg=-var-file=x.tfvars"}},
+		{[]string{"apply", "-var=a=1", "-var-file=x.tfvars"}, []string{"apply", "--engine-arg=-var=a=1", "--engine-arg=-var-file=x.tfvars"}},
+		{[]string{"apply", "--var", "a=1"}, []string{"apply", "--engine-arg=-var=a=1"}},
+		{[]string{"apply", "-variable"}, []string{"apply", "--engine-arg=-variable"}},
 		{[]string{"apply", "--", "-var"}, []string{"apply", "--", "-var"}},
+		{[]string{"apply", "--env", "-target", "-target", "x"}, []string{"apply", "--env", "-target", "--engine-arg=-target=x"}},
+		{[]string{"apply", "--env=p", "-auto-approve", "--wait", "-h"}, []string{"apply", "--env=p", "--engine-arg=-auto-approve", "--wait", "-h"}},
+		{[]string{"--json", "-chdir=infra", "plan", "-refresh", "false"}, []string{"--json", "plan", "--engine-arg=-chdir=infra", "--engine-arg=-refresh", "false"}},
+		{[]string{"apply", "--nope", "--target=a"}, []string{"apply", "--nope", "--engine-arg=-target=a"}},
+		{[]string{"gc", "-var", "a=1", "--yes"}, []string{"gc", "--var", "a=1", "--yes"}},
 	} {
 		if diff := cmp.Diff(tc.want, NormalizeArgs(tc.in)); diff != "" {
 			t.Errorf("NormalizeArgs(%q) (-want +got):\n%s", tc.in, diff)
@@ -121,7 +126,7 @@ func TestRunFlagsReachTheRun(t *testing.T) {
 	if !o.Lease.Wait || o.Lease.TTL != 90*time.Second || o.ApprovedBy != "Ada" {
 		t.Errorf("lease %+v approver %q: the SPONSON_* variables did not apply", o.Lease, o.ApprovedBy)
 	}
-	want := []engine.VarArg{{File: true, Value: "x.tfvars"}, {Value: "a=1"}}
+	want := []engine.VarArg{{Value: "a=1"}, {File: true, Value: "x.tfvars"}}
 	if diff := cmp.Diff(want, o.Vars); diff != "" {
 		t.Errorf("vars (-want +got):\n%s", diff)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/environments"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
@@ -30,7 +31,8 @@ type RunFlags struct {
 	WaitTimeout, LeaseTTL          time.Duration
 	ApprovedBy                     string
 	AllowOlderCommit               bool
-	Vars, VarFiles                 []string
+	// engine holds the engine flags (engineflag), read by resolve.
+	engine engineflag.Parsed
 }
 
 // runFlagEnv names the SPONSON_* variable of each flag. The context flags
@@ -57,11 +59,11 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
 	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
 	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
-	fs.StringArrayVar(&r.Vars, "var", nil, "set a variable, `NAME=VALUE`, passed to the engine as -var (repeatable; -var also works)")
-	fs.StringArrayVar(&r.VarFiles, "var-file", nil, "load variables from a `FILE`, passed to the engine as -var-file (repeatable; -var-file also works)")
+	fs.StringArray(engineArgFlag, nil, "an engine flag, in the engine's spelling (set by NormalizeArgs)")
+	_ = fs.MarkHidden(engineArgFlag)
 	if writes {
-		fs.BoolVar(&r.Wait, "wait", false, "wait for the scope's lease when another run holds it (env SPONSON_WAIT)")
-		fs.DurationVar(&r.WaitTimeout, "wait-timeout", 10*time.Minute, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")
+		fs.BoolVar(&r.Wait, "wait", false, "wait for the scope's lease when another run holds it (env SPONSON_WAIT; -lock-timeout=D also works)")
+		fs.DurationVar(&r.WaitTimeout, "wait-timeout", waitDefault, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")
 		fs.DurationVar(&r.LeaseTTL, "lease-ttl", lease.DefaultTTL, "lease TTL; renewed every TTL/3 (env SPONSON_LEASE_TTL)")
 		fs.BoolVar(&r.AllowOlderCommit, "allow-older-commit", false, "apply even when the commit is an ancestor of the one the scope last applied, rolling the scope back (recorded in the receipt; without it: OLDER_COMMIT)")
 		fs.StringVar(&r.ApprovedBy, "approved-by", "", "name of the person approving a run in a protected environment such as production (env SPONSON_APPROVED_BY)")
@@ -75,22 +77,32 @@ type runInput struct {
 	review   ReviewFlags
 	// stack names the run's stack in its summary.
 	stack string
+	// detailedExitcode is plan -detailed-exitcode: exit 2 for changes.
+	detailedExitcode bool
 }
 
 // resolve turns flags into run options, refusing early what can be refused
-// without the engine and before the lease: bad flags, an undecidable
-// context, an apply or destroy of a plan-only context (the merge queue), an
-// environment the repository does not declare (sponson.hcl), a protected
-// environment without an allowed approver, a missing engine.
-func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Command) (*runInput, error) {
+// without the engine and before the lease: bad flags (the engine's own
+// included), an undecidable context, an apply or destroy of a plan-only
+// context (the merge queue), an environment the repository does not declare
+// (sponson.hcl), a protected environment without an allowed approver, a
+// missing engine.
+func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Command, positional []string) (*runInput, error) {
 	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
+		return nil, err
+	}
+	ef, err := engineFlags(cmd, string(command), f.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.applyEngineFlags(cmd, string(command), ef, positional); err != nil {
 		return nil, err
 	}
 	dir := r.Chdir
 	if dir == "" {
 		dir = "."
 	}
-	dir, err := filepath.Abs(dir)
+	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Usage, err, "--chdir %q", r.Chdir)
 	}
@@ -125,6 +137,10 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err != nil {
 		return nil, err
 	}
+	if len(r.engine.Flags.Excludes) > 0 && !strings.Contains(filepath.Base(bin), "tofu") {
+		return nil, errcode.New(errcode.Usage, "-exclude is an OpenTofu flag; the engine %s is HashiCorp Terraform, which has no such flag", bin).
+			WithHint("Name the resources to keep with -target instead, or run OpenTofu (--engine).")
+	}
 	self, err := f.Executable()
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to serve the provider")
@@ -133,18 +149,9 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err != nil {
 		return nil, err
 	}
-	var vars []engine.VarArg
-	for _, v := range r.VarFiles {
-		vars = append(vars, engine.VarArg{File: true, Value: v})
-	}
-	for _, v := range r.Vars {
-		if !strings.Contains(v, "=") {
-			return nil, errcode.New(errcode.Usage, "-var %q must be NAME=VALUE", v)
-		}
-		vars = append(vars, engine.VarArg{Value: v})
-	}
 	return &runInput{
-		storeURL: url,
+		storeURL:         url,
+		detailedExitcode: r.engine.DetailedExitcode,
 		opts: scoperun.Options{
 			Command:          command,
 			Dir:              dir,
@@ -158,7 +165,8 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 			ApprovedBy:       approver,
 			Protected:        env.Protected,
 			AllowOlderCommit: r.AllowOlderCommit,
-			Vars:             vars,
+			Vars:             r.engine.Vars,
+			EngineFlags:      r.engine.Flags,
 		},
 	}, nil
 }
@@ -221,7 +229,8 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	if err == nil {
 		p.line("%s", closingLine(o.Command, rr))
 	}
-	return outcome{command: string(o.Command), result: rr, warnings: warnings, err: err}
+	return outcome{command: string(o.Command), result: rr, warnings: warnings, err: err,
+		detailedExitcode: in.detailedExitcode, changes: o.Command == scoperun.Plan && res.Status == "changes"}
 }
 
 func closingLine(c scoperun.Command, r RunResult) string {
@@ -253,13 +262,12 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 	cmd := &cobra.Command{
 		Use:   string(command) + " [flags]",
 		Short: short,
-		Long:  long,
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Long:  long + "\n\n" + engineflag.Help(string(command)),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			// A failure travels in *out, which Run prints (the envelope
 			// with --json) and turns into the exit code; RunE returns nil
 			// so that cobra adds nothing of its own.
-			*out = runCommand(cmd, f, &flags, &review, command, runF)
+			*out = runCommand(cmd, f, &flags, &review, command, args, runF)
 			return nil
 		},
 	}
@@ -270,10 +278,10 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 
 // runCommand resolves the flags of plan, apply or destroy and performs the
 // run (or runF, in tests).
-func runCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, command scoperun.Command, runF func(context.Context, *runInput) outcome) outcome {
-	in, err := flags.resolve(cmd, f, command)
+func runCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, command scoperun.Command, args []string, runF func(context.Context, *runInput) outcome) outcome {
+	in, err := flags.resolve(cmd, f, command, args)
 	if err != nil {
-		return outcome{command: string(command), err: err}
+		return outcome{command: string(command), err: err, detailedExitcode: flags.engine.DetailedExitcode || detailedRequested(cmd)}
 	}
 	if err := bindEnv(cmd.Flags(), reviewFlagEnv, f.Getenv); err != nil {
 		return outcome{command: string(command), err: err}

@@ -28,17 +28,21 @@ type Options struct {
 	// Env is added to the process environment before the engine runs.
 	Env            []string
 	Stdout, Stderr io.Writer
+	// Flags are the user's engine flags for plan and apply.
+	Flags Flags
 }
 
 // Session drives one engine binary in one configuration directory through
 // terraform-exec. The engine inherits the sponson process's environment
-// (TF_VAR_*, TF_LOG, cloud credentials): terraform-exec refuses TF_VAR_* in
-// an explicit environment, and turning them into -var flags would change
-// their precedence and make undeclared ones an error. So a sponson process
-// runs one Session and Open sets its variables in the process environment.
+// (TF_VAR_*, TF_LOG*, TF_TOKEN_*, TF_PLUGIN_CACHE_DIR, cloud credentials):
+// terraform-exec refuses TF_VAR_* in an explicit environment, and turning
+// them into -var flags would change their precedence and make undeclared
+// ones an error. So a sponson process runs one Session and Open sets its
+// variables in the process environment.
 type Session struct {
 	tf      *tfexec.Terraform
 	stdout  io.Writer // where init, plan and apply stream; JSON commands are silent
+	flags   Flags
 	Binary  string
 	Name    string // "opentofu" or "terraform"
 	Version string
@@ -46,6 +50,7 @@ type Session struct {
 
 // Open prepares the engine and reads its version.
 func Open(ctx context.Context, o Options) (*Session, error) {
+	clearCLIArgs()
 	for _, kv := range o.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		if err := os.Setenv(k, v); err != nil {
@@ -70,7 +75,41 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if strings.Contains(filepath.Base(o.Binary), "tofu") {
 		name = "opentofu"
 	}
-	return &Session{tf: tf, stdout: o.Stdout, Binary: o.Binary, Name: name, Version: v.String()}, nil
+	if err := o.Flags.check(name, v.String()); err != nil {
+		return nil, errcode.New(errcode.Usage, "%v", err).WithHint("Remove the flag, or run this configuration with the other engine (--engine).")
+	}
+	if err := passLogging(tf); err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "passing TF_LOG to the engine")
+	}
+	return &Session{tf: tf, stdout: o.Stdout, flags: o.Flags, Binary: o.Binary, Name: name, Version: v.String()}, nil
+}
+
+// passLogging hands the user's TF_LOG, TF_LOG_CORE, TF_LOG_PROVIDER and
+// TF_LOG_PATH to the engine. terraform-exec blanks them unless told
+// otherwise (so that logs cannot pollute the JSON it reads from stdout);
+// logs go to stderr, which streams to the run's output, when TF_LOG_PATH is
+// unset, as they would without sponson.
+func passLogging(tf *tfexec.Terraform) error {
+	level, core, provider := os.Getenv("TF_LOG"), os.Getenv("TF_LOG_CORE"), os.Getenv("TF_LOG_PROVIDER")
+	if level == "" && core == "" && provider == "" {
+		return nil
+	}
+	for _, set := range []struct {
+		value string
+		fn    func(string) error
+	}{{level, tf.SetLog}, {core, tf.SetLogCore}, {provider, tf.SetLogProvider}} {
+		if set.value == "" {
+			continue
+		}
+		if err := set.fn(set.value); err != nil {
+			return err
+		}
+	}
+	path := os.Getenv("TF_LOG_PATH")
+	if path == "" {
+		path = "/dev/stderr"
+	}
+	return tf.SetLogPath(path)
 }
 
 // Init initialises the configuration. -reconfigure because the backend is
@@ -93,14 +132,12 @@ func (s *Session) streaming() func() {
 // Plan writes a saved plan to out and reports whether it has changes. lock
 // false is for read-only plans, which must not take the engine's lock.
 func (s *Session) Plan(ctx context.Context, out string, destroy, lock bool, vars []VarArg) (bool, error) {
-	opts := []tfexec.PlanOption{tfexec.Out(out), tfexec.Destroy(destroy), tfexec.Lock(lock)}
-	for _, v := range vars {
-		if v.File {
-			opts = append(opts, tfexec.VarFile(v.Value))
-		} else {
-			opts = append(opts, tfexec.Var(v.Value))
-		}
+	opts := append([]tfexec.PlanOption{tfexec.Out(out), tfexec.Destroy(destroy), tfexec.Lock(lock)}, s.flags.planOptions()...)
+	restore, err := withCLIArgs("plan", s.flags.planExtra(vars))
+	if err != nil {
+		return false, errcode.Wrap(errcode.Internal, err, "passing -var and -var-file to the engine")
 	}
+	defer restore()
 	defer s.streaming()()
 	changed, err := s.tf.Plan(ctx, opts...)
 	return changed, s.wrap("plan", err)
@@ -121,8 +158,13 @@ func (s *Session) ShowPlanText(ctx context.Context, path string) (string, error)
 
 // Apply applies a saved plan.
 func (s *Session) Apply(ctx context.Context, plan string) error {
+	restore, err := withCLIArgs("apply", s.flags.applyExtra())
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "passing flags to the engine")
+	}
+	defer restore()
 	defer s.streaming()()
-	return s.wrap("apply", s.tf.Apply(ctx, tfexec.DirOrPlan(plan)))
+	return s.wrap("apply", s.tf.Apply(ctx, append([]tfexec.ApplyOption{tfexec.DirOrPlan(plan)}, s.flags.applyOptions()...)...))
 }
 
 // Describe names the engine and its version, as receipts record them.

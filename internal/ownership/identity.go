@@ -38,17 +38,7 @@ type Policy struct {
 // sponson_scope resource (the zero Policy when there is none).
 func PolicyFromPlan(p *tfjson.Plan) Policy {
 	pol := Policy{Identity: map[string][]string{}}
-	if p == nil {
-		return pol
-	}
-	for _, rc := range p.ResourceChanges {
-		if rc.Type != ScopeResourceType || rc.Mode != tfjson.ManagedResourceMode || rc.Change == nil {
-			continue
-		}
-		vals, _ := rc.Change.After.(map[string]any)
-		if rc.Change.Actions.Delete() {
-			vals, _ = rc.Change.Before.(map[string]any)
-		}
+	for _, vals := range ScopeValues(p) {
 		ids, _ := vals["identity"].(map[string]any)
 		for typ, attrs := range ids {
 			list, _ := attrs.([]any)
@@ -60,6 +50,50 @@ func PolicyFromPlan(p *tfjson.Plan) Policy {
 		}
 	}
 	return pol
+}
+
+// ScopeValues returns the values of the plan's sponson_scope resources: the
+// planned ones, or the prior ones of a scope the plan deletes. A plan that
+// leaves them out (-target of something else, -exclude, -refresh-only)
+// still runs under the policy they declare: their values then come from the
+// plan's prior state, so that a targeted apply computes the same
+// identities, approvals and parents as a full one.
+func ScopeValues(p *tfjson.Plan) []map[string]any {
+	if p == nil {
+		return nil
+	}
+	var out []map[string]any
+	planned := map[string]bool{}
+	for _, rc := range p.ResourceChanges {
+		if rc.Type != ScopeResourceType || rc.Mode != tfjson.ManagedResourceMode || rc.Change == nil {
+			continue
+		}
+		vals, _ := rc.Change.After.(map[string]any)
+		if rc.Change.Actions.Delete() {
+			vals, _ = rc.Change.Before.(map[string]any)
+		}
+		planned[rc.Address] = true
+		out = append(out, vals)
+	}
+	if p.PriorState == nil || p.PriorState.Values == nil {
+		return out
+	}
+	var walk func(m *tfjson.StateModule)
+	walk = func(m *tfjson.StateModule) {
+		if m == nil {
+			return
+		}
+		for _, r := range m.Resources {
+			if r.Type == ScopeResourceType && r.Mode == tfjson.ManagedResourceMode && !planned[r.Address] {
+				out = append(out, r.AttributeValues)
+			}
+		}
+		for _, c := range m.ChildModules {
+			walk(c)
+		}
+	}
+	walk(p.PriorState.Values.RootModule)
+	return out
 }
 
 // Of returns the identity of an object of typ from provider with the given

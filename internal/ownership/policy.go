@@ -101,22 +101,12 @@ type UnresolvedParent struct {
 
 // RulesFromPlan reads the production and parent policy from the planned
 // values of the plan's sponson_scope resources, or their prior values when
-// the scope is destroyed. Several sponson_scope resources add up: their
+// the scope is destroyed or the plan leaves it out (ScopeValues). Several sponson_scope resources add up: their
 // rules and allow-lists are joined. The zero Rules (no production rule, no
 // parent) is the result when there is none.
 func RulesFromPlan(p *tfjson.Plan) Rules {
 	r := Rules{Parents: map[string][]string{}}
-	if p == nil {
-		return r
-	}
-	for _, rc := range p.ResourceChanges {
-		if rc.Type != ScopeResourceType || rc.Mode != tfjson.ManagedResourceMode || rc.Change == nil {
-			continue
-		}
-		vals, _ := rc.Change.After.(map[string]any)
-		if rc.Change.Actions.Delete() {
-			vals, _ = rc.Change.Before.(map[string]any)
-		}
+	for _, vals := range ScopeValues(p) {
 		if prod, ok := vals["production"].(map[string]any); ok {
 			r.Production.Types = append(r.Production.Types, stringList(prod["types"])...)
 			r.Production.Addresses = append(r.Production.Addresses, stringList(prod["addresses"])...)

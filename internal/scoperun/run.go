@@ -66,6 +66,9 @@ type Options struct {
 	// every apply and destroy needs a named approver, as in production.
 	Protected bool
 	Vars      []engine.VarArg
+	// EngineFlags are the user's engine flags for plan and apply
+	// (-target, -replace, -refresh-only, ...).
+	EngineFlags engine.Flags
 	// EngineOut receives the engine's own output as it runs.
 	EngineOut io.Writer
 	// Warn and Info report progress as it happens; either may be nil.

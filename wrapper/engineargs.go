@@ -1,0 +1,260 @@
+package wrapper
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-shellwords"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// engineArgFlag is the hidden flag that carries each engine flag, in the
+// engine's spelling and in command-line order, from NormalizeArgs to the
+// command. The engine's grammar (one dash, `-name VALUE`) is not the flag
+// parser's, so NormalizeArgs picks those flags out before cobra parses the
+// rest; order matters for -var and -var-file, so they travel in one list.
+const engineArgFlag = "engine-arg"
+
+// runCommands take engine flags.
+var runCommands = []string{engineflag.Plan, engineflag.Apply, engineflag.Destroy}
+
+// NormalizeArgs rewrites a command line for the flag parser. For plan,
+// apply and destroy, every engine flag (`-target ADDR`, `-auto-approve`,
+// `--var-file=F`, ...) becomes --engine-arg=-name[=VALUE]; sponson's own
+// double-dash flags and their values stay as they are, and so does all after
+// `--`. The engine's global `-chdir=DIR` before the command moves behind it.
+// Other commands only learn the single-dash -var and -var-file.
+func NormalizeArgs(args []string) []string {
+	at := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
+	if at < 0 {
+		return args
+	}
+	if !slices.Contains(runCommands, args[at]) {
+		return normalizeVars(args)
+	}
+	own := runFlagSet(args[at])
+	out := make([]string, 0, len(args)+1)
+	var moved []string
+	for _, a := range args[:at] {
+		if strings.HasPrefix(a, "-chdir=") {
+			moved = append(moved, "--"+engineArgFlag+"="+a)
+			continue
+		}
+		out = append(out, a)
+	}
+	out = append(append(out, args[at]), moved...)
+	for i := at + 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		dashes, name, value, hasValue, ok := engineflag.Split(a)
+		if !ok || (dashes == 1 && len(name) == 1) {
+			out = append(out, a) // an argument, or a shorthand such as -h
+			continue
+		}
+		if fl := own.Lookup(name); dashes == 2 && fl != nil {
+			out = append(out, a)
+			if !hasValue && fl.NoOptDefVal == "" && i+1 < len(args) {
+				out = append(out, args[i+1])
+				i++
+			}
+			continue
+		}
+		known, takesValue := engineflag.Known(name)
+		if dashes == 2 && !known {
+			out = append(out, a) // the flag parser reports it
+			continue
+		}
+		tok := "-" + name
+		if hasValue {
+			tok += "=" + value
+		} else if takesValue && i+1 < len(args) {
+			tok += "=" + args[i+1]
+			i++
+		}
+		out = append(out, "--"+engineArgFlag+"="+tok)
+	}
+	return out
+}
+
+// normalizeVars accepts the engine's single-dash spelling of -var and
+// -var-file (people paste them from their Terraform commands) by turning it
+// into the double-dash form the flag parser knows.
+func normalizeVars(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		for _, name := range []string{"-var-file", "-var"} {
+			if a == name || strings.HasPrefix(a, name+"=") {
+				a = "-" + a
+				break
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// runFlagSet is the flag set of sponson's own flags of a run command, with
+// the root's --json and --help: what NormalizeArgs leaves to the parser.
+func runFlagSet(command string) *pflag.FlagSet {
+	c := &cobra.Command{Use: command}
+	var r RunFlags
+	r.bind(c, command != engineflag.Plan)
+	fs := c.Flags()
+	fs.Bool("json", false, "")
+	fs.BoolP("help", "h", false, "")
+	return fs
+}
+
+// engineFlags reads a run command's engine flags as the engine would: the
+// user's TF_CLI_ARGS_<command>, then TF_CLI_ARGS, then the command line
+// (the engine inserts both variables right after the subcommand, the
+// command's own first), so that a later flag overrides an earlier one. The
+// variables are read here rather than left to the engine so that what they
+// hold passes the same refusals; sponson clears them for the engine.
+func engineFlags(cmd *cobra.Command, command string, getenv func(string) string) (engineflag.Parsed, error) {
+	var p engineflag.Parsed
+	for _, name := range []string{engine.CLIArgsPrefix + "_" + command, engine.CLIArgsPrefix} {
+		v := getenv(name)
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		words, err := shellwords.Parse(v)
+		if err != nil {
+			return p, errcode.Wrap(errcode.Usage, err, "%s cannot be split into arguments", name)
+		}
+		toks, err := joinValues(words, name)
+		if err != nil {
+			return p, err
+		}
+		if err := p.Merge(command, toks, name); err != nil {
+			return p, ownFlagHint(cmd, err)
+		}
+	}
+	args, _ := cmd.Flags().GetStringArray(engineArgFlag)
+	if err := p.Merge(command, args, "the command line"); err != nil {
+		return p, ownFlagHint(cmd, err)
+	}
+	return p, nil
+}
+
+// joinValues turns `-name VALUE` into `-name=VALUE` in a list of words.
+func joinValues(words []string, source string) ([]string, error) {
+	var out []string
+	for i := 0; i < len(words); i++ {
+		_, name, _, hasValue, ok := engineflag.Split(words[i])
+		if !ok {
+			return nil, errcode.New(errcode.Usage, "%s holds %q, which is not a flag", source, words[i]).
+				WithHint("TF_CLI_ARGS and TF_CLI_ARGS_<command> may hold only engine flags under sponson.")
+		}
+		tok := words[i]
+		if _, takesValue := engineflag.Known(name); takesValue && !hasValue && i+1 < len(words) {
+			tok = "-" + name + "=" + words[i+1]
+			i++
+		}
+		out = append(out, tok)
+	}
+	return out, nil
+}
+
+// ownFlagHint says so when an unknown engine flag is one of sponson's own
+// flags given with one dash.
+func ownFlagHint(cmd *cobra.Command, err error) error {
+	e := errcode.As(err)
+	if msg := e.Message; strings.HasPrefix(msg, "unknown flag -") {
+		name := strings.Fields(strings.TrimPrefix(msg, "unknown flag -"))[0]
+		if cmd.Flags().Lookup(name) != nil {
+			return e.WithHint("--" + name + " is sponson's own flag: it takes two dashes.")
+		}
+	}
+	return e
+}
+
+// applyEngineFlags folds the engine flags into the run's flags and
+// options: -chdir into --chdir, -lock-timeout into the lease wait, and
+// refuses what is not available yet.
+func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engineflag.Parsed, positional []string) error {
+	if len(positional) > 0 {
+		if command != engineflag.Apply || len(positional) > 1 {
+			return errcode.New(errcode.Usage, "sponson %s takes no arguments, got %q", command, positional).
+				WithHint("The configuration directory is --chdir DIR (or -chdir=DIR before the command).")
+		}
+		p.PlanFile = positional[0]
+	}
+	if p.Out != "" || p.PlanFile != "" {
+		what := "plan -out " + p.Out
+		if p.PlanFile != "" {
+			what = "apply " + p.PlanFile
+		}
+		return errcode.New(errcode.Usage, "saved plans (%s) are not available yet", what).
+			WithHint("Run `sponson apply` without -out or a plan file: it plans and applies in one run under the scope's lease, refusing what the plan may not change.")
+	}
+	if p.Flags.RefreshOnly && p.Flags.NoRefresh {
+		return errcode.New(errcode.Usage, "-refresh-only and -refresh=false contradict each other").
+			WithHint("A refresh-only plan reads the real objects; drop one of the two flags.")
+	}
+	if p.Chdir != "" {
+		if r.Chdir != "" && !sameDir(r.Chdir, p.Chdir) {
+			return errcode.New(errcode.Usage, "-chdir=%s contradicts --chdir (or SPONSON_CHDIR) %s", p.Chdir, r.Chdir).
+				WithHint("Give the configuration directory once.")
+		}
+		r.Chdir = p.Chdir
+	}
+	if p.LockTimeoutSet && command != engineflag.Plan {
+		fs := cmd.Flags()
+		if fs.Changed("wait") || fs.Changed("wait-timeout") {
+			return errcode.New(errcode.Usage, "-lock-timeout=%s and --wait/--wait-timeout (or SPONSON_WAIT*) both say how long to wait for the scope's lease", p.LockTimeout).
+				WithHint("Give one: -lock-timeout=D is --wait --wait-timeout D.")
+		}
+		r.Wait = p.LockTimeout > 0
+		r.WaitTimeout = p.LockTimeout
+	}
+	r.engine = p
+	return nil
+}
+
+func sameDir(a, b string) bool {
+	x, errA := filepath.Abs(a)
+	y, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && filepath.Clean(x) == filepath.Clean(y)
+}
+
+// waitDefault keeps the lease wait's flag default in one place.
+const waitDefault = 10 * time.Minute
+
+const engineflagPlan = engineflag.Plan
+
+// detailedInArgs reports whether a normalized command line asks for
+// -detailed-exitcode, for errors found before its engine flags are read.
+func detailedInArgs(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		v, ok := strings.CutPrefix(a, "--"+engineArgFlag+"=-detailed-exitcode")
+		if ok && (v == "" || v == "=true" || v == "=1") {
+			return true
+		}
+	}
+	return false
+}
+
+// detailedRequested is detailedInArgs for a parsed command.
+func detailedRequested(cmd *cobra.Command) bool {
+	args, _ := cmd.Flags().GetStringArray(engineArgFlag)
+	for i := range args {
+		args[i] = "--" + engineArgFlag + "=" + args[i]
+	}
+	return cmd.Name() == engineflag.Plan && detailedInArgs(args)
+}

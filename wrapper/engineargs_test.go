@@ -1,0 +1,231 @@
+package wrapper
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// captureRun runs a command line through the real flag handling and
+// returns what would reach the run.
+func captureRun(t *testing.T, env map[string]string, args ...string) (*runInput, Envelope, errcode.ExitCode) {
+	t.Helper()
+	f, out, _ := testFactory(env)
+	var got *runInput
+	line := append([]string{args[0], "--json"}, args[1:]...)
+	code := runWith(context.Background(), line, f, func(_ context.Context, in *runInput) outcome {
+		got = in
+		return outcome{command: args[0]}
+	})
+	return got, decode(t, out), code
+}
+
+func TestEngineFlagsInBothSpellings(t *testing.T) {
+	t.Parallel()
+	type want struct {
+		flags engine.Flags
+		vars  []engine.VarArg
+		wait  bool
+		until time.Duration
+	}
+	for _, tc := range []struct {
+		name      string
+		separate  []string // -flag value
+		joined    []string // -flag=value
+		command   string
+		want      want
+		detailExt bool
+	}{
+		{"target", []string{"-target", "a.b", "-target", "c.d"}, []string{"-target=a.b", "--target=c.d"}, "apply", want{flags: engine.Flags{Targets: []string{"a.b", "c.d"}}}, false},
+		{"replace", []string{"-replace", "a.b"}, []string{"-replace=a.b"}, "apply", want{flags: engine.Flags{Replace: []string{"a.b"}}}, false},
+		{"exclude", []string{"-exclude", "a.b"}, []string{"-exclude=a.b"}, "destroy", want{flags: engine.Flags{Excludes: []string{"a.b"}}}, false},
+		{"refresh-only", []string{"-refresh-only"}, []string{"-refresh-only=true"}, "plan", want{flags: engine.Flags{RefreshOnly: true}}, false},
+		{"refresh=false", []string{"-refresh=false"}, []string{"--refresh=0"}, "apply", want{flags: engine.Flags{NoRefresh: true}}, false},
+		{"refresh=true", []string{"-refresh"}, []string{"-refresh=true"}, "apply", want{}, false},
+		{"parallelism", []string{"-parallelism", "3"}, []string{"-parallelism=3"}, "destroy", want{flags: engine.Flags{Parallelism: 3}}, false},
+		{"compact-warnings", []string{"-compact-warnings"}, []string{"-compact-warnings=true"}, "plan", want{flags: engine.Flags{CompactWarnings: true}}, false},
+		{"no-color", []string{"-no-color"}, []string{"-no-color=true"}, "apply", want{}, false},
+		{"auto-approve and input=false", []string{"-auto-approve", "-input=false"}, []string{"-auto-approve=true", "--input=false"}, "apply", want{}, false},
+		{"lock=true", []string{"-lock"}, []string{"-lock=true"}, "apply", want{}, false},
+		{"lock-timeout waits for the lease", []string{"-lock-timeout", "90s"}, []string{"-lock-timeout=90s"}, "apply", want{wait: true, until: 90 * time.Second}, false},
+		{"lock-timeout 0s does not wait", []string{"-lock-timeout", "0s"}, []string{"-lock-timeout=0s"}, "destroy", want{until: 0}, false},
+		{"vars in order", []string{"-var-file", "a.tfvars", "-var", "x=1", "-var-file", "b.tfvars", "--var", "y=2"}, []string{"-var-file=a.tfvars", "-var=x=1", "--var-file=b.tfvars", "-var=y=2"}, "plan",
+			want{vars: []engine.VarArg{{File: true, Value: "a.tfvars"}, {Value: "x=1"}, {File: true, Value: "b.tfvars"}, {Value: "y=2"}}}, false},
+		{"detailed-exitcode", []string{"-detailed-exitcode"}, []string{"-detailed-exitcode=true"}, "plan", want{}, true},
+	} {
+		for spelling, flags := range map[string][]string{"separate": tc.separate, "joined": tc.joined} {
+			t.Run(tc.name+"/"+spelling, func(t *testing.T) {
+				t.Parallel()
+				args := append([]string{tc.command, "--chdir", t.TempDir(), "--scope", "pr-1"}, flags...)
+				in, env, code := captureRun(t, nil, args...)
+				if code != errcode.ExitOK || in == nil {
+					t.Fatalf("exit %d: %+v", code, env.Error)
+				}
+				if diff := cmp.Diff(tc.want.flags, in.opts.EngineFlags); diff != "" {
+					t.Errorf("engine flags (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.want.vars, in.opts.Vars); diff != "" {
+					t.Errorf("vars (-want +got):\n%s", diff)
+				}
+				if tc.want.until != 0 || tc.want.wait {
+					if in.opts.Lease.Wait != tc.want.wait || in.opts.Lease.WaitTimeout != tc.want.until {
+						t.Errorf("lease wait %v for %s; want %v for %s", in.opts.Lease.Wait, in.opts.Lease.WaitTimeout, tc.want.wait, tc.want.until)
+					}
+				}
+				if in.detailedExitcode != tc.detailExt {
+					t.Errorf("detailed exit code %v", in.detailedExitcode)
+				}
+			})
+		}
+	}
+}
+
+func TestEngineFlagsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		// message and hint hold these.
+		message, hint string
+	}{
+		{"lock=false", []string{"apply", "-lock=false"}, nil, "-lock=false", "fences every state write"},
+		{"state", []string{"apply", "-state", "x.tfstate"}, nil, "-state=x.tfstate", "sponson store"},
+		{"state-out", []string{"plan", "-state-out=x.tfstate"}, nil, "-state-out", "fenced"},
+		{"backup", []string{"destroy", "-backup=-"}, nil, "-backup", "backup"},
+		{"input=true", []string{"apply", "-input=true"}, nil, "-input=true", "never prompts"},
+		{"auto-approve on plan", []string{"plan", "-auto-approve"}, nil, "not a flag of sponson plan", "sponson plan passes"},
+		{"detailed-exitcode on apply", []string{"apply", "-detailed-exitcode"}, nil, "not a flag of sponson apply", ""},
+		{"refresh-only on destroy", []string{"destroy", "-refresh-only"}, nil, "not a flag of sponson destroy", ""},
+		{"unknown engine flag", []string{"apply", "-frobnicate"}, nil, "unknown flag -frobnicate", "-target"},
+		{"sponson flag with one dash", []string{"apply", "-env", "preview"}, nil, "unknown flag -env", "two dashes"},
+		{"missing value", []string{"apply", "-target"}, nil, "needs a value", ""},
+		{"bad bool", []string{"apply", "-refresh=maybe"}, nil, "true or false", ""},
+		{"bad parallelism", []string{"apply", "-parallelism=0"}, nil, "at least 1", ""},
+		{"bad lock-timeout", []string{"apply", "-lock-timeout=soon"}, nil, "duration", ""},
+		{"var without value", []string{"plan", "-var", "x"}, nil, "NAME=VALUE", ""},
+		{"json", []string{"plan", "-json"}, nil, "-json", "--json"},
+		{"plan -destroy", []string{"plan", "-destroy"}, nil, "-destroy", "sponson destroy"},
+		{"plan -out is not yet", []string{"plan", "-out", "tfplan"}, nil, "not available yet", "without -out"},
+		{"apply FILE is not yet", []string{"apply", "tfplan"}, nil, "saved plans (apply tfplan) are not available yet", ""},
+		{"apply -- FILE is not yet", []string{"apply", "--", "tfplan"}, nil, "not available yet", ""},
+		{"plan takes no argument", []string{"plan", "dir"}, nil, "takes no arguments", "--chdir"},
+		{"chdir conflict", []string{"apply", "--chdir", "/a", "-chdir=/b"}, nil, "contradicts --chdir", ""},
+		{"chdir conflict with env", []string{"apply", "-chdir=/b"}, map[string]string{"SPONSON_CHDIR": "/a"}, "contradicts", ""},
+		{"exclude on terraform", []string{"apply", "--engine", "terraform", "-exclude=a.b"}, nil, "OpenTofu flag", "-target"},
+		{"refresh-only with refresh=false", []string{"apply", "-refresh-only", "-refresh=false"}, nil, "contradict", ""},
+		{"lock-timeout and --wait", []string{"apply", "--wait", "-lock-timeout=1m"}, nil, "both say how long", ""},
+		{"lock=false from TF_CLI_ARGS", []string{"apply"}, map[string]string{"TF_CLI_ARGS": "-lock=false"}, "in TF_CLI_ARGS", "fences"},
+		{"state from TF_CLI_ARGS_apply", []string{"apply"}, map[string]string{"TF_CLI_ARGS_apply": "-state 'my state'"}, "-state=my state (in TF_CLI_ARGS_apply)", ""},
+		{"non-flag in TF_CLI_ARGS", []string{"apply"}, map[string]string{"TF_CLI_ARGS": "foo"}, "not a flag", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{tc.args[0], "--scope", "pr-1"}, tc.args[1:]...)
+			in, env, code := captureRun(t, tc.env, args...)
+			if in != nil || code != errcode.ExitRefused || env.Error == nil || env.Error.Code != errcode.Usage {
+				t.Fatalf("exit %d, envelope %+v; want USAGE", code, env)
+			}
+			if !strings.Contains(env.Error.Message, tc.message) || !strings.Contains(env.Error.Hint, tc.hint) || env.Error.Hint == "" {
+				t.Errorf("error %q, hint %q; want %q and %q", env.Error.Message, env.Error.Hint, tc.message, tc.hint)
+			}
+		})
+	}
+}
+
+func TestEngineFlagsFromTFCLIArgs(t *testing.T) {
+	t.Parallel()
+	// The engine's order: TF_CLI_ARGS_apply, then TF_CLI_ARGS, then the
+	// command line; the later value of a flag wins.
+	env := map[string]string{
+		"TF_CLI_ARGS_apply": `-parallelism=2 -var "a=from apply" -no-color`,
+		"TF_CLI_ARGS":       `-parallelism 4 -var-file='x y.tfvars'`,
+	}
+	in, e, code := captureRun(t, env, "apply", "--chdir", t.TempDir(), "--scope", "pr-1", "-var", "b=1")
+	if code != errcode.ExitOK {
+		t.Fatalf("exit %d: %+v", code, e.Error)
+	}
+	if in.opts.EngineFlags.Parallelism != 4 {
+		t.Errorf("parallelism %d; want 4 (TF_CLI_ARGS comes after TF_CLI_ARGS_apply)", in.opts.EngineFlags.Parallelism)
+	}
+	want := []engine.VarArg{{Value: "a=from apply"}, {File: true, Value: "x y.tfvars"}, {Value: "b=1"}}
+	if diff := cmp.Diff(want, in.opts.Vars); diff != "" {
+		t.Errorf("vars (-want +got):\n%s", diff)
+	}
+}
+
+func TestEngineChdirBeforeTheCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in, e, code := captureRun(t, nil, "-chdir="+dir, "plan", "--scope", "pr-1")
+	if code != errcode.ExitOK || in.opts.Dir != dir {
+		t.Fatalf("exit %d, dir %q: %+v", code, in.opts.Dir, e.Error)
+	}
+	// The same directory twice is no conflict.
+	in, e, code = captureRun(t, nil, "plan", "--chdir", dir, "-chdir="+dir+"/.", "--scope", "pr-1")
+	if code != errcode.ExitOK || in.opts.Dir != dir {
+		t.Fatalf("exit %d, dir %q: %+v", code, in.opts.Dir, e.Error)
+	}
+}
+
+// TestDetailedExitcode is the contract of plan -detailed-exitcode: 0 no
+// changes, 2 changes (the envelope still says ok), 1 for every error,
+// refusals included, so that a script can tell "changes present" from
+// "refused".
+func TestDetailedExitcode(t *testing.T) {
+	t.Parallel()
+	run := func(args []string, o outcome) (errcode.ExitCode, Envelope) {
+		f, out, _ := testFactory(nil)
+		code := runWith(context.Background(), append(args, "--json"), f, func(context.Context, *runInput) outcome { return o })
+		return code, decode(t, out)
+	}
+	dir := t.TempDir()
+	plan := []string{"plan", "--chdir", dir, "--scope", "pr-1", "-detailed-exitcode"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		o    outcome
+		exit errcode.ExitCode
+		ok   bool
+	}{
+		{"no changes", plan, outcome{command: "plan", detailedExitcode: true}, 0, true},
+		{"changes", plan, outcome{command: "plan", detailedExitcode: true, changes: true}, 2, true},
+		{"failed", plan, outcome{command: "plan", detailedExitcode: true, err: errcode.New(errcode.OwnedByOtherScope, "x")}, 1, false},
+		{"refused by a flag", append(plan, "-lock=false"), outcome{}, 1, false},
+		{"refused by the flag parser", append(plan, "--nope"), outcome{}, 1, false},
+		{"refused without -detailed-exitcode", []string{"plan", "--scope", "pr-1", "-lock=false"}, outcome{}, 2, false},
+		{"changes without -detailed-exitcode", []string{"plan", "--chdir", dir, "--scope", "pr-1"}, outcome{command: "plan", changes: true}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, env := run(tc.args, tc.o)
+			if code != tc.exit || env.Exit != int(tc.exit) || env.OK != tc.ok {
+				t.Errorf("exit %d, envelope exit %d ok %v; want %d, ok %v", code, env.Exit, env.OK, tc.exit, tc.ok)
+			}
+		})
+	}
+}
+
+func TestHelpListsEngineFlags(t *testing.T) {
+	t.Parallel()
+	for _, command := range []string{"plan", "apply", "destroy"} {
+		f, out, _ := testFactory(nil)
+		if code := Run(context.Background(), []string{command, "--help"}, f); code != errcode.ExitOK {
+			t.Fatalf("%s --help: exit %d", command, code)
+		}
+		help := out.String()
+		for _, want := range []string{"-target ADDRESS", "-parallelism N", "-var NAME=VALUE", "-lock-timeout DURATION", "-lock=false", "-state"} {
+			if !strings.Contains(help, want) {
+				t.Errorf("%s --help lacks %q:\n%s", command, want, help)
+			}
+		}
+		if strings.Contains(help, "engine-arg") {
+			t.Errorf("%s --help shows the hidden flag:\n%s", command, help)
+		}
+	}
+}
