@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -44,10 +46,11 @@ const placeholder = "#!/bin/sh\n" +
 // WriteCLIConfig writes, under dir, a CLI configuration that makes the engine
 // run providerBinary for `sponson/sponson` (dev_overrides) while `init`
 // installs it from a filesystem mirror of version mirrorVersion, and leaves
-// every other provider to the usual installation. userConfig is the path of
-// the user's own CLI configuration (from TF_CLI_CONFIG_FILE), merged in when
-// it exists.
-func WriteCLIConfig(dir, providerBinary, mirrorVersion, userConfig string) (*CLIConfig, error) {
+// every other provider to the usual installation. user are the user's own
+// CLI configuration files (UserCLIConfig), merged in, in order. dir must be
+// private to the run: the result may hold the user's credentials, and is
+// written with mode 0600 in directories of mode 0700.
+func WriteCLIConfig(dir, providerBinary, mirrorVersion string, user []string) (*CLIConfig, error) {
 	plugins := filepath.Join(dir, "plugins")
 	mirror := filepath.Join(dir, "mirror")
 	if err := os.MkdirAll(plugins, 0o700); err != nil {
@@ -70,14 +73,30 @@ func WriteCLIConfig(dir, providerBinary, mirrorVersion, userConfig string) (*CLI
 
 	cfg := &CLIConfig{Dir: dir, File: filepath.Join(dir, "cli.tfrc")}
 	var own []byte
-	if userConfig != "" {
-		if b, err := os.ReadFile(userConfig); err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "{") {
+	var unmerged []string
+	for _, p := range user {
+		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // as for the engine, a missing file configures nothing
+		}
+		if err != nil {
+			unmerged = append(unmerged, fmt.Sprintf("%s (%v)", p, err))
+			continue
+		}
+		if strings.HasPrefix(strings.TrimSpace(string(b)), "{") {
 			// A JSON configuration is one object: HCL added to it would be
 			// ignored, dev_overrides with it.
-			cfg.Warning = fmt.Sprintf("%s is a JSON CLI configuration, which sponson cannot merge; its settings are not used during sponson runs", userConfig)
-		} else if err == nil {
-			own = b
+			unmerged = append(unmerged, p+" (JSON, which sponson cannot merge)")
+			continue
 		}
+		if len(own) > 0 && own[len(own)-1] != '\n' {
+			own = append(own, '\n')
+		}
+		own = append(own, fmt.Sprintf("# From %s\n", p)...)
+		own = append(own, b...)
+	}
+	if len(unmerged) > 0 {
+		cfg.Warning = fmt.Sprintf("the CLI configuration %s is not used during sponson runs", strings.Join(unmerged, ", "))
 	}
 	merged := mergeProviderInstallation(own, plugins, mirror, sources)
 	if err := os.WriteFile(cfg.File, merged, 0o600); err != nil {

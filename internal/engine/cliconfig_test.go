@@ -27,7 +27,11 @@ func writeConfig(t *testing.T, userConfig string) (*engine.CLIConfig, string, st
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := engine.WriteCLIConfig(dir, bin, mirrorVersion, userConfig)
+	var user []string
+	if userConfig != "" {
+		user = []string{userConfig}
+	}
+	cfg, err := engine.WriteCLIConfig(dir, bin, mirrorVersion, user)
 	if err != nil {
 		t.Fatalf("WriteCLIConfig: %v", err)
 	}
@@ -266,7 +270,7 @@ func TestWriteCLIConfigJSONUserConfigIsNotMerged(t *testing.T) {
 	if err := os.WriteFile(user, []byte(`{"plugin_cache_dir": "/tmp/pc"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := engine.WriteCLIConfig(filepath.Join(dir, "out"), "/bin/true", "0.1.0", user)
+	cfg, err := engine.WriteCLIConfig(filepath.Join(dir, "out"), "/bin/true", "0.1.0", []string{user})
 	if err != nil {
 		t.Fatal(err)
 	}

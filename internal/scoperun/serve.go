@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -82,7 +83,11 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 		}
 		env = append(env, srvEnv...)
 	}
-	cli, err := engine.WriteCLIConfig(filepath.Join(work.tmp, "cli"), r.o.ProviderBinary, r.o.ProviderVersion, os.Getenv("TF_CLI_CONFIG_FILE"))
+	userCLI, unmerged := engine.UserCLIConfig(r.o.Engine, os.Getenv)
+	if len(unmerged) > 0 {
+		r.warn(fmt.Sprintf("the CLI configuration files %s are JSON, which sponson cannot merge; they are not used during sponson runs", strings.Join(unmerged, ", ")))
+	}
+	cli, err := engine.WriteCLIConfig(filepath.Join(work.tmp, "cli"), r.o.ProviderBinary, r.o.ProviderVersion, userCLI)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "writing the engine's CLI configuration")
 	}

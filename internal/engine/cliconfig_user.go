@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// UserCLIConfig returns the CLI configuration files the engine binary would
+// read on its own, in the order it reads them, so that the configuration
+// sponson generates (and names in TF_CLI_CONFIG_FILE, which makes the engine
+// read nothing else) keeps the user's credentials, credentials_helper,
+// provider_installation mirrors, plugin_cache_dir and host blocks. The
+// locations are the engines' documented ones (checked against their
+// sources, OpenTofu 1.12 and Terraform 1.13):
+//
+//   - TF_CLI_CONFIG_FILE, or the older TERRAFORM_CONFIG, alone when set;
+//   - else the main file: Terraform ~/.terraformrc; OpenTofu ~/.tofurc, or
+//     ~/.terraformrc when only that exists, or $XDG_CONFIG_HOME/opentofu/tofurc
+//     when neither exists and XDG_CONFIG_HOME is set (on Windows
+//     %APPDATA%/terraform.rc, or tofu.rc for OpenTofu);
+//   - then every *.tfrc of the configuration directory, by name: ~/.terraform.d
+//     (OpenTofu: $XDG_CONFIG_HOME/opentofu when ~/.terraform.d does not exist).
+//
+// The configuration directory's *.tfrc.json files are JSON, which cannot be
+// merged with HCL; they are returned in skipped, except credentials.tfrc.json,
+// which the engine reads by itself whatever TF_CLI_CONFIG_FILE says.
+func UserCLIConfig(binary string, getenv func(string) string) (files, skipped []string) {
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	if p := getenv("TF_CLI_CONFIG_FILE"); p != "" {
+		return []string{p}, nil
+	}
+	if p := getenv("TERRAFORM_CONFIG"); p != "" {
+		return []string{p}, nil
+	}
+	tofu := strings.Contains(filepath.Base(binary), "tofu")
+	home := getenv("HOME")
+	xdg := getenv("XDG_CONFIG_HOME")
+	var main, dir string
+	switch {
+	case runtime.GOOS == "windows":
+		appData := getenv("APPDATA")
+		main, dir = filepath.Join(appData, "terraform.rc"), filepath.Join(appData, "terraform.d")
+		if tofu && (exists(filepath.Join(appData, "tofu.rc")) || !exists(main)) {
+			main = filepath.Join(appData, "tofu.rc")
+		}
+	case home == "":
+		return nil, nil
+	case !tofu:
+		main, dir = filepath.Join(home, ".terraformrc"), filepath.Join(home, ".terraform.d")
+	default:
+		legacy, current := filepath.Join(home, ".terraformrc"), filepath.Join(home, ".tofurc")
+		switch {
+		case xdg != "" && !exists(legacy) && !exists(current):
+			main = filepath.Join(xdg, "opentofu", "tofurc")
+		case exists(legacy) && !exists(current):
+			main = legacy
+		default:
+			main = current
+		}
+		dir = filepath.Join(home, ".terraform.d")
+		if xdg != "" && !exists(dir) {
+			dir = filepath.Join(xdg, "opentofu")
+		}
+	}
+	if exists(main) {
+		files = append(files, main)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return files, nil
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		switch {
+		case strings.HasSuffix(n, ".tfrc"):
+			files = append(files, filepath.Join(dir, n))
+		case strings.HasSuffix(n, ".tfrc.json") && n != "credentials.tfrc.json":
+			skipped = append(skipped, filepath.Join(dir, n))
+		}
+	}
+	return files, skipped
+}
