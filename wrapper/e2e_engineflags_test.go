@@ -90,8 +90,8 @@ func TestE2ETargetThenFullApply(t *testing.T) {
 		t.Fatalf("ledger after the full apply (-want +got):\n%s", diff)
 	}
 	for a, e := range step2 {
-		if full[a] != e {
-			t.Errorf("%s changed in the ledger: %+v, was %+v", a, full[a], e)
+		if diff := cmp.Diff(e, full[a]); diff != "" {
+			t.Errorf("%s changed in the ledger (-was +now):\n%s", a, diff)
 		}
 	}
 	if len(stateResources(t, dir, "preview", "pr-1")) != 3 { // scope, o, e (by type.name)
@@ -129,8 +129,8 @@ func TestE2EReplaceOne(t *testing.T) {
 	if a.ID == before[`fixture_object.o["a"]`].ID || a.CreatedBy != receipt.CreatedBySponson || a.Identity != before[`fixture_object.o["a"]`].Identity {
 		t.Errorf("replaced entry %+v, was %+v: want a new id, the same identity, created by sponson", a, before[`fixture_object.o["a"]`])
 	}
-	if b != before[`fixture_object.o["b"]`] {
-		t.Errorf("untouched entry %+v, was %+v", b, before[`fixture_object.o["b"]`])
+	if diff := cmp.Diff(before[`fixture_object.o["b"]`], b); diff != "" {
+		t.Errorf("untouched entry changed (-was +now):\n%s", diff)
 	}
 }
 
