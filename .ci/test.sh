@@ -35,7 +35,7 @@ tier() {
 }
 
 : >"$root/.tools/test-summary.log"
-tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig
+tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig ./.ci/installsh
 tier acceptance env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -count=1 -json -run '^TestAcc' "$@" ./provider/... ./internal/fixtureprovider/...
 tier e2e env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
