@@ -49,6 +49,8 @@ type config struct {
 		ModTimestamp string     `yaml:"mod_timestamp"`
 	} `yaml:"builds"`
 	Archives []struct {
+		ID           string   `yaml:"id"`
+		IDs          []string `yaml:"ids"`
 		Formats      []string `yaml:"formats"`
 		NameTemplate string   `yaml:"name_template"`
 	} `yaml:"archives"`
@@ -114,10 +116,13 @@ func TestReleaseConfigNames(t *testing.T) {
 	if c.Version != 2 || c.ProjectName != projectName {
 		t.Fatalf("version %d, project_name %q: want 2 and %s (the Registry matches archives by it)", c.Version, c.ProjectName, projectName)
 	}
-	if len(c.Builds) != 1 || len(c.Archives) != 1 {
-		t.Fatalf("want one build and one archive, got %d and %d", len(c.Builds), len(c.Archives))
+	if len(c.Builds) != 2 || len(c.Archives) != 2 {
+		t.Fatalf("want two builds and two archives (the provider, the CLI), got %d and %d", len(c.Builds), len(c.Archives))
 	}
 	b, a := c.Builds[0], c.Archives[0]
+	if b.ID != projectName || !slices.Equal(a.IDs, []string{projectName}) {
+		t.Fatalf("the first build is %q and its archive takes %v: want %s in both (the Registry's zips hold the provider alone)", b.ID, a.IDs, projectName)
+	}
 	if b.Main != "." {
 		t.Errorf("build main %q: the Registry's binary is main.go, the provider alone", b.Main)
 	}
@@ -161,6 +166,36 @@ func TestReleaseConfigNames(t *testing.T) {
 		if !ok {
 			t.Errorf("%s extra_files %+v do not add terraform-registry-manifest.json as %s", what, files, manifest)
 		}
+	}
+}
+
+// TestReleaseConfigCLI: the sponson archives are what install.sh downloads
+// (sponson_<version>_<os>_<arch>.tar.gz holding sponson) for exactly the
+// platforms it knows, stamped with the version `sponson version` prints.
+func TestReleaseConfigCLI(t *testing.T) {
+	t.Parallel()
+	c := load(t)
+	if len(c.Builds) < 2 || len(c.Archives) < 2 {
+		t.Fatalf("no sponson build or archive")
+	}
+	b, a := c.Builds[1], c.Archives[1]
+	if b.ID != "sponson" || b.Main != "./wrapper/cmd/sponson" || b.Binary != "sponson" {
+		t.Errorf("build %q of %q as %q: want sponson of ./wrapper/cmd/sponson", b.ID, b.Main, b.Binary)
+	}
+	if !slices.Equal(a.IDs, []string{"sponson"}) || !slices.Equal(a.Formats, []string{"tar.gz"}) {
+		t.Errorf("archive of %v as %v: want the sponson build as tar.gz", a.IDs, a.Formats)
+	}
+	if !slices.Equal(b.Goos, []string{"linux", "darwin"}) || !slices.Equal(b.Goarch, []string{"amd64", "arm64"}) || len(b.Ignore) != 0 {
+		t.Errorf("platforms %v x %v (ignoring %v): want linux and darwin on amd64 and arm64, the ones install.sh maps", b.Goos, b.Goarch, b.Ignore)
+	}
+	if got := render(t, a.NameTemplate, "darwin", "arm64"); got != "sponson_"+testVersion+"_darwin_arm64" {
+		t.Errorf("archive name %q, want sponson_%s_darwin_arm64 (install.sh builds this name)", got, testVersion)
+	}
+	if !slices.Contains(b.Env, "CGO_ENABLED=0") || !slices.Contains(b.Flags, "-trimpath") || b.ModTimestamp == "" {
+		t.Errorf("build env %v, flags %v, mod_timestamp %q: want a static, reproducible build", b.Env, b.Flags, b.ModTimestamp)
+	}
+	if !strings.Contains(strings.Join(b.Ldflags, " "), "-X github.com/sponson/terraform-provider-sponson/internal/version.Version={{.Version}}") {
+		t.Errorf("ldflags %v do not stamp internal/version.Version", b.Ldflags)
 	}
 }
 
