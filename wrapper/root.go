@@ -109,6 +109,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.`,
 		NewCmdStatus(f, out, nil),
 		NewCmdReceipt(f, out, nil),
 		NewCmdGC(f, out, nil),
+		NewCmdProvider(f, out),
 		NewCmdVersion(f, out),
 	} {
 		root.AddCommand(c)

@@ -50,6 +50,7 @@ const (
 	EngineNotFound    Code = "ENGINE_NOT_FOUND"
 	IntentUnresolved  Code = "INTENT_UNRESOLVED"
 	Interrupted       Code = "INTERRUPTED"
+	MirrorFailed      Code = "MIRROR_FAILED"
 	Internal          Code = "INTERNAL"
 )
 
@@ -83,6 +84,7 @@ var table = []Spec{
 	{EngineNotFound, ExitFailed, "No OpenTofu or Terraform binary was found.", "Install tofu or terraform on PATH, pass --engine PATH, or run `make tools` in the Sponson checkout."},
 	{IntentUnresolved, ExitFailed, "A create recorded as an intent could not be settled against the state.", "Inspect the scope with `sponson receipt` and the engine's state."},
 	{Interrupted, ExitFailed, "The run was interrupted by a signal.", "Run again; the lease expires if it could not be released."},
+	{MirrorFailed, ExitFailed, "`sponson provider mirror` could not write the provider mirror.", "Check that the directory is writable and has space; the message says which step failed."},
 	{Internal, ExitFailed, "An unexpected error; this is a bug in Sponson.", "Report it with the command line and the output."},
 }
 
