@@ -111,7 +111,7 @@ func toolDir(t *testing.T, downloader, unameS, unameM string) (dir, sudoMarker s
 	t.Helper()
 	dir = t.TempDir()
 	sudoMarker = filepath.Join(t.TempDir(), "sudo-was-called")
-	for _, tool := range []string{"sh", "tar", "gzip", "sha256sum", "awk", "cut", "mktemp", "rm", "mkdir", "cp", "chmod", "mv", "id", "sed", "cat", downloader} {
+	for _, tool := range []string{"sh", "tar", "gzip", "sha256sum", "awk", "cut", "mktemp", "rm", "mkdir", "cp", "chmod", "mv", "id", "sed", "cat", "bash", downloader} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			t.Skipf("%s is not installed", tool)
