@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context
 			if conflict(err) {
 				code = errcode.StoreContended
 			}
-			return errcode.Wrap(code, err, "the S3 store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display)
+			return withCause(errcode.New(code, "the S3 store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display), err)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -155,13 +156,20 @@ func (s *Store) permanent(what string, err error) error {
 	code := status(err)
 	switch {
 	case code == http.StatusForbidden || apiCode(err) == "AccessDenied":
-		return errcode.Wrap(errcode.StorePermission, err, "the S3 store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display).
+		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
 			WithHint("Check the credentials the AWS chain found (AWS_PROFILE, AWS_ACCESS_KEY_ID) and the bucket policy: Sponson needs s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on the prefix.")
 	case apiCode(err) == "NoSuchBucket":
-		return errcode.Wrap(errcode.StoreUnavailable, err, "the bucket of the S3 store %s does not exist", s.display).With("store", s.display).
+		return withCause(errcode.New(errcode.StoreUnavailable, "the bucket of the S3 store %s does not exist", s.display).With("store", s.display), err).
 			WithHint("Create the bucket, or correct the bucket name and the endpoint in --store.")
 	}
-	return errcode.Wrap(errcode.StoreRejected, err, "the S3 store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display)
+	return withCause(errcode.New(errcode.StoreRejected, "the S3 store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
+}
+
+// withCause keeps err in e's chain (errors.Is, errors.As) without repeating
+// the SDK's long rendering of it in the message: describe has said it.
+func withCause(e *errcode.Error, err error) *errcode.Error {
+	e.Err = err
+	return e
 }
 
 // describe is a failure in one line: the server's code and message, or the
@@ -180,6 +188,13 @@ func describe(err error) string {
 	}
 	if code := status(err); code != 0 {
 		return http.StatusText(code)
+	}
+	var ne *net.OpError
+	if errors.As(err, &ne) {
+		return ne.Error() // "dial tcp 127.0.0.1:9000: connect: connection refused"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer within the attempt's timeout"
 	}
 	var oe *smithy.OperationError
 	if errors.As(err, &oe) {
