@@ -49,7 +49,7 @@ func TestE2EEightRunsOneScope(t *testing.T) {
 	runIDs := map[string]bool{}
 	waited := 0
 	for _, r := range outcomes {
-		if strings.Contains(r.stderr, "waiting for the lease of preview/pr-8: held by run-") {
+		if strings.Contains(r.stderr, "waiting for preview/pr-8") && strings.Contains(r.stderr, ": held by run ") {
 			waited++
 		}
 		if r.exit != 0 {

@@ -25,6 +25,9 @@ type Factory struct {
 	// HTTP is the client for the CI host's API (summary comments); the
 	// default client when nil.
 	HTTP *http.Client
+	// IsTerminal reports whether a writer is a terminal, where progress
+	// lines update in place; nil means never (tests, pipes).
+	IsTerminal func(io.Writer) bool
 }
 
 // NewFactory returns the Factory of the real process.
@@ -35,5 +38,6 @@ func NewFactory() *Factory {
 		Getenv:     os.Getenv,
 		Executable: os.Executable,
 		Lookup:     engine.ProcessLookup(),
+		IsTerminal: isTerminal,
 	}
 }

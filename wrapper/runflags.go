@@ -213,6 +213,8 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	o.EngineOut = engineOut
 	o.Warn = warnOut.warn
 	o.Info = func(s string) { warnOut.line("%s", s) }
+	wait := newWaitLine(f.ErrOut, f.IsTerminal != nil && f.IsTerminal(f.ErrOut), nil)
+	o.OnWait = wait.event
 	p.line("%s", header(string(o.Command), o.Context.Environment, o.Context.Scope, o.RunID))
 	o.PlanText = in.review.wanted(f.Getenv)
 	res, err := scoperun.Run(ctx, o)

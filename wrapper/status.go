@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
@@ -159,7 +160,9 @@ receipt, with:
   LEASE     the run holding the scope's lease and until when, or "free";
             "expired" names a run that died holding it
 
-and, on a line under the scope, "superseded by S" when its resources moved to
+and, on a line under the scope, who holds a live lease ("held by run 3c1f2a9b
+(job URL, @actor, commit, pull request, host) since 10:02, lease until 10:17"),
+"superseded by S" when its resources moved to
 scope S, "inherited from S" when they came from S.
 
 Destroyed scopes stay listed: their last receipt is the record that they are
@@ -247,12 +250,15 @@ func writeStatusTable(w io.Writer, rows []ScopeStatus) {
 			commit = orDash(shortCommit(lr.Commit))
 			by = orDash(lr.ApprovedBy)
 		}
-		lease := "free"
+		leaseCell := "free"
 		switch {
 		case r.Lease != nil:
-			lease = fmt.Sprintf("%s until %s", r.Lease.Holder, r.Lease.ExpiresAt.Local().Format("15:04:05"))
+			leaseCell = fmt.Sprintf("%s until %s", r.Lease.Holder, r.Lease.ExpiresAt.Local().Format("15:04:05"))
 		case r.ExpiredLease != nil:
-			lease = fmt.Sprintf("expired (%s)", r.ExpiredLease.Holder)
+			leaseCell = fmt.Sprintf("expired (%s)", r.ExpiredLease.Holder)
+		}
+		if r.Lease != nil && r.Lease.About != (store.HolderInfo{}) {
+			notes[i] = append(notes[i], "held by "+lease.Describe(*r.Lease))
 		}
 		if r.InheritedFrom != "" {
 			notes[i] = append(notes[i], "inherited from "+r.InheritedFrom)
@@ -260,7 +266,7 @@ func writeStatusTable(w io.Writer, rows []ScopeStatus) {
 		if r.SupersededBy != "" {
 			notes[i] = append(notes[i], "superseded by "+r.SupersededBy+": its resources moved there")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Scope, r.Owns, last, at, commit, by, lease)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Scope, r.Owns, last, at, commit, by, leaseCell)
 	}
 	tw.Flush()
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")

@@ -3,6 +3,8 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -52,8 +54,8 @@ func Take(ctx context.Context, st store.Store, key store.Key, holder string, cfg
 		}
 		now := cfg.Now()
 		if !now.Before(waitUntil) {
-			return Taken{}, errcode.New(errcode.WaitTimeout, "waited %s for the lease of %s; it is still held by %s until %s",
-				cfg.WaitTimeout, key, held.Lease.Holder, held.Lease.ExpiresAt.Format(time.RFC3339)).
+			return Taken{}, errcode.New(errcode.WaitTimeout, "waited %s for the lease of %s; it is still held by %s",
+				cfg.WaitTimeout, key, Describe(held.Lease)).
 				With("holder", held.Lease.Holder).With("expiresAt", held.Lease.ExpiresAt)
 		}
 		if cfg.OnWait != nil {
@@ -69,6 +71,47 @@ func Take(ctx context.Context, st store.Store, key store.Key, holder string, cfg
 }
 
 func heldError(key store.Key, l store.LeaseInfo) *errcode.Error {
-	return errcode.New(errcode.LockHeld, "scope %s is leased by run %s until %s", key, l.Holder, l.ExpiresAt.Format(time.RFC3339)).
+	e := errcode.New(errcode.LockHeld, "scope %s is held by %s", key, Describe(l)).
 		With("holder", l.Holder).With("expiresAt", l.ExpiresAt).With("acquiredAt", l.AcquiredAt)
+	if l.About != (store.HolderInfo{}) {
+		e = e.With("holderInfo", l.About)
+	}
+	return e
+}
+
+// Describe says who holds a lease in the words a person looks for: "run
+// 3c1f2a9b (https://…/actions/runs/123, @alice, commit 1a2b3c4, pull request
+// #42, host runner-7) since 10:02, lease until 10:17". The parenthesis lists
+// what the lease record's HolderInfo knows, and is left out when it knows
+// nothing.
+func Describe(l store.LeaseInfo) string {
+	var about []string
+	a := l.About
+	if a.JobURL != "" {
+		about = append(about, a.JobURL)
+	}
+	if a.Actor != "" {
+		about = append(about, "@"+strings.TrimPrefix(a.Actor, "@"))
+	}
+	if a.Commit != "" {
+		c := a.Commit
+		if len(c) > 7 {
+			c = c[:7]
+		}
+		about = append(about, "commit "+c)
+	}
+	if a.PullRequest > 0 {
+		about = append(about, fmt.Sprintf("pull request #%d", a.PullRequest))
+	}
+	if a.Host != "" {
+		about = append(about, "host "+a.Host)
+	}
+	s := "run " + strings.TrimPrefix(l.Holder, "run-")
+	if len(about) > 0 {
+		s += " (" + strings.Join(about, ", ") + ")"
+	}
+	if !l.AcquiredAt.IsZero() {
+		s += " since " + l.AcquiredAt.Local().Format("15:04")
+	}
+	return s + ", lease until " + l.ExpiresAt.Local().Format("15:04")
 }

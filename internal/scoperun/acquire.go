@@ -18,15 +18,31 @@ func (r *runner) acquire(ctx, bg context.Context) error {
 		return nil
 	}
 	cfg := r.o.Lease
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	var since time.Time
 	cfg.OnWait = func(l store.LeaseInfo) {
 		if n := len(r.res.LeaseWaits); n > 0 && r.res.LeaseWaits[n-1].Holder == l.Holder {
 			r.res.LeaseWaits[n-1] = l
 		} else {
 			r.res.LeaseWaits = append(r.res.LeaseWaits, l)
 		}
-		r.info(fmt.Sprintf("waiting for the lease of %s: held by %s until %s", r.key, l.Holder, l.ExpiresAt.Local().Format("15:04:05")))
+		if since.IsZero() {
+			since = now()
+		}
+		ev := WaitEvent{Key: r.key, Lease: l, Waited: now().Sub(since)}
+		if r.o.OnWait != nil {
+			r.o.OnWait(ev)
+		} else {
+			r.info(ev.Line())
+		}
 	}
 	held, err := lease.Acquire(ctx, r.o.Store, r.key, r.o.RunID, cfg)
+	if !since.IsZero() && r.o.OnWait != nil {
+		r.o.OnWait(WaitEvent{Key: r.key, Done: true})
+	}
 	if err != nil {
 		return err
 	}
@@ -49,4 +65,21 @@ func (r *runner) seeRunning(ctx context.Context) {
 		r.res.Running = &l
 		r.warn(fmt.Sprintf("apply running in this scope since %s (run %s); this plan may be outdated when it finishes", l.AcquiredAt.Local().Format("15:04"), l.Holder))
 	}
+}
+
+// WaitEvent is one poll of a run waiting for its scope's lease, or, with
+// Done, the end of the wait (granted or not). The wrapper renders it: on a
+// terminal one line updated in place, in a CI log a line at most every 30 s.
+type WaitEvent struct {
+	Key    store.Key
+	Lease  store.LeaseInfo // the lease waited for
+	Waited time.Duration   // since the first poll found it held
+	Done   bool
+}
+
+// Line is the event as one line: "waiting for preview/pr-42 (stack app):
+// held by run 3c1f2a9b (https://…/runs/123, @alice, commit 1a2b3c4) since
+// 10:02, lease until 10:17 — waited 40s".
+func (e WaitEvent) Line() string {
+	return fmt.Sprintf("waiting for %s: held by %s — waited %s", e.Key, lease.Describe(e.Lease), e.Waited.Round(time.Second))
 }

@@ -71,6 +71,9 @@ type Options struct {
 	EngineFlags engine.Flags
 	// EngineOut receives the engine's own output as it runs.
 	EngineOut io.Writer
+	// OnWait, when set, receives each poll of a wait for the scope's lease
+	// and its end (Done); without it each poll is an Info line.
+	OnWait func(WaitEvent)
 	// Warn and Info report progress as it happens; either may be nil.
 	Warn func(string)
 	Info func(string)

@@ -34,6 +34,21 @@ type LeaseInfo struct {
 	Token      int64     `json:"token"`
 	AcquiredAt time.Time `json:"acquiredAt"`
 	ExpiresAt  time.Time `json:"expiresAt"`
+	// About describes the holder for people; it is never compared.
+	About HolderInfo `json:"about,omitzero"`
+}
+
+// HolderInfo is what a person needs to find the run holding a lease: its CI
+// job, who started it, what it is applying, and where it runs. A store keeps
+// it in the lease record as the holder gave it at Acquire, and returns it
+// with every LeaseInfo (HeldError included); it is description only: leases
+// are granted, renewed, released and fenced by Holder and Token alone.
+type HolderInfo struct {
+	JobURL      string `json:"jobUrl,omitempty"`
+	Actor       string `json:"actor,omitempty"`
+	Commit      string `json:"commit,omitempty"`
+	PullRequest int    `json:"pullRequest,omitempty"`
+	Host        string `json:"host,omitempty"`
 }
 
 // Live reports whether the lease is held and unexpired at now.
