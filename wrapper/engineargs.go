@@ -36,6 +36,13 @@ func NormalizeArgs(args []string) []string {
 	if at < 0 {
 		return args
 	}
+	if args[at] == "output" {
+		out := slices.Clone(args)
+		for i := at + 1; i < len(out) && out[i] != "--"; i++ {
+			out[i] = normalizeOutput(out[i])
+		}
+		return out
+	}
 	if !slices.Contains(runCommands, args[at]) {
 		return normalizeVars(args)
 	}

@@ -27,6 +27,7 @@ func TestNormalizeArgs(t *testing.T) {
 		{[]string{"--json", "-chdir=infra", "plan", "-refresh", "false"}, []string{"--json", "plan", "--engine-arg=-chdir=infra", "--engine-arg=-refresh", "false"}},
 		{[]string{"apply", "--nope", "--target=a"}, []string{"apply", "--nope", "--engine-arg=-target=a"}},
 		{[]string{"gc", "-var", "a=1", "--yes"}, []string{"gc", "--var", "a=1", "--yes"}},
+		{[]string{"output", "-json", "url", "-raw", "--json", "-no-color"}, []string{"output", "--engine-json", "url", "--raw", "--json", "--no-color"}},
 	} {
 		if diff := cmp.Diff(tc.want, NormalizeArgs(tc.in)); diff != "" {
 			t.Errorf("NormalizeArgs(%q) (-want +got):\n%s", tc.in, diff)

@@ -1,0 +1,301 @@
+package wrapper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// OutputOptions are the options of `sponson output`.
+type OutputOptions struct {
+	StoreFlags
+	Scope, PR, Branch string
+	// Name is the one output to print; all when empty.
+	Name string
+	// EngineJSON is the engine's -json: the outputs as `terraform output
+	// -json` prints them; Raw is -raw: one output's value as plain text.
+	EngineJSON, Raw bool
+}
+
+// Output is one root module output of a scope's state, as the engine's
+// `output -json` renders it.
+type Output struct {
+	Sensitive bool            `json:"sensitive"`
+	Type      json.RawMessage `json:"type,omitempty"`
+	Value     json.RawMessage `json:"value"`
+}
+
+// NewCmdOutput builds `sponson output`.
+func NewCmdOutput(f *Factory, out *outcome, runF func(context.Context, *OutputOptions) outcome) *cobra.Command {
+	opts := &OutputOptions{}
+	cmd := &cobra.Command{
+		Use:   "output [NAME] [flags]",
+		Short: "Print the outputs of a scope's state",
+		Long: `Output prints the root module outputs of the run's scope (detected as for
+apply, or named with --scope, --pr or --branch) from the scope's own state in
+the store: the preview URL a pipeline posts, say. It reads the state without
+taking the scope's lease, so it works while an apply runs (it then shows the
+outputs as of the apply's last state write), and it runs no engine.
+
+Engine flags, spelled as the engine spells them:
+  -json    the outputs as the engine's ` + "`output -json`" + ` prints them, or one
+           output's value as JSON with NAME; sensitive values are shown
+  -raw     NAME's value as plain text, without quotes or a newline (strings,
+           numbers and booleans only)
+  -no-color accepted; nothing is colored
+
+Without them, each output is printed as NAME = VALUE, sensitive ones as
+<sensitive>. --json (two dashes) is sponson's envelope, whose result holds
+the outputs as -json prints them.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out.command = "output"
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			if runF != nil {
+				*out = runF(cmd.Context(), opts)
+				return nil
+			}
+			*out = runOutput(cmd, f, opts)
+			return nil
+		},
+	}
+	opts.bind(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Scope, "scope", "", "scope name (env SPONSON_CTX_SCOPE)")
+	fs.StringVar(&opts.PR, "pr", "", "pull request number: scope pr-<n> (env SPONSON_CTX_PR)")
+	fs.StringVar(&opts.Branch, "branch", "", "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)")
+	fs.BoolVar(&opts.EngineJSON, outputJSONFlag, false, "the engine's -json (set by NormalizeArgs)")
+	fs.BoolVar(&opts.Raw, "raw", false, "print NAME's value as plain text (-raw also works)")
+	fs.Bool("no-color", false, "accepted; nothing is colored (-no-color also works)")
+	_ = fs.MarkHidden(outputJSONFlag)
+	_ = fs.MarkHidden("no-color")
+	return cmd
+}
+
+// outputJSONFlag carries the engine's single-dash -json of `sponson output`,
+// which is not sponson's --json envelope.
+const outputJSONFlag = "engine-json"
+
+// normalizeOutput rewrites the engine's single-dash flags of `sponson
+// output` for the flag parser.
+func normalizeOutput(a string) string {
+	switch a {
+	case "-json", "-json=true":
+		return "--" + outputJSONFlag
+	case "-raw", "-raw=true", "-no-color":
+		return "-" + a
+	}
+	return a
+}
+
+// scopeKey detects the scope a read-only command reads, as plan does.
+func scopeKey(f *Factory, chdir, env, scope, pr, branch string) (store.Key, error) {
+	dir := chdir
+	if dir == "" {
+		dir = "."
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	src := runctx.ProcessSources(dir)
+	src.Getenv = f.Getenv
+	c, err := runctx.Detect(runctx.Flags{Environment: env, Scope: scope, PullRequest: pr, Branch: branch}, src)
+	if err != nil {
+		return store.Key{}, err
+	}
+	return store.Key{Environment: c.Environment, Scope: c.Scope}, nil
+}
+
+func runOutput(cmd *cobra.Command, f *Factory, opts *OutputOptions) outcome {
+	o := outcome{command: "output"}
+	if opts.Raw && opts.EngineJSON {
+		o.err = errcode.New(errcode.Usage, "-raw and -json cannot be combined").WithHint("Pick one.")
+		return o
+	}
+	if opts.Raw && opts.Name == "" {
+		o.err = errcode.New(errcode.Usage, "-raw needs the NAME of one output").WithHint("Run `sponson output` to list them.")
+		return o
+	}
+	st, _, env, err := opts.open(cmd, f)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer st.Close()
+	key, err := scopeKey(f, opts.Chdir, env, opts.Scope, opts.PR, opts.Branch)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	data, err := st.ReadState(cmd.Context(), key)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	outputs, err := stateOutputs(data)
+	if err != nil {
+		o.err = errcode.Wrap(errcode.Internal, err, "reading the outputs of %s", key)
+		return o
+	}
+	if opts.Name != "" {
+		one, ok := outputs[opts.Name]
+		if !ok {
+			o.err = errcode.New(errcode.Usage, "scope %s has no output %q", key, opts.Name).
+				WithHint("Run `sponson output` to list the scope's outputs; a scope that was never applied has none.")
+			return o
+		}
+		outputs = map[string]Output{opts.Name: one}
+	}
+	if opts.Raw {
+		// Refused in every mode, as the engine refuses it.
+		if err := writeRaw(io.Discard, opts.Name, outputs[opts.Name]); err != nil {
+			o.err = err
+			return o
+		}
+	}
+	o.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "outputs": outputs}
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+		return o
+	}
+	switch {
+	case opts.Raw:
+		o.err = writeRaw(f.Out, opts.Name, outputs[opts.Name])
+	case opts.EngineJSON && opts.Name != "":
+		writeIndented(f.Out, outputs[opts.Name].Value)
+	case opts.EngineJSON:
+		b, _ := json.MarshalIndent(outputs, "", "  ")
+		fmt.Fprintf(f.Out, "%s\n", b)
+	default:
+		writeOutputs(f.Out, outputs, opts.Name != "")
+	}
+	return o
+}
+
+// stateOutputs reads the root module outputs of a state; none for an empty
+// or missing state.
+func stateOutputs(state []byte) (map[string]Output, error) {
+	out := map[string]Output{}
+	if len(strings.TrimSpace(string(state))) == 0 {
+		return out, nil
+	}
+	var st struct {
+		Outputs map[string]Output `json:"outputs"`
+	}
+	if err := json.Unmarshal(state, &st); err != nil {
+		return nil, err
+	}
+	for k, v := range st.Outputs {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func writeIndented(w io.Writer, raw json.RawMessage) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		fmt.Fprintf(w, "%s\n", raw)
+		return
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// writeRaw prints a primitive value as the engine's -raw does: no quotes,
+// no trailing newline.
+func writeRaw(w io.Writer, name string, o Output) error {
+	var v any
+	if err := json.Unmarshal(o.Value, &v); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "output %q", name)
+	}
+	switch x := v.(type) {
+	case string:
+		fmt.Fprint(w, x)
+	case float64:
+		fmt.Fprint(w, strconv.FormatFloat(x, 'f', -1, 64))
+	case bool:
+		fmt.Fprint(w, x)
+	default:
+		return errcode.New(errcode.Usage, "output %q is not a string, number or boolean; -raw prints only those", name).
+			WithHint("Use -json for lists, maps and objects.")
+	}
+	return nil
+}
+
+// writeOutputs prints NAME = VALUE lines in the engine's HCL-like notation;
+// a single named output prints its value alone, as the engine does.
+func writeOutputs(w io.Writer, outputs map[string]Output, single bool) {
+	names := make([]string, 0, len(outputs))
+	for n := range outputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		o := outputs[n]
+		text := "<sensitive>"
+		if !o.Sensitive || single {
+			var v any
+			_ = json.Unmarshal(o.Value, &v)
+			text = hclValue(v, "")
+		}
+		if single {
+			fmt.Fprintln(w, text)
+			continue
+		}
+		fmt.Fprintf(w, "%s = %s\n", n, text)
+	}
+}
+
+// hclValue renders a JSON value the way the engine's human output does.
+func hclValue(v any, indent string) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return strconv.Quote(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	case []any:
+		if len(x) == 0 {
+			return "[]"
+		}
+		var b strings.Builder
+		b.WriteString("[\n")
+		for _, e := range x {
+			fmt.Fprintf(&b, "%s  %s,\n", indent, hclValue(e, indent+"  "))
+		}
+		b.WriteString(indent + "]")
+		return b.String()
+	case map[string]any:
+		if len(x) == 0 {
+			return "{}"
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var b strings.Builder
+		b.WriteString("{\n")
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%s  %q = %s\n", indent, k, hclValue(x[k], indent+"  "))
+		}
+		b.WriteString(indent + "}")
+		return b.String()
+	}
+	return fmt.Sprint(v)
+}
