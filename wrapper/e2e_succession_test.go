@@ -1,6 +1,7 @@
 package wrapper_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,4 +152,54 @@ func TestE2ESuccessionKilledAtEveryStep(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestE2EPlanShowsSuccession: a pull request's plan is made against what
+// its apply will inherit, so it shows what the apply then does (the
+// inherited objects' real changes, not "everything to add"), and it writes
+// nothing: the handover happens at apply.
+func TestE2EPlanShowsSuccession(t *testing.T) {
+	h := e2e(t)
+	env, _ := fixtureEnv(t)
+	dir := h.workdir("testdata/fixture")
+	h.mustRunEnv(dir, env, "apply", "--branch", "feat/search", "-var", branchObjects)
+	storeBefore := snapshot(t, filepath.Join(dir, ".sponson"))
+
+	// The pull request keeps A, renames B's object (a replacement) and adds C.
+	vars := objectsVar("a", "A", "b", "B2", "c", "C")
+	plan := h.mustRunEnv(dir, env, "plan", "--pr", "42", "--branch", "feat/search", "--json", "-var", vars)
+	if !strings.Contains(plan.stderr, "takeover of 3 resources from branch-feat-search") {
+		t.Errorf("the plan does not say it includes the takeover:\n%s", plan.stderr)
+	}
+	if diff := cmpSnapshots(storeBefore, snapshot(t, filepath.Join(dir, ".sponson"))); diff != "" {
+		t.Errorf("the plan wrote to the store: %s", diff)
+	}
+	planned := plan.envelope(t)["result"].(map[string]any)
+	apply := h.mustRunEnv(dir, env, "apply", "--pr", "42", "--branch", "feat/search", "--json", "-var", vars)
+	applied := apply.envelope(t)["result"].(map[string]any)
+	if fmt.Sprint(planned["summary"]) != fmt.Sprint(applied["summary"]) || fmt.Sprint(planned["changes"]) != fmt.Sprint(applied["changes"]) {
+		t.Errorf("the plan showed %v %v, the apply did %v %v", planned["summary"], planned["changes"], applied["summary"], applied["changes"])
+	}
+	// Without the inherited state the plan said "4 to add" (A, B2, C and the
+	// scope's record); against it, A is kept (its scope-dependent input
+	// changes), B replaced, C added, and the scope's record replaced.
+	want := `[map[action:update address:fixture_object.o["a"]] map[action:replace address:fixture_object.o["b"]] map[action:create address:fixture_object.o["c"]] map[action:replace address:sponson_scope.this]]`
+	if got := fmt.Sprint(planned["changes"]); got != want {
+		t.Errorf("plan changes\n%s\nwant\n%s", got, want)
+	}
+}
+
+func cmpSnapshots(a, b map[string]string) string {
+	var diff []string
+	for k, v := range a {
+		if b[k] != v {
+			diff = append(diff, "changed "+k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			diff = append(diff, "added "+k)
+		}
+	}
+	return strings.Join(diff, ", ")
 }

@@ -49,6 +49,8 @@ const (
 	EngineFailed      Code = "ENGINE_FAILED"
 	EngineNotFound    Code = "ENGINE_NOT_FOUND"
 	IntentUnresolved  Code = "INTENT_UNRESOLVED"
+	PlanStale         Code = "PLAN_STALE"
+	PlanCorrupt       Code = "PLAN_CORRUPT"
 	Interrupted       Code = "INTERRUPTED"
 	MirrorFailed      Code = "MIRROR_FAILED"
 	Internal          Code = "INTERNAL"
@@ -83,6 +85,8 @@ var table = []Spec{
 	{EngineFailed, ExitFailed, "OpenTofu or Terraform failed; its own output says why.", "Read the engine's output above the summary."},
 	{EngineNotFound, ExitFailed, "No OpenTofu or Terraform binary was found.", "Install tofu or terraform on PATH, pass --engine PATH, or run `make tools` in the Sponson checkout."},
 	{IntentUnresolved, ExitFailed, "A create recorded as an intent could not be settled against the state.", "Inspect the scope with `sponson receipt` and the engine's state."},
+	{PlanStale, ExitRefused, "The saved plan no longer describes what its apply would do: the scope's state, the ownership of something it touches, its succession, or its commit, stack, environment or scope changed since it was made. Nothing was written.", "Plan again (`sponson plan -out FILE`), review the new plan, and apply that one."},
+	{PlanCorrupt, ExitRefused, "The saved plan file is truncated, altered, not a sponson plan, or sealed with another key (SPONSON_PLAN_KEY). Nothing was written.", "Plan again with `sponson plan -out FILE`; keep the file as the plan job wrote it (an artifact, mode 0600)."},
 	{Interrupted, ExitFailed, "The run was interrupted by a signal.", "Run again; the lease expires if it could not be released."},
 	{MirrorFailed, ExitFailed, "`sponson provider mirror` could not write the provider mirror.", "Check that the directory is writable and has space; the message says which step failed."},
 	{Internal, ExitFailed, "An unexpected error; this is a bug in Sponson.", "Report it with the command line and the output."},

@@ -3,6 +3,7 @@ package scoperun
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -36,12 +37,20 @@ type checked struct {
 func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir, prev *receipt.Receipt) (*checked, error) {
 	c := &checked{path: filepath.Join(work.tmp, "plan.bin")}
 	var err error
-	c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars)
-	if err != nil {
+	if sp := r.o.Saved; sp != nil {
+		// apply FILE: the engine's plan is the one reviewed; the checks
+		// below run on it again, from the plan itself.
+		if err := os.WriteFile(c.path, sp.Plan, 0o600); err != nil {
+			return nil, errcode.Wrap(errcode.Internal, err, "writing the saved plan for the engine")
+		}
+	} else if c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars); err != nil {
 		return nil, r.engineErr(ctx, err)
 	}
 	if c.plan, err = eng.sess.ShowPlan(eng.ctx, c.path); err != nil {
 		return nil, r.engineErr(ctx, err)
+	}
+	if r.o.Saved != nil {
+		c.changed = planChanges(c.plan)
 	}
 	r.res.Summary = engine.Summarize(c.plan)
 	r.res.Plan = c.plan
@@ -65,6 +74,11 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 	if err := r.checkPolicy(ctx, prev, c.policy, c.planned); err != nil {
 		return nil, err
 	}
+	if r.o.Saved != nil {
+		if err := checkSavedPlan(r.o.Saved.Meta, c.planned); err != nil {
+			return nil, err
+		}
+	}
 	for _, p := range c.planned {
 		if p.Identity == "" && len(p.Unknown) > 0 && p.Creates() {
 			r.info(fmt.Sprintf("identity of %s is unknown until apply (%s); it is recorded under its address until then", p.Address, strings.Join(p.Unknown, ", ")))
@@ -80,6 +94,22 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		return nil, err
 	}
 	return c, nil
+}
+
+// planChanges reports whether a plan changes anything (a saved plan says
+// so only in its JSON).
+func planChanges(p *tfjson.Plan) bool {
+	for _, rc := range p.ResourceChanges {
+		if rc.Change != nil && !rc.Change.Actions.NoOp() {
+			return true
+		}
+	}
+	for _, oc := range p.OutputChanges {
+		if oc != nil && !oc.Actions.NoOp() {
+			return true
+		}
+	}
+	return false
 }
 
 // planOutcome is where a plan ends: its status says whether it changes
@@ -115,6 +145,7 @@ func (r *runner) checkForeign(ctx context.Context, planned []ownership.Planned) 
 	if err != nil {
 		return err
 	}
+	r.seen.owners = owners
 	if r.handover != nil {
 		// The predecessor's entries are promised to this scope; its index
 		// drops them when the handover finishes.

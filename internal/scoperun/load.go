@@ -20,8 +20,16 @@ func (r *runner) load(ctx, bg context.Context) (prev *receipt.Receipt, done bool
 	if err != nil {
 		return prev, false, err
 	}
-	if err := r.checkCommit(ctx, prev); err != nil || r.o.Command == Plan {
+	if err := r.checkCommit(ctx, prev); err != nil {
 		return prev, false, err
+	}
+	if r.o.Command == Plan {
+		return prev, false, r.previewSuccession(ctx, prev)
+	}
+	// A saved plan is checked before anything is written, the handover's
+	// first step included.
+	if err := r.checkSaved(ctx, prev); err != nil {
+		return nil, false, err
 	}
 	r.onRelease(func() { r.releaseHandover(bg) })
 	if prev, err = r.finishPending(bg, prev); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
@@ -79,6 +80,15 @@ type Options struct {
 	Info func(string)
 	// RunID identifies the run; NewRunID when empty.
 	RunID string
+	// SavePlan, in a plan, is where the saved plan goes (`plan -out`).
+	SavePlan string
+	// Saved, in an apply, is the saved plan to apply instead of planning
+	// (`apply FILE`); the run refuses it with PLAN_STALE when it went
+	// stale. PlanKey is the seal key of saved plans (SPONSON_PLAN_KEY).
+	Saved   *savedplan.File
+	PlanKey []byte
+	// Stack names the configuration's stack in a saved plan.
+	Stack string
 	// PlanText asks for the engine's own text of the plan in
 	// Result.PlanText (one more engine call), for summaries.
 	PlanText bool
@@ -162,6 +172,10 @@ type runner struct {
 	started    time.Time
 	// releases undo, in reverse order, what the phases took (release).
 	releases []func()
+	// planned is what a plan saw of the scope before the engine ran, for
+	// a saved plan (load): the state it was made against, the receipts,
+	// the succession it previews.
+	seen planSeen
 }
 
 // Run performs o.Command.
@@ -215,7 +229,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if r.o.Command == Plan {
 		r.planOutcome(chk)
-		return nil
+		return r.savePlan(ctx, chk)
 	}
 	rec, err := r.commitIntents(ctx, bg, eng, chk, prev, settled)
 	if err != nil {

@@ -120,7 +120,9 @@ func (r *runner) serveState() ([]string, error) {
 	if r.held != nil {
 		w = r.held
 	}
-	srv, err := statesrv.Start(r.o.Store, r.key, w)
+	// A plan that previews a succession plans against the predecessor's
+	// state, read-only (it hands the server no lease, so no write).
+	srv, err := statesrv.Start(r.o.Store, r.stateKey(), w)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "starting the state server")
 	}

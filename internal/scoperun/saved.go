@@ -1,0 +1,310 @@
+package scoperun
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/succession"
+	"github.com/sponson/terraform-provider-sponson/internal/version"
+)
+
+// planSeen is what a plan saw of the store, for its saved plan.
+type planSeen struct {
+	// pred is the predecessor whose state a plan previewing a succession
+	// is made against (nil: the scope's own state).
+	pred *receipt.Receipt
+	// own is the scope's latest receipt.
+	own *receipt.Receipt
+	// state marks the state the plan is made against.
+	state savedplan.StateMark
+	// owners are the owners the foreign check saw of the identities the
+	// plan touches.
+	owners []store.Owner
+}
+
+// stateKey is the scope whose state the engine plans against: the
+// predecessor's when a plan previews a succession.
+func (r *runner) stateKey() store.Key {
+	if r.seen.pred != nil {
+		return store.Key{Environment: r.key.Environment, Scope: r.seen.pred.Scope}
+	}
+	return r.key
+}
+
+// previewSuccession makes a plan show what the apply will do when the apply
+// takes over a predecessor (succession): the apply inherits its state and
+// ledger before the engine plans, so the plan is made against that state
+// too, and the predecessor's resources are not foreign to it. It writes
+// nothing. It also marks the state the plan is made against, for a saved
+// plan.
+func (r *runner) previewSuccession(ctx context.Context, prev *receipt.Receipt) error {
+	r.seen.own = prev
+	p := r.o.Context.Predecessor
+	if prev != nil && prev.Inheriting != "" {
+		p = prev.Inheriting
+	}
+	if p != "" && !r.ownBackend {
+		predKey := store.Key{Environment: r.key.Environment, Scope: p}
+		pred, err := r.o.Store.LatestReceipt(ctx, predKey)
+		if err != nil {
+			return err
+		}
+		switch act := succession.Decide(r.key.Scope, prev, pred); {
+		case act == succession.Start || (act == succession.Resume && !succession.Promised(r.key.Scope, pred)):
+			r.seen.pred = pred
+			r.handover = &handover{pred: predKey}
+			r.res.InheritedFrom = p
+			r.warn(fmt.Sprintf("this plan includes the takeover of %d resources from %s (succession): the apply inherits them, and the plan is made against %s's state", len(succession.Inherited(pred)), p, p))
+		case act == succession.Resume || act == succession.Finish:
+			// Promised already: the scope's own state holds the copy,
+			// and the predecessor's index entries are this scope's.
+			r.handover = &handover{pred: predKey, done: act == succession.Finish}
+		}
+	}
+	if r.ownBackend {
+		return nil
+	}
+	state, err := r.o.Store.ReadState(ctx, r.stateKey())
+	if err != nil {
+		return err
+	}
+	r.seen.state = savedplan.Mark(r.stateKey().Scope, state)
+	return nil
+}
+
+// savePlan writes the saved plan of `plan -out`: the engine's plan and
+// what this run decided.
+func (r *runner) savePlan(ctx context.Context, c *checked) error {
+	if r.o.SavePlan == "" {
+		return nil
+	}
+	if r.ownBackend {
+		return errcode.New(errcode.Usage, "-out needs the state sponson serves; this configuration declares its own backend").
+			WithHint("Remove the backend block, or plan and apply in one `sponson apply`.")
+	}
+	data, err := os.ReadFile(c.path)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "reading the engine's saved plan")
+	}
+	ctxt := r.o.Context
+	m := savedplan.Meta{
+		Sponson: version.Version, RunID: r.o.RunID, CreatedAt: time.Now().UTC(),
+		Stack: r.o.Stack, Environment: r.key.Environment, Scope: r.key.Scope,
+		Commit: ctxt.Commit, Branch: ctxt.Branch, PullRequest: ctxt.PullRequest,
+		Engine: r.res.Engine, State: r.seen.state, ApprovalNeeded: r.res.NeedsApproval,
+		Touches: []savedplan.Touch{}, Owners: r.seen.owners,
+	}
+	if m.Owners == nil {
+		m.Owners = []store.Owner{}
+	}
+	if r.seen.own != nil {
+		m.Receipt = r.seen.own.RunID
+	}
+	if p := r.seen.pred; p != nil {
+		m.Succession = &savedplan.Succession{From: p.Scope, FromRun: p.RunID}
+	}
+	for _, p := range c.planned {
+		m.Touches = append(m.Touches, savedplan.Touch{Address: p.Address, Identity: p.Identity, Actions: p.Actions, Keys: p.AllKeys()})
+	}
+	if err := savedplan.Write(r.o.SavePlan, &savedplan.File{Meta: m, Plan: data}, r.o.PlanKey); err != nil {
+		return err
+	}
+	r.info(fmt.Sprintf("saved the plan to %s (mode 0600: it holds the engine's plan, sensitive values included); `sponson apply %s` applies exactly this plan, or refuses it if it goes stale", r.o.SavePlan, r.o.SavePlan))
+	return nil
+}
+
+// stale is PLAN_STALE with what changed.
+func stale(format string, args ...any) *errcode.Error {
+	return errcode.New(errcode.PlanStale, "the saved plan is stale: "+format, args...)
+}
+
+// checkSaved refuses, before anything is written, a saved plan made for
+// another scope or commit, or one whose scope state, succession or owners
+// changed since it was made. It names what changed, the run and scope that
+// changed it, and when.
+func (r *runner) checkSaved(ctx context.Context, prev *receipt.Receipt) error {
+	sp := r.o.Saved
+	if sp == nil {
+		return nil
+	}
+	m := sp.Meta
+	if r.ownBackend {
+		return errcode.New(errcode.Usage, "a saved plan needs the state sponson serves; this configuration declares its own backend")
+	}
+	c := r.o.Context
+	for _, d := range []struct{ what, plan, now string }{
+		{"stack", m.Stack, r.o.Stack}, {"environment", m.Environment, r.key.Environment},
+		{"scope", m.Scope, r.key.Scope}, {"commit", m.Commit, c.Commit},
+	} {
+		if d.plan != d.now {
+			return stale("it was made for %s %q and this run's %s is %q", d.what, d.plan, d.what, d.now).
+				WithHint(fmt.Sprintf("Apply it in the run it was made for (%s/%s at commit %s), or plan again here.", m.Environment, m.Scope, shortCommit(m.Commit))).
+				With("changed", d.what)
+		}
+	}
+
+	// The succession the apply would do now must be the one the plan saw.
+	var pred *receipt.Receipt
+	if p := predecessorOf(c.Predecessor, prev); p != "" {
+		var err error
+		if pred, err = r.o.Store.LatestReceipt(ctx, store.Key{Environment: r.key.Environment, Scope: p}); err != nil {
+			return err
+		}
+		act := succession.Decide(r.key.Scope, prev, pred)
+		takes := act == succession.Start || (act == succession.Resume && !succession.Promised(r.key.Scope, pred))
+		switch {
+		case takes && m.Succession == nil:
+			return stale("the apply would now take over %s's resources (succession), which the plan did not include; %s", p, ranAt(pred)).With("changed", "succession")
+		case !takes && m.Succession != nil:
+			return stale("the plan includes taking over %s, which no longer applies (%s)", m.Succession.From, ranAt(pred)).With("changed", "succession")
+		case takes && pred.RunID != m.Succession.FromRun:
+			return stale("%s changed since the plan took it over: %s", p, ranAt(pred)).With("changed", "succession").With("run", pred.RunID)
+		}
+	} else if m.Succession != nil {
+		return stale("the plan includes taking over %s and this run has no predecessor", m.Succession.From).With("changed", "succession")
+	}
+
+	// The state the engine will apply to must be the one the plan was made
+	// against (the predecessor's, which the handover copies as is).
+	key := r.key
+	if m.Succession != nil {
+		key = store.Key{Environment: r.key.Environment, Scope: m.Succession.From}
+	}
+	state, err := r.o.Store.ReadState(ctx, key)
+	if err != nil {
+		return err
+	}
+	now := savedplan.Mark(key.Scope, state)
+	if now.Digest != m.State.Digest {
+		who := "no receipt records the change"
+		latest := prev
+		if m.Succession != nil {
+			latest = pred
+		}
+		if latest != nil && latest.RunID != m.Receipt && (m.Succession == nil || latest.RunID != m.Succession.FromRun) {
+			who = ranAt(latest)
+		}
+		return stale("the state of %s changed since the plan was made at %s (%s, now %s): %s", key.Scope, m.CreatedAt.Format(time.RFC3339), m.State, now, who).
+			With("changed", "state").With("run", runOf(latest))
+	}
+	if m.Succession == nil && runOf(prev) != m.Receipt {
+		return stale("scope %s ran since the plan was made at %s: %s", r.key.Scope, m.CreatedAt.Format(time.RFC3339), ranAt(prev)).
+			With("changed", "receipt").With("run", runOf(prev))
+	}
+	return r.checkSavedOwners(ctx, m)
+}
+
+// checkSavedOwners refuses a saved plan when another scope has come to own
+// (or intend to create) an identity the plan touches since it was made.
+func (r *runner) checkSavedOwners(ctx context.Context, m savedplan.Meta) error {
+	var ids []string
+	address := map[string]string{}
+	for _, t := range m.Touches {
+		for _, k := range append([]string{t.Identity}, t.Keys...) {
+			if k != "" && address[k] == "" {
+				ids = append(ids, k)
+				address[k] = t.Address
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ids)
+	if err != nil {
+		return err
+	}
+	before := map[string]bool{}
+	for _, o := range m.Owners {
+		before[o.Scope+"\x00"+o.Identity] = true
+	}
+	var lines []string
+	var runs []string
+	for _, o := range owners {
+		if o.Scope == r.key.Scope || before[o.Scope+"\x00"+o.Identity] {
+			continue
+		}
+		how := "came to own"
+		if o.CreatedBy == receipt.CreatedByIntent {
+			how = "is creating"
+		}
+		lines = append(lines, fmt.Sprintf("scope %s (run %s) %s %s (%s) at %s", o.Scope, o.RunID, how, address[o.Identity], o.Identity, o.Since.UTC().Format(time.RFC3339)))
+		runs = append(runs, o.RunID)
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	sort.Strings(lines)
+	return stale("since the plan was made at %s, %s", m.CreatedAt.Format(time.RFC3339), strings.Join(lines, "; ")).
+		With("changed", "ownership").With("runs", runs).
+		WithHint("Another scope manages what this plan would change now: plan again to see the refusal (OWNED_BY_OTHER_SCOPE) or the new plan.")
+}
+
+// checkSavedPlan compares the record with the engine's own plan: a record
+// altered to hide a change (with its seal recomputed) is refused.
+func checkSavedPlan(m savedplan.Meta, planned []ownership.Planned) error {
+	// Identities are left out: they depend on the identity schemes in use
+	// in the environment, which may change between plan and apply.
+	key := func(address string, actions []string) string {
+		return address + "\x00" + strings.Join(actions, "+")
+	}
+	var want, got []string
+	for _, t := range m.Touches {
+		want = append(want, key(t.Address, t.Actions))
+	}
+	for _, p := range planned {
+		got = append(got, key(p.Address, p.Actions))
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(want, got) {
+		return errcode.New(errcode.PlanCorrupt, "the saved plan's record does not match the engine's plan in it: the file was altered")
+	}
+	return nil
+}
+
+func predecessorOf(detected string, prev *receipt.Receipt) string {
+	if prev != nil && prev.Inheriting != "" {
+		return prev.Inheriting
+	}
+	return detected
+}
+
+func runOf(rec *receipt.Receipt) string {
+	if rec == nil {
+		return ""
+	}
+	return rec.RunID
+}
+
+// ranAt says which run of which scope did what, and when.
+func ranAt(rec *receipt.Receipt) string {
+	if rec == nil {
+		return "the scope has no receipt"
+	}
+	at := rec.FinishedAt
+	if at.IsZero() {
+		at = rec.StartedAt
+	}
+	return fmt.Sprintf("run %s (%s, %s) of scope %s at %s", rec.RunID, rec.Command, rec.Status, rec.Scope, at.UTC().Format(time.RFC3339))
+}
+
+func shortCommit(c string) string {
+	if c == "" {
+		return "none"
+	}
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
