@@ -145,7 +145,7 @@ func (r Run) body() []string {
 	if r.SavedPlan != "" {
 		out = append(out, "\n**Saved plan:** "+inline(r.SavedPlan)+"; `sponson apply "+r.SavedPlan+"` applies exactly this plan, or refuses if it went stale.\n")
 	}
-	out = append(out, changeLines(r.Changes)...)
+	out = append(out, changeLines(r.Changes, actionTitle)...)
 	if len(r.Warnings) > 0 {
 		out = append(out, "\n**Warnings**\n\n")
 		for _, w := range r.Warnings {
@@ -157,7 +157,7 @@ func (r Run) body() []string {
 
 // changeLines lists changes grouped by action, replacements and deletes
 // first.
-func changeLines(cs []Change) []string {
+func changeLines(cs []Change, titles map[Action]string) []string {
 	var out []string
 	g := group(cs)
 	for _, a := range actionOrder {
@@ -165,7 +165,7 @@ func changeLines(cs []Change) []string {
 		if len(l) == 0 {
 			continue
 		}
-		out = append(out, fmt.Sprintf("\n#### %s (%d)\n\n", actionTitle[a], len(l)))
+		out = append(out, fmt.Sprintf("\n#### %s (%d)\n\n", titles[a], len(l)))
 		for _, c := range l {
 			line := "- " + inline(c.Address)
 			if c.From != "" {

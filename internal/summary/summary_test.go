@@ -300,3 +300,21 @@ func TestMarkerHasNoDoubleDash(t *testing.T) {
 		t.Errorf("markers of different stacks or environments collide")
 	}
 }
+
+// TestDriftGolden: the drift summary of three scopes, one drifted and one
+// that could not be checked.
+func TestDriftGolden(t *testing.T) {
+	t.Parallel()
+	d := summary.Drift{Stack: "github.com/acme/infra", Environment: "preview", Engine: "opentofu 1.12.6", Scopes: []summary.DriftScope{
+		{Scope: "main", Status: summary.InSync, Changes: []summary.Change{}},
+		{Scope: "pr-1", Status: summary.Drifted, Changes: []summary.Change{{Address: "terraform_data.app", Action: summary.Update}, {Address: "terraform_data.db", Action: summary.Delete}},
+			PlanText: "  # terraform_data.app has changed\n  ~ resource \"terraform_data\" \"app\" {\n      ~ input = \"a\" -> \"b\"\n    }\n"},
+		{Scope: "pr-2", Status: summary.Failed, Changes: []summary.Change{}, Failure: &summary.Failure{Code: "ENGINE_FAILED", Message: "opentofu plan failed: exit status 1\nmore"}},
+	}}
+	md := d.Markdown(summary.Options{})
+	golden(t, "drift", md)
+	checkWellFormed(t, md)
+	if in, dr, fa := d.Counts(); in != 1 || dr != 1 || fa != 1 {
+		t.Errorf("counts %d %d %d", in, dr, fa)
+	}
+}
