@@ -110,6 +110,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.`,
 		NewCmdReceipt(f, out, nil),
 		NewCmdOutput(f, out, nil),
 		NewCmdGC(f, out, nil),
+		NewCmdDrift(f, out, nil),
 		NewCmdProvider(f, out),
 		NewCmdVersion(f, out),
 	} {

@@ -51,6 +51,8 @@ const (
 	IntentUnresolved  Code = "INTENT_UNRESOLVED"
 	PlanStale         Code = "PLAN_STALE"
 	PlanCorrupt       Code = "PLAN_CORRUPT"
+	DriftDetected     Code = "DRIFT_DETECTED"
+	DriftCheckFailed  Code = "DRIFT_CHECK_FAILED"
 	Interrupted       Code = "INTERRUPTED"
 	MirrorFailed      Code = "MIRROR_FAILED"
 	Internal          Code = "INTERNAL"
@@ -87,6 +89,8 @@ var table = []Spec{
 	{IntentUnresolved, ExitFailed, "A create recorded as an intent could not be settled against the state.", "Inspect the scope with `sponson receipt` and the engine's state."},
 	{PlanStale, ExitRefused, "The saved plan no longer describes what its apply would do: the scope's state, the ownership of something it touches, its succession, or its commit, stack, environment or scope changed since it was made. Nothing was written.", "Plan again (`sponson plan -out FILE`), review the new plan, and apply that one."},
 	{PlanCorrupt, ExitRefused, "The saved plan file is truncated, altered, not a sponson plan, or sealed with another key (SPONSON_PLAN_KEY). Nothing was written.", "Plan again with `sponson plan -out FILE`; keep the file as the plan job wrote it (an artifact, mode 0600)."},
+	{DriftDetected, ExitFailed, "`sponson drift` found a scope whose real objects changed outside the engine (the result lists each scope and what drifted). Nothing was changed.", "Apply the scope to bring the objects back to its configuration, or change the configuration to match, then run drift again."},
+	{DriftCheckFailed, ExitFailed, "`sponson drift` could not check a scope (the result names the scope and its error); no scope drifted among those checked.", "Read the scope's error; run `sponson plan` in that scope to see the engine's own output."},
 	{Interrupted, ExitFailed, "The run was interrupted by a signal.", "Run again; the lease expires if it could not be released."},
 	{MirrorFailed, ExitFailed, "`sponson provider mirror` could not write the provider mirror.", "Check that the directory is writable and has space; the message says which step failed."},
 	{Internal, ExitFailed, "An unexpected error; this is a bug in Sponson.", "Report it with the command line and the output."},

@@ -59,7 +59,11 @@ func (r *runner) previewSuccession(ctx context.Context, prev *receipt.Receipt) e
 		if err != nil {
 			return err
 		}
-		switch act := succession.Decide(r.key.Scope, prev, pred); {
+		act, err := succession.Decide(r.key.Scope, prev, pred)
+		if err != nil {
+			return err
+		}
+		switch {
 		case act == succession.Start || (act == succession.Resume && !succession.Promised(r.key.Scope, pred)):
 			r.seen.pred = pred
 			r.handover = &handover{pred: predKey}
@@ -160,7 +164,10 @@ func (r *runner) checkSaved(ctx context.Context, prev *receipt.Receipt) error {
 		if pred, err = r.o.Store.LatestReceipt(ctx, store.Key{Environment: r.key.Environment, Scope: p}); err != nil {
 			return err
 		}
-		act := succession.Decide(r.key.Scope, prev, pred)
+		act, err := succession.Decide(r.key.Scope, prev, pred)
+		if err != nil {
+			return err
+		}
 		takes := act == succession.Start || (act == succession.Resume && !succession.Promised(r.key.Scope, pred))
 		switch {
 		case takes && m.Succession == nil:

@@ -1,0 +1,295 @@
+package wrapper
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/summary"
+)
+
+// DriftOptions are the options of `sponson drift`.
+type DriftOptions struct {
+	Env, Chdir, Store, Engine string
+	Vars, VarFiles            []string
+	Summary                   string
+	// Scopes are the scopes named on the command line; every scope of the
+	// environment with something to check when empty.
+	Scopes []string
+}
+
+// DriftResult is the result of `sponson drift` in the --json envelope.
+type DriftResult struct {
+	Environment string               `json:"environment"`
+	Store       string               `json:"store"`
+	Scopes      []summary.DriftScope `json:"scopes"`
+	InSync      int                  `json:"inSync"`
+	Drifted     int                  `json:"drifted"`
+	Failed      int                  `json:"failed"`
+}
+
+// NewCmdDrift builds `sponson drift`.
+func NewCmdDrift(f *Factory, out *outcome, runF func(context.Context, *DriftOptions) outcome) *cobra.Command {
+	opts := &DriftOptions{}
+	cmd := &cobra.Command{
+		Use:   "drift [SCOPE...] [flags]",
+		Short: "Report what changed outside the engine in the scopes of an environment",
+		Long: `Drift runs a refresh-only plan in every scope of the environment that has
+something to check (or in the scopes named), one after the other, and reports
+each scope as in-sync, drifted (with what changed or was deleted outside the
+engine) or failed. It changes nothing: it takes no lease, never writes a
+state or a receipt, and reads each scope's state the way plan does.
+
+Exit codes, for a nightly job to alert on: 0 when every scope is in sync;
+1 with DRIFT_DETECTED when a scope drifted; 1 with DRIFT_CHECK_FAILED when
+none drifted but a scope could not be checked; 2 when refused before
+running (usage, environment). --json prints every scope's finding either
+way, and the Markdown summary goes to --summary FILE and to
+$GITHUB_STEP_SUMMARY when that is set.
+
+The configuration in --chdir is the one every scope is planned with: run
+drift from the checkout those scopes were applied from (the default branch
+for main, a nightly job per environment).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out.command = "drift"
+			opts.Scopes = args
+			if runF != nil {
+				*out = runF(cmd.Context(), opts)
+				return nil
+			}
+			*out = runDrift(cmd, f, opts)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Env, "env", "", "environment to check (env SPONSON_CTX_ENV; default \"preview\")")
+	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
+	fs.StringVar(&opts.Store, "store", "", "store URL, as for plan (env SPONSON_STORE)")
+	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE)")
+	fs.StringArrayVar(&opts.Vars, "var", nil, "set a variable, `NAME=VALUE`, passed to the engine as -var (repeatable)")
+	fs.StringArrayVar(&opts.VarFiles, "var-file", nil, "load variables from a `FILE`, passed to the engine as -var-file (repeatable)")
+	fs.StringVar(&opts.Summary, "summary", "", "write the Markdown drift summary to `FILE` (env SPONSON_SUMMARY)")
+	return cmd
+}
+
+func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
+	o := outcome{command: "drift"}
+	if err := bindEnv(cmd.Flags(), map[string]string{"env": "SPONSON_CTX_ENV", "summary": "SPONSON_SUMMARY"}, f.Getenv); err != nil {
+		o.err = err
+		return o
+	}
+	for _, s := range opts.Scopes {
+		if err := runctx.ValidName("scope", s); err != nil {
+			o.err = errcode.Wrap(errcode.Usage, err, "drift %s", s)
+			return o
+		}
+	}
+	// The run flags of a plan resolve everything but the scope, which each
+	// check sets; "main" only lets detection succeed outside CI.
+	rf := RunFlags{Env: opts.Env, Scope: "main", Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}
+	in, err := rf.resolve(cmd, f, scoperun.Plan, nil)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	in.opts.Vars = nil
+	for _, v := range opts.VarFiles {
+		in.opts.Vars = append(in.opts.Vars, engine.VarArg{File: true, Value: v})
+	}
+	for _, v := range opts.Vars {
+		if !strings.Contains(v, "=") {
+			o.err = errcode.New(errcode.Usage, "-var %q must be NAME=VALUE", v)
+			return o
+		}
+		in.opts.Vars = append(in.opts.Vars, engine.VarArg{Value: v})
+	}
+	st := in.opts.Store
+	defer st.Close()
+	env := in.opts.Context.Environment
+	ctx := cmd.Context()
+	targets, err := driftTargets(ctx, st, env, opts.Scopes)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	jsonMode, _ := cmd.Flags().GetBool("json")
+	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
+	p := printer{w: f.Out}
+	if jsonMode {
+		p.w = f.ErrOut
+	}
+	warnOut := printer{w: f.ErrOut}
+	p.line("sponson drift · %s · %d scopes", env, len(targets))
+
+	d := summary.Drift{Environment: env}
+	wantText := opts.Summary != "" || f.Getenv("GITHUB_STEP_SUMMARY") != ""
+	for _, t := range targets {
+		ds := driftScope(ctx, in.opts, t, wantText, io.Discard)
+		if d.Engine == "" && ds.engine != "" {
+			d.Engine = ds.engine
+		}
+		for _, w := range ds.warnings {
+			warnOut.warn(t.Key.Scope + ": " + w)
+			o.warnings = append(o.warnings, t.Key.Scope+": "+w)
+		}
+		d.Scopes = append(d.Scopes, ds.DriftScope)
+		p.line("%s: %s", t.Key.Scope, driftLine(ds.DriftScope))
+	}
+	in2, dr, fa := d.Counts()
+	o.result = DriftResult{Environment: env, Store: in.storeURL, Scopes: d.Scopes, InSync: in2, Drifted: dr, Failed: fa}
+	if d.Scopes == nil {
+		o.result = DriftResult{Environment: env, Store: in.storeURL, Scopes: []summary.DriftScope{}}
+	}
+	if ps := f.Getenv("GITHUB_STEP_SUMMARY"); ps != "" {
+		if err := appendFile(ps, d.Markdown(summary.Options{Limit: stepSummaryLimit})+"\n"); err != nil {
+			warnOut.warn(fmt.Sprintf("could not write the summary to $GITHUB_STEP_SUMMARY: %v", err))
+		}
+	}
+	if opts.Summary != "" {
+		if err := writeFile(opts.Summary, []byte(d.Markdown(summary.Options{}))); err != nil {
+			warnOut.warn(fmt.Sprintf("could not write the summary to %s: %v", opts.Summary, err))
+		}
+	}
+	p.line("sponson drift %s: %d in sync, %d drifted, %d failed", env, in2, dr, fa)
+	switch {
+	case dr > 0:
+		o.err = errcode.New(errcode.DriftDetected, "%d of %d scopes of %s drifted: %s", dr, len(d.Scopes), env, scopesWith(d, summary.Drifted))
+	case fa > 0:
+		o.err = errcode.New(errcode.DriftCheckFailed, "%d of %d scopes of %s could not be checked: %s", fa, len(d.Scopes), env, scopesWith(d, summary.Failed))
+	}
+	return o
+}
+
+// driftTargets lists the scopes to check: those named, or every scope of
+// the environment that may own something (parent-object leases, destroyed
+// and superseded scopes left out).
+func driftTargets(ctx context.Context, st store.Store, env string, named []string) ([]store.ScopeSummary, error) {
+	all, err := st.List(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]store.ScopeSummary{}
+	for _, s := range all {
+		byName[s.Key.Scope] = s
+	}
+	var out []store.ScopeSummary
+	if len(named) > 0 {
+		for _, n := range named {
+			s, ok := byName[n]
+			if !ok {
+				s = store.ScopeSummary{Key: store.Key{Environment: env, Scope: n}}
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	for _, s := range all {
+		if ownership.IsParentLeaseScope(s.Key.Scope) || s.Latest == nil {
+			continue
+		}
+		if r := s.Latest; len(r.Ledger) == 0 && (r.Status == receipt.StatusDestroyed || r.SupersededBy != "") {
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key.Scope < out[j].Key.Scope })
+	return out, nil
+}
+
+type driftFinding struct {
+	summary.DriftScope
+	engine   string
+	warnings []string
+}
+
+// driftScope checks one scope: a refresh-only plan with the context the
+// scope was last applied with, read-only.
+func driftScope(ctx context.Context, base scoperun.Options, s store.ScopeSummary, wantText bool, engineOut io.Writer) driftFinding {
+	if s.Latest == nil {
+		msg := fmt.Sprintf("scope %s has no receipt in environment %s: it was never applied, so there is nothing to check", s.Key.Scope, s.Key.Environment)
+		return driftFinding{DriftScope: summary.DriftScope{Scope: s.Key.Scope, Status: summary.Failed, Changes: []summary.Change{},
+			Failure: &summary.Failure{Code: string(errcode.Usage), Message: msg, Hint: "Name a scope that `sponson status` lists."}}}
+	}
+	o := base
+	c := runctx.Context{Environment: s.Key.Environment, Scope: s.Key.Scope, Source: "drift"}
+	if r := s.Latest; r != nil {
+		c.Branch, c.PullRequest, c.Commit = r.Branch, r.PullRequest, r.Commit
+	}
+	o.Context = c
+	o.EngineFlags.RefreshOnly = true
+	o.PlanText = wantText
+	o.EngineOut = engineOut
+	o.RunID = scoperun.NewRunID()
+	// The engine session sets its variables in the process environment
+	// (TF_CLI_CONFIG_FILE, TF_DATA_DIR, the state server's): each check
+	// starts from the environment sponson was started with.
+	saved := os.Environ()
+	res, err := scoperun.Run(ctx, o)
+	restoreEnv(saved)
+	f := driftFinding{DriftScope: summary.DriftScope{Scope: s.Key.Scope, RunID: o.RunID, Changes: []summary.Change{}}}
+	if res != nil {
+		f.warnings = res.Warnings
+		if res.Engine.Name != "" {
+			f.engine = res.Engine.Name + " " + res.Engine.Version
+		}
+	}
+	if err != nil {
+		e := errcode.As(err)
+		f.Status, f.Failure = summary.Failed, &summary.Failure{Code: string(e.Code), Message: e.Message, Hint: e.Hint}
+		return f
+	}
+	if cs := summary.DriftFromPlan(res.Plan); len(cs) > 0 {
+		f.Status, f.Changes, f.PlanText = summary.Drifted, cs, res.PlanText
+		return f
+	}
+	f.Status = summary.InSync
+	return f
+}
+
+// restoreEnv makes the process environment exactly env again.
+func restoreEnv(env []string) {
+	os.Clearenv()
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			_ = os.Setenv(k, v)
+		}
+	}
+}
+
+func driftLine(s summary.DriftScope) string {
+	switch s.Status {
+	case summary.Drifted:
+		var names []string
+		for _, c := range s.Changes {
+			names = append(names, c.Address+" ("+string(c.Action)+")")
+		}
+		return fmt.Sprintf("drifted: %v", names)
+	case summary.Failed:
+		return fmt.Sprintf("failed: %s %s", s.Failure.Code, s.Failure.Message)
+	}
+	return "in sync"
+}
+
+func scopesWith(d summary.Drift, status string) string {
+	var out []string
+	for _, s := range d.Scopes {
+		if s.Status == status {
+			out = append(out, s.Scope)
+		}
+	}
+	slices.Sort(out)
+	return fmt.Sprint(out)
+}
