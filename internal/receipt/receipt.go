@@ -71,6 +71,18 @@ type Receipt struct {
 	// run settled against the state.
 	Settled []Settlement `json:"settledIntents,omitempty"`
 	Error   *Failure     `json:"error,omitempty"`
+	// Unlocked is set on the receipt `sponson unlock` writes when it ends a
+	// live lease by hand (break-glass): who did it, why, and whose lease.
+	Unlocked *Unlocked `json:"unlocked,omitempty"`
+}
+
+// Unlocked records a lease ended by hand.
+type Unlocked struct {
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
+	Holder string    `json:"holder"`
+	Token  int64     `json:"token"`
+	At     time.Time `json:"at"`
 }
 
 // AllowedOlderCommit records a run given --allow-older-commit, and the newer

@@ -1,0 +1,171 @@
+package wrapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// UnlockOptions are the options of `sponson unlock`.
+type UnlockOptions struct {
+	StoreFlags
+	Scope, Reason, By string
+}
+
+// UnlockResult is the result part of unlock's envelope.
+type UnlockResult struct {
+	Environment string `json:"environment"`
+	Scope       string `json:"scope"`
+	// Ended is the lease that was ended; nil when none was live.
+	Ended   *store.LeaseInfo `json:"ended,omitempty"`
+	Receipt string           `json:"receipt,omitempty"`
+}
+
+// unlockTTL is how long unlock holds the scope's lease to record itself.
+const unlockTTL = time.Minute
+
+// NewCmdUnlock builds `sponson unlock`.
+func NewCmdUnlock(f *Factory, out *outcome, runF func(context.Context, *UnlockOptions) outcome) *cobra.Command {
+	opts := &UnlockOptions{}
+	cmd := &cobra.Command{
+		Use:   "unlock --scope S --reason TEXT [flags]",
+		Short: "End a live lease by hand (break-glass), recording who and why",
+		Long: `Unlock ends the live lease of a scope, for when the run holding it is stuck
+(a hung or stopped CI job) and waiting for its TTL is not an option. The
+holder is fenced out: its next state or receipt write, and its next renewal,
+are refused, so it stops with LOCK_LOST and can change nothing more; what it
+had begun is settled by the next run from its intents, as after a crash.
+
+Unlock then takes the lease for a moment and writes a receipt that carries the
+scope's ledger unchanged and records who ended whose lease and why (--reason
+is required; --by defaults to the CI actor or $USER). It is refused without a
+reason, and it needs --scope: a break-glass action never guesses the scope.
+A scope whose lease is free has nothing to unlock. This is sponson's
+counterpart of the engine's force-unlock, which sponson's own lock does not
+need otherwise: its leases expire.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out.command = "unlock"
+			if runF != nil {
+				*out = runF(cmd.Context(), opts)
+				return nil
+			}
+			*out = runUnlock(cmd.Context(), cmd, f, opts)
+			return nil
+		},
+	}
+	opts.bind(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Scope, "scope", "", "the scope whose lease to end (required)")
+	fs.StringVar(&opts.Reason, "reason", "", "why the lease is ended, recorded in the receipt (required)")
+	fs.StringVar(&opts.By, "by", "", "who ends it, recorded in the receipt (default: the CI actor, or $USER)")
+	return cmd
+}
+
+func runUnlock(ctx context.Context, cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
+	o := outcome{command: "unlock"}
+	reason := strings.TrimSpace(opts.Reason)
+	if reason == "" {
+		o.err = errcode.New(errcode.Usage, "unlock needs --reason").
+			WithHint("Say why the lease is ended, e.g. --reason \"job 1234 hung during apply\": the receipt records it.")
+		return o
+	}
+	if strings.TrimSpace(opts.Scope) == "" {
+		o.err = errcode.New(errcode.Usage, "unlock needs --scope").
+			WithHint("Name the scope whose lease to end; `sponson status` lists the scopes and who holds their lease.")
+		return o
+	}
+	if err := runctx.ValidName("scope", opts.Scope); err != nil {
+		o.err = err
+		return o
+	}
+	by := strings.TrimSpace(opts.By)
+	if by == "" {
+		by = runctx.DetectJob(f.Getenv).Actor
+	}
+	if by == "" {
+		by = "unknown"
+	}
+	st, _, env, err := opts.open(cmd, f)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer st.Close()
+	key := store.Key{Environment: env, Scope: opts.Scope}
+	res := UnlockResult{Environment: key.Environment, Scope: key.Scope}
+	o.result = &res
+	l, err := st.ReadLease(ctx, key)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	if !l.Live(time.Now()) {
+		fmt.Fprintf(f.ErrOut, "the lease of %s is not held: nothing to unlock\n", key)
+		return o
+	}
+	// Releasing with the holder's own id and token ends exactly that grant:
+	// a renewal in between keeps both, a takeover in between changes them
+	// and this release is refused.
+	if err := st.Release(ctx, store.Lease{Key: key, Holder: l.Holder, Token: l.Token, ExpiresAt: l.ExpiresAt}); err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			o.err = errcode.New(errcode.LockHeld, "the lease of %s changed hands while unlocking; it was not ended", key).
+				WithHint("Run `sponson status` to see who holds it now, and unlock again if it is still stuck.")
+			return o
+		}
+		o.err = err
+		return o
+	}
+	res.Ended = &l
+	fmt.Fprintf(f.ErrOut, "ended the lease of %s held by %s (token %d) since %s\n", key, l.Holder, l.Token, l.AcquiredAt.Local().Format(time.RFC3339))
+
+	// Record it: under a lease of its own, a receipt that carries the
+	// ledger (intents included, for the next run to settle) unchanged.
+	id := "unlock-" + strings.TrimPrefix(scoperun.NewRunID(), "run-")
+	g, err := st.Acquire(ctx, key, id, unlockTTL)
+	if err != nil {
+		o.err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
+		return o
+	}
+	defer func() { _ = st.Release(context.WithoutCancel(ctx), g.Lease) }()
+	prev, err := st.LatestReceipt(ctx, key)
+	if err != nil {
+		o.err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
+		return o
+	}
+	now := time.Now().UTC()
+	rec := &receipt.Receipt{Version: receipt.Version, Environment: key.Environment, Scope: key.Scope, Status: receipt.StatusUnchanged, Ledger: []receipt.Entry{}}
+	if prev != nil {
+		cp := *prev
+		rec = &cp
+		rec.Version = receipt.Version
+		rec.Settled, rec.LockPreempted, rec.AllowedOlderCommit = nil, nil, nil
+		if rec.Status == receipt.StatusRunning {
+			// The holder stopped before its receipt: its outcome is
+			// unknown, and its intents stay for the next run to settle.
+			rec.Status = receipt.StatusFailed
+			rec.Error = &receipt.Failure{Code: string(errcode.LockLost), Message: fmt.Sprintf("run %s lost its lease to sponson unlock by %s: %s", l.Holder, by, reason)}
+		}
+	}
+	rec.RunID, rec.Command, rec.Changes = id, "unlock", []receipt.Change{}
+	rec.StartedAt, rec.FinishedAt = now, now
+	rec.ApprovedBy = ""
+	rec.Unlocked = &receipt.Unlocked{By: by, Reason: reason, Holder: l.Holder, Token: l.Token, At: now}
+	if err := st.WriteReceipt(ctx, g.Lease, rec); err != nil {
+		o.err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
+		return o
+	}
+	res.Receipt = id
+	fmt.Fprintf(f.ErrOut, "recorded in receipt %s: unlocked by %s: %s\n", id, by, reason)
+	return o
+}
