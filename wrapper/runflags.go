@@ -3,6 +3,7 @@ package wrapper
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -213,6 +214,10 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	o.EngineOut = engineOut
 	o.Warn = warnOut.warn
 	o.Info = func(s string) { warnOut.line("%s", s) }
+	o.Job = runctx.DetectJob(f.Getenv)
+	if o.Host, _ = os.Hostname(); o.Host == "" {
+		o.Host = "unknown"
+	}
 	wait := newWaitLine(f.ErrOut, f.IsTerminal != nil && f.IsTerminal(f.ErrOut), nil)
 	o.OnWait = wait.event
 	p.line("%s", header(string(o.Command), o.Context.Environment, o.Context.Scope, o.RunID))

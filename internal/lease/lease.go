@@ -45,6 +45,9 @@ type Config struct {
 	Join func(store.LeaseInfo) bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// About describes this run for the lease record (store.WithHolder):
+	// others waiting for the lease see it.
+	About store.HolderInfo
 }
 
 func (c *Config) defaults() {

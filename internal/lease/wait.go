@@ -33,7 +33,7 @@ func Take(ctx context.Context, st store.Store, key store.Key, holder string, cfg
 	waitUntil := cfg.Now().Add(cfg.WaitTimeout)
 	for {
 		sent := cfg.Now()
-		g, err := st.Acquire(ctx, key, holder, cfg.TTL)
+		g, err := st.Acquire(store.WithHolder(ctx, cfg.About), key, holder, cfg.TTL)
 		if err == nil {
 			return Taken{Grant: g, Sent: sent}, nil
 		}

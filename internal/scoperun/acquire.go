@@ -18,6 +18,7 @@ func (r *runner) acquire(ctx, bg context.Context) error {
 		return nil
 	}
 	cfg := r.o.Lease
+	cfg.About = r.holderInfo()
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -82,4 +83,12 @@ type WaitEvent struct {
 // 10:02, lease until 10:17 — waited 40s".
 func (e WaitEvent) Line() string {
 	return fmt.Sprintf("waiting for %s: held by %s — waited %s", e.Key, lease.Describe(e.Lease), e.Waited.Round(time.Second))
+}
+
+// holderInfo describes this run for the lease records it takes.
+func (r *runner) holderInfo() store.HolderInfo {
+	return store.HolderInfo{
+		JobURL: r.o.Job.URL, Actor: r.o.Job.Actor, Host: r.o.Host,
+		Commit: r.o.Context.Commit, PullRequest: r.o.Context.PullRequest,
+	}
 }

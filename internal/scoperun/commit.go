@@ -79,8 +79,9 @@ func (r *runner) acquireParents(ctx context.Context, rules ownership.Rules, plan
 	for _, p := range rules.ParentsOf(plan) {
 		key := store.Key{Environment: r.key.Environment, Scope: ownership.ParentLeaseScope(p.Key)}
 		cfg := r.o.Lease
+		cfg.About = r.holderInfo()
 		cfg.OnWait = func(l store.LeaseInfo) {
-			r.info(fmt.Sprintf("waiting for the lease of parent object %s: held by %s until %s", p.Name, l.Holder, l.ExpiresAt.Local().Format("15:04:05")))
+			r.info(fmt.Sprintf("waiting for the lease of parent object %s: held by %s", p.Name, lease.Describe(l)))
 		}
 		// The run's own id as holder: a sponson_lease of the same object in
 		// this run's configuration joins this lease instead of waiting for

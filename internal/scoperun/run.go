@@ -72,6 +72,10 @@ type Options struct {
 	EngineFlags engine.Flags
 	// EngineOut receives the engine's own output as it runs.
 	EngineOut io.Writer
+	// Job and Host describe this run in the scope's lease record, with the
+	// context's commit and pull request, for whoever waits for it.
+	Job  runctx.Job
+	Host string
 	// OnWait, when set, receives each poll of a wait for the scope's lease
 	// and its end (Done); without it each poll is an Info line.
 	OnWait func(WaitEvent)

@@ -112,6 +112,7 @@ func (r *runner) beginSuccession(ctx context.Context, prev *receipt.Receipt) (*r
 	// The successor holds the predecessor's lease for the whole handover:
 	// a run of the branch scope meanwhile gets LOCK_HELD, or waits.
 	cfg := r.o.Lease
+	cfg.About = r.holderInfo()
 	cfg.OnWait = func(l store.LeaseInfo) {
 		r.info(fmt.Sprintf("waiting for the lease of %s (to take over its resources): held by %s until %s", predKey, l.Holder, l.ExpiresAt.Local().Format("15:04:05")))
 	}

@@ -40,9 +40,10 @@ type LeaseInfo struct {
 
 // HolderInfo is what a person needs to find the run holding a lease: its CI
 // job, who started it, what it is applying, and where it runs. A store keeps
-// it in the lease record as the holder gave it at Acquire, and returns it
-// with every LeaseInfo (HeldError included); it is description only: leases
-// are granted, renewed, released and fenced by Holder and Token alone.
+// it in the lease record as the holder gave it at Acquire (WithHolder), and
+// returns it with every LeaseInfo (HeldError included); it is description
+// only: leases are granted, renewed, released and fenced by Holder and Token
+// alone.
 type HolderInfo struct {
 	JobURL      string `json:"jobUrl,omitempty"`
 	Actor       string `json:"actor,omitempty"`
@@ -168,4 +169,22 @@ type HeldError struct {
 // Error says who holds the lease and until when.
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("lease of %s is held by %s until %s", e.Key, e.Lease.Holder, e.Lease.ExpiresAt.Format(time.RFC3339))
+}
+
+type holderKey struct{}
+
+// WithHolder returns ctx carrying the description of the holder that an
+// Acquire made with it records in the lease record. It travels in the
+// context rather than as an argument of Acquire because nothing decides on
+// it: it is recorded verbatim and shown to people, while Acquire's arguments
+// stay the lease's own contract.
+func WithHolder(ctx context.Context, about HolderInfo) context.Context {
+	return context.WithValue(ctx, holderKey{}, about)
+}
+
+// HolderFrom returns the description WithHolder put in ctx; the zero
+// HolderInfo when there is none.
+func HolderFrom(ctx context.Context) HolderInfo {
+	about, _ := ctx.Value(holderKey{}).(HolderInfo)
+	return about
 }
