@@ -59,18 +59,3 @@ func Check(planned []Planned, owners []store.Owner, scope string) []Conflict {
 	})
 	return out
 }
-
-// Winner decides which of several scopes that hold the same identity keeps
-// it: the one whose entry the store recorded first, and between entries
-// recorded at the same instant the scope whose name sorts first. Every run
-// that reads the same index reaches the same answer, so of two scopes that
-// wrote an intent for one identity at the same moment exactly one goes on.
-func Winner(holders []store.Owner) store.Owner {
-	best := holders[0]
-	for _, h := range holders[1:] {
-		if h.Since.Before(best.Since) || (h.Since.Equal(best.Since) && h.Scope < best.Scope) {
-			best = h
-		}
-	}
-	return best
-}

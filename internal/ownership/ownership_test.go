@@ -84,7 +84,7 @@ func TestProviderIdentityIsUsedWithoutADeclaration(t *testing.T) {
 	}
 }
 
-func TestCheckAndWinner(t *testing.T) {
+func TestCheck(t *testing.T) {
 	t.Parallel()
 	planned := []Planned{
 		{Address: "fixture_object.a", Identity: "A", Actions: []string{"create"}},
@@ -103,16 +103,6 @@ func TestCheckAndWinner(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"fixture_object.a<-pr-2", "fixture_object.b<-main"}, got); diff != "" {
 		t.Errorf("conflicts of pr-1 (-want +got); its own entries never conflict:\n%s", diff)
-	}
-	if w := Winner(owners[1:]); w.Scope != "pr-2" {
-		t.Errorf("Winner = %s, want the earlier intent pr-2", w.Scope)
-	}
-	tie := []store.Owner{{Scope: "pr-9", Since: t0}, {Scope: "pr-10", Since: t0}}
-	if w := Winner(tie); w.Scope != "pr-10" {
-		t.Errorf("tie: Winner = %s, want pr-10 (sorts first)", w.Scope)
-	}
-	if w := Winner([]store.Owner{tie[1], tie[0]}); w.Scope != "pr-10" {
-		t.Errorf("Winner depends on the order of the index: %s", w.Scope)
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 
 // commitIntents is the seventh phase: it leases the parent objects the plan
 // writes into, then writes the checkpoint, the receipt of a run under way
-// that holds an intent for every create, and settles a race with another
-// scope's intents for the same objects. It returns the receipt that record
+// that holds an intent for every create, under the intent lease when
+// another scope's intents could race it. It returns the receipt that record
 // completes.
 func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *checked, prev *receipt.Receipt, settled []receipt.Settlement) (*receipt.Receipt, error) {
 	releaseParents, err := r.acquireParents(eng.ctx, c.rules, c.plan, eng.stop)
@@ -34,13 +34,32 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 	// The checkpoint: before the engine writes anything, the store knows a
 	// run is under way and holds an intent for every create, so a crash
 	// mid-apply never leaves a resource nobody knows may exist.
-	if err := r.held.WriteReceipt(bg, rec); err != nil {
-		return nil, err
+	written := false
+	write := func(ctx context.Context) error {
+		if err := r.held.WriteReceipt(ctx, rec); err != nil {
+			return err
+		}
+		written = true
+		return nil
 	}
-	// Another scope may have written an intent for the same object since
-	// the check: with both intents in the index, one deterministic rule
-	// says who goes on.
-	if err := r.settleRaces(ctx, c.planned); err != nil {
+	if !ownership.NeedsIntentLease(c.planned) {
+		if err := write(bg); err != nil {
+			return nil, err
+		}
+		return rec, nil
+	}
+	// Another scope may be about to write an intent for the same object:
+	// the check is made again, and the checkpoint written, under the
+	// environment's intent lease, which orders the two (the intent race
+	// rule, package ownership). A run refused there has written nothing.
+	warning, err := ownership.UnderIntentLease(bg, r.o.Store, r.key.Environment, "intents-"+strings.TrimPrefix(r.o.RunID, "run-"), r.o.Lease,
+		func(context.Context) error { return r.checkForeign(ctx, c.planned) }, write)
+	if warning != "" {
+		r.warn(warning)
+	}
+	if err != nil && written && r.held.Err() == nil {
+		// The intent lease was lost around the checkpoint: the order is
+		// not proven, so the run ends failed with its intents dropped.
 		rec.Status = receipt.StatusFailed
 		rec.FinishedAt = time.Now().UTC()
 		rec.Ledger = carried(prev)
@@ -49,6 +68,11 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 		r.res.Status = rec.Status
 		if werr := r.held.WriteReceipt(bg, rec); werr != nil {
 			return nil, werr
+		}
+	}
+	if err != nil {
+		if !written {
+			r.res.Receipt = nil
 		}
 		return nil, err
 	}
@@ -151,39 +175,4 @@ func carried(prev *receipt.Receipt) []receipt.Entry {
 		out = append(out, prev.Ledger...)
 	}
 	return out
-}
-
-// settleRaces re-reads the environment after this run's intents were
-// written. Where another scope holds the same identity, the holder the store
-// recorded first keeps it (ownership.Winner); if that is not this run, the
-// run is refused before the engine writes.
-func (r *runner) settleRaces(ctx context.Context, planned []ownership.Planned) error {
-	var ids []string
-	for _, p := range planned {
-		if p.Creates() && p.Identity != "" {
-			ids = append(ids, p.Identity)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ids)
-	if err != nil {
-		return err
-	}
-	holders := map[string][]store.Owner{}
-	for _, o := range owners {
-		holders[o.Identity] = append(holders[o.Identity], o)
-	}
-	var lost []ownership.Conflict
-	for _, p := range planned {
-		hs := holders[p.Identity]
-		if !p.Creates() || p.Identity == "" || len(hs) < 2 {
-			continue
-		}
-		if w := ownership.Winner(hs); w.Scope != r.key.Scope {
-			lost = append(lost, ownership.Conflict{Change: p, Owner: w})
-		}
-	}
-	return foreignError(r.key.Scope, lost)
 }

@@ -106,8 +106,8 @@ func IndexRows(r *receipt.Receipt) []IndexRow {
 
 // OwnersOf returns the ownership-index entries of a scope's receipt r. An
 // identity the scope's previous entries (prev) already held keeps the time
-// it was first recorded; a new one gets now, the store's clock: Since orders
-// two scopes' intents for one identity (ownership.Winner).
+// it was first recorded; a new one gets now, the store's clock. Since is for
+// people: the intent race rule does not read it (ownership.UnderIntentLease).
 func OwnersOf(scope string, r *receipt.Receipt, prev []Owner, now time.Time) []Owner {
 	since := make(map[string]time.Time, len(prev))
 	for _, o := range prev {

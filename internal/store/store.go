@@ -145,7 +145,9 @@ type Owner struct {
 	// RunID is the run whose receipt listed the entry.
 	RunID string `json:"runId"`
 	// Since is when the store first recorded this identity for this scope,
-	// by the store's clock: it orders two scopes' intents for one identity.
+	// by the store's clock, for people: it is taken before the write is
+	// visible, so it cannot order two scopes' intents (the intent lease of
+	// package ownership does).
 	Since time.Time `json:"since"`
 }
 

@@ -527,3 +527,19 @@ func BenchmarkOwners(b *testing.B) {
 		})
 	}
 }
+
+// TestIntentRace runs the intent race rule's race test on two handles of
+// one directory (storetest.IntentRace).
+func TestIntentRace(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var handles [2]store.Store
+	for i := range handles {
+		s, err := filestore.Open(root)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		handles[i] = s
+	}
+	storetest.IntentRace(t, 500, handles[0], handles[1])
+}

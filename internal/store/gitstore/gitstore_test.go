@@ -191,3 +191,11 @@ func TestBranchLayout(t *testing.T) {
 		t.Errorf("ReadState = %q, %v", got, err)
 	}
 }
+
+// TestIntentRace runs the intent race rule's race test on two stores of one
+// remote (storetest.IntentRace), as two CI jobs would use it.
+func TestIntentRace(t *testing.T) {
+	t.Parallel()
+	remote := newRemote(t)
+	storetest.IntentRace(t, 20, openStore(t, remote), openStore(t, remote))
+}

@@ -407,3 +407,12 @@ func TestLeastPrivilegeRole(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIntentRace runs the intent race rule's race test on two stores (two
+// connection pools) of one database (storetest.IntentRace).
+func TestIntentRace(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Shared(t)
+	dsn := srv.DSN(srv.NewDatabase(t))
+	storetest.IntentRace(t, 200, openStore(t, dsn), openStore(t, dsn))
+}

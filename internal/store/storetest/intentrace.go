@@ -1,0 +1,113 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// IntentRace is the race test of the intent race rule (issue 12 item 6): in
+// every round two scopes, each on its own handle of one backend (as two CI
+// jobs would be), plan to create the same object at the same moment. Each
+// does what a run's checkpoint does, with the real building blocks: under
+// the environment's intent lease (ownership.UnderIntentLease) it reads the
+// ownership index for the object's identity and, finding no other scope's
+// entry, writes its receipt with the intent, fenced by its scope lease. In
+// every round exactly one of them must write, and the other must see the
+// winner's intent.
+//
+// Nothing waits on time: both contenders start together from one barrier and
+// the round ends when both have decided; the lease machinery only polls.
+// rounds is the default; SPONSON_INTENT_RACE_ROUNDS overrides it.
+func IntentRace(t *testing.T, rounds int, a, b store.Store) {
+	t.Helper()
+	if v := os.Getenv("SPONSON_INTENT_RACE_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("SPONSON_INTENT_RACE_ROUNDS: %v", err)
+		}
+		rounds = n
+	}
+	ctx := t.Context()
+	const env = "preview"
+	type contender struct {
+		st    store.Store
+		key   store.Key
+		lease store.Lease
+	}
+	var cs [2]*contender
+	for i, st := range []store.Store{a, b} {
+		k := store.Key{Environment: env, Scope: fmt.Sprintf("pr-race-%d", i)}
+		g, err := st.Acquire(ctx, k, fmt.Sprintf("run-race-%d", i), time.Hour)
+		if err != nil {
+			t.Fatalf("Acquire(%s): %v", k, err)
+		}
+		cs[i] = &contender{st: st, key: k, lease: g.Lease}
+	}
+	cfg := lease.Config{TTL: time.Minute, PollInterval: time.Millisecond, WaitTimeout: 10 * time.Minute}
+	failures := 0
+	for round := range rounds {
+		id := fmt.Sprintf("fixture|fixture_object|name=\"race-%d\"", round)
+		wrote := [2]bool{}
+		errs := [2]error{}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, c := range cs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				check := func(ctx context.Context) error {
+					owners, err := c.st.Owners(ctx, env, []string{id})
+					if err != nil {
+						return err
+					}
+					for _, o := range owners {
+						if o.Scope != c.key.Scope {
+							return errTaken
+						}
+					}
+					return nil
+				}
+				write := func(ctx context.Context) error {
+					rec := NewReceipt(c.key, fmt.Sprintf("run-%d-%d", round, i), 0)
+					rec.Status = receipt.StatusRunning
+					rec.Ledger = []receipt.Entry{{Identity: id, Address: `fixture_object.o["x"]`, Provider: "fixture", Type: "fixture_object", CreatedBy: receipt.CreatedByIntent}}
+					if err := c.st.WriteReceipt(ctx, c.lease, rec); err != nil {
+						return err
+					}
+					wrote[i] = true
+					return nil
+				}
+				holder := fmt.Sprintf("intents-%d-%d", round, i)
+				if _, err := ownership.UnderIntentLease(ctx, c.st, env, holder, cfg, check, write); err != nil && err != errTaken {
+					errs[i] = err
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, contender %d: %v", round, i, err)
+			}
+		}
+		if wrote[0] == wrote[1] {
+			failures++
+			t.Errorf("round %d: contender 0 wrote %v, contender 1 wrote %v; want exactly one", round, wrote[0], wrote[1])
+		}
+	}
+	t.Logf("%d rounds, %d with other than exactly one creator", rounds, failures)
+}
+
+// errTaken is a check's refusal: another scope holds the identity.
+var errTaken = fmt.Errorf("taken")
