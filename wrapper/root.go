@@ -112,6 +112,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.`,
 		NewCmdUnlock(f, out, nil),
 		NewCmdGC(f, out, nil),
 		NewCmdDrift(f, out, nil),
+		NewCmdAdopt(f, out),
 		NewCmdProvider(f, out),
 		NewCmdVersion(f, out),
 	} {

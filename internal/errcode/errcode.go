@@ -39,6 +39,7 @@ const (
 	OwnedByOtherScope Code = "OWNED_BY_OTHER_SCOPE"
 	IdentityPolicy    Code = "IDENTITY_POLICY"
 	HandoverTaken     Code = "HANDOVER_TAKEN"
+	ScopeHasState     Code = "SCOPE_HAS_STATE"
 	StoreContended    Code = "STORE_CONTENDED"
 	StoreRejected     Code = "STORE_REJECTED"
 	StorePermission   Code = "STORE_PERMISSION"
@@ -77,6 +78,7 @@ var table = []Spec{
 	{OwnedByOtherScope, ExitFailed, "The plan changes a resource that another scope of the same environment owns.", "Apply that change from the owning scope, or read the resource with a data source."},
 	{IdentityPolicy, ExitRefused, "The sponson_scope identity policy names attributes that objects the scope owns do not have: their ownership could no longer be matched.", "Name attributes these objects set in the identity policy of sponson_scope, or remove the type from it to identify its objects by id."},
 	{HandoverTaken, ExitRefused, "Another pull request scope holds the handover of this scope's predecessor (two pull requests on one head branch); this scope has only an unpromised copy of its resources.", "Continue in the scope that holds the handover, or run `sponson destroy` in this scope to drop its copy (it deletes nothing) and apply again."},
+	{ScopeHasState, ExitRefused, "`sponson adopt` was asked to adopt a state into a scope that already has one, or owns resources: adopting would replace it.", "Adopt into a new scope (--scope NAME), or destroy this scope first; the old backend is unchanged."},
 	{StoreContended, ExitFailed, "The store stayed contended for longer than the retry budget.", "Run again; if it persists, reduce concurrent runs on one store."},
 	{StoreRejected, ExitFailed, "The store rejected a write.", "Check the store's hooks or policies; a copy of the write is kept locally."},
 	{StorePermission, ExitFailed, "The store refused access.", "Check the credentials and permissions of the store."},

@@ -70,7 +70,10 @@ type Receipt struct {
 	// Settled lists the intents of an interrupted earlier run that this
 	// run settled against the state.
 	Settled []Settlement `json:"settledIntents,omitempty"`
-	Error   *Failure     `json:"error,omitempty"`
+	// AdoptedFrom is set by `sponson adopt`: the backend the scope's state
+	// was taken from.
+	AdoptedFrom *Adoption `json:"adoptedFrom,omitempty"`
+	Error       *Failure  `json:"error,omitempty"`
 	// Unlocked is set on the receipt `sponson unlock` writes when it ends a
 	// live lease by hand (break-glass): who did it, why, and whose lease.
 	Unlocked *Unlocked `json:"unlocked,omitempty"`
@@ -83,6 +86,20 @@ type Unlocked struct {
 	Holder string    `json:"holder"`
 	Token  int64     `json:"token"`
 	At     time.Time `json:"at"`
+}
+
+// Adoption records where `sponson adopt` took a scope's state from. The old
+// backend is left as it was; this says which state it was, so that it can be
+// compared and then retired.
+type Adoption struct {
+	// Backend is the type the configuration declared ("s3", "gcs", ...),
+	// "local" for none.
+	Backend   string `json:"backend"`
+	Workspace string `json:"workspace"`
+	Lineage   string `json:"lineage,omitempty"`
+	Serial    int64  `json:"serial"`
+	// SHA256 is of the state as the engine pulled it, hex.
+	SHA256 string `json:"sha256"`
 }
 
 // AllowedOlderCommit records a run given --allow-older-commit, and the newer

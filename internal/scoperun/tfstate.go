@@ -76,6 +76,10 @@ func readState(data []byte) ([]stateResource, error) {
 	return out, nil
 }
 
+// StateObjects lists the managed resource instances of a raw state, as a
+// run reads them for its ledger (`sponson adopt` reads an adopted state so).
+func StateObjects(data []byte) ([]ownership.Object, error) { return readState(data) }
+
 // isIntent reports whether a ledger entry is an unsettled intent.
 func isIntent(e receipt.Entry) bool { return e.CreatedBy == receipt.CreatedByIntent }
 

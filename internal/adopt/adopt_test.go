@@ -1,0 +1,86 @@
+package adopt
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
+	"github.com/sponson/terraform-provider-sponson/internal/store/storetest"
+)
+
+// A scope with state or a ledger is refused; a fresh or emptied one is not.
+func TestRefuseOccupied(t *testing.T) {
+	t.Parallel()
+	st, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	fresh := store.Key{Environment: "preview", Scope: "main"}
+	if err := refuseOccupied(ctx, st, fresh); err != nil {
+		t.Errorf("a fresh scope: %v", err)
+	}
+	g, err := st.Acquire(ctx, fresh, "run-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WriteState(ctx, g.Lease, []byte(`{"version":4,"resources":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := refuseOccupied(ctx, st, fresh); err != nil {
+		t.Errorf("a scope with an empty state (destroyed): %v", err)
+	}
+	if err := st.WriteState(ctx, g.Lease, []byte(`{"version":4,"resources":[{"mode":"managed","type":"terraform_data","name":"x","instances":[{"attributes":{"id":"1"}}]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := refuseOccupied(ctx, st, fresh); !errcode.Is(err, errcode.ScopeHasState) {
+		t.Errorf("a scope with resources in its state: %v, want SCOPE_HAS_STATE", err)
+	}
+	owned := store.Key{Environment: "preview", Scope: "pr-1"}
+	g2, err := st.Acquire(ctx, owned, "run-b", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WriteReceipt(ctx, g2.Lease, storetest.NewReceipt(owned, "run-b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := refuseOccupied(ctx, st, owned); !errcode.Is(err, errcode.ScopeHasState) {
+		t.Errorf("a scope with a ledger: %v, want SCOPE_HAS_STATE", err)
+	}
+}
+
+// Resources another scope owns are refused, naming it; the scope's own and
+// unowned ones are not.
+func TestRefuseForeign(t *testing.T) {
+	t.Parallel()
+	st, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	other := store.Key{Environment: "preview", Scope: "pr-1"}
+	g, err := st.Acquire(ctx, other, "run-b", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := storetest.NewReceipt(other, "run-b", 2)
+	if err := st.WriteReceipt(ctx, g.Lease, r); err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key{Environment: "preview", Scope: "main"}
+	mine := []receipt.Entry{{Identity: "unowned", Address: "x.y"}}
+	if err := refuseForeign(ctx, st, key, mine); err != nil {
+		t.Errorf("unowned resources: %v", err)
+	}
+	err = refuseForeign(ctx, st, key, append(mine, r.Ledger[1]))
+	if !errcode.Is(err, errcode.OwnedByOtherScope) {
+		t.Fatalf("a resource of pr-1: %v, want OWNED_BY_OTHER_SCOPE", err)
+	}
+	if e := errcode.As(err); e == nil || !strings.Contains(e.Message, "pr-1") {
+		t.Errorf("the refusal does not name the owner: %v", err)
+	}
+}

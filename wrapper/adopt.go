@@ -1,0 +1,92 @@
+package wrapper
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/adopt"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+)
+
+// AdoptResult is the result part of the envelope of `sponson adopt`.
+type AdoptResult struct {
+	RunID       string            `json:"runId"`
+	Environment string            `json:"environment"`
+	Scope       string            `json:"scope"`
+	Store       string            `json:"store"`
+	Owns        int               `json:"owns"`
+	AdoptedFrom *receipt.Adoption `json:"adoptedFrom,omitempty"`
+	Context     runctx.Context    `json:"context"`
+	Receipt     *receipt.Receipt  `json:"receipt,omitempty"`
+}
+
+// NewCmdAdopt builds `sponson adopt`.
+func NewCmdAdopt(f *Factory, out *outcome) *cobra.Command {
+	var flags RunFlags
+	var workspace string
+	cmd := &cobra.Command{
+		Use:   "adopt [flags]",
+		Short: "Take the state the configuration's own backend holds into a scope of the store",
+		Long: `Adopt reads the state of the configuration's own backend (the backend block it
+declares: s3, gcs, azurerm, local, ...; the local terraform.tfstate without one)
+through the engine (init and state pull, in a data directory of its own), and
+writes it into the run's scope of the Sponson store under that scope's lease,
+with the ledger built from it and a receipt recording where it came from
+(backend, workspace, lineage, serial, SHA-256). It refuses a scope that already
+has state or owns resources (exit 2, SCOPE_HAS_STATE), and a state whose
+resources another scope of the environment owns (exit 1, OWNED_BY_OTHER_SCOPE).
+
+The old backend is never changed or deleted. To retire it, remove the backend
+block from the configuration (sponson then serves the adopted, fenced state),
+run 'sponson plan' to see no changes, and delete the old state when you no
+longer need it (see docs/guides/adopt.md).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			*out = runAdopt(cmd, f, &flags, workspace)
+			return nil
+		},
+	}
+	flags.bind(cmd, true)
+	cmd.Flags().StringVar(&workspace, "from-workspace", "default", "the workspace of the configuration's backend to adopt")
+	return cmd
+}
+
+func runAdopt(cmd *cobra.Command, f *Factory, flags *RunFlags, workspace string) outcome {
+	o := outcome{command: adopt.Command}
+	in, err := flags.resolve(cmd, f, scoperun.Command(adopt.Command), nil)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer in.opts.Store.Close()
+	jsonMode, _ := cmd.Flags().GetBool("json")
+	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
+	p := printer{w: f.Out}
+	engineOut := f.Out
+	if jsonMode {
+		p.w, engineOut = f.ErrOut, f.ErrOut
+	}
+	warnOut := printer{w: f.ErrOut}
+	runID := scoperun.NewRunID()
+	c := in.opts.Context
+	p.line("%s", header(adopt.Command, c.Environment, c.Scope, runID))
+	res, err := adopt.Run(cmd.Context(), adopt.Options{
+		Dir: in.opts.Dir, Context: c, Store: in.opts.Store, Engine: in.opts.Engine,
+		ProviderBinary: in.opts.ProviderBinary, ProviderVersion: in.opts.ProviderVersion,
+		Lease: in.opts.Lease, RunID: runID, Workspace: workspace, EngineOut: engineOut,
+		Warn: func(s string) { warnOut.warn(s); o.warnings = append(o.warnings, s) },
+	})
+	r := AdoptResult{RunID: runID, Environment: c.Environment, Scope: c.Scope, Store: in.storeURL, Context: c, Receipt: res.Receipt}
+	if res.Receipt != nil {
+		r.Owns, r.AdoptedFrom = len(res.Receipt.Ledger), res.Receipt.AdoptedFrom
+	}
+	o.result, o.err = r, err
+	if err == nil {
+		p.line("%s", fmt.Sprintf("sponson adopt %s/%s: adopted the %s backend's state (workspace %s, serial %d); the scope owns %d resources; receipt %s. The old backend is unchanged: remove its block from the configuration to let sponson serve the state.",
+			c.Environment, c.Scope, r.AdoptedFrom.Backend, r.AdoptedFrom.Workspace, r.AdoptedFrom.Serial, r.Owns, runID))
+	}
+	return o
+}
