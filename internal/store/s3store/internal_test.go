@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -473,5 +474,31 @@ func TestOwnersIndexEncoding(t *testing.T) {
 		if _, err := decodeOwnersIndex(bad); err == nil {
 			t.Errorf("decodeOwnersIndex of %d damaged bytes gave no error", len(bad))
 		}
+	}
+}
+
+// The holder's description given at Acquire is kept in the pointer and
+// returned with the lease record, and cleared on release.
+func TestHolderInfoIsKept(t *testing.T) {
+	t.Parallel()
+	s := open(t, s3test.Start(t, nil))
+	about := store.HolderInfo{JobURL: "https://ci.example/job/1", Actor: "octocat", PullRequest: 7}
+	g, err := s.Acquire(store.WithHolder(t.Context(), about), k1, "run-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Acquire(t.Context(), k1, "run-b", time.Minute)
+	var held *store.HeldError
+	if !errors.As(err, &held) || held.Lease.About != about {
+		t.Errorf("HeldError = %v, want one describing %+v", err, about)
+	}
+	if info, err := s.ReadLease(t.Context(), k1); err != nil || info.About != about {
+		t.Errorf("ReadLease = %+v, %v", info, err)
+	}
+	if err := s.Release(t.Context(), g.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.ReadLease(t.Context(), k1); err != nil || info.About != (store.HolderInfo{}) {
+		t.Errorf("after release ReadLease = %+v, %v", info, err)
 	}
 }

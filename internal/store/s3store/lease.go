@@ -16,19 +16,21 @@ import (
 // (relative to the scope's directory) of its current bodies. Nonce differs
 // in every version, so no two versions share an ETag.
 type pointer struct {
-	Nonce      string            `json:"nonce"`
-	Holder     string            `json:"holder"`
-	Token      int64             `json:"token"`
-	AcquiredAt time.Time         `json:"acquiredAt"`
-	ExpiresAt  time.Time         `json:"expiresAt"`
-	Receipt    string            `json:"receipt,omitempty"`
-	Owners     string            `json:"owners,omitempty"`
-	State      string            `json:"state,omitempty"`
-	Records    map[string]string `json:"records,omitempty"`
+	Nonce      string    `json:"nonce"`
+	Holder     string    `json:"holder"`
+	Token      int64     `json:"token"`
+	AcquiredAt time.Time `json:"acquiredAt"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+	// About describes the holder for people (store.WithHolder).
+	About   store.HolderInfo  `json:"about,omitzero"`
+	Receipt string            `json:"receipt,omitempty"`
+	Owners  string            `json:"owners,omitempty"`
+	State   string            `json:"state,omitempty"`
+	Records map[string]string `json:"records,omitempty"`
 }
 
 func (p pointer) info() store.LeaseInfo {
-	return store.LeaseInfo{Holder: p.Holder, Token: p.Token, AcquiredAt: p.AcquiredAt, ExpiresAt: p.ExpiresAt}
+	return store.LeaseInfo{Holder: p.Holder, Token: p.Token, AcquiredAt: p.AcquiredAt, ExpiresAt: p.ExpiresAt, About: p.About}
 }
 
 // clone copies p with its own Records map.
@@ -116,6 +118,7 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 		next := cur.p.clone()
 		next.Holder, next.Token = holder, cur.p.Token+1
 		next.AcquiredAt, next.ExpiresAt = cur.now, cur.now.Add(ttl)
+		next.About = store.HolderFrom(ctx)
 		if err := s.writePointer(ctx, key, cur, next); err != nil {
 			return err
 		}
@@ -224,7 +227,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 	// A cancelled ctx still releases (cleanup after an interrupt).
 	ctx = context.WithoutCancel(ctx)
 	_, err := s.fenced(ctx, l, "release the lease of "+l.Key.String(), func(next *pointer, cur current) error {
-		next.Holder = ""
+		next.Holder, next.About = "", store.HolderInfo{}
 		next.ExpiresAt = cur.now
 		return nil
 	})

@@ -31,3 +31,11 @@ func TestConformance(t *testing.T) {
 		return openStore(t, srv, "team/sponson", s3store.WithClock(clock.Now))
 	})
 }
+
+// TestIntentRace runs the intent race rule's race test on two stores of one
+// bucket and prefix (storetest.IntentRace), as two CI jobs would use it.
+func TestIntentRace(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Start(t, nil)
+	storetest.IntentRace(t, 100, openStore(t, srv, "team"), openStore(t, srv, "team"))
+}
