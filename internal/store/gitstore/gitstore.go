@@ -130,18 +130,20 @@ const maxRefusals = 3
 // Store is the git store. It is safe for concurrent use; any number of
 // Stores, in any number of processes and machines, may share one remote.
 type Store struct {
-	remote   string // as given: reaches git only through its environment
-	display  string // remote without credentials, for messages
-	dir      string // the scratch repository
-	env      []string
-	scrub    func(string) string
-	now      func() time.Time
-	key      []byte
-	plain    bool
-	budget   time.Duration
-	fallback string
-	extra    [][2]string
-	noNonce  bool // tests only: shows what the nonce prevents
+	remote  string // as given: reaches git only through its environment
+	display string // remote without credentials, for messages
+	dir     string // the scratch repository
+	env     []string
+	scrub   func(string) string
+	now     func() time.Time
+	key     []byte
+	plain   bool
+	budget  time.Duration
+	// budgetClock measures the retry budget; time.Now but in tests.
+	budgetClock func() time.Time
+	fallback    string
+	extra       [][2]string
+	noNonce     bool // tests only: shows what the nonce prevents
 
 	cat     *catFile
 	fetchMu sync.Mutex
@@ -227,7 +229,7 @@ func Open(ctx context.Context, remote string, opts ...Option) (*Store, error) {
 		}
 		remote = abs
 	}
-	s := &Store{remote: remote, display: Redact(remote), now: time.Now, budget: DefaultBudget, keys: map[store.Key]*keyState{}, owners: map[string][]store.Owner{}, spawned: map[string]int{}}
+	s := &Store{remote: remote, display: Redact(remote), now: time.Now, budget: DefaultBudget, budgetClock: time.Now, keys: map[store.Key]*keyState{}, owners: map[string][]store.Owner{}, spawned: map[string]int{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -1366,8 +1368,11 @@ type retrier struct {
 }
 
 func (s *Store) retrier(ctx context.Context, op, ref string) *retrier {
-	return &retrier{s: s, ctx: ctx, op: op, ref: ref, start: time.Now()}
+	return &retrier{s: s, ctx: ctx, op: op, ref: ref, start: s.budgetClock()}
 }
+
+// elapsed is how much of the budget the operation has used.
+func (r *retrier) elapsed() time.Duration { return r.s.budgetClock().Sub(r.start) }
 
 // race waits before the next attempt after someone else moved the branch;
 // STORE_CONTENDED once the budget is spent.
@@ -1377,9 +1382,9 @@ func (r *retrier) race() error {
 			return err
 		}
 		return errcode.New(errcode.StoreContended, "gave up %s %s on %s after %d attempts in %s: other writers kept moving it (budget %s)",
-			r.op, r.ref, r.s.display, r.attempts, time.Since(r.start).Round(time.Millisecond), r.s.budget).
+			r.op, r.ref, r.s.display, r.attempts, r.elapsed().Round(time.Millisecond), r.s.budget).
 			With("branch", r.ref).With("remote", r.s.display).With("attempts", r.attempts).
-			With("elapsedMs", time.Since(r.start).Milliseconds()).With("budgetMs", r.s.budget.Milliseconds())
+			With("elapsedMs", r.elapsed().Milliseconds()).With("budgetMs", r.s.budget.Milliseconds())
 	}
 	return nil
 }
@@ -1409,7 +1414,7 @@ func (r *retrier) wait() (ok bool, err error) {
 	r.attempts++
 	n := min(r.attempts, 16)
 	d := 12500*time.Microsecond + mrand.N(min(2*time.Second, 25*time.Millisecond<<n))
-	if time.Since(r.start)+d > r.s.budget {
+	if r.elapsed()+d > r.s.budget {
 		return false, nil
 	}
 	t := time.NewTimer(d)
