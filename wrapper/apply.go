@@ -26,5 +26,13 @@ production without a named approver (exit 2, ENV_NOT_APPROVED: pass
 --approved-by). It records every create as an intent, leases the shared parent
 objects the plan touches, applies, and writes a receipt listing what the scope
 owns. A pull request scope with no receipt takes over what its head branch's
-scope created (succession).`, runF)
+scope created (succession).
+
+apply FILE applies the saved plan of `+"`sponson plan -out FILE`"+` under the scope's
+lease instead of planning. Before anything is written it is refused with
+PLAN_STALE (exit 2), naming what changed, the run and scope that changed it and
+when, if the scope's state or its predecessor's changed since the plan, another
+scope has come to own or intend an object the plan touches, or the stack,
+environment, scope or commit differ; the ownership and approval checks run again
+on the plan itself. -var and engine flags cannot be given with FILE.`, runF)
 }

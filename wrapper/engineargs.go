@@ -189,8 +189,8 @@ func ownFlagHint(cmd *cobra.Command, err error) error {
 }
 
 // applyEngineFlags folds the engine flags into the run's flags and
-// options: -chdir into --chdir, -lock-timeout into the lease wait, and
-// refuses what is not available yet.
+// options: -chdir into --chdir, -lock-timeout into the lease wait, -out and
+// apply's plan file into the saved-plan paths.
 func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engineflag.Parsed, positional []string) error {
 	if len(positional) > 0 {
 		if command != engineflag.Apply || len(positional) > 1 {
@@ -199,14 +199,11 @@ func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engine
 		}
 		p.PlanFile = positional[0]
 	}
-	if p.Out != "" || p.PlanFile != "" {
-		what := "plan -out " + p.Out
-		if p.PlanFile != "" {
-			what = "apply " + p.PlanFile
-		}
-		return errcode.New(errcode.Usage, "saved plans (%s) are not available yet", what).
-			WithHint("Run `sponson apply` without -out or a plan file: it plans and applies in one run under the scope's lease, refusing what the plan may not change.")
+	if p.PlanFile != "" && (len(p.Vars) > 0 || !p.Flags.Empty()) {
+		return errcode.New(errcode.Usage, "apply %s applies the saved plan as it was made; engine flags and -var/-var-file cannot change it", p.PlanFile).
+			WithHint("Give -var, -target and the like to `sponson plan -out FILE`, then apply that file alone.")
 	}
+	r.savePlan, r.planFile = p.Out, p.PlanFile
 	if p.Flags.RefreshOnly && p.Flags.NoRefresh {
 		return errcode.New(errcode.Usage, "-refresh-only and -refresh=false contradict each other").
 			WithHint("A refresh-only plan reads the real objects; drop one of the two flags.")

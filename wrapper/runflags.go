@@ -17,6 +17,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
@@ -34,6 +35,8 @@ type RunFlags struct {
 	AllowOlderCommit               bool
 	// engine holds the engine flags (engineflag), read by resolve.
 	engine engineflag.Parsed
+	// savePlan is plan's -out FILE; planFile apply's saved plan FILE.
+	savePlan, planFile string
 }
 
 // runFlagEnv names the SPONSON_* variable of each flag. The context flags
@@ -78,6 +81,9 @@ type runInput struct {
 	review   ReviewFlags
 	// stack names the run's stack in its summary.
 	stack string
+	// savedPlanOut is plan's -out FILE and appliesPlan apply's FILE, as
+	// given, for the summary.
+	savedPlanOut, appliesPlan string
 	// detailedExitcode is plan -detailed-exitcode: exit 2 for changes.
 	detailedExitcode bool
 }
@@ -150,7 +156,7 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err != nil {
 		return nil, err
 	}
-	return &runInput{
+	in := &runInput{
 		storeURL:         url,
 		detailedExitcode: r.engine.DetailedExitcode,
 		opts: scoperun.Options{
@@ -169,7 +175,41 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 			Vars:             r.engine.Vars,
 			EngineFlags:      r.engine.Flags,
 		},
-	}, nil
+	}
+	if err := r.savedPlan(f, in); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return in, nil
+}
+
+// savedPlan fills the run's options for `plan -out FILE` and `apply FILE`.
+// The plan file is read and its seal checked before anything runs: a
+// damaged file is refused (PLAN_CORRUPT) before the lease is taken.
+func (r *RunFlags) savedPlan(f *Factory, in *runInput) error {
+	if r.savePlan == "" && r.planFile == "" {
+		return nil
+	}
+	key, err := savedplan.Key(f.Getenv)
+	if err != nil {
+		return err
+	}
+	in.opts.PlanKey = key
+	if r.savePlan != "" {
+		p, err := filepath.Abs(r.savePlan)
+		if err != nil {
+			return errcode.Wrap(errcode.Usage, err, "-out %q", r.savePlan)
+		}
+		in.opts.SavePlan, in.savedPlanOut = p, r.savePlan
+	}
+	if r.planFile != "" {
+		sp, err := savedplan.Read(r.planFile, key)
+		if err != nil {
+			return err
+		}
+		in.opts.Saved, in.appliesPlan = sp, r.planFile
+	}
+	return nil
 }
 
 // declaredEnvironment matches an environment name against the environments

@@ -58,6 +58,10 @@ func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {
 		Changes:  summary.ChangesFromPlan(res.Plan),
 		PlanText: res.PlanText, Warnings: res.Warnings, InheritedFrom: res.InheritedFrom,
 		ApprovalNeeded: res.NeedsApproval, ApprovedBy: in.opts.ApprovedBy,
+		SavedPlan: in.savedPlanOut,
+	}
+	if sp := in.opts.Saved; sp != nil {
+		s.AppliesPlan = fmt.Sprintf("%s (made by %s at %s)", in.appliesPlan, sp.Meta.RunID, sp.Meta.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	}
 	if res.Engine.Name != "" {
 		s.Engine = res.Engine.Name + " " + res.Engine.Version

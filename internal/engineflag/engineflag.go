@@ -83,7 +83,7 @@ var specs = []spec{
 	{name: "input", kind: boolFlag, commands: "pad", value: "false", help: "-input=false is accepted; a sponson run never prompts",
 		refuse: "A sponson run never prompts: give every variable with -var, -var-file or TF_VAR_<name>.", refusedWhen: "true"},
 	{name: "detailed-exitcode", kind: boolFlag, commands: "p", help: "exit 0 when the plan has no changes, 2 when it has changes, 1 when it failed or was refused (any error, whatever its code)"},
-	{name: "out", kind: stringFlag, commands: "p", value: "FILE", help: "save the plan for `sponson apply FILE` (saved plans: not available yet)"},
+	{name: "out", kind: stringFlag, commands: "p", value: "FILE", help: "save the plan, with what sponson decided, to FILE (mode 0600; it holds the engine's plan, sensitive values included) for `sponson apply FILE`, which applies exactly that plan or refuses it when it went stale (PLAN_STALE)"},
 	{name: "lock", kind: boolFlag, commands: "pad", value: "BOOL",
 		refuse: "sponson's state server locks and fences every state write with the scope's lease; without the lock two runs could write one state.", refusedWhen: "false"},
 	{name: "state", kind: stringFlag, commands: "pad", value: "PATH",

@@ -145,7 +145,8 @@ func (r *runner) checkForeign(ctx context.Context, planned []ownership.Planned) 
 	if err != nil {
 		return err
 	}
-	r.seen.owners = owners
+	// A copy: DeleteFunc below clears the tail of the shared array.
+	r.seen.owners = slices.Clone(owners)
 	if r.handover != nil {
 		// The predecessor's entries are promised to this scope; its index
 		// drops them when the handover finishes.

@@ -145,6 +145,9 @@ func (r Run) body() []string {
 	if r.SavedPlan != "" {
 		out = append(out, "\n**Saved plan:** "+inline(r.SavedPlan)+"; `sponson apply "+r.SavedPlan+"` applies exactly this plan, or refuses if it went stale.\n")
 	}
+	if r.AppliesPlan != "" {
+		out = append(out, "\n**Applies the saved plan** "+text(r.AppliesPlan)+", as reviewed.\n")
+	}
 	out = append(out, changeLines(r.Changes, actionTitle)...)
 	if len(r.Warnings) > 0 {
 		out = append(out, "\n**Warnings**\n\n")

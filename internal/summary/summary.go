@@ -97,8 +97,10 @@ type Run struct {
 	// PlanText is the engine's own rendering of the plan (show of the saved
 	// plan), sensitive values redacted by the engine.
 	PlanText string
-	// SavedPlan names the saved plan file a later apply will apply.
-	SavedPlan string
+	// SavedPlan names the saved plan file a later apply will apply;
+	// AppliesPlan the saved plan this run applies.
+	SavedPlan   string
+	AppliesPlan string
 }
 
 // ChangesFromPlan lists the managed-resource changes of a plan. No-ops are
