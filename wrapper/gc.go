@@ -93,6 +93,32 @@ type GCResult struct {
 	Destroyed   int       `json:"destroyed"`
 	Failed      int       `json:"failed"`
 	Skipped     int       `json:"skipped"`
+	// Garbage counts the unreferenced objects a store collected (the S3
+	// store: bodies a crash left behind; docs/guides/adopt.md).
+	Garbage int `json:"garbage,omitempty"`
+}
+
+// garbageCollector is a store that can leave unreferenced objects behind
+// after a crash and collects them (s3store.CollectGarbage).
+type garbageCollector interface {
+	CollectGarbage(ctx context.Context, env string, minAge time.Duration) (int, error)
+}
+
+// collectGarbage has the store delete what a crash left unreferenced, when
+// it is a store that can; a failure is a warning, never gc's outcome.
+func (g *gcRun) collectGarbage(ctx context.Context, st store.Store, env string, res *GCResult) {
+	c, ok := st.(garbageCollector)
+	if !ok {
+		return
+	}
+	n, err := c.CollectGarbage(ctx, env, 0)
+	res.Garbage = n
+	if err != nil {
+		g.warn(fmt.Sprintf("collecting the store's unreferenced objects: %v", err))
+	}
+	if n > 0 {
+		g.p.line("collected %d unreferenced %s a crash had left in the store", n, plural(n, "object", "objects"))
+	}
 }
 
 // GCRules says which rules were on and with what facts.
@@ -178,6 +204,8 @@ By default gc prints what it would do and changes nothing. With --yes it
 destroys the selected scopes one after another, continues past a failure,
 reports each failure with its error code, and exits 1 if any destroy failed
 (3 only when every failure was a lost lease); busy scopes do not fail it.
+With --yes, a store that can leave unreferenced objects behind after a crash
+(the S3 store) also deletes those older than a day.
 
 Run gc in the configuration directory that created the scopes (or name it with
 --chdir), with the -var and -var-file a destroy there needs: like destroy, gc
@@ -367,6 +395,9 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 
 	g.p.line("sponson gc · %s · store %s", envName, storeURL)
 	g.writeRules(res.Rules)
+	if opts.Yes {
+		g.collectGarbage(ctx, st, envName, &res)
+	}
 	if len(res.Scopes) == 0 {
 		g.p.line("nothing to collect")
 		o.result, o.warnings = res, g.warnings

@@ -502,3 +502,55 @@ func TestHolderInfoIsKept(t *testing.T) {
 		t.Errorf("after release ReadLease = %+v, %v", info, err)
 	}
 }
+
+// Garbage (bodies no pointer names, as a crash between a write and the
+// deletion of the old body leaves) is collected once old enough; what a
+// pointer names, receipts and quarantined states are never.
+func TestCollectGarbage(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock()
+	srv := s3test.Start(t, clock.Now)
+	s := open(t, srv, WithClock(clock.Now))
+	g, err := s.Acquire(t.Context(), k1, "run-a", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteState(t.Context(), g.Lease, []byte(`{"serial":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteReceipt(t.Context(), g.Lease, storetest.NewReceipt(k1, "run-a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Quarantine(t.Context(), k1, "run-z", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	// What a crash leaves: bodies written whose pointer never moved to them.
+	dir := s.scopeDir(k1)
+	for _, n := range []string{"state/crashed" + sealedSuffix, "owners/crashed.json", "records/scope.crashed.json"} {
+		if err := s.put(t.Context(), dir+n, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.CollectGarbage(t.Context(), "preview", time.Hour); err != nil || n != 0 {
+		t.Fatalf("CollectGarbage of young garbage = %d, %v; want 0", n, err)
+	}
+	clock.Advance(2 * time.Hour)
+	if n, err := s.CollectGarbage(t.Context(), "preview", time.Hour); err != nil || n != 3 {
+		t.Fatalf("CollectGarbage = %d, %v; want the 3 crashed bodies", n, err)
+	}
+	left := objects(t, s)
+	for _, n := range []string{"state/crashed" + sealedSuffix, "owners/crashed.json", "records/scope.crashed.json"} {
+		if _, ok := left["preview/pr-1/"+n]; ok {
+			t.Errorf("%s survived", n)
+		}
+	}
+	if got, err := s.ReadState(t.Context(), k1); err != nil || string(got) != `{"serial":1}` {
+		t.Errorf("the state after gc: %q, %v", got, err)
+	}
+	if r, err := s.LatestReceipt(t.Context(), k1); err != nil || r == nil {
+		t.Errorf("the receipt after gc: %v, %v", r, err)
+	}
+	if q, err := s.ListQuarantine(t.Context(), k1); err != nil || len(q) != 1 {
+		t.Errorf("the quarantine after gc: %v, %v", q, err)
+	}
+}
