@@ -23,7 +23,7 @@ import (
 const engineArgFlag = "engine-arg"
 
 // runCommands take engine flags.
-var runCommands = []string{engineflag.Plan, engineflag.Apply, engineflag.Destroy}
+var runCommands = []string{engineflag.Plan, engineflag.Apply, engineflag.Destroy, engineflag.Import}
 
 // NormalizeArgs rewrites a command line for the flag parser. For plan,
 // apply and destroy, every engine flag (`-target ADDR`, `-auto-approve`,

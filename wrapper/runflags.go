@@ -37,6 +37,9 @@ type RunFlags struct {
 	engine engineflag.Parsed
 	// savePlan is plan's -out FILE; planFile apply's saved plan FILE.
 	savePlan, planFile string
+	// engineCommand names the engine command whose flags the command
+	// takes, when it is not the run's command (import applies).
+	engineCommand string
 }
 
 // runFlagEnv names the SPONSON_* variable of each flag. The context flags
@@ -98,11 +101,15 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
 		return nil, err
 	}
-	ef, err := engineFlags(cmd, string(command), f.Getenv)
+	name := string(command)
+	if r.engineCommand != "" {
+		name = r.engineCommand
+	}
+	ef, err := engineFlags(cmd, name, f.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.applyEngineFlags(cmd, string(command), ef, positional); err != nil {
+	if err := r.applyEngineFlags(cmd, name, ef, positional); err != nil {
 		return nil, err
 	}
 	dir := r.Chdir

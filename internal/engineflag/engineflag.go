@@ -26,6 +26,7 @@ const (
 	Plan    = "plan"
 	Apply   = "apply"
 	Destroy = "destroy"
+	Import  = "import"
 )
 
 // Parsed is what the engine flags of one command line ask for.
@@ -57,7 +58,7 @@ const (
 type spec struct {
 	name     string
 	kind     kind
-	commands string // the commands it is accepted on: "pad" = plan, apply, destroy
+	commands string // the commands it is accepted on: "padi" = plan, apply, destroy, import
 	value    string // the value's placeholder in help
 	help     string
 	// refuse, when set, is why the flag is refused (the hint); for a
@@ -75,24 +76,24 @@ var specs = []spec{
 	{name: "refresh", kind: boolFlag, commands: "pad", value: "BOOL", help: "-refresh=false skips reading the real objects before planning"},
 	{name: "parallelism", kind: stringFlag, commands: "pad", value: "N", help: "limit the number of concurrent operations the engine runs"},
 	{name: "compact-warnings", kind: boolFlag, commands: "pad", help: "show warnings in compact form"},
-	{name: "no-color", kind: boolFlag, commands: "pad", help: "accepted; the engine's output under sponson is never colored"},
-	{name: "lock-timeout", kind: stringFlag, commands: "pad", value: "DURATION", help: "apply and destroy wait up to DURATION for the scope's lease (as --wait --wait-timeout DURATION; 0s, the engine's default, does not wait); plan takes no lease and ignores it"},
-	{name: "var", kind: stringFlag, commands: "pad", value: "NAME=VALUE", help: "set a variable (repeatable; --var also works); -var and -var-file reach the engine in the order given"},
-	{name: "var-file", kind: stringFlag, commands: "pad", value: "FILE", help: "load variables from FILE (repeatable; --var-file also works)"},
+	{name: "no-color", kind: boolFlag, commands: "padi", help: "accepted; the engine's output under sponson is never colored"},
+	{name: "lock-timeout", kind: stringFlag, commands: "padi", value: "DURATION", help: "apply and destroy wait up to DURATION for the scope's lease (as --wait --wait-timeout DURATION; 0s, the engine's default, does not wait); plan takes no lease and ignores it"},
+	{name: "var", kind: stringFlag, commands: "padi", value: "NAME=VALUE", help: "set a variable (repeatable; --var also works); -var and -var-file reach the engine in the order given"},
+	{name: "var-file", kind: stringFlag, commands: "padi", value: "FILE", help: "load variables from FILE (repeatable; --var-file also works)"},
 	{name: "auto-approve", kind: boolFlag, commands: "ad", help: "accepted; a sponson run never prompts"},
-	{name: "input", kind: boolFlag, commands: "pad", value: "false", help: "-input=false is accepted; a sponson run never prompts",
+	{name: "input", kind: boolFlag, commands: "padi", value: "false", help: "-input=false is accepted; a sponson run never prompts",
 		refuse: "A sponson run never prompts: give every variable with -var, -var-file or TF_VAR_<name>.", refusedWhen: "true"},
 	{name: "detailed-exitcode", kind: boolFlag, commands: "p", help: "exit 0 when the plan has no changes, 2 when it has changes, 1 when it failed or was refused (any error, whatever its code)"},
 	{name: "out", kind: stringFlag, commands: "p", value: "FILE", help: "save the plan, with what sponson decided, to FILE (mode 0600; it holds the engine's plan, sensitive values included) for `sponson apply FILE`, which applies exactly that plan or refuses it when it went stale (PLAN_STALE)"},
-	{name: "lock", kind: boolFlag, commands: "pad", value: "BOOL",
+	{name: "lock", kind: boolFlag, commands: "padi", value: "BOOL",
 		refuse: "sponson's state server locks and fences every state write with the scope's lease; without the lock two runs could write one state.", refusedWhen: "false"},
-	{name: "state", kind: stringFlag, commands: "pad", value: "PATH",
+	{name: "state", kind: stringFlag, commands: "padi", value: "PATH",
 		refuse: "The scope's state lives in the sponson store, where every write is fenced by the scope's lease; a local state file would bypass both. Choose the store with --store."},
-	{name: "state-out", kind: stringFlag, commands: "pad", value: "PATH",
+	{name: "state-out", kind: stringFlag, commands: "padi", value: "PATH",
 		refuse: "The scope's state is written only to the sponson store, fenced by the scope's lease; a second copy elsewhere would escape the fencing. Choose the store with --store."},
-	{name: "backup", kind: stringFlag, commands: "pad", value: "PATH",
+	{name: "backup", kind: stringFlag, commands: "padi", value: "PATH",
 		refuse: "The sponson store keeps the scope's state and every receipt; a local backup file of the state would escape the store's encryption and fencing."},
-	{name: "chdir", kind: stringFlag, commands: "pad", value: "DIR", help: "the configuration directory, as --chdir (refused when it contradicts --chdir or SPONSON_CHDIR)"},
+	{name: "chdir", kind: stringFlag, commands: "padi", value: "DIR", help: "the configuration directory, as --chdir (refused when it contradicts --chdir or SPONSON_CHDIR)"},
 	{name: "json", kind: boolFlag, commands: "pad",
 		refuse: "sponson's --json (two dashes) prints one JSON document for the whole run; the engine's -json stream of UI events is not passed through."},
 	{name: "destroy", kind: boolFlag, commands: "pad",

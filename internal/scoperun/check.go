@@ -89,6 +89,11 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 	if err := r.checkForeign(ctx, c.planned); err != nil {
 		return nil, err
 	}
+	if r.o.ImportOnly {
+		if err := importOnly(c.planned); err != nil {
+			return nil, err
+		}
+	}
 	c.rules = ownership.RulesFromPlan(c.plan)
 	if err := r.checkApproval(c.rules, c.plan); err != nil {
 		return nil, err
@@ -219,4 +224,21 @@ func (r *runner) checkApproval(rules ownership.Rules, plan *tfjson.Plan) error {
 	r.o.ApprovedBy = name
 	r.info(fmt.Sprintf("approved by %s (%s)", name, reason))
 	return nil
+}
+
+// importOnly refuses an import whose plan would also create, change or
+// delete something: `sponson import`, like the engine's import, only
+// brings an existing object under management.
+func importOnly(planned []ownership.Planned) error {
+	var other []string
+	for _, p := range planned {
+		if !p.Imports || len(p.Actions) != 1 {
+			other = append(other, fmt.Sprintf("%s (%s)", p.Address, strings.Join(p.Actions, "+")))
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	return errcode.New(errcode.Usage, "the import would also change %s; nothing was written", strings.Join(other, ", ")).
+		WithHint("Make the configuration match the object (and apply what it needs first, such as the scope's sponson_scope), then import again; or import with an import block and `sponson apply`, which applies those changes too.")
 }

@@ -70,6 +70,10 @@ type Options struct {
 	// EngineFlags are the user's engine flags for plan and apply
 	// (-target, -replace, -refresh-only, ...).
 	EngineFlags engine.Flags
+	// ImportOnly is set by `sponson import`: an apply whose plan may do
+	// nothing but import objects (the import block it added), refused
+	// before the engine writes otherwise.
+	ImportOnly bool
 	// EngineOut receives the engine's own output as it runs.
 	EngineOut io.Writer
 	// Job and Host describe this run in the scope's lease record, with the

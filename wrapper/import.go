@@ -1,0 +1,96 @@
+package wrapper
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+)
+
+// NewCmdImport builds `sponson import ADDR ID`. runF replaces the run in
+// tests.
+func NewCmdImport(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
+	var flags RunFlags
+	cmd := &cobra.Command{
+		Use:   "import ADDR ID [flags]",
+		Short: "Bring an existing object under this scope's management",
+		Long: `Import adopts the existing object ID as the resource ADDR of the configuration,
+in the run's scope, the way an apply does everything: under the scope's lease,
+with every state write fenced. It plans the import (a temporary import block
+for ADDR, and -target=ADDR), and refuses before anything is written when
+another scope of the environment owns the object (exit 1,
+OWNED_BY_OTHER_SCOPE) or when the plan would do more than import it (exit 2,
+USAGE: the configuration does not match the object, or ADDR depends on
+something not applied yet). The receipt's ledger then lists the object as
+adopted: the scope owns it from now on, and its destroy deletes it. ADDR must
+be declared in the configuration, as for the engine's import.
+
+` + engineflag.Help(engineflag.Import),
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			*out = runImport(cmd, f, &flags, args[0], args[1], runF)
+			return nil
+		},
+	}
+	flags.engineCommand = engineflag.Import
+	flags.bind(cmd, true)
+	return cmd
+}
+
+// importAddress is what an ADDR may look like: a resource instance address,
+// keys quoted or numeric. Anything else could change the meaning of the
+// import block it is written into.
+var importAddress = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?\.)*[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?$`)
+
+func runImport(cmd *cobra.Command, f *Factory, flags *RunFlags, addr, id string, runF func(context.Context, *runInput) outcome) outcome {
+	fail := func(err error) outcome { return outcome{command: "import", err: err} }
+	if !importAddress.MatchString(addr) || strings.HasPrefix(addr, "data.") {
+		return fail(errcode.New(errcode.Usage, "%q is not the address of a managed resource instance", addr).
+			WithHint(`Give it as the engine would, e.g. aws_s3_bucket.logs or 'module.app.fixture_object.o["a"]'.`))
+	}
+	if strings.TrimSpace(id) == "" || strings.ContainsAny(id, "\n") {
+		return fail(errcode.New(errcode.Usage, "the import ID %q is empty or spans lines", id))
+	}
+	in, err := flags.resolve(cmd, f, scoperun.Apply, nil)
+	if err != nil {
+		return fail(err)
+	}
+	in.opts.EngineFlags.Targets = append(in.opts.EngineFlags.Targets, addr)
+	in.opts.ImportOnly = true
+	file, err := writeImportBlock(in.opts.Dir, addr, id)
+	if err != nil {
+		in.opts.Store.Close()
+		return fail(errcode.Wrap(errcode.Internal, err, "writing the import block in %s", in.opts.Dir))
+	}
+	defer os.Remove(file)
+	var o outcome
+	if runF != nil {
+		o = runF(cmd.Context(), in)
+	} else {
+		jsonMode, _ := cmd.Flags().GetBool("json")
+		o = runScope(cmd.Context(), f, jsonMode || wantsJSON(nil, f.Getenv), in)
+	}
+	o.command = "import"
+	return o
+}
+
+// writeImportBlock writes the temporary configuration file that holds the
+// import block, named so that it is plainly sponson's and removed after the
+// run.
+func writeImportBlock(dir, addr, id string) (string, error) {
+	suffix := strings.TrimPrefix(scoperun.NewRunID(), "run-")
+	file := filepath.Join(dir, "sponson_import_"+suffix+".tf")
+	// The ID is a string literal: quote it, and keep "${" and "%{" literal.
+	lit := fmt.Sprintf("%q", id)
+	lit = strings.ReplaceAll(strings.ReplaceAll(lit, "${", "$${"), "%{", "%%{")
+	body := fmt.Sprintf("# Written by `sponson import` for one run; removed when it ends.\nimport {\n  to = %s\n  id = %s\n}\n", addr, lit)
+	return file, os.WriteFile(file, []byte(body), 0o600)
+}
