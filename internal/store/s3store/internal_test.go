@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -552,5 +553,24 @@ func TestCollectGarbage(t *testing.T) {
 	}
 	if q, err := s.ListQuarantine(t.Context(), k1); err != nil || len(q) != 1 {
 		t.Errorf("the quarantine after gc: %v, %v", q, err)
+	}
+}
+
+// Without WithAWSConfig the standard chain is used: credentials and region
+// from the environment, and AWS_ENDPOINT_URL_S3 as the SDK honours it.
+func TestStandardChainAndEndpointEnv(t *testing.T) {
+	srv := s3test.Start(t, nil)
+	t.Setenv("AWS_ACCESS_KEY_ID", "TESTKEY")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "TESTSECRET")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	s, err := Open(t.Context(), "s3://"+s3test.Bucket+"/p?path_style=true", WithStateKey(key32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(t.Context(), k1, "run-a", time.Minute); err != nil {
+		t.Fatalf("Acquire through AWS_ENDPOINT_URL_S3: %v", err)
 	}
 }
