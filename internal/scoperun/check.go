@@ -62,7 +62,9 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		}
 	}
 	if r.handover != nil {
-		r.res.InheritedFrom = r.handover.pred.Scope
+		if pred, ok := r.handover.Predecessor(); ok {
+			r.res.InheritedFrom = pred
+		}
 	}
 	c.policy = ownership.PolicyFromPlan(c.plan)
 	c.planned = ownership.Identify(c.plan, c.policy)
@@ -153,9 +155,11 @@ func (r *runner) checkForeign(ctx context.Context, planned []ownership.Planned) 
 	// A copy: DeleteFunc below clears the tail of the shared array.
 	r.seen.owners = slices.Clone(owners)
 	if r.handover != nil {
-		// The predecessor's entries are promised to this scope; its index
-		// drops them when the handover finishes.
-		owners = slices.DeleteFunc(owners, func(o store.Owner) bool { return o.Scope == r.handover.pred.Scope })
+		if pred, ok := r.handover.Predecessor(); ok {
+			// The predecessor's entries are promised to this scope; its
+			// index drops them when the handover finishes.
+			owners = slices.DeleteFunc(owners, func(o store.Owner) bool { return o.Scope == pred })
+		}
 	}
 	return foreignError(r.key.Scope, ownership.Check(planned, owners, r.key.Scope))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/ancestry"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/succession"
 )
 
 // load is the third phase: it reads the scope's latest receipt, the one the
@@ -14,7 +15,8 @@ import (
 // (package succession) as far as it goes before the engine starts: a
 // predecessor finishes a handover it promised, a successor takes over or
 // resumes one. done is set when a destroy ends here, having only dropped a
-// copy of a predecessor's state.
+// copy of a predecessor's state. A configuration with its own backend takes
+// no part in a succession.
 func (r *runner) load(ctx, bg context.Context) (prev *receipt.Receipt, done bool, err error) {
 	prev, err = r.o.Store.LatestReceipt(ctx, r.key)
 	if err != nil {
@@ -23,6 +25,10 @@ func (r *runner) load(ctx, bg context.Context) (prev *receipt.Receipt, done bool
 	if err := r.checkCommit(ctx, prev); err != nil {
 		return prev, false, err
 	}
+	r.handover = succession.New(succession.Run{
+		Store: r.o.Store, Key: r.key, RunID: r.o.RunID, Command: string(r.o.Command), Context: r.o.Context,
+		Lease: r.o.Lease, About: r.holderInfo(), Held: r.held, Started: r.started, Warn: r.warn, Info: r.info,
+	})
 	if r.o.Command == Plan {
 		return prev, false, r.previewSuccession(ctx, prev)
 	}
@@ -31,20 +37,33 @@ func (r *runner) load(ctx, bg context.Context) (prev *receipt.Receipt, done bool
 	if err := r.checkSaved(ctx, prev); err != nil {
 		return nil, false, err
 	}
-	r.onRelease(func() { r.releaseHandover(bg) })
-	if prev, err = r.finishPending(bg, prev); err != nil {
-		return nil, false, err
+	r.onRelease(func() {
+		if w := r.handover.Release(bg); w != "" {
+			r.warn(w)
+		}
+	})
+	if !r.ownBackend {
+		if prev, err = r.handover.FinishPending(bg, prev); err != nil {
+			return nil, false, err
+		}
 	}
 	if r.o.Command == Destroy {
-		copyOnly, err := r.unpromisedCopy(ctx, prev)
+		copyOnly, err := r.handover.UnpromisedCopy(ctx, prev)
 		if err != nil {
 			return nil, false, err
 		}
 		if copyOnly {
-			return nil, true, r.dropCopy(bg, prev)
+			rec, err := r.handover.DropCopy(bg, prev)
+			if rec != nil {
+				r.res.Receipt, r.res.Status = rec, rec.Status
+			}
+			return nil, true, err
 		}
 	}
-	prev, err = r.beginSuccession(bg, prev)
+	if r.ownBackend {
+		return prev, false, nil
+	}
+	prev, err = r.handover.Begin(bg, prev)
 	return prev, false, err
 }
 

@@ -1,7 +1,5 @@
 package scoperun
 
-import "context"
-
 // onRelease registers what release undoes: each phase registers what it
 // took (the temporary directory, a lease, the state server, the backend
 // override) as it takes it.
@@ -13,14 +11,5 @@ func (r *runner) onRelease(f func()) { r.releases = append(r.releases, f) }
 func (r *runner) release() {
 	for i := len(r.releases) - 1; i >= 0; i-- {
 		r.releases[i]()
-	}
-}
-
-// releaseHandover releases the predecessor's lease, if the run took it.
-func (r *runner) releaseHandover(ctx context.Context) {
-	if r.handover != nil && r.handover.held != nil {
-		if w := r.handover.held.Release(ctx); w != "" {
-			r.warn(w)
-		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/succession"
 )
 
 // Command is what a run does.
@@ -169,8 +170,8 @@ type runner struct {
 	key store.Key
 	// held is the scope lease of a run that writes (acquire); nil in a plan.
 	held *lease.Held
-	// handover is the successor's side of a succession in progress (load).
-	handover *handover
+	// handover is the run's part in a succession (load), nil in a plan.
+	handover *succession.Handover
 	// olderCommit is what the receipt records of --allow-older-commit (load).
 	olderCommit *receipt.AllowedOlderCommit
 	// ownBackend is set when the configuration declares its own backend

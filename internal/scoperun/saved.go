@@ -66,13 +66,13 @@ func (r *runner) previewSuccession(ctx context.Context, prev *receipt.Receipt) e
 		switch {
 		case act == succession.Start || (act == succession.Resume && !succession.Promised(r.key.Scope, pred)):
 			r.seen.pred = pred
-			r.handover = &handover{pred: predKey}
+			r.handover.Preview(predKey, false)
 			r.res.InheritedFrom = p
 			r.warn(fmt.Sprintf("this plan includes the takeover of %d resources from %s (succession): the apply inherits them, and the plan is made against %s's state", len(succession.Inherited(pred)), p, p))
 		case act == succession.Resume || act == succession.Finish:
 			// Promised already: the scope's own state holds the copy,
 			// and the predecessor's index entries are this scope's.
-			r.handover = &handover{pred: predKey, done: act == succession.Finish}
+			r.handover.Preview(predKey, act == succession.Finish)
 		}
 	}
 	if r.ownBackend {
