@@ -18,7 +18,7 @@ import (
 // intent lease: the store grants it to one run at a time, atomically, so
 // the runs' checkpoints are ordered by the store itself, on every backend,
 // and each run's check sees the intents of every run before it. The lease
-// is a parent lease (DESIGN.md §2 "Parent lease") on the environment's
+// is a parent lease (docs/design.md §2.10 "Parent lease") on the environment's
 // ownership index: status leaves it out, and a run takes it last, after its
 // own parent leases, and waits for nothing while holding it.
 

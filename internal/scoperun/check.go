@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -15,7 +13,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
-	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 )
 
@@ -88,7 +85,8 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 	}
 	// The foreign check: before the engine writes anything, no planned
 	// change may touch an object another scope of the environment owns.
-	if err := r.checkForeign(ctx, c.planned); err != nil {
+	// The owners it saw go into a saved plan.
+	if r.seen.owners, err = ownership.CheckForeign(ctx, r.o.Store, r.key, c.planned, r.foreignExcept()); err != nil {
 		return nil, err
 	}
 	if r.o.ImportOnly {
@@ -141,57 +139,14 @@ func (r *runner) checkPolicy(ctx context.Context, prev *receipt.Receipt, pol own
 	return ownership.Unmatchable(prev, objects, pol, planned)
 }
 
-// checkForeign refuses the run when a planned change touches an object that
-// another scope of the environment owns or intends to create.
-func (r *runner) checkForeign(ctx context.Context, planned []ownership.Planned) error {
-	ids := ownership.Identities(planned)
-	if len(ids) == 0 {
-		return nil
+// foreignExcept is the scope whose ownership entries the foreign check
+// leaves out: a predecessor whose resources are promised to this scope.
+func (r *runner) foreignExcept() string {
+	if r.handover == nil {
+		return ""
 	}
-	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ids)
-	if err != nil {
-		return err
-	}
-	// A copy: DeleteFunc below clears the tail of the shared array.
-	r.seen.owners = slices.Clone(owners)
-	if r.handover != nil {
-		if pred, ok := r.handover.Predecessor(); ok {
-			// The predecessor's entries are promised to this scope; its
-			// index drops them when the handover finishes.
-			owners = slices.DeleteFunc(owners, func(o store.Owner) bool { return o.Scope == pred })
-		}
-	}
-	return foreignError(r.key.Scope, ownership.Check(planned, owners, r.key.Scope))
-}
-
-func foreignError(scope string, conflicts []ownership.Conflict) error {
-	if len(conflicts) == 0 {
-		return nil
-	}
-	var lines []string
-	var details []map[string]string
-	owners := map[string]bool{}
-	for _, c := range conflicts {
-		how := "owns"
-		if c.Owner.CreatedBy == receipt.CreatedByIntent {
-			how = "is creating"
-		}
-		lines = append(lines, fmt.Sprintf("%s (%s) would %s %s, which scope %s %s (run %s)",
-			scope, strings.Join(c.Change.Actions, "+"), "change", c.Change.Address, c.Owner.Scope, how, c.Owner.RunID))
-		details = append(details, map[string]string{
-			"address": c.Change.Address, "identity": c.Change.Identity, "owner": c.Owner.Scope,
-			"ownerRun": c.Owner.RunID, "ownerAddress": c.Owner.Address, "ownedAs": c.Owner.CreatedBy,
-		})
-		owners[c.Owner.Scope] = true
-	}
-	var names []string
-	for o := range owners {
-		names = append(names, o)
-	}
-	sort.Strings(names)
-	return errcode.New(errcode.OwnedByOtherScope, "%d planned change(s) touch resources another scope owns; nothing was written:\n  %s", len(conflicts), strings.Join(lines, "\n  ")).
-		WithHint(fmt.Sprintf("Apply these changes from the owning scope (%s), or read the resources with a data source instead of managing them here.", strings.Join(names, ", "))).
-		With("conflicts", details)
+	pred, _ := r.handover.Predecessor()
+	return pred
 }
 
 // checkApproval refuses a run that can write production without a named

@@ -53,7 +53,10 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 	// environment's intent lease, which orders the two (the intent race
 	// rule, package ownership). A run refused there has written nothing.
 	warning, err := ownership.UnderIntentLease(bg, r.o.Store, r.key.Environment, "intents-"+strings.TrimPrefix(r.o.RunID, "run-"), r.o.Lease,
-		func(context.Context) error { return r.checkForeign(ctx, c.planned) }, write)
+		func(context.Context) error {
+			_, err := ownership.CheckForeign(ctx, r.o.Store, r.key, c.planned, r.foreignExcept())
+			return err
+		}, write)
 	if warning != "" {
 		r.warn(warning)
 	}

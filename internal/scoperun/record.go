@@ -34,7 +34,10 @@ func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.
 	// Creates whose identity was unknown at plan time are checked now that
 	// it is known: the object exists already, so a hit is reported loudly
 	// (the run fails) instead of being refused.
-	lateErr := r.checkLateIdentities(bg, c.planned, rec.Ledger)
+	lateErr, lookupErr := ownership.CheckLate(bg, r.o.Store, r.key, c.planned, rec.Ledger)
+	if lookupErr != nil {
+		r.warn(fmt.Sprintf("could not check the identities learned during the apply: %v", lookupErr))
+	}
 	if lateErr != nil && rec.Error == nil {
 		rec.Status = receipt.StatusFailed
 		e := errcode.As(lateErr)
@@ -76,34 +79,3 @@ func (r *runner) outcome(rec *receipt.Receipt, c *checked, engineErr, readErr er
 	}
 }
 
-// checkLateIdentities looks up the identities that became known during the
-// apply (creates planned with an unknown identifying attribute) in the
-// environment's ownership index.
-func (r *runner) checkLateIdentities(ctx context.Context, planned []ownership.Planned, ledger []receipt.Entry) error {
-	late := map[string]ownership.Planned{}
-	for _, p := range planned {
-		if p.Creates() && p.Identity == "" {
-			late[p.Address] = p
-		}
-	}
-	if len(late) == 0 {
-		return nil
-	}
-	var known []ownership.Planned
-	for _, e := range ledger {
-		if p, ok := late[e.Address]; ok {
-			p.Identity = e.Identity
-			known = append(known, p)
-		}
-	}
-	owners, err := r.o.Store.Owners(ctx, r.key.Environment, ownership.Identities(known))
-	if err != nil {
-		r.warn(fmt.Sprintf("could not check the identities learned during the apply: %v", err))
-		return nil
-	}
-	conflicts := ownership.Check(known, owners, r.key.Scope)
-	if len(conflicts) == 0 {
-		return nil
-	}
-	return errcode.As(foreignError(r.key.Scope, conflicts)).WithHint("The apply created objects whose identity another scope already owns (their identity was unknown at plan time). Remove them from this configuration or from the other scope, then run again.")
-}

@@ -1,0 +1,112 @@
+package ownership
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// The three checks a run makes against the environment's ownership index
+// (DESIGN.md §2 "Ownership"), in the order it makes them: the foreign check
+// before the engine writes, the intent race rule once the run's intents are
+// in the index, and the late-identity check after the apply. All three
+// report OWNED_BY_OTHER_SCOPE with the same text.
+
+// Index is what the checks read of the store: the ownership index.
+type Index interface {
+	Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error)
+}
+
+// CheckForeign is the foreign check: it refuses a run of key when a planned
+// change touches an object another scope of the environment owns or intends
+// to create. The entries of scope except do not count ("" for none): a
+// predecessor whose resources are promised to key's scope, whose index
+// drops them when the handover finishes. It returns the owners it read of
+// the identities the plan touches, except left in.
+func CheckForeign(ctx context.Context, idx Index, key store.Key, planned []Planned, except string) ([]store.Owner, error) {
+	ids := Identities(planned)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	owners, err := idx.Owners(ctx, key.Environment, ids)
+	if err != nil {
+		return nil, err
+	}
+	others := owners
+	if except != "" {
+		others = slices.DeleteFunc(slices.Clone(owners), func(o store.Owner) bool { return o.Scope == except })
+	}
+	return owners, foreignError(key.Scope, Check(planned, others, key.Scope))
+}
+
+// CheckLate is the late-identity check: it looks up the identities that
+// became known during the apply (creates planned with an unknown
+// identifying attribute, now in ledger) in the ownership index. The objects
+// exist already, so a hit is reported (the run fails) rather than refused.
+// lookupErr is set when the index could not be read: the run says so and
+// goes on.
+func CheckLate(ctx context.Context, idx Index, key store.Key, planned []Planned, ledger []receipt.Entry) (hit, lookupErr error) {
+	late := map[string]Planned{}
+	for _, p := range planned {
+		if p.Creates() && p.Identity == "" {
+			late[p.Address] = p
+		}
+	}
+	if len(late) == 0 {
+		return nil, nil
+	}
+	var known []Planned
+	for _, e := range ledger {
+		if p, ok := late[e.Address]; ok {
+			p.Identity = e.Identity
+			known = append(known, p)
+		}
+	}
+	owners, err := idx.Owners(ctx, key.Environment, Identities(known))
+	if err != nil {
+		return nil, err
+	}
+	conflicts := Check(known, owners, key.Scope)
+	if len(conflicts) == 0 {
+		return nil, nil
+	}
+	return errcode.As(foreignError(key.Scope, conflicts)).WithHint("The apply created objects whose identity another scope already owns (their identity was unknown at plan time). Remove them from this configuration or from the other scope, then run again."), nil
+}
+
+// foreignError is the OWNED_BY_OTHER_SCOPE error of conflicts of scope's
+// run, nil when there are none.
+func foreignError(scope string, conflicts []Conflict) error {
+	if len(conflicts) == 0 {
+		return nil
+	}
+	var lines []string
+	var details []map[string]string
+	owners := map[string]bool{}
+	for _, c := range conflicts {
+		how := "owns"
+		if c.Owner.CreatedBy == receipt.CreatedByIntent {
+			how = "is creating"
+		}
+		lines = append(lines, fmt.Sprintf("%s (%s) would %s %s, which scope %s %s (run %s)",
+			scope, strings.Join(c.Change.Actions, "+"), "change", c.Change.Address, c.Owner.Scope, how, c.Owner.RunID))
+		details = append(details, map[string]string{
+			"address": c.Change.Address, "identity": c.Change.Identity, "owner": c.Owner.Scope,
+			"ownerRun": c.Owner.RunID, "ownerAddress": c.Owner.Address, "ownedAs": c.Owner.CreatedBy,
+		})
+		owners[c.Owner.Scope] = true
+	}
+	var names []string
+	for o := range owners {
+		names = append(names, o)
+	}
+	sort.Strings(names)
+	return errcode.New(errcode.OwnedByOtherScope, "%d planned change(s) touch resources another scope owns; nothing was written:\n  %s", len(conflicts), strings.Join(lines, "\n  ")).
+		WithHint(fmt.Sprintf("Apply these changes from the owning scope (%s), or read the resources with a data source instead of managing them here.", strings.Join(names, ", "))).
+		With("conflicts", details)
+}
