@@ -1,13 +1,11 @@
 package wrapper
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,7 +18,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/gc"
-	"github.com/sponson/terraform-provider-sponson/internal/github"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
@@ -51,8 +48,8 @@ type GCOptions struct {
 	// Destroy runs one destroy; scoperun.Run when nil.
 	Destroy func(context.Context, scoperun.Options) (*scoperun.Result, error)
 	// RemoteHeads lists the branches of a remote, run in the configuration
-	// directory; `git ls-remote --heads` when nil.
-	RemoteHeads func(ctx context.Context, dir, remote string) ([]string, error)
+	// directory; `git ls-remote --heads` (gc.LsRemoteHeads) when nil.
+	RemoteHeads gc.HeadsFunc
 	// HTTP is the client of the GitHub API; a default one when nil.
 	HTTP *http.Client
 
@@ -461,90 +458,39 @@ func (opts *GCOptions) listedPRs() (prs []int, source string, err error) {
 }
 
 // prRule decides the pr-closed rule: the listed pull requests, else the
-// GitHub API, else off.
+// GitHub API, else off (gc.OpenPRs).
 func (g *gcRun) prRule(ctx context.Context, listed []int, source string, facts *gc.Facts, rules *GCRules) GCRule {
-	off := func(why string) GCRule {
-		g.warn("the pr-closed rule is off: " + why)
-		return GCRule{Detail: "off: " + why}
+	repo := strings.TrimSpace(g.opts.Repo)
+	if repo == "" {
+		repo = strings.TrimSpace(g.f.Getenv("GITHUB_REPOSITORY"))
 	}
-	if source == "" {
-		token := strings.TrimSpace(g.f.Getenv("GITHUB_TOKEN"))
-		repo := strings.TrimSpace(g.opts.Repo)
-		if repo == "" {
-			repo = strings.TrimSpace(g.f.Getenv("GITHUB_REPOSITORY"))
-		}
-		switch {
-		case token == "" && repo == "":
-			return off("no open pull requests known; pass --open-prs or --open-prs-file, or set GITHUB_TOKEN and GITHUB_REPOSITORY")
-		case token == "":
-			return off("GITHUB_TOKEN is not set, so the open pull requests of " + repo + " cannot be read; set it, or pass --open-prs")
-		case repo == "":
-			return off("GITHUB_TOKEN is set but no repository is known; pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
-		}
-		apiCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		c := &github.Client{BaseURL: g.f.Getenv("GITHUB_API_URL"), Token: token, HTTP: g.opts.HTTP}
-		prs, err := c.OpenPullRequests(apiCtx, repo)
-		if err != nil {
-			return off(err.Error())
-		}
-		listed, source = prs, "the GitHub API ("+repo+")"
+	prs, from, off := gc.OpenPRs(ctx, listed, source, gc.GitHub{
+		Token: strings.TrimSpace(g.f.Getenv("GITHUB_TOKEN")), Repo: repo, APIURL: g.f.Getenv("GITHUB_API_URL"), HTTP: g.opts.HTTP,
+	})
+	if off != "" {
+		g.warn("the pr-closed rule is off: " + off)
+		return GCRule{Detail: "off: " + off}
 	}
-	facts.OpenPRs, facts.PRsKnown = gc.Set(listed), true
-	rules.OpenPullRequests = listed
-	return GCRule{On: true, Detail: "open pull requests from " + source + ": " + prList(listed)}
+	facts.OpenPRs, facts.PRsKnown = gc.Set(prs), true
+	rules.OpenPullRequests = prs
+	return GCRule{On: true, Detail: "open pull requests from " + from + ": " + prList(prs)}
 }
 
-// branchRule decides the branch-gone rule from the remote's heads.
+// branchRule decides the branch-gone rule from the remote's heads
+// (gc.LiveBranches).
 func (g *gcRun) branchRule(ctx context.Context, dir string, facts *gc.Facts, rules *GCRules) GCRule {
-	heads := g.opts.RemoteHeads
-	if heads == nil {
-		heads = lsRemoteHeads
-	}
 	remote := g.opts.Remote
 	if remote == "" {
 		remote = "origin"
 	}
-	off := func(why string) GCRule {
-		g.warn("the branch-gone rule is off: " + why)
-		return GCRule{Detail: "off: " + why}
-	}
-	branches, err := heads(ctx, dir, remote)
-	if err != nil {
-		return off(err.Error())
-	}
-	if len(branches) == 0 {
-		// Every branch scope would be collected: far more likely the wrong
-		// remote than a repository without branches.
-		return off("remote " + remote + " lists no branch at all; check --remote")
+	branches, off := gc.LiveBranches(ctx, g.opts.RemoteHeads, dir, remote)
+	if off != "" {
+		g.warn("the branch-gone rule is off: " + off)
+		return GCRule{Detail: "off: " + off}
 	}
 	facts.BranchScopes, facts.BranchesKnown = gc.BranchScopes(branches), true
 	rules.Branches = branches
 	return GCRule{On: true, Detail: fmt.Sprintf("remote %s has %d %s", remote, len(branches), plural(len(branches), "branch", "branches"))}
-}
-
-// lsRemoteHeads runs `git ls-remote --heads REMOTE` in dir.
-func lsRemoteHeads(ctx context.Context, dir, remote string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "ls-remote", "--heads", remote)
-	// Never wait for a password prompt; a helper that inherited the pipes
-	// must not keep us once git is gone.
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	cmd.WaitDelay = time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if i := strings.IndexByte(msg, '\n'); i >= 0 {
-			msg = msg[:i]
-		}
-		if msg != "" {
-			return nil, fmt.Errorf("git ls-remote --heads %s failed: %s", remote, msg)
-		}
-		return nil, fmt.Errorf("git ls-remote --heads %s failed: %v", remote, err)
-	}
-	return gc.ParseHeads(stdout.String()), nil
 }
 
 // destroyOne destroys one scope through the normal destroy path and

@@ -1,9 +1,10 @@
 // Package gc decides which scopes of an environment `sponson gc` collects.
-// It is pure selection: the facts (which pull requests are open, which
-// branches still exist, the time) come from the caller, and nothing here
-// touches a store, git or the network. The command destroys what Select
-// returns through the normal destroy path, one scope at a time, each under
-// its own lease.
+// Select is pure selection: the facts (which pull requests are open, which
+// branches still exist, the time) are handed to it, and it touches no
+// store, git or network. gather.go gathers those facts: the open pull
+// requests from the GitHub API and the live branches from `git ls-remote`.
+// The command destroys what Select returns through the normal destroy path,
+// one scope at a time, each under its own lease.
 //
 // The rules (each one off unless its facts are known or its option is set):
 //
