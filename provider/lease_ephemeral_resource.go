@@ -57,7 +57,7 @@ func NewLeaseEphemeralResource() ephemeral.EphemeralResource {
 }
 
 // leaseEphemeralResource is a lease on a named object, typically a parent
-// object several scopes write entries of (DESIGN.md §2 "Parent lease"). The
+// object several scopes write entries of (docs/design.md §2.10 "Parent lease"). The
 // engine drives it: Open acquires, Renew renews at each RenewAt it returned
 // (TTL/3), Close releases after the last resource that uses it. So it uses
 // the lease package's wait loop, schedule, confirmation and release, but
@@ -284,7 +284,7 @@ type leaseState struct {
 	TTL         time.Duration `json:"ttl"`
 	ExpiresAt   time.Time     `json:"expiresAt"`
 	// ValidUntil is this provider's own deadline: the time the last grant
-	// or renewal was sent, plus the TTL (DESIGN.md §2 "Lease"); a slow
+	// or renewal was sent, plus the TTL (docs/design.md §2.7 "Lease"); a slow
 	// answer never extends it.
 	ValidUntil time.Time `json:"validUntil"`
 	// Joined is a lease the run itself holds: the wrapper took it for the

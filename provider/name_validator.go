@@ -15,7 +15,7 @@ var _ validator.String = nameValidator{}
 // validName returns a validator that accepts exactly the names
 // runctx.ValidName accepts for kind, so a configuration is refused at
 // validation for a name the wrapper would refuse (scope and environment names
-// become paths and refs in the stores, DESIGN.md §9).
+// become paths and refs in the stores, docs/design.md §9).
 func validName(kind string) validator.String {
 	return nameValidator{kind: kind}
 }

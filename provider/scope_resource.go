@@ -261,7 +261,7 @@ func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 
 // Create writes the scope record to the store under the scope's lease, then
 // records the scope in state. Under the wrapper the write is fenced by the
-// run's own lease (DESIGN.md §2, "Fenced write"): when the run lost its lease
+// run's own lease (docs/design.md §2.8 "Fenced write"): when the run lost its lease
 // the store refuses it, the apply fails with LOCK_LOST and nothing is
 // recorded, here or in the store.
 func (r *scopeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

@@ -52,8 +52,8 @@ type scopeRecord struct {
 }
 
 // scopeStore writes the record of sponson_scope under the scope's lease
-// (DESIGN.md §2, "Lease" and "Fenced write"), through the same lease and store
-// packages as the wrapper.
+// (docs/design.md §2.7 "Lease", §2.8 "Fenced write" and §6.1), through the
+// same lease and store packages as the wrapper.
 //
 // Under the wrapper it writes under the run's own lease, which the wrapper
 // hands over in lease.EnvStore, lease.EnvHolder and lease.EnvToken. The store

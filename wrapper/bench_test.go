@@ -12,7 +12,7 @@ import (
 
 // BenchmarkE2EApplyOverhead measures `sponson apply` against the bare engine
 // on the same configuration, each side creating it from scratch, side by
-// side in one run (DESIGN.md §8 target: at most 1.10x). The bare side is
+// side in one run (docs/design.md §8 target: at most 1.10x). The bare side is
 // what a pipeline runs without sponson: `tofu init` then `tofu apply
 // -auto-approve`. Instant resources show sponson's fixed cost (a saved plan
 // read as JSON, then applied: three engine starts where the bare apply has
@@ -58,7 +58,7 @@ func benchApplyOverhead(b *testing.B, n int, delay float64) {
 }
 
 // BenchmarkE2ESixteenScopes measures sixteen pull request scopes applying at
-// once on one file store against one scope alone (DESIGN.md §8: all
+// once on one file store against one scope alone (docs/design.md §8: all
 // succeed, none waits on another's scope). The ratio is the wall time of
 // the sixteen over the one; on two cores it is bounded by CPU, not by
 // waiting.

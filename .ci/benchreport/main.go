@@ -56,7 +56,7 @@ func main() {
 	fmt.Fprintf(&b, "Measured %s on %s, %d cores, %s, %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), cpuModel(), runtime.NumCPU(), runtime.Version(), runtime.GOOS+"/"+runtime.GOARCH)
 	fmt.Fprintf(&b, "Command: `%s`\n\n", command)
 	b.WriteString("Every figure of one table comes from the same run: medians (and p50/p99) in the units named,\n")
-	b.WriteString("ratios computed from medians measured side by side. Targets are those of DESIGN.md §8:\n")
+	b.WriteString("ratios computed from medians measured side by side. Targets are those of docs/design.md §8:\n")
 	b.WriteString("wrapper overhead ≤ 1.10×; lease acquire + fenced write + release p50 ≤ 5 ms (file), ≤ 150 ms\n")
 	b.WriteString("(git, local bare remote), ≤ 10 ms (PostgreSQL); the foreign check over 1,000 scopes × 50\n")
 	b.WriteString("resources ≤ 200 ms; 16 pull requests at once all succeed without waiting on each other.\n")

@@ -50,7 +50,7 @@ func TestCLIDocsAreCurrent(t *testing.T) {
 }
 
 // TestCLIDocsCoverEveryCommand guards the generator against skipping a
-// command of DESIGN.md §4 (a command marked hidden by mistake, say).
+// command of docs/design.md §4 (a command marked hidden by mistake, say).
 func TestCLIDocsCoverEveryCommand(t *testing.T) {
 	t.Parallel()
 	names := map[string]bool{}

@@ -35,7 +35,7 @@ type CLIConfig struct {
 
 // placeholder is what the filesystem mirror holds instead of a real provider
 // binary. `init` needs a mirror to install from (dev_overrides alone makes
-// init fail, DESIGN.md §7), and records the mirror package's hash in the
+// init fail, docs/design.md §7.2), and records the mirror package's hash in the
 // lock file; a real binary would change that hash with every build and break
 // the next init. dev_overrides decides what actually runs, so the mirror only
 // needs to be stable: this text never changes.

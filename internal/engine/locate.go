@@ -15,7 +15,7 @@ import (
 
 // PinnedTofuVersion is the OpenTofu release `make tools` builds and the
 // cached build Locate falls back to. 1.12 is the first release that keeps
-// ephemeral resources out of the plan JSON (DESIGN.md §7).
+// ephemeral resources out of the plan JSON (docs/design.md §7.1).
 const PinnedTofuVersion = "v1.12.6"
 
 // EnvEngine names the engine binary when --engine is not given.

@@ -19,7 +19,7 @@ type Code string
 // code is a breaking change.
 type ExitCode int
 
-// Exit codes of the CLI contract (DESIGN.md §4).
+// Exit codes of the CLI contract (docs/design.md §4).
 const (
 	ExitOK      ExitCode = 0 // the command did what was asked
 	ExitFailed  ExitCode = 1 // it ran and failed

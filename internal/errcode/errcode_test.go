@@ -52,7 +52,7 @@ func TestTableRows(t *testing.T) {
 	}
 }
 
-// TestRequiredCodes checks the codes DESIGN.md §4 requires and their exit
+// TestRequiredCodes checks the codes docs/design.md §4 requires and their exit
 // codes: 2 refused before running, 3 lease held or lost, 1 failed.
 func TestRequiredCodes(t *testing.T) {
 	t.Parallel()

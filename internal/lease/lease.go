@@ -6,8 +6,7 @@
 // that names someone else all end in the same LOCK_LOST. It is the one place
 // this logic lives; the wrapper and the provider both use it.
 //
-// The rules (DESIGN.md §2 "Lease", ADR 0008 of the original tool), kept by
-// Schedule:
+// The rules (docs/design.md §2.7 "Lease"), kept by Schedule:
 //   - renewal every TTL/3, each renewal scheduled only after the previous one
 //     finished: a fixed ticker queued renewals faster than a slow store
 //     completed them, and the run's own writes waited behind the queue;

@@ -8,8 +8,8 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
-// Schedule is the renewal pacing of a lease with one TTL (DESIGN.md §2
-// "Lease"). The wrapper's background renewal (Held) and the provider's
+// Schedule is the renewal pacing of a lease with one TTL (docs/design.md
+// §2.7 "Lease"). The wrapper's background renewal (Held) and the provider's
 // sponson_lease, whose renewals the engine calls at the time it was given,
 // both follow it.
 type Schedule struct{ TTL time.Duration }

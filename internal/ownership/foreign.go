@@ -13,7 +13,7 @@ import (
 )
 
 // The three checks a run makes against the environment's ownership index
-// (DESIGN.md §2 "Ownership"), in the order it makes them: the foreign check
+// (docs/design.md §2.5 "Ownership"), in the order it makes them: the foreign check
 // before the engine writes, the intent race rule once the run's intents are
 // in the index, and the late-identity check after the apply. All three
 // report OWNED_BY_OTHER_SCOPE with the same text.

@@ -1,7 +1,7 @@
 // Package ownership decides who owns what: the identity of every resource a
 // plan touches, the ledger a run leaves, and the check that refuses a plan
 // changing a resource another scope of the same environment owns
-// (OWNED_BY_OTHER_SCOPE, DESIGN.md §2 "Foreign").
+// (OWNED_BY_OTHER_SCOPE, docs/design.md §2.6 "Foreign").
 //
 // An identity names a real object independently of any resource address, so
 // that `moved` blocks and renames keep ownership and two scopes that name

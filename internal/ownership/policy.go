@@ -13,9 +13,8 @@ import (
 )
 
 // This file holds the rest of the sponson_scope policy: which planned changes
-// write production (DESIGN.md §2 "Approval") and which resources are entries
-// of a shared parent object (DESIGN.md §2 "Parent lease", ADR 0019 of the
-// original tool). The wrapper reads both from the plan, like the identity
+// write production (docs/design.md §2.11 "Approval") and which resources are entries
+// of a shared parent object (docs/design.md §2.10 "Parent lease"). The wrapper reads both from the plan, like the identity
 // policy, and decides with the pure functions below before the engine
 // writes anything.
 
@@ -510,7 +509,7 @@ func ProviderType(source string) string {
 // named key (a Parent's Key, or a sponson_lease's name): ParentLeaseScopePrefix
 // and the first 16 bytes of the SHA-256 of key in hex, 32 characters. A
 // hash, because a key holds characters a store scope may not (paths and ref
-// names are built from scopes, DESIGN.md §9); a prefix real scopes never
+// names are built from scopes, docs/design.md §9); a prefix real scopes never
 // have, so a parent lease never shares a key with a scope.
 func ParentLeaseScope(key string) string {
 	sum := sha256.Sum256([]byte(key))

@@ -1,8 +1,8 @@
 // Package providermirror writes the sponson provider into a filesystem
 // mirror, for running tofu or terraform without the wrapper (air-gapped
 // teams, configurations that only use sponson_lease). The wrapper itself
-// needs no mirror from the user: it writes its own for each run (DESIGN.md
-// §7).
+// needs no mirror from the user: it writes its own for each run
+// (docs/design.md §7.2).
 //
 // The mirror uses the engines' packed layout,
 //

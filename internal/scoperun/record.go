@@ -78,4 +78,3 @@ func (r *runner) outcome(rec *receipt.Receipt, c *checked, engineErr, readErr er
 		rec.Status = receipt.StatusUnchanged
 	}
 }
-

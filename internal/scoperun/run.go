@@ -2,7 +2,7 @@
 // serves the scope's state through the fenced state server, drives
 // init/plan/apply through terraform-exec, and writes the receipt. It is what
 // `sponson plan`, `apply` and `destroy` do once the command line has been
-// read (DESIGN.md §3, "An apply, end to end").
+// read (docs/design.md §3.2 "An apply, end to end").
 //
 // A run is a list of phases, one file each, read in this order: run.go (the
 // list), prepare.go, acquire.go, load.go, serve.go, settle.go, check.go,

@@ -5,7 +5,7 @@
 // engine whose run lost its lease cannot replace the state of the run that
 // took over, and the lease itself notices that it is lost.
 //
-// Protocol (measured, DESIGN.md §7): GET reads, POST <address>?ID=<lock>
+// Protocol (measured, docs/design.md §7.3): GET reads, POST <address>?ID=<lock>
 // writes, LOCK and UNLOCK carry a JSON lock info; 409 or 423 means "locked".
 package statesrv
 

@@ -13,7 +13,7 @@ import (
 // segment is what an environment, scope, run id or record name may be in
 // every store: one plain path segment or ref component, so a name that one
 // backend accepts every backend accepts, and none can climb out of its
-// directory or reach another ref (DESIGN.md §9).
+// directory or reach another ref (docs/design.md §9).
 var segment = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,128}$`)
 
 // CheckName refuses anything that is not one plain name, before a backend

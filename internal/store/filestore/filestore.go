@@ -30,8 +30,8 @@
 //     mutex.
 //   - Fencing. A write is accepted only if, inside the mutex, lease.json still
 //     names the writer's holder and token and has not expired by the store's
-//     clock. A run that lost its lease can write nothing (DESIGN.md §2, fenced
-//     write).
+//     clock. A run that lost its lease can write nothing (docs/design.md §2.8,
+//     "Fenced write").
 //   - Tokens survive release. Release keeps lease.json with an empty holder
 //     and the same token, so the next grant is token+1 and a token is never
 //     handed out twice. An unreadable lease.json is therefore an error, never

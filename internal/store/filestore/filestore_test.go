@@ -504,7 +504,7 @@ func denyWrites(t *testing.T, dir string) {
 }
 
 // BenchmarkCycle measures one run's store traffic on the file store:
-// acquire, one fenced receipt write, release, with fsync on. DESIGN.md §8
+// acquire, one fenced receipt write, release, with fsync on. docs/design.md §8
 // sets the target at p50, so p50 and p99 are reported beside the mean.
 func BenchmarkCycle(b *testing.B) {
 	s, err := filestore.Open(b.TempDir())
@@ -515,7 +515,7 @@ func BenchmarkCycle(b *testing.B) {
 }
 
 // BenchmarkOwners is the foreign check's read of an environment of 10, 100
-// and 1,000 scopes × 50 resources (DESIGN.md §8: ≤ 200 ms at 1,000).
+// and 1,000 scopes × 50 resources (docs/design.md §8: ≤ 200 ms at 1,000).
 func BenchmarkOwners(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("scopes=%d", n), func(b *testing.B) {

@@ -15,7 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store/storetest"
 )
 
-// Benchmarks against a bare repository on local disk, the DESIGN.md §8
+// Benchmarks against a bare repository on local disk, the docs/design.md §8
 // target being acquire + fenced write + release ≤ 150 ms at p50. Run with
 //
 //	go test -run '^$' -bench . -benchtime 50x ./internal/store/gitstore/
@@ -55,7 +55,7 @@ func BenchmarkCycle(b *testing.B) {
 }
 
 // BenchmarkOwners is the foreign check's read of an environment of 10, 100
-// and 1,000 scopes × 50 resources (DESIGN.md §8: ≤ 200 ms at 1,000), by a
+// and 1,000 scopes × 50 resources (docs/design.md §8: ≤ 200 ms at 1,000), by a
 // store that did not write them, as another runner's: cold-ms is its first
 // read, which fetches every tip (one fetch); warm-p50/p99 are the reads
 // after, which list the environment and read the index parts. The scopes

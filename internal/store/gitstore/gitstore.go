@@ -2,7 +2,7 @@
 // (environment, scope) keeps its lease, receipts, ownership index, records,
 // quarantined states and encrypted Terraform state on its own orphan branch
 // of a remote the CI job can already push to, so no new service is needed
-// (DESIGN.md §5):
+// (docs/design.md §5.3):
 //
 //	refs/heads/sponson-receipts/<env>/<scope>
 //	  README.md                  what the branch is and when deleting it is safe
@@ -645,7 +645,7 @@ func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quar
 
 // Owners reads the ownership index of env: owners.json of every scope
 // branch, in one ls-remote, at most one fetch, and pipelined reads through
-// the one cat-file process (DESIGN.md §8: from an index, not N reads).
+// the one cat-file process (docs/design.md §8: from an index, not N reads).
 func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error) {
 	if err := checkName("environment", env); err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ const branchRoot = "refs/heads/sponson-receipts/"
 const maxSegment = 250
 
 // checkName refuses anything that is not one plain name before the remote is
-// touched (DESIGN.md §9: no name can reach another ref).
+// touched (docs/design.md §9: no name can reach another ref).
 func checkName(what, name string) error {
 	if err := store.CheckName(what, name); err != nil {
 		return err

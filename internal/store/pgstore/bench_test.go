@@ -15,7 +15,7 @@ import (
 
 // latencies collects durations of one kind of operation and reports their
 // median and 99th percentile in milliseconds, as storetest's benchmarks do
-// (DESIGN.md §8: acquire + fenced write + release on PostgreSQL ≤ 10 ms at
+// (docs/design.md §8: acquire + fenced write + release on PostgreSQL ≤ 10 ms at
 // p50). With `make bench` (20 iterations) p99 is close to the maximum; run
 // with a larger -benchtime for a steadier tail.
 type latencies struct {
@@ -50,7 +50,7 @@ func BenchmarkCycle(b *testing.B) {
 
 // BenchmarkOwners is the foreign check's read of an environment of 10, 100
 // and 1,000 scopes × 50 resources, seeded through the store's own fenced
-// receipt writes, as for every backend (storetest.BenchOwners; DESIGN.md §8:
+// receipt writes, as for every backend (storetest.BenchOwners; docs/design.md §8:
 // ≤ 200 ms at 1,000). BenchmarkOwners10000 goes ten times further.
 func BenchmarkOwners(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {

@@ -1,5 +1,5 @@
 // Package pgstore is the PostgreSQL store backend (`--store postgres://...`),
-// for teams whose runners outgrow one repository's push rate (DESIGN.md §5).
+// for teams whose runners outgrow one repository's push rate (docs/design.md §5.4).
 // Sponson is only a client: leases, receipts, the ownership index, Terraform
 // state, records and quarantined states are rows in tables of their own
 // schema (`sponson` by default; OpenTofu's pg backend keeps its states in

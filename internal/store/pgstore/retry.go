@@ -25,7 +25,7 @@ const (
 // attempt gets its own timeout, so a server that stopped answering costs one
 // attempt, not the budget.
 //
-// Why retrying is safe (DESIGN.md §2, fenced write): a connection that drops
+// Why retrying is safe (docs/design.md §2.8 "Fenced write"): a connection that drops
 // after a statement was sent leaves the client not knowing whether it
 // committed. Every operation is therefore written to be run again:
 //

@@ -101,8 +101,8 @@ CREATE TABLE {s}.quarantine (
 	PRIMARY KEY (env, scope, run_id)
 );
 
--- fence is the first statement of every fenced write (DESIGN.md §2, fenced
--- write). It locks the lease row FOR SHARE if it still names the holder and
+-- fence is the first statement of every fenced write (docs/design.md
+-- §2.8). It locks the lease row FOR SHARE if it still names the holder and
 -- token and has not expired by the database clock, and raises SQLSTATE SP001
 -- otherwise, which aborts the transaction the write runs in. The row lock
 -- lasts until that transaction ends: a takeover or a release (an UPDATE of

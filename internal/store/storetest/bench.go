@@ -13,7 +13,7 @@ import (
 // BenchCycle measures the operations every run makes on a store: acquire the
 // lease, one fenced receipt write, release. It reports the p50 and p99 of
 // each operation and of the whole cycle, in milliseconds, so every backend
-// is measured the same way (DESIGN.md §8).
+// is measured the same way (docs/design.md §8).
 func BenchCycle(b *testing.B, s store.Store) {
 	b.Helper()
 	ctx := b.Context()

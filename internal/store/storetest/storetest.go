@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite every store backend passes
-// (DESIGN.md §5): exclusive leases, expiry and takeover, fenced writes refused
+// (docs/design.md §5.1): exclusive leases, expiry and takeover, fenced writes refused
 // after takeover and after expiry, release only by the holder, renewal, N
 // contenders with one winner, tokens that never go back, receipt and state
 // round trips, listing one environment, and names that cannot escape.
