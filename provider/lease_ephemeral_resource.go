@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
@@ -456,37 +455,6 @@ func (m *leaseManager) acquire(ctx context.Context, rc runctx.Context, opts leas
 	return s, diags
 }
 
-// takeErrorDiag reports why lease.Take did not get the lease: held by
-// another run, a wait that timed out or was interrupted, or the store.
-func takeErrorDiag(s leaseState, url string, opts leaseOptions, err error) diag.Diagnostic {
-	e := errcode.As(err)
-	holder, _ := e.Details["holder"].(string)
-	expires, _ := e.Details["expiresAt"].(time.Time)
-	switch {
-	case errcode.Is(err, errcode.LockHeld):
-		return diag.NewErrorDiagnostic("Lease Held By Another Run",
-			fmt.Sprintf("%s: the lease on %s is held by %s until %s, so sponson_lease did not take it. Wait "+
-				"for that run to finish and apply again, or set wait = true to queue behind it.\n\n%s",
-				errcode.LockHeld, s.describe(), holder, expires.UTC().Format(time.RFC3339), err))
-	case errcode.Is(err, errcode.WaitTimeout):
-		return diag.NewErrorDiagnostic("Lease Wait Timed Out",
-			fmt.Sprintf("%s: sponson_lease waited %s for the lease on %s, which is still held by %s until %s. "+
-				"Raise wait_timeout_seconds, or find the run that holds the lease.\n\n%s",
-				errcode.WaitTimeout, opts.waitTimeout, s.describe(), holder, expires.UTC().Format(time.RFC3339), err))
-	case errcode.Is(err, errcode.Interrupted) && holder != "":
-		return diag.NewErrorDiagnostic("Lease Wait Interrupted",
-			fmt.Sprintf("%s: sponson_lease stopped waiting for the lease on %s, held by %s, because the engine "+
-				"was interrupted.\n\n%s", errcode.Interrupted, s.describe(), holder, err))
-	case errcode.Is(err, errcode.Interrupted) && opts.wait:
-		return diag.NewErrorDiagnostic("Lease Wait Interrupted",
-			fmt.Sprintf("%s: the engine stopped waiting for the lease on %s before it was free.\n\n%s",
-				errcode.Interrupted, s.describe(), err))
-	}
-	return storeErrorDiag("Lease Not Acquired",
-		fmt.Sprintf("The sponson provider could not take the lease on %s in the store %s.",
-			s.describe(), describeStore(url, s.Dir)), err)
-}
-
 // renew renews the lease and returns it with the time of the next renewal.
 // A store that fails for a while is retried sooner, with a warning, until
 // the provider's own deadline; a lease the store says is gone, or that
@@ -562,20 +530,6 @@ func (m *leaseManager) release(ctx context.Context, s leaseState) diag.Diagnosti
 				"at about %s; nothing else needs to be done.", s.describe(), s.ExpiresAt.UTC().Format(time.RFC3339)), err))
 	}
 	return diags
-}
-
-// leaseLostDiag reports a lease this run no longer holds.
-func leaseLostDiag(s leaseState, why string, err error) diag.Diagnostic {
-	return diag.NewErrorDiagnostic("Lease Lost",
-		fmt.Sprintf("%s: this run lost the lease on %s (holder %s, token %d): %s. Another run may have written "+
-			"the object while this run did, so entries may be missing: apply again to restore them.\n\n%s",
-			errcode.LockLost, s.describe(), s.Holder, s.Token, why, err))
-}
-
-// storeWarningDiag is storeErrorDiag as a warning.
-func storeWarningDiag(summary, what string, err error) diag.Diagnostic {
-	d := storeErrorDiag(summary, what, err)
-	return diag.NewWarningDiagnostic(d.Summary(), d.Detail())
 }
 
 // waitTimeoutNeedsWait refuses wait_timeout_seconds without wait = true,

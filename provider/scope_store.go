@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -287,63 +286,3 @@ func describeStore(raw, dir string) string {
 	}
 	return fmt.Sprintf("%q", storeurl.Redact(raw))
 }
-
-// handoverDiag reports a lease hand-over that cannot be used.
-func handoverDiag(key store.Key, err error) diag.Diagnostic {
-	return diag.NewErrorDiagnostic("Invalid Lease Hand-Over",
-		fmt.Sprintf("%s: the sponson wrapper hands its lease of %s to the provider in %s, %s and %s, but they "+
-			"are incomplete or malformed, so the provider wrote nothing. It does not take a lease of its own "+
-			"instead, because the run it belongs to may hold the scope. Unset all three variables to apply "+
-			"without the wrapper, or run the apply through sponson.\n\n%s",
-			codeOf(err), key, lease.EnvStore, lease.EnvHolder, lease.EnvToken, err))
-}
-
-// writeErrorDiag reports a fenced write that failed.
-func writeErrorDiag(key store.Key, err error) diag.Diagnostic {
-	if errors.Is(err, store.ErrLeaseLost) {
-		return diag.NewErrorDiagnostic("Lease Lost",
-			fmt.Sprintf("%s: this run lost its lease of %s (it expired or another run took the scope over), so "+
-				"the store refused the provider's write and nothing was written: a run that lost its lease "+
-				"cannot write through its provider either. Run the apply again; the run that took over is "+
-				"authoritative.\n\n%s", errcode.LockLost, key, err))
-	}
-	return storeErrorDiag("Scope Record Not Written",
-		fmt.Sprintf("The sponson provider could not write the scope record of %s to the store.", key), err)
-}
-
-// acquireErrorDiag reports a scope lease the provider could not take.
-func acquireErrorDiag(key store.Key, err error) diag.Diagnostic {
-	var ce *errcode.Error
-	if !errors.As(err, &ce) || ce.Code != errcode.LockHeld {
-		return storeErrorDiag("Scope Lease Not Acquired",
-			fmt.Sprintf("The sponson provider could not take the lease of %s to write the scope record, so it "+
-				"wrote nothing.", key), err)
-	}
-	holder, _ := ce.Details["holder"].(string)
-	who := "another run"
-	if holder != "" {
-		who = "run " + holder
-	}
-	until := ""
-	if t, ok := ce.Details["expiresAt"].(time.Time); ok && !t.IsZero() {
-		until = " until " + t.UTC().Format(time.RFC3339)
-	}
-	return diag.NewErrorDiagnostic("Scope Leased By Another Run",
-		fmt.Sprintf("%s: scope %s is leased by %s%s, so the sponson provider did not write the scope record. "+
-			"Wait for that run to finish and apply again, or apply through the wrapper with `sponson apply "+
-			"--wait`, which queues behind it.\n\n%s", errcode.LockHeld, key, who, until, err))
-}
-
-// storeErrorDiag reports any other store failure: the code, what happened,
-// the code's hint, and the original error last.
-func storeErrorDiag(summary, what string, err error) diag.Diagnostic {
-	ce := errcode.As(err)
-	detail := fmt.Sprintf("%s: %s", ce.Code, what)
-	if ce.Hint != "" {
-		detail += " " + ce.Hint
-	}
-	return diag.NewErrorDiagnostic(summary, detail+"\n\n"+err.Error())
-}
-
-// codeOf returns the code an error carries, INTERNAL when none.
-func codeOf(err error) errcode.Code { return errcode.As(err).Code }
