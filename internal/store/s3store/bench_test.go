@@ -13,7 +13,7 @@ import (
 
 // The S3 store's benchmarks run against versitygw on loopback (a real
 // S3-compatible server over a posix directory), measured as for every
-// backend (DESIGN.md §8).
+// backend (docs/design.md §8).
 
 // BenchmarkCycle is one run's use of its scope lease: acquire, a fenced
 // receipt write and release (storetest.BenchCycle).

@@ -12,7 +12,7 @@
 //	<env>/.owners.bin.gz                a cache of the ownership parts of env, for Owners
 //	<env>/.index.json.gz                a cache of the pointers and receipts of env, for List
 //
-// Design (DESIGN.md §5, stores; §2, fenced write):
+// Design (docs/design.md §5.5 "S3"; §2.8 "Fenced write"):
 //
 //   - One pointer per scope. The pointer holds the lease (holder, token,
 //     expiry) and the object keys of the scope's current receipt, ownership
