@@ -4,7 +4,7 @@
 // state it was made against, the ownership of every identity it touches,
 // the approval it needs, the succession it includes). The apply compares
 // all of it with the store as it is then and refuses a plan that went stale
-// (DESIGN.md §4, "Saved plans").
+// (docs/design.md §4.2 "Saved plans").
 //
 // The file never holds the state server's secret or a state key: the engine
 // reads those from its environment, which a saved plan does not record

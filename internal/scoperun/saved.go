@@ -145,6 +145,22 @@ func (r *runner) checkSaved(ctx context.Context, prev *receipt.Receipt) error {
 	if r.ownBackend {
 		return errcode.New(errcode.Usage, "a saved plan needs the state sponson serves; this configuration declares its own backend")
 	}
+	if err := r.checkSavedFor(m); err != nil {
+		return err
+	}
+	pred, err := r.checkSavedSuccession(ctx, m, prev)
+	if err != nil {
+		return err
+	}
+	if err := r.checkSavedState(ctx, m, prev, pred); err != nil {
+		return err
+	}
+	return r.checkSavedOwners(ctx, m)
+}
+
+// checkSavedFor refuses a saved plan made for another stack, environment,
+// scope or commit.
+func (r *runner) checkSavedFor(m savedplan.Meta) error {
 	c := r.o.Context
 	for _, d := range []struct{ what, plan, now string }{
 		{"stack", m.Stack, r.o.Stack}, {"environment", m.Environment, r.key.Environment},
@@ -156,33 +172,44 @@ func (r *runner) checkSaved(ctx context.Context, prev *receipt.Receipt) error {
 				With("changed", d.what)
 		}
 	}
+	return nil
+}
 
-	// The succession the apply would do now must be the one the plan saw.
-	var pred *receipt.Receipt
-	if p := predecessorOf(c.Predecessor, prev); p != "" {
-		var err error
-		if pred, err = r.o.Store.LatestReceipt(ctx, store.Key{Environment: r.key.Environment, Scope: p}); err != nil {
-			return err
+// checkSavedSuccession refuses a saved plan when the succession the apply
+// would do now is not the one the plan saw. It returns the predecessor's
+// latest receipt, nil without a predecessor.
+func (r *runner) checkSavedSuccession(ctx context.Context, m savedplan.Meta, prev *receipt.Receipt) (*receipt.Receipt, error) {
+	p := predecessorOf(r.o.Context.Predecessor, prev)
+	if p == "" {
+		if m.Succession != nil {
+			return nil, stale("the plan includes taking over %s and this run has no predecessor", m.Succession.From).With("changed", "succession")
 		}
-		act, err := succession.Decide(r.key.Scope, prev, pred)
-		if err != nil {
-			return err
-		}
-		takes := act == succession.Start || (act == succession.Resume && !succession.Promised(r.key.Scope, pred))
-		switch {
-		case takes && m.Succession == nil:
-			return stale("the apply would now take over %s's resources (succession), which the plan did not include; %s", p, ranAt(pred)).With("changed", "succession")
-		case !takes && m.Succession != nil:
-			return stale("the plan includes taking over %s, which no longer applies (%s)", m.Succession.From, ranAt(pred)).With("changed", "succession")
-		case takes && pred.RunID != m.Succession.FromRun:
-			return stale("%s changed since the plan took it over: %s", p, ranAt(pred)).With("changed", "succession").With("run", pred.RunID)
-		}
-	} else if m.Succession != nil {
-		return stale("the plan includes taking over %s and this run has no predecessor", m.Succession.From).With("changed", "succession")
+		return nil, nil
 	}
+	pred, err := r.o.Store.LatestReceipt(ctx, store.Key{Environment: r.key.Environment, Scope: p})
+	if err != nil {
+		return nil, err
+	}
+	act, err := succession.Decide(r.key.Scope, prev, pred)
+	if err != nil {
+		return nil, err
+	}
+	takes := act == succession.Start || (act == succession.Resume && !succession.Promised(r.key.Scope, pred))
+	switch {
+	case takes && m.Succession == nil:
+		return nil, stale("the apply would now take over %s's resources (succession), which the plan did not include; %s", p, ranAt(pred)).With("changed", "succession")
+	case !takes && m.Succession != nil:
+		return nil, stale("the plan includes taking over %s, which no longer applies (%s)", m.Succession.From, ranAt(pred)).With("changed", "succession")
+	case takes && pred.RunID != m.Succession.FromRun:
+		return nil, stale("%s changed since the plan took it over: %s", p, ranAt(pred)).With("changed", "succession").With("run", pred.RunID)
+	}
+	return pred, nil
+}
 
-	// The state the engine will apply to must be the one the plan was made
-	// against (the predecessor's, which the handover copies as is).
+// checkSavedState refuses a saved plan when the state the engine will apply
+// to is not the one the plan was made against (the predecessor's, which
+// the handover copies as is), or the scope ran since.
+func (r *runner) checkSavedState(ctx context.Context, m savedplan.Meta, prev, pred *receipt.Receipt) error {
 	key := r.key
 	if m.Succession != nil {
 		key = store.Key{Environment: r.key.Environment, Scope: m.Succession.From}
@@ -208,7 +235,7 @@ func (r *runner) checkSaved(ctx context.Context, prev *receipt.Receipt) error {
 		return stale("scope %s ran since the plan was made at %s: %s", r.key.Scope, m.CreatedAt.Format(time.RFC3339), ranAt(prev)).
 			With("changed", "receipt").With("run", runOf(prev))
 	}
-	return r.checkSavedOwners(ctx, m)
+	return nil
 }
 
 // checkSavedOwners refuses a saved plan when another scope has come to own
