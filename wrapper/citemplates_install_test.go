@@ -78,8 +78,10 @@ func TestCITemplatesGitHubInstall(t *testing.T) {
 			}
 		}
 	}
-	if jobs != 5 {
-		t.Errorf("%d jobs run sponson, want 5", jobs)
+	// preview-plan, preview, preview-destroy, main, production-plan,
+	// production and gc.
+	if jobs != 7 {
+		t.Errorf("%d jobs run sponson, want 7", jobs)
 	}
 }
 

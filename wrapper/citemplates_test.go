@@ -209,12 +209,16 @@ func ghScenarios() []ghEvent {
 	return []ghEvent{
 		with(ghOnMain("push", map[string]any{"ref": "refs/heads/main"}), "push to main",
 			ciExpect{job: "main", command: "apply", env: "preview", scope: "main"},
+			ciExpect{job: "production-plan", command: "plan", env: "production", scope: "main"},
 			ciExpect{job: "production", command: "apply", env: "production", scope: "main", approver: "alice"}),
 		with(ghPullRequest("opened", 12, "feat/x", false), "pull request 12 opened",
+			ciExpect{job: "preview-plan", command: "plan", env: "preview", scope: "pr-12"},
 			ciExpect{job: "preview", command: "apply", env: "preview", scope: "pr-12"}),
 		with(ghPullRequest("synchronize", 12, "feat/x", false), "pull request 12 synchronized",
+			ciExpect{job: "preview-plan", command: "plan", env: "preview", scope: "pr-12"},
 			ciExpect{job: "preview", command: "apply", env: "preview", scope: "pr-12"}),
 		with(ghPullRequest("opened", 13, "feat/y", false), "pull request 13 opened",
+			ciExpect{job: "preview-plan", command: "plan", env: "preview", scope: "pr-13"},
 			ciExpect{job: "preview", command: "apply", env: "preview", scope: "pr-13"}),
 		with(ghPullRequest("closed", 12, "feat/x", true), "pull request 12 merged",
 			ciExpect{job: "preview-destroy", command: "destroy", env: "preview", scope: "pr-12"}),
@@ -445,10 +449,10 @@ func checkSponsonLine(t *testing.T, l ciLine, x ciExpect) {
 			}
 		}
 	}
-	if x.command != "gc" && !slices.Contains(words, "--wait") {
+	if x.command != "gc" && x.command != "plan" && !slices.Contains(words, "--wait") {
 		t.Errorf("job %s: %q lacks --wait: a second run of the scope would fail with LOCK_HELD instead of queueing", l.job, l.line)
 	}
-	if x.env == "production" {
+	if x.env == "production" && x.command != "plan" {
 		if !slices.Contains(words, "--env") || words[slices.Index(words, "--env")+1] != "production" {
 			t.Errorf("job %s: %q does not name --env production", l.job, l.line)
 		}
@@ -474,7 +478,7 @@ func TestCITemplatesGitHubProductionApproval(t *testing.T) {
 	if j.Environment != "production" {
 		t.Errorf("production job environment = %q, want production (its required reviewers are the approval)", j.Environment)
 	}
-	if diff := cmp.Diff(stringList{"main"}, j.Needs); diff != "" {
+	if diff := cmp.Diff(stringList{"production-plan"}, j.Needs); diff != "" {
 		t.Errorf("production needs (-want +got):\n%s", diff)
 	}
 	if j.Permissions["actions"] != "read" || j.Permissions["contents"] != "write" {
@@ -494,6 +498,9 @@ func TestCITemplatesGitHubProductionApproval(t *testing.T) {
 		t.Fatalf("production has %d sponson lines, want 1", len(lines))
 	}
 	l := lines[0]
+	if !strings.HasSuffix(l.line, " production.tfplan") {
+		t.Errorf("production line %q does not apply the saved plan of production-plan", l.line)
+	}
 	if !strings.Contains(l.line, `--approved-by "$APPROVER"`) || l.env["APPROVER"] != "${{ steps.approval.outputs.approver }}" {
 		t.Errorf("production line %q with env %v: want --approved-by \"$APPROVER\" with APPROVER from the approval step", l.line, l.env)
 	}

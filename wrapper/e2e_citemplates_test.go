@@ -130,6 +130,13 @@ func checkCIRun(t *testing.T, event string, l ciLine, x ciExpect, r result) {
 		t.Errorf("%s: environment %v, want %s", what, res["environment"], x.env)
 	}
 	switch x.command {
+	case "plan":
+		if res["scope"] != x.scope {
+			t.Errorf("%s: scope %v, want %s\nstderr:\n%s", what, res["scope"], x.scope, r.stderr)
+		}
+		if s, _ := res["status"].(string); s != "changes" && s != "unchanged" {
+			t.Errorf("%s: status %q", what, s)
+		}
 	case "apply", "destroy":
 		if res["scope"] != x.scope {
 			t.Errorf("%s: scope %v, want %s\nstderr:\n%s", what, res["scope"], x.scope, r.stderr)
@@ -204,6 +211,7 @@ func TestE2ECITemplatesGitHub(t *testing.T) {
 
 	values := map[string]string{
 		"secrets.SPONSON_STATE_KEY":       ciStateKey,
+		"secrets.SPONSON_PLAN_KEY":        strings.Repeat("17", 32),
 		"github.token":                    "test-token",
 		"steps.approval.outputs.approver": "alice",
 	}
