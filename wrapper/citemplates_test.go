@@ -703,15 +703,19 @@ func glScenarios() []glEvent {
 	return []glEvent{
 		{name: "push to the default branch", vars: glOnMain("push"), expect: []ciExpect{
 			{job: "main", command: "apply", env: "preview", scope: "main"},
+			{job: "production-plan", command: "plan", env: "production", scope: "main"},
 			{job: "production", command: "apply", env: "production", scope: "main", approver: "alice", playedBy: "alice"},
 		}},
 		{name: "merge request 12", vars: glMergeRequest(12, "feat/x"), expect: []ciExpect{
+			{job: "preview-plan", command: "plan", env: "preview", scope: "pr-12"},
 			{job: "preview", command: "apply", env: "preview", scope: "pr-12"},
 		}},
 		{name: "merge request 12 updated", vars: glMergeRequest(12, "feat/x"), expect: []ciExpect{
+			{job: "preview-plan", command: "plan", env: "preview", scope: "pr-12"},
 			{job: "preview", command: "apply", env: "preview", scope: "pr-12"},
 		}},
 		{name: "merge request 13", vars: glMergeRequest(13, "feat/y"), expect: []ciExpect{
+			{job: "preview-plan", command: "plan", env: "preview", scope: "pr-13"},
 			{job: "preview", command: "apply", env: "preview", scope: "pr-13"},
 		}},
 		{name: "merge request 12 merged", vars: glMergeRequest(12, "feat/x"), stopOf: "preview", expect: []ciExpect{
@@ -862,7 +866,7 @@ func TestCITemplatesGitLabEnvironments(t *testing.T) {
 	if prod.Environment.Name != "production" || prod.Environment.DeploymentTier != "production" {
 		t.Errorf("production environment %+v", prod.Environment)
 	}
-	if diff := cmp.Diff([]string{"main"}, prod.Needs); diff != "" {
+	if diff := cmp.Diff([]string{"production-plan"}, prod.Needs); diff != "" {
 		t.Errorf("production needs (-want +got):\n%s", diff)
 	}
 	if lines := glScriptLines(p, "production"); len(lines) != 1 || !strings.Contains(lines[0].line, `--approved-by "$GITLAB_USER_LOGIN"`) {

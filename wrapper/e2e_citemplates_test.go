@@ -269,7 +269,7 @@ func TestE2ECITemplatesGitLab(t *testing.T) {
 
 	// CI/CD variables of the project (Settings → CI/CD → Variables), which
 	// the template names but does not hold.
-	project := map[string]string{"SPONSON_STATE_KEY": ciStateKey, "SPONSON_GIT_TOKEN": "glpat-test"}
+	project := map[string]string{"SPONSON_STATE_KEY": ciStateKey, "SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
 	var last map[string]string
 	for _, e := range glScenarios() {
 		jobs := glPipelineJobs(t, p, e)
