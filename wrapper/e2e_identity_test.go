@@ -197,3 +197,39 @@ func TestE2EPolicyChangeThatLosesOwnershipRefused(t *testing.T) {
 		t.Errorf("the refused run wrote receipt %s", after.RunID)
 	}
 }
+
+// TestE2ESensitiveIdentityHashed (issue 12 item 10): an identifying value
+// marked sensitive is kept as a keyed hash, never in clear, in the receipt
+// and the ownership index; another scope planning the same value collides
+// with it, whether its plan marks the value sensitive or not.
+func TestE2ESensitiveIdentityHashed(t *testing.T) {
+	h := e2e(t)
+	env, _ := fixtureEnv(t)
+	dir := h.workdir("testdata/identity")
+	const secret = "hunter2-correct-horse"
+	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", inputPolicy, "-var", "secret="+secret, "-var", `secret_at=["a"]`)
+	var hashed bool
+	for _, e := range latestReceipt(t, dir, "preview", "main").Ledger {
+		if e.Address == `terraform_data.s["a"]` {
+			hashed = strings.Contains(e.Identity, "|input=hmac:")
+		}
+	}
+	if !hashed {
+		t.Errorf("the sensitive input is not identified by its keyed hash: %+v", latestReceipt(t, dir, "preview", "main").Ledger)
+	}
+	for p, content := range snapshot(t, filepath.Join(dir, ".sponson")) {
+		if strings.HasSuffix(p, ".tfstate") {
+			continue // the state holds it, as the engine wrote it
+		}
+		if strings.Contains(content, secret) {
+			t.Errorf("%s holds the sensitive identifying value in clear", p)
+		}
+	}
+	for _, args := range [][]string{
+		{"-var", "secret=" + secret, "-var", `secret_at=["b"]`},
+		{"-var", fmt.Sprintf("data={b=%q}", secret)},
+	} {
+		r := h.run(dir, env, append([]string{"apply", "--scope", "pr-2", "--json", "-var", inputPolicy}, args...)...)
+		refused(t, fmt.Sprintf("pr-2 with main's secret input (%s)", args[len(args)-1]), r, "main")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"strings"
 	"testing"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -174,4 +175,38 @@ func genSchema(t *rapid.T, typ cty.Type) cty.Type {
 		return cty.Object(out)
 	}
 	return typ
+}
+
+// TestSensitiveIdentityHashed: a sensitive identifying value is a keyed
+// hash in the identity, the same from the plan and from the state, and
+// never the value itself.
+func TestSensitiveIdentityHashed(t *testing.T) {
+	t.Parallel()
+	key := NewHashKey()
+	doc := `{"format_version":"1.2","resource_changes":[{"address":"terraform_data.s","mode":"managed","type":"terraform_data","name":"s","provider_name":"terraform.io/builtin/terraform",
+"change":{"actions":["create"],"before":null,"after":{"input":"hunter2","id":null},"after_unknown":{"id":true},"after_sensitive":{"input":true}}}]}`
+	var plan tfjson.Plan
+	if err := json.Unmarshal([]byte(doc), &plan); err != nil {
+		t.Fatal(err)
+	}
+	pol := PolicyFromPlan(&plan)
+	pol.Identity = map[string][]string{"terraform_data": {"input"}}
+	if !pol.NeedsHashKey(&plan) {
+		t.Fatal("NeedsHashKey is false for a sensitive identifying value")
+	}
+	pol.HashKey = key
+	fromPlan := Identify(&plan, pol)[0].Identity
+	obj := Object{Address: "terraform_data.s", Provider: "terraform.io/builtin/terraform", Type: "terraform_data", ID: "x",
+		Attributes: map[string]any{"id": "x", "input": map[string]any{"value": "hunter2", "type": "string"}}}
+	withoutPlan := Policy{Identity: pol.Identity, HashKey: key}
+	obj.Sensitive = map[string]bool{"input": true}
+	for what, got := range map[string]string{"plan": fromPlan, "state (marked by the plan)": pol.IdentityOf(Object{Address: obj.Address, Provider: obj.Provider, Type: obj.Type, ID: obj.ID, Attributes: obj.Attributes}), "state (marked by the state)": withoutPlan.IdentityOf(obj)} {
+		if !strings.Contains(got, "|input=hmac:") || strings.Contains(got, "hunter2") || got != fromPlan {
+			t.Errorf("from the %s: %q (plan: %q)", what, got, fromPlan)
+		}
+	}
+	other := Policy{Identity: pol.Identity, HashKey: NewHashKey()}
+	if other.IdentityOf(obj) == fromPlan {
+		t.Error("another key gives the same hash")
+	}
 }

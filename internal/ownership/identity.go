@@ -32,12 +32,18 @@ const ScopeResourceType = "sponson_scope"
 type Policy struct {
 	// Identity maps a resource type to its identifying attributes.
 	Identity map[string][]string
+	// Sensitive maps a resource instance address to the attributes the plan
+	// marks sensitive; their identifying values are hashed with HashKey.
+	Sensitive map[string]map[string]bool
+	// HashKey is the environment's key for sensitive identifying values
+	// (HashKeyRecord).
+	HashKey []byte
 }
 
 // PolicyFromPlan reads the policy from the planned values of the plan's
 // sponson_scope resource (the zero Policy when there is none).
 func PolicyFromPlan(p *tfjson.Plan) Policy {
-	pol := Policy{Identity: map[string][]string{}}
+	pol := Policy{Identity: map[string][]string{}, Sensitive: sensitiveFromPlan(p)}
 	for _, vals := range ScopeValues(p) {
 		ids, _ := vals["identity"].(map[string]any)
 		for typ, attrs := range ids {
@@ -144,6 +150,9 @@ func isUnknown(unknownAttrs map[string]any, name string) bool {
 // returns, so that equal values give equal identities whatever their
 // source: a plan, a state or an import (issue 12 item 2).
 func canonical(v any) string {
+	if s, ok := v.(sealed); ok {
+		return string(s)
+	}
 	b, err := json.Marshal(Normalize(v))
 	if err != nil {
 		return fmt.Sprintf("%v", v)
@@ -276,17 +285,15 @@ func Identify(p *tfjson.Plan, pol Policy) []Planned {
 		if names := pol.Identity[rc.Type]; len(names) > 0 {
 			pl.Scheme = append([]string(nil), names...)
 		}
+		before, after := pol.values(rc, false)
 		if a.Delete() {
-			before, _ := rc.Change.Before.(map[string]any)
 			pl.Identity, pl.Unknown = pol.Of(rc.ProviderName, rc.Type, before, nil, rc.Change.BeforeIdentity)
 		} else {
-			after, _ := rc.Change.After.(map[string]any)
 			unknown, _ := rc.Change.AfterUnknown.(map[string]any)
 			pl.Identity, pl.Unknown = pol.Of(rc.ProviderName, rc.Type, after, unknown, rc.Change.AfterIdentity)
 			if pl.Identity == "" && !pl.Creates() {
 				// An update in place keeps the object: its identity is the
 				// one it had before.
-				before, _ := rc.Change.Before.(map[string]any)
 				pl.Identity, pl.Unknown = pol.Of(rc.ProviderName, rc.Type, before, nil, rc.Change.BeforeIdentity)
 			}
 		}
@@ -294,6 +301,21 @@ func Identify(p *tfjson.Plan, pol Policy) []Planned {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
 	return out
+}
+
+// values returns the values of a planned change before and after it, with
+// the identifying values the plan marks sensitive (all of them with all)
+// replaced by their keyed hash.
+func (pol Policy) values(rc *tfjson.ResourceChange, all bool) (before, after map[string]any) {
+	before, _ = rc.Change.Before.(map[string]any)
+	after, _ = rc.Change.After.(map[string]any)
+	if before != nil {
+		before = pol.seal(rc.Type, before, topSensitive(rc.Change.BeforeSensitive), all)
+	}
+	if after != nil {
+		after = pol.seal(rc.Type, after, topSensitive(rc.Change.AfterSensitive), all)
+	}
+	return before, after
 }
 
 // IntentIdentity keys an intent whose identity is not known yet: its

@@ -14,6 +14,8 @@ type Object struct {
 	// ProviderIdentity is the provider's resource identity where the
 	// state records one.
 	ProviderIdentity any
+	// Sensitive names the attributes the state marks sensitive.
+	Sensitive map[string]bool
 }
 
 // IdentityOf returns the identity of a state object: by the policy, by the
@@ -35,7 +37,17 @@ func (pol Policy) identityOf(o Object) string {
 			attrs[k] = v
 		}
 	}
-	id, _ := pol.Of(o.Provider, o.Type, attrs, nil, o.ProviderIdentity)
+	sensitive := o.Sensitive
+	if marked := pol.Sensitive[o.Address]; len(marked) > 0 {
+		sensitive = make(map[string]bool, len(marked)+len(o.Sensitive))
+		for k := range o.Sensitive {
+			sensitive[k] = true
+		}
+		for k := range marked {
+			sensitive[k] = true
+		}
+	}
+	id, _ := pol.Of(o.Provider, o.Type, pol.seal(o.Type, attrs, sensitive, false), nil, o.ProviderIdentity)
 	return id
 }
 

@@ -43,7 +43,7 @@ type Lookup interface {
 // Keyed returns planned with the Keys of every change: its identities under
 // the base scheme and under every scheme the scopes of env use for its
 // type, read from the ownership index in one query.
-func Keyed(ctx context.Context, st Lookup, env string, plan *tfjson.Plan, planned []Planned) ([]Planned, error) {
+func Keyed(ctx context.Context, st Lookup, env string, plan *tfjson.Plan, own Policy, planned []Planned) ([]Planned, error) {
 	seen := map[string]bool{}
 	var queries []string
 	for _, p := range planned {
@@ -60,7 +60,7 @@ func Keyed(ctx context.Context, st Lookup, env string, plan *tfjson.Plan, planne
 		}
 		schemes = SchemesFrom(rows)
 	}
-	return WithKeys(plan, planned, schemes), nil
+	return WithKeys(plan, planned, own, schemes), nil
 }
 
 // SchemesFrom returns the schemes that scheme rows of the ownership index
@@ -84,10 +84,10 @@ func SchemesFrom(rows []store.Owner) []Scheme {
 }
 
 // WithKeys returns planned with the Keys of every change under the base
-// scheme and the given schemes, computed from the plan's values: the
+// scheme, the scope's own policy (own) and the given schemes, computed from the plan's values: the
 // object as it is (before) for anything but a pure create, the object as
 // planned (after) for a create or an update.
-func WithKeys(plan *tfjson.Plan, planned []Planned, schemes []Scheme) []Planned {
+func WithKeys(plan *tfjson.Plan, planned []Planned, own Policy, schemes []Scheme) []Planned {
 	byAddr := map[string]*tfjson.ResourceChange{}
 	if plan != nil {
 		for _, rc := range plan.ResourceChanges {
@@ -103,24 +103,31 @@ func WithKeys(plan *tfjson.Plan, planned []Planned, schemes []Scheme) []Planned 
 			out[i] = p
 			continue
 		}
-		pols := []Policy{{}}
+		pols := []Policy{{}, own}
 		for _, s := range schemes {
 			if s.Provider == p.Provider && s.Type == p.Type {
-				pols = append(pols, Policy{Identity: map[string][]string{s.Type: s.Attributes}})
+				pols = append(pols, Policy{Identity: map[string][]string{s.Type: s.Attributes}, HashKey: own.HashKey})
 			}
 		}
-		before, _ := rc.Change.Before.(map[string]any)
-		after, _ := rc.Change.After.(map[string]any)
 		unknown, _ := rc.Change.AfterUnknown.(map[string]any)
 		var keys []string
 		for _, pol := range pols {
-			if before != nil {
-				id, _ := pol.Of(p.Provider, p.Type, before, nil, rc.Change.BeforeIdentity)
-				keys = append(keys, id)
-			}
-			if after != nil && !rc.Change.Actions.Delete() {
-				id, _ := pol.Of(p.Provider, p.Type, after, unknown, rc.Change.AfterIdentity)
-				keys = append(keys, id)
+			// Marked values are hashed as the plan marks them; another scope
+			// may have marked every identifying value, so all hashed too
+			// when the environment has a key.
+			for _, all := range []bool{false, true} {
+				if all && pol.HashKey == nil {
+					continue
+				}
+				before, after := pol.values(rc, all)
+				if before != nil {
+					id, _ := pol.Of(p.Provider, p.Type, before, nil, rc.Change.BeforeIdentity)
+					keys = append(keys, id)
+				}
+				if after != nil && !rc.Change.Actions.Delete() {
+					id, _ := pol.Of(p.Provider, p.Type, after, unknown, rc.Change.AfterIdentity)
+					keys = append(keys, id)
+				}
 			}
 		}
 		p.Keys = otherKeys(p.Identity, keys)

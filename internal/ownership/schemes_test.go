@@ -46,7 +46,7 @@ func TestCheckUnderEverySchemeInUse(t *testing.T) {
 					schemeRows = append(schemeRows, o)
 				}
 			}
-			planned = WithKeys(plan, planned, SchemesFrom(schemeRows))
+			planned = WithKeys(plan, planned, c.runner, SchemesFrom(schemeRows))
 			got := Check(planned, index, "pr-2")
 			if (len(got) > 0) != c.want {
 				t.Fatalf("conflicts %+v, want any: %v\nplanned %+v\nindex %+v", got, c.want, planned, index)

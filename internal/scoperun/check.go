@@ -64,10 +64,15 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		}
 	}
 	c.policy = ownership.PolicyFromPlan(c.plan)
+	// Sensitive identifying values are hashed with the environment's key.
+	if c.policy.HashKey, err = ownership.LoadHashKey(ctx, r.o.Store, r.key.Environment, "hashkey-"+strings.TrimPrefix(r.o.RunID, "run-"), r.o.Lease,
+		c.policy.NeedsHashKey(c.plan), r.o.Command != Plan); err != nil {
+		return nil, err
+	}
 	c.planned = ownership.Identify(c.plan, c.policy)
 	// Checked under every identity scheme in use in the environment, not
 	// only this scope's (issue 12 item 1).
-	if c.planned, err = ownership.Keyed(ctx, r.o.Store, r.key.Environment, c.plan, c.planned); err != nil {
+	if c.planned, err = ownership.Keyed(ctx, r.o.Store, r.key.Environment, c.plan, c.policy, c.planned); err != nil {
 		return nil, err
 	}
 	if err := r.checkPolicy(ctx, prev, c.policy, c.planned); err != nil {

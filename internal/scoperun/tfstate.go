@@ -28,6 +28,12 @@ type rawState struct {
 			IndexKey   any            `json:"index_key"`
 			Attributes map[string]any `json:"attributes"`
 			Identity   any            `json:"identity"`
+			// Sensitive are the value paths the state marks sensitive:
+			// [[{"type": "get_attr", "value": "input"}, ...], ...].
+			Sensitive []([]struct {
+				Type  string `json:"type"`
+				Value any    `json:"value"`
+			}) `json:"sensitive_attributes"`
 		} `json:"instances"`
 	} `json:"resources"`
 }
@@ -69,7 +75,19 @@ func readState(data []byte) ([]stateResource, error) {
 				addr += fmt.Sprintf("[%q]", k)
 			}
 			id, _ := in.Attributes["id"].(string)
-			out = append(out, stateResource{Address: addr, Provider: provider, Type: r.Type, ID: id, Attributes: in.Attributes, ProviderIdentity: in.Identity})
+			var sensitive map[string]bool
+			for _, path := range in.Sensitive {
+				if len(path) == 0 || path[0].Type != "get_attr" {
+					continue
+				}
+				if name, ok := path[0].Value.(string); ok {
+					if sensitive == nil {
+						sensitive = map[string]bool{}
+					}
+					sensitive[name] = true
+				}
+			}
+			out = append(out, stateResource{Address: addr, Provider: provider, Type: r.Type, ID: id, Attributes: in.Attributes, ProviderIdentity: in.Identity, Sensitive: sensitive})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })

@@ -61,3 +61,20 @@ import {
   to       = fixture_object.o[each.key]
   id       = each.value
 }
+
+# A sensitive identifying value: terraform_data.s[each] takes var.secret.
+variable "secret" {
+  type      = string
+  default   = ""
+  sensitive = true
+}
+
+variable "secret_at" {
+  type    = set(string)
+  default = []
+}
+
+resource "terraform_data" "s" {
+  for_each = var.secret_at
+  input    = var.secret
+}
