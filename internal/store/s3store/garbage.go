@@ -73,12 +73,17 @@ func (s *Store) CollectGarbage(ctx context.Context, env string, minAge time.Dura
 
 // cutBody splits <scope id>/<kind>/<name> for the kinds a pointer names and
 // garbage can be left of; ok is false for everything else (receipts,
-// quarantine, pointers, caches).
+// quarantine, pointers, caches). A scope id has as many segments as scopeID
+// makes, whatever the names in it.
 func cutBody(rest string) (id, name string, ok bool) {
-	for _, kind := range []string{"/owners/", "/state/", "/records/"} {
-		if i := strings.Index(rest, kind); i > 0 {
-			return rest[:i], rest[i+1:], true
-		}
+	depth := strings.Count(scopeID(store.Key{Environment: "e", Scope: "s"}), "/") + 1
+	parts := strings.SplitN(rest, "/", depth+2)
+	if len(parts) != depth+2 {
+		return "", "", false
+	}
+	switch kind := parts[depth]; kind {
+	case "owners", "state", "records":
+		return strings.Join(parts[:depth], "/"), kind + "/" + parts[depth+1], true
 	}
 	return "", "", false
 }
