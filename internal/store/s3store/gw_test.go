@@ -50,3 +50,12 @@ func reopen(t testing.TB, s *s3store.Store) *s3store.Store {
 	}
 	return o
 }
+
+// TestIntentRaceVersityGW runs the intent race rule's race test on two
+// stores of one prefix of the real server (storetest.IntentRace).
+func TestIntentRaceVersityGW(t *testing.T) {
+	t.Parallel()
+	gw := gwtest.Start(t)
+	a := openGW(t, gw)
+	storetest.IntentRace(t, 100, a, reopen(t, a))
+}
