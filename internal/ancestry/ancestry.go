@@ -8,13 +8,13 @@
 package ancestry
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 )
 
 // Verdict is how a run's commit relates to the scope's last applied one.
@@ -45,25 +45,20 @@ type Git func(ctx context.Context, args ...string) (exit int, stdout, stderr str
 // run, and a slow answer is an Unknown one.
 const timeout = 10 * time.Second
 
-// GitIn returns a Git that runs the git CLI in dir.
+// GitIn returns a Git that runs the git CLI in dir (package gitcli).
 func GitIn(dir string) Git {
 	return func(ctx context.Context, args ...string) (int, string, string, error) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-		cmd.WaitDelay = time.Second
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		out, errOut := strings.TrimSpace(stdout.String()), strings.TrimSpace(stderr.String())
-		var ee *exec.ExitError
+		stdout, stderr, err := gitcli.Cmd{Dir: dir, Args: args, Timeout: timeout}.Run(ctx)
+		out, errOut := strings.TrimSpace(string(stdout)), strings.TrimSpace(stderr)
 		switch {
 		case err == nil:
 			return 0, out, errOut, nil
 		case ctx.Err() != nil:
 			return -1, "", "", fmt.Errorf("git %s: %w after %s", strings.Join(args, " "), ctx.Err(), timeout)
-		case errors.As(err, &ee):
-			return ee.ExitCode(), out, errOut, nil
+		case errors.Is(err, context.DeadlineExceeded):
+			return -1, "", "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+		case gitcli.ExitCode(err) >= 0:
+			return gitcli.ExitCode(err), out, errOut, nil
 		default:
 			return -1, "", "", err
 		}

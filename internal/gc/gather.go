@@ -1,15 +1,13 @@
 package gc
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"time"
 
+	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 	"github.com/sponson/terraform-provider-sponson/internal/github"
 )
 
@@ -77,19 +75,12 @@ func LiveBranches(ctx context.Context, heads HeadsFunc, dir, remote string) (bra
 	return branches, ""
 }
 
-// LsRemoteHeads runs `git ls-remote --heads REMOTE` in dir.
+// LsRemoteHeads runs `git ls-remote --heads REMOTE` in dir (package
+// gitcli).
 func LsRemoteHeads(ctx context.Context, dir, remote string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "ls-remote", "--heads", remote)
-	// Never wait for a password prompt; a helper that inherited the pipes
-	// must not keep us once git is gone.
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	cmd.WaitDelay = time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
+	out, stderr, err := gitcli.Cmd{Dir: dir, Args: []string{"ls-remote", "--heads", remote}, Timeout: time.Minute}.Run(ctx)
+	if err != nil {
+		msg := strings.TrimSpace(stderr)
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}
@@ -98,5 +89,5 @@ func LsRemoteHeads(ctx context.Context, dir, remote string) ([]string, error) {
 		}
 		return nil, fmt.Errorf("git ls-remote --heads %s failed: %v", remote, err)
 	}
-	return ParseHeads(stdout.String()), nil
+	return ParseHeads(string(out)), nil
 }

@@ -1,13 +1,13 @@
 package runctx
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 )
 
 // gitTimeout bounds each git command: detection must not hang a run on a
@@ -27,33 +27,19 @@ func ProcessSources(dir string) Sources {
 	}
 }
 
-// gitCLI runs read-only git commands and returns their trimmed standard
-// output. Standard error goes into the error, so that a failure can be
-// explained (CTX_NULL names it).
+// gitCLI runs read-only git commands (package gitcli) and returns their
+// trimmed standard output. Standard error goes into the error, so that a
+// failure can be explained (CTX_NULL names it).
 func gitCLI(dir string) func(args ...string) (string, error) {
 	return func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
-		defer cancel()
-		full := args
-		if dir != "" {
-			full = append([]string{"-C", dir}, args...)
-		}
-		cmd := exec.CommandContext(ctx, "git", full...)
-		// A hook or credential helper that inherited the pipes must not keep
-		// us waiting after git itself was killed.
-		cmd.WaitDelay = time.Second
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("%w after %s", ctx.Err(), gitTimeout)
-			}
-			if msg := strings.TrimSpace(stderr.String()); msg != "" {
+		out, stderr, err := gitcli.Cmd{Dir: dir, Args: args, Timeout: gitTimeout}.Run(context.Background())
+		if err != nil {
+			if msg := strings.TrimSpace(stderr); msg != "" {
 				return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
 			}
 			return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 		}
-		return strings.TrimSpace(stdout.String()), nil
+		return strings.TrimSpace(string(out)), nil
 	}
 }
 

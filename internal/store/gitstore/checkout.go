@@ -3,13 +3,12 @@ package gitstore
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 )
 
 // Origin returns the URL of the remote origin of the git repository that
@@ -65,9 +64,8 @@ func CheckoutOptions(ctx context.Context, dir string) []Option {
 }
 
 func checkoutGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
-	return cmd.Output()
+	out, _, err := gitcli.Cmd{Dir: dir, Args: args}.Run(ctx)
+	return out, err
 }
 
 // isLocalPath reports whether a remote is a path rather than a URL or an

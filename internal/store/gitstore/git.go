@@ -2,13 +2,10 @@ package gitstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 )
 
 // remoteName is the name the scratch repository knows the remote by. Its URL
@@ -24,46 +22,11 @@ import (
 // line (other users of the machine can read command lines) and never a file.
 const remoteName = "sponson"
 
-// gitEnv builds the environment of every git command: the caller's, without
-// the variables that would point git at another repository, in the C locale
-// (the store reads git's messages), never prompting, with the remote's URL
-// and extra configuration as GIT_CONFIG_* entries appended to any the caller
-// has.
+// gitEnv builds the environment of every git command (gitcli.Environ), with
+// the remote's URL and extra configuration as GIT_CONFIG_* entries.
 func gitEnv(remote string, extra [][2]string) []string {
-	var env []string
-	var inherited [][2]string
-	count, _ := strconv.Atoi(os.Getenv("GIT_CONFIG_COUNT"))
-	for i := range count {
-		k, v := os.Getenv(fmt.Sprintf("GIT_CONFIG_KEY_%d", i)), os.Getenv(fmt.Sprintf("GIT_CONFIG_VALUE_%d", i))
-		if k != "" {
-			inherited = append(inherited, [2]string{k, v})
-		}
-	}
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(name, "GIT_CONFIG_KEY_"), strings.HasPrefix(name, "GIT_CONFIG_VALUE_"):
-			continue
-		case strings.HasPrefix(name, "SPONSON_"):
-			continue // the state key above all: git and a local remote's hooks need none of it
-		}
-		switch name {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-			"GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-			"GIT_QUARANTINE_PATH", "GIT_SHALLOW_FILE", "GIT_REPLACE_REF_BASE", "GIT_GRAFT_FILE", "GIT_CONFIG_COUNT",
-			"GIT_TERMINAL_PROMPT", "LC_ALL", "LANGUAGE", "GCM_INTERACTIVE", "GIT_TRACE", "GIT_TRACE_PACKET", "GIT_TRACE_CURL", "GIT_CURL_VERBOSE":
-			continue
-		}
-		env = append(env, kv)
-	}
-	cfg := append(inherited, extra...)
-	cfg = append(cfg, [2]string{"remote." + remoteName + ".url", remote})
-	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "GIT_NO_REPLACE_OBJECTS=1",
-		fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(cfg)))
-	for i, kv := range cfg {
-		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
-	}
-	return env
+	cfg := append(append([][2]string{}, extra...), [2]string{"remote." + remoteName + ".url", remote})
+	return gitcli.Environ(cfg...)
 }
 
 // scratchConfig is written into the scratch repository: no automatic
@@ -93,16 +56,7 @@ func (s *Store) run(ctx context.Context, stdin []byte, args ...string) (stdout [
 	// goes through.
 	ctx, cancel := context.WithTimeout(ctx, max(2*s.budget, 2*time.Minute))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + s.dir}, args...)...)
-	cmd.Env = s.env
-	cmd.Dir = s.dir
-	cmd.WaitDelay = 2 * time.Second
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
+	out, errOut, err := gitcli.Cmd{GitDir: s.dir, Env: s.env, Stdin: stdin, Args: args, Scrub: s.scrub}.Run(ctx)
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		if errors.Is(err, exec.ErrNotFound) {
@@ -110,14 +64,14 @@ func (s *Store) run(ctx context.Context, stdin []byte, args ...string) (stdout [
 				WithHint("Install git (2.29 or newer) on PATH.")
 		}
 		if ctx.Err() != nil {
-			return nil, s.scrub(errOut.String()), ctxError(ctx, "git "+args[0])
+			return nil, errOut, ctxError(ctx, "git "+args[0])
 		}
 		return nil, "", errcode.Wrap(errcode.StoreUnavailable, err, "run git %s", args[0])
 	}
 	if err != nil && ctx.Err() != nil {
-		return out.Bytes(), s.scrub(errOut.String()), ctxError(ctx, "git "+args[0])
+		return out, errOut, ctxError(ctx, "git "+args[0])
 	}
-	return out.Bytes(), s.scrub(errOut.String()), err
+	return out, errOut, err
 }
 
 func (s *Store) countSpawn(sub string) {
@@ -136,53 +90,9 @@ func ctxError(ctx context.Context, what string) error {
 	return errcode.Wrap(errcode.Interrupted, ctx.Err(), "interrupted during %s", what)
 }
 
-// credentialPatterns find credentials in any text the store passes on:
-// user:password@ in URLs and authorization headers.
-var credentialPatterns = []struct {
-	re   *regexp.Regexp
-	repl string
-}{
-	{regexp.MustCompile(`(://[^/:@\s]*):[^/@\s]*@`), "${1}@"},
-	{regexp.MustCompile(`(?i)(authorization:\s*(?:basic|bearer|token)?\s*)\S+`), "${1}***"},
-}
-
 // newScrubber returns a function that removes the remote's credentials from
-// a text: the secrets of its URL (see urlSecrets) wherever they appear, raw or
-// escaped, and anything that looks like a credential.
-func newScrubber(remote string) func(string) string {
-	var pairs []string
-	for _, sec := range urlSecrets(remote) {
-		for _, form := range []string{sec, url.QueryEscape(sec), url.PathEscape(sec)} {
-			if len(form) >= 3 {
-				pairs = append(pairs, form, "***")
-			}
-		}
-	}
-	rep := strings.NewReplacer(pairs...)
-	return func(text string) string {
-		for _, p := range credentialPatterns {
-			text = p.re.ReplaceAllString(text, p.repl)
-		}
-		return rep.Replace(text)
-	}
-}
-
-// urlSecrets returns the credentials a remote URL carries: its password, and
-// for HTTP(S) a user name without password, which is how tokens are passed
-// (https://TOKEN@host/...). An SSH user name (git@) is not a secret.
-func urlSecrets(remote string) []string {
-	u, err := url.Parse(remote)
-	if err != nil || u.User == nil {
-		return nil
-	}
-	if p, ok := u.User.Password(); ok {
-		return []string{p}
-	}
-	if (u.Scheme == "http" || u.Scheme == "https") && u.User.Username() != "" {
-		return []string{u.User.Username()}
-	}
-	return nil
-}
+// a text (gitcli.Scrubber).
+func newScrubber(remote string) func(string) string { return gitcli.Scrubber(remote) }
 
 // Redact returns remote without credentials, for messages: the password is
 // dropped, and an HTTP(S) user name without password (a token) becomes ***.
@@ -503,9 +413,9 @@ func (c *catFile) readOne() (object, error) {
 
 func (c *catFile) startLocked() error {
 	c.s.countSpawn("cat-file")
-	cmd := exec.Command("git", "--git-dir="+c.s.dir, "cat-file", "--batch")
-	cmd.Env = c.s.env
-	cmd.Dir = c.s.dir
+	// Long-running and fed through pipes: the one git command built with
+	// gitcli.Cmd.Command rather than run with gitcli.Cmd.Run.
+	cmd := gitcli.Cmd{GitDir: c.s.dir, Env: c.s.env, Args: []string{"cat-file", "--batch"}}.Command(context.Background())
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return errcode.Wrap(errcode.StoreUnavailable, err, "start git cat-file")

@@ -101,6 +101,7 @@ import (
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -243,18 +244,7 @@ func Open(ctx context.Context, remote string, opts ...Option) (*Store, error) {
 	for _, kv := range s.extra {
 		secrets = append(secrets, kv[1])
 	}
-	s.scrub = newScrubber(remote)
-	if len(secrets) > 0 {
-		base := s.scrub
-		s.scrub = func(t string) string {
-			for _, sec := range secrets {
-				if len(sec) >= 8 {
-					t = strings.ReplaceAll(t, sec, "***")
-				}
-			}
-			return base(t)
-		}
-	}
+	s.scrub = gitcli.Scrubber(remote, secrets...)
 	s.env = gitEnv(remote, s.extra)
 	sum := sha256.Sum256([]byte(s.display)) // names the directory; never a hash of a password
 	dir, err := os.MkdirTemp("", "sponson-git-"+hex.EncodeToString(sum[:6])+"-")
