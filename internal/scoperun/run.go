@@ -238,7 +238,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if r.o.Command == Plan {
 		r.planOutcome(chk)
-		return r.savePlan(ctx, chk)
+		return r.savePlan(chk)
 	}
 	rec, err := r.commitIntents(ctx, bg, eng, chk, prev, settled)
 	if err != nil {

@@ -88,7 +88,7 @@ func (r *runner) previewSuccession(ctx context.Context, prev *receipt.Receipt) e
 
 // savePlan writes the saved plan of `plan -out`: the engine's plan and
 // what this run decided.
-func (r *runner) savePlan(ctx context.Context, c *checked) error {
+func (r *runner) savePlan(c *checked) error {
 	if r.o.SavePlan == "" {
 		return nil
 	}

@@ -102,7 +102,7 @@ func stateSecrets(m *tfjson.StateModule, set map[string]bool) {
 		}
 		var marks any
 		if json.Unmarshal(r.SensitiveValues, &marks) == nil {
-			collect(map[string]any(r.AttributeValues), marks, set)
+			collect(r.AttributeValues, marks, set)
 		}
 	}
 	for _, c := range m.ChildModules {

@@ -252,8 +252,8 @@ type glNote struct {
 	Author struct {
 		Username string `json:"username"`
 	} `json:"author"`
-	NoteableType string `json:"noteable_type"`
-	NoteableIID  int    `json:"noteable_iid"`
+	NoteableType string `json:"noteable_type"` //nolint:misspell // GitLab's own field name
+	NoteableIID  int    `json:"noteable_iid"`  //nolint:misspell // GitLab's own field name
 }
 
 func gl(c Comment) glNote {
