@@ -104,6 +104,7 @@ func TestE2EAdoptFromLocal(t *testing.T) {
 // is gone sponson plans no change.
 func TestE2EAdoptFromS3(t *testing.T) {
 	h := e2e(t)
+	needsEngineBackend(t, "s3")
 	p := newS3E2E(t, "sponson")
 	dir := h.workdir("testdata/adopt")
 	if err := os.WriteFile(filepath.Join(dir, "backend.tf"), []byte(fmt.Sprintf(`terraform {

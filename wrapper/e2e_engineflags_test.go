@@ -46,6 +46,24 @@ func isOpenTofu() bool {
 	return strings.Contains(filepath.Base(os.Getenv("SPONSON_TEST_ENGINE")), "tofu")
 }
 
+// testEngineName is the engine's name as receipts and summaries give it.
+func testEngineName() string {
+	if isOpenTofu() {
+		return "opentofu"
+	}
+	return "terraform"
+}
+
+// needsEngineBackend skips a test that uses one of the engine's own
+// remote-state backends the HashiCorp Terraform test build of `make tools`
+// leaves out (README: they are nested Go modules the module zip lacks).
+func needsEngineBackend(t *testing.T, name string) {
+	t.Helper()
+	if !isOpenTofu() {
+		t.Skipf("the Terraform test build of make tools has no %q backend (see README); this test runs on OpenTofu", name)
+	}
+}
+
 // TestE2ETargetThenFullApply: a targeted apply records exactly what the
 // scope then owns, under the identities of its policy even when the target
 // leaves sponson_scope out of the plan, and drops nothing it did not target;

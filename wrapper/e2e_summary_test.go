@@ -33,7 +33,7 @@ func TestE2ESummaryAndComment(t *testing.T) {
 	if len(cs) != 1 {
 		t.Fatalf("%d comments after the plan, want 1; requests %v\n%s", len(cs), srv.Requests(), plan.stderr)
 	}
-	for _, want := range []string{"sponson plan · preview · pr-7: 2 to add", "#### Create (2)", "`terraform_data.db`", "<details><summary>Plan output (opentofu"} {
+	for _, want := range []string{"sponson plan · preview · pr-7: 2 to add", "#### Create (2)", "`terraform_data.db`", "<details><summary>Plan output (" + testEngineName()} {
 		if !strings.Contains(cs[0].Body, want) {
 			t.Errorf("the plan comment lacks %q:\n%s", want, cs[0].Body)
 		}
