@@ -21,7 +21,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 )
 
-// DriftOptions are the options of `sponson drift`.
+// DriftOptions are the options of `sponson drift` (docs/design.md §4.4).
 type DriftOptions struct {
 	Env, Chdir, Store, Engine string
 	Vars, VarFiles            []string

@@ -3,7 +3,8 @@
 // marker (summary.Marker) and updates it in place, or posts it the first
 // time. The host (GitHub or GitLab) and the pull request come from the CI
 // environment; a comment is a courtesy, so every failure here is reported by
-// the caller as a warning and never changes a run's outcome.
+// the caller as a warning and never changes a run's outcome (docs/design.md
+// §4.3).
 package comment
 
 import (

@@ -1,9 +1,10 @@
 // Package summary renders the Markdown summary of one run (plan, apply,
 // destroy) or of a drift check, for people: CI step summaries, a file, and
 // the sticky comment on a pull request or merge request (package comment).
-// It never sees attribute values: the structure comes from the plan JSON
-// (addresses and actions only) and the engine's own text, which the engine
-// already redacts ("(sensitive value)"), goes into a collapsed block as is.
+// It shows no attribute value of its own: the structure comes from the plan
+// JSON (addresses and actions only), and the engine's own text, which the
+// engine already redacts ("(sensitive value)"), goes into a collapsed block
+// with what the engine missed redacted too (Redact; docs/design.md §4.3).
 package summary
 
 import (

@@ -84,6 +84,7 @@ func runs(t *testing.T) map[string]summary.Run {
 				{Address: "terraform_data.old", Action: summary.Delete},
 			}
 			r.Warnings = []string{"inherited 2 resources from branch-feat-search"}
+			r.AppliesPlan = "production.tfplan (made by run-1f2e3d4c at 2026-12-01 10:00:00 UTC)"
 			r.PlanText = summary.Redact(txt, p)
 		}),
 		"apply-refused": with(func(r *summary.Run) {
