@@ -89,8 +89,8 @@ func TestUnmatchable(t *testing.T) {
 	if err := Unmatchable(prev, objects, Policy{Identity: map[string][]string{"fixture_object": {"name"}}}, del); err != nil {
 		t.Errorf("a policy every owned object matches: %v", err)
 	}
-	err := Unmatchable(prev, objects, Policy{Identity: map[string][]string{"fixture_object": {"nmae"}}}, del)
-	if err == nil || !strings.Contains(err.Error(), "IDENTITY_POLICY") || !strings.Contains(err.Error(), "fixture_object.a has no value for nmae") || strings.Contains(err.Error(), "gone") || strings.Contains(err.Error(), ".new") {
+	err := Unmatchable(prev, objects, Policy{Identity: map[string][]string{"fixture_object": {"nosuch"}}}, del)
+	if err == nil || !strings.Contains(err.Error(), "IDENTITY_POLICY") || !strings.Contains(err.Error(), "fixture_object.a has no value for nosuch") || strings.Contains(err.Error(), "gone") || strings.Contains(err.Error(), ".new") {
 		t.Errorf("a misspelt attribute: %v", err)
 	}
 }

@@ -59,7 +59,7 @@ func (pol Policy) seal(typ string, attrs map[string]any, sensitive map[string]bo
 	var out map[string]any
 	for _, n := range pol.Identity[typ] {
 		v := Normalize(attrs[n])
-		if v == nil || !(all || sensitive[n]) {
+		if v == nil || (!all && !sensitive[n]) {
 			continue
 		}
 		if out == nil {

@@ -139,7 +139,7 @@ func (r *runner) checkPolicy(ctx context.Context, prev *receipt.Receipt, pol own
 	}
 	objects, err := r.currentState(ctx)
 	if err != nil {
-		return nil // the engine read the same state; the ledger is built later
+		return errcode.Wrap(errcode.Internal, err, "reading the state to check the identity policy")
 	}
 	return ownership.Unmatchable(prev, objects, pol, planned)
 }
