@@ -124,8 +124,8 @@ func TestE2EAdoptFromS3(t *testing.T) {
 `, gwtest.Bucket, p.gw.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bareEngine(t, h, dir, gwtest.RootEnv(), "init", "-input=false")
-	bareEngine(t, h, dir, gwtest.RootEnv(), "apply", "-auto-approve", "-input=false")
+	bareEngine(t, h, dir, p.gw.RootEnv(), "init", "-input=false")
+	bareEngine(t, h, dir, p.gw.RootEnv(), "apply", "-auto-approve", "-input=false")
 	legacy := func() []byte {
 		out, err := p.gw.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(gwtest.Bucket), Key: aws.String("legacy/terraform.tfstate")})
 		if err != nil {

@@ -36,12 +36,12 @@ func newS3E2E(t *testing.T, prefix string) *s3E2E {
 	t.Helper()
 	gw := gwtest.Start(t)
 	url := gw.StoreURL(prefix)
-	check, err := s3store.Open(t.Context(), url, s3store.WithAWSConfig(gwtest.Config(gwtest.AccessKey, gwtest.SecretKey)),
+	check, err := s3store.Open(t.Context(), url, s3store.WithAWSConfig(gw.RootConfig()),
 		s3store.WithStateKey(s3StateKey), s3store.WithBudget(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(gwtest.RootEnv(), "SPONSON_STATE_KEY="+hex.EncodeToString(s3StateKey))
+	env := append(gw.RootEnv(), "SPONSON_STATE_KEY="+hex.EncodeToString(s3StateKey))
 	return &s3E2E{gw: gw, url: url, env: env, check: check}
 }
 
@@ -109,7 +109,7 @@ func TestE2ES3SixteenScopes(t *testing.T) {
 		if strings.Contains(r.stderr, "waiting for the lease") {
 			t.Errorf("pr-%d waited for a lease:\n%s", i+1, r.stderr)
 		}
-		if strings.Contains(r.stdout+r.stderr, gwtest.SecretKey) {
+		if strings.Contains(r.stdout+r.stderr, p.gw.Secret) {
 			t.Errorf("pr-%d printed the secret key", i+1)
 		}
 	}
@@ -255,7 +255,7 @@ func TestE2ES3ServerStopped(t *testing.T) {
 	if c := r.code(t); c != "STORE_UNAVAILABLE" && c != "LOCK_LOST" {
 		t.Errorf("the run whose store went away: exit %d %q, want STORE_UNAVAILABLE or LOCK_LOST\n%s\n%s", r.exit, c, r.stdout, r.stderr)
 	}
-	if strings.Contains(r.stdout+r.stderr, gwtest.SecretKey) {
+	if strings.Contains(r.stdout+r.stderr, p.gw.Secret) {
 		t.Error("the failed run printed the secret key")
 	}
 	t.Logf("the run whose store went away reported:\n%s", r.stderr)
@@ -304,7 +304,7 @@ func TestE2ES3Forbidden(t *testing.T) {
 	if r.exit == 0 || r.code(t) != "STORE_PERMISSION" {
 		t.Fatalf("apply with read-only credentials: exit %d %q, want STORE_PERMISSION\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
 	}
-	if strings.Contains(r.stdout+r.stderr, secret) || strings.Contains(r.stdout+r.stderr, gwtest.SecretKey) {
+	if strings.Contains(r.stdout+r.stderr, secret) || strings.Contains(r.stdout+r.stderr, p.gw.Secret) {
 		t.Error("the refused run printed a secret key")
 	}
 	if info, err := p.check.ReadLease(t.Context(), store.Key{Environment: "preview", Scope: "pr-1"}); err != nil || info.Token != 0 {

@@ -44,7 +44,7 @@ func BenchmarkOwners(b *testing.B) {
 					b.Fatalf("Owners = %d, %v", len(got), err)
 				}
 				t1 := time.Now()
-				fresh := reopen(b, s)
+				fresh := reopen(b, gw, s)
 				t2 := time.Now()
 				if got, err := fresh.Owners(b.Context(), "preview", ids); err != nil || len(got) == 0 {
 					b.Fatalf("cold Owners = %d, %v", len(got), err)

@@ -18,7 +18,7 @@ var prefixes atomic.Int64
 func openGW(t testing.TB, gw *gwtest.Server, opts ...s3store.Option) *s3store.Store {
 	t.Helper()
 	prefix := fmt.Sprintf("t%d", prefixes.Add(1))
-	opts = append([]s3store.Option{s3store.WithAWSConfig(gwtest.Config(gwtest.AccessKey, gwtest.SecretKey)), s3store.WithStateKey(testKey)}, opts...)
+	opts = append([]s3store.Option{s3store.WithAWSConfig(gw.RootConfig()), s3store.WithStateKey(testKey)}, opts...)
 	s, err := s3store.Open(t.Context(), gw.StoreURL(prefix), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -42,9 +42,9 @@ func TestConformanceVersityGW(t *testing.T) {
 
 // reopen opens another Store on the same bucket and prefix as s: a new
 // process with an empty cache.
-func reopen(t testing.TB, s *s3store.Store) *s3store.Store {
+func reopen(t testing.TB, gw *gwtest.Server, s *s3store.Store) *s3store.Store {
 	t.Helper()
-	o, err := s3store.Open(t.Context(), s.URL(), s3store.WithAWSConfig(gwtest.Config(gwtest.AccessKey, gwtest.SecretKey)), s3store.WithStateKey(testKey))
+	o, err := s3store.Open(t.Context(), s.URL(), s3store.WithAWSConfig(gw.RootConfig()), s3store.WithStateKey(testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,5 +57,5 @@ func TestIntentRaceVersityGW(t *testing.T) {
 	t.Parallel()
 	gw := gwtest.Start(t)
 	a := openGW(t, gw)
-	storetest.IntentRace(t, 100, a, reopen(t, a))
+	storetest.IntentRace(t, 100, a, reopen(t, gw, a))
 }

@@ -13,6 +13,8 @@ package gwtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -40,12 +42,8 @@ const (
 	RequireEnv = "SPONSON_REQUIRE_VERSITYGW"
 )
 
-// Root credentials and the bucket of every server.
-const (
-	AccessKey = "sponsonroot"
-	SecretKey = "sponsonrootsecret"
-	Bucket    = "sponson"
-)
+// Bucket is the bucket of every server.
+const Bucket = "sponson"
 
 // Server is a running versitygw.
 type Server struct {
@@ -54,6 +52,10 @@ type Server struct {
 	dir  string
 	Port int
 	URL  string
+	// Access and Secret are the root account's credentials, drawn per
+	// server: a client can never reach another test's server by mistake
+	// (a port taken over between two tests answers with 403).
+	Access, Secret string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -99,31 +101,45 @@ func Binary(t testing.TB) string {
 // Start starts a server with an empty bucket, stopped when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, bin: Binary(t), dir: t.TempDir()}
+	s := &Server{t: t, bin: Binary(t), dir: t.TempDir(), Access: "root" + randHex(8), Secret: randHex(20)}
 	for _, d := range []string{"data", "iam"} {
 		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, ok := l.Addr().(*net.TCPAddr)
-	l.Close()
-	if !ok {
-		t.Fatalf("listener address %v is not TCP", l.Addr())
-	}
-	s.Port = addr.Port
-	s.URL = "http://127.0.0.1:" + strconv.Itoa(s.Port)
 	t.Cleanup(func() { _ = s.Stop() })
-	if err := s.Start(); err != nil {
+	// The port is free when chosen; another process may take it before the
+	// server binds it, so a start that fails is tried on another port.
+	var err error
+	for range 3 {
+		if s.Port, err = freePort(); err != nil {
+			t.Fatal(err)
+		}
+		s.URL = "http://127.0.0.1:" + strconv.Itoa(s.Port)
+		if err = s.Start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(Bucket)}); err != nil {
 		t.Fatalf("create the bucket: %v", err)
 	}
 	return s
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("listener address %v is not TCP", l.Addr())
+	}
+	return addr.Port, nil
 }
 
 // Start (re)starts the server on its data and waits until it answers.
@@ -133,7 +149,7 @@ func (s *Server) Start() error {
 	if s.cmd != nil {
 		return errors.New("versitygw is running")
 	}
-	cmd := exec.Command(s.bin, "--access", AccessKey, "--secret", SecretKey, "--port", "127.0.0.1:"+strconv.Itoa(s.Port),
+	cmd := exec.Command(s.bin, "--access", s.Access, "--secret", s.Secret, "--port", "127.0.0.1:"+strconv.Itoa(s.Port),
 		"--iam-dir", filepath.Join(s.dir, "iam"), "posix", filepath.Join(s.dir, "data"))
 	cmd.Stdout, cmd.Stderr = &s.log, &s.log
 	if err := cmd.Start(); err != nil {
@@ -198,8 +214,17 @@ func Env(access, secret string) []string {
 	return []string{"AWS_ACCESS_KEY_ID=" + access, "AWS_SECRET_ACCESS_KEY=" + secret, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"}
 }
 
-// RootEnv is Env of the root account.
-func RootEnv() []string { return Env(AccessKey, SecretKey) }
+// RootEnv is Env of the server's root account.
+func (s *Server) RootEnv() []string { return Env(s.Access, s.Secret) }
+
+// RootConfig is Config of the server's root account.
+func (s *Server) RootConfig() aws.Config { return Config(s.Access, s.Secret) }
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails; it crashes instead
+	return hex.EncodeToString(b)
+}
 
 // Config is an AWS configuration with access's credentials.
 func Config(access, secret string) aws.Config {
@@ -208,7 +233,7 @@ func Config(access, secret string) aws.Config {
 
 // Client is an S3 client of the root account.
 func (s *Server) Client() *s3.Client {
-	return s3.NewFromConfig(Config(AccessKey, SecretKey), func(o *s3.Options) {
+	return s3.NewFromConfig(s.RootConfig(), func(o *s3.Options) {
 		o.BaseEndpoint = aws.String(s.URL)
 		o.UsePathStyle = true
 	})
@@ -217,7 +242,7 @@ func (s *Server) Client() *s3.Client {
 // AddUser creates a user account (role user) that owns nothing and may do
 // only what bucket policies grant it.
 func (s *Server) AddUser(access, secret string) error {
-	out, err := exec.Command(s.bin, "admin", "--access", AccessKey, "--secret", SecretKey, "--endpoint-url", s.URL,
+	out, err := exec.Command(s.bin, "admin", "--access", s.Access, "--secret", s.Secret, "--endpoint-url", s.URL,
 		"create-user", "--access", access, "--secret", secret, "--role", "user").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("versitygw admin create-user: %w: %s", err, out)
