@@ -106,3 +106,29 @@ func TestE2ESummaryAndComment(t *testing.T) {
 		t.Errorf("errored.tfstate left behind")
 	}
 }
+
+// TestE2ESummaryOfARefusal: a plan refused because it changes what another
+// scope owns still writes its summary, naming the resource and its owner;
+// a destroy writes one too.
+func TestE2ESummaryOfARefusal(t *testing.T) {
+	h := e2e(t)
+	env, _ := fixtureEnv(t)
+	dir := h.workdir("testdata/fixture")
+	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", objectsVar("a", "shared"))
+	md := filepath.Join(t.TempDir(), "refused.md")
+	r := h.run(dir, env, "plan", "--scope", "pr-2", "--summary", md, "-var", objectsVar("mine", "shared"))
+	if r.exit != 1 {
+		t.Fatalf("plan of main's object from pr-2: exit %d\n%s", r.exit, r.stderr)
+	}
+	got := string(readFile(t, md))
+	for _, want := range []string{"refused (OWNED_BY_OTHER_SCOPE)", "**Refused before the engine wrote anything:**", "| `fixture_object.o[\"mine\"]` | `main` | `run-"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the summary of the refusal lacks %q:\n%s", want, got)
+		}
+	}
+	dmd := filepath.Join(t.TempDir(), "destroy.md")
+	h.mustRunEnv(dir, env, "destroy", "--scope", "main", "--summary", dmd, "-var", objectsVar("a", "shared"))
+	if got := string(readFile(t, dmd)); !strings.Contains(got, "sponson destroy · preview · main: destroyed") || !strings.Contains(got, "#### Delete (2)") {
+		t.Errorf("destroy summary:\n%s", got)
+	}
+}
