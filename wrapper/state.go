@@ -68,7 +68,7 @@ func (s *StateOptions) bind(cmd *cobra.Command, writes bool) {
 	}
 }
 
-func stateCmd(f *Factory, out *outcome, use, short string, args cobra.PositionalArgs, writes bool, run func(cmd *cobra.Command, o *StateOptions, args []string) outcome) *cobra.Command {
+func stateCmd(out *outcome, use, short string, args cobra.PositionalArgs, writes bool, run func(cmd *cobra.Command, o *StateOptions, args []string) outcome) *cobra.Command {
 	opts := &StateOptions{}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
@@ -194,7 +194,7 @@ func (s tfState) marshal() ([]byte, error) {
 }
 
 func newStateList(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(f, out, "list [flags]", "List the resource instances of a scope's state", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
+	return stateCmd(out, "list [flags]", "List the resource instances of a scope's state", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
 		res := outcome{command: "state list"}
 		st, key, data, err := o.scopeState(cmd, f)
 		if err != nil {
@@ -228,7 +228,7 @@ func jsonWanted(cmd *cobra.Command, f *Factory) bool {
 }
 
 func newStateShow(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(f, out, "show ADDR [flags]", "Show one resource instance of a scope's state", cobra.ExactArgs(1), false, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+	return stateCmd(out, "show ADDR [flags]", "Show one resource instance of a scope's state", cobra.ExactArgs(1), false, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
 		res := outcome{command: "state show"}
 		t, err := parseStateAddr(args[0])
 		if err != nil {
@@ -425,7 +425,7 @@ func stateChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string
 }
 
 func newStateRm(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(f, out, "rm ADDR... [flags]", "Forget resource instances: the scope gives them up", cobra.MinimumNArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+	return stateCmd(out, "rm ADDR... [flags]", "Forget resource instances: the scope gives them up", cobra.MinimumNArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
 		var targets []stateAddr
 		for _, a := range args {
 			t, err := parseStateAddr(a)
@@ -469,7 +469,7 @@ func newStateRm(f *Factory, out *outcome) *cobra.Command {
 }
 
 func newStateMv(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(f, out, "mv SRC DST [flags]", "Rename a resource or resource instance in a scope's state", cobra.ExactArgs(2), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+	return stateCmd(out, "mv SRC DST [flags]", "Rename a resource or resource instance in a scope's state", cobra.ExactArgs(2), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
 		src, err := parseStateAddr(args[0])
 		if err == nil && src.Type == "" {
 			err = fmt.Errorf("%q is a module; move its resources one by one", args[0])

@@ -102,19 +102,19 @@ func segment(s string) (name, key, rest string, err error) {
 		return "", "", "", fmt.Errorf("%q is not a name", name)
 	}
 	if strings.HasPrefix(rest, "[") {
-		close := strings.Index(rest, "]")
+		end := strings.Index(rest, "]")
 		if strings.HasPrefix(rest, `["`) {
 			// A quoted key may hold "]": find the closing quote first.
 			q := strings.Index(rest[2:], `"]`)
 			if q < 0 {
 				return "", "", "", fmt.Errorf("unterminated key in %q", s)
 			}
-			close = q + 3
+			end = q + 3
 		}
-		if close < 0 {
+		if end < 0 {
 			return "", "", "", fmt.Errorf("unterminated key in %q", s)
 		}
-		key, rest = rest[:close+1], rest[close+1:]
+		key, rest = rest[:end+1], rest[end+1:]
 	}
 	return name, key, rest, nil
 }
@@ -124,7 +124,8 @@ func identifier(s string) bool {
 		return false
 	}
 	for i, c := range s {
-		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+		letter := c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || c < '0' || c > '9') {
 			return false
 		}
 	}

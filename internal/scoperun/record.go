@@ -69,7 +69,7 @@ func (r *runner) outcome(rec *receipt.Receipt, c *checked, engineErr, readErr er
 	case readErr != nil:
 		rec.Status = receipt.StatusFailed
 		rec.Error = &receipt.Failure{Code: string(errcode.Internal), Message: readErr.Error()}
-	case r.o.Command == Destroy && !(r.o.EngineFlags.Partial() && len(rec.Ledger) > 0):
+	case r.o.Command == Destroy && (!r.o.EngineFlags.Partial() || len(rec.Ledger) == 0):
 		// A targeted destroy leaves the scope owning the rest.
 		rec.Status = receipt.StatusDestroyed
 	case c.changed:
