@@ -57,7 +57,7 @@ func TestE2ECITemplatesGitLabInstall(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		w.Write(b)
+		_, _ = w.Write(b)
 	}))
 	defer srv.Close()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
