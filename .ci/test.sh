@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs the three tiers of tests against the real OpenTofu of `make tools`:
-#   unit        pure logic and real stores, no engine;
-#   acceptance  the provider under terraform-plugin-testing (TF_ACC=1);
-#   e2e         the built sponson binary driving the real engine.
+# Runs the tiers of tests against the real engines of `make tools`:
+#   unit            pure logic and real stores, no engine;
+#   acceptance      the provider under terraform-plugin-testing (TF_ACC=1);
+#   e2e-opentofu    the built sponson binary driving the real OpenTofu;
+#   e2e-terraform   the same tests driving the real HashiCorp Terraform.
 # Each tier prints "TIER: N passed, N failed, N skipped"; a tier that runs no
 # test fails. Extra arguments go to every `go test` (e.g. -run, -v).
 set -uo pipefail
@@ -10,10 +11,13 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 tofu="$root/.tools/bin/tofu"
-if [ ! -x "$tofu" ]; then
-	echo "no engine at $tofu: run 'make tools' first" >&2
-	exit 1
-fi
+terraform="$root/.tools/bin/terraform"
+for bin in "$tofu" "$terraform"; do
+	if [ ! -x "$bin" ]; then
+		echo "no engine at $bin: run 'make tools' first" >&2
+		exit 1
+	fi
+done
 mkdir -p .tools/bin
 go build -o .tools/bin/testsummary ./.ci/testsummary || exit 1
 
@@ -38,10 +42,12 @@ tier() {
 tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig ./.ci/installsh
 tier acceptance env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -count=1 -json -run '^TestAcc' "$@" ./provider/... ./internal/fixtureprovider/...
-tier e2e env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
+tier e2e-opentofu env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
+	go test -count=1 -json -run '^TestE2E' -timeout 30m "$@" ./wrapper/...
+tier e2e-terraform env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$terraform" \
 	go test -count=1 -json -run '^TestE2E' -timeout 30m "$@" ./wrapper/...
 
-awk -F'[:,]' '/^(unit|acceptance|e2e): [0-9]+ passed/ {
+awk -F'[:,]' '/^(unit|acceptance|e2e-opentofu|e2e-terraform): [0-9]+ passed/ {
 	split($2, p, " "); split($3, f, " "); split($4, s, " ");
 	P += p[1]; F += f[1]; S += s[1]
 } END { printf "total: %d passed, %d failed, %d skipped\n", P, F, S }' "$root/.tools/test-summary.log"
