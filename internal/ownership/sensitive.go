@@ -16,7 +16,7 @@ import (
 )
 
 // Identifying values that are sensitive never reach a receipt, a ledger or
-// the ownership index in clear (DESIGN.md §9): the identity holds a keyed
+// the ownership index in clear (docs/design.md §9): the identity holds a keyed
 // hash of the value instead, `<attr>=hmac:<hex>`, unambiguous beside the
 // JSON of a clear value. The key is one per environment, so that every
 // scope computes the same identity for the same value: a random key kept in
