@@ -1,6 +1,6 @@
 // Package ancestry decides whether a run's commit is older than the commit
 // its scope last applied, so that a late or re-run job never rolls a scope
-// back (README "No rollback by an older commit"). It asks the git checkout
+// back (docs/design.md §2.15). It asks the git checkout
 // the run works in; when git cannot decide (no repository, a shallow clone
 // whose history stops short, a commit the clone does not have) the answer is
 // Unknown with the reason, and the run warns and proceeds: refusing on a

@@ -3,7 +3,7 @@
 // destroy needs a named approver), and who may approve each. The wrapper
 // reads the declaration before it starts the engine or takes a lease, so an
 // undeclared environment, or a protected one without an approver, is refused
-// before anything runs (README.md "Declared environments").
+// before anything runs (docs/design.md §2.14).
 //
 // The declaration is one file, sponson.hcl, found in the configuration
 // directory or the nearest parent up to the repository's root:
@@ -124,7 +124,7 @@ type file struct {
 // unprotected environment or an empty list of approvers, or declares
 // production unprotected.
 func Parse(src []byte, filename string) (Declared, error) {
-	const hint = `Declare each environment as environment "NAME" { protected = true, approvers = ["alice"] } (both settings optional); see README.md "Declared environments".`
+	const hint = `Declare each environment as environment "NAME" { protected = true, approvers = ["alice"] } (both settings optional); see the README, "Declared environments".`
 	bad := func(format string, args ...any) error {
 		return errcode.New(errcode.Usage, "%s: %s", filename, fmt.Sprintf(format, args...)).WithHint(hint)
 	}

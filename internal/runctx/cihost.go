@@ -35,7 +35,7 @@ func detectHost(getenv func(string) string, readFile func(string) ([]byte, error
 
 // gitHubHost reads GitHub Actions: the variables GitHub sets in every job,
 // and the webhook payload of the event at GITHUB_EVENT_PATH. Event by event
-// (README.md "Which scope each CI event gets"):
+// (docs/design.md §2.13):
 //
 //   - pull_request, pull_request_target, pull_request_review...: pr-<n>.
 //     GITHUB_REF_NAME of a pull_request run is "<n>/merge", hence

@@ -153,7 +153,7 @@ func predecessor(c Context) string {
 }
 
 // tagError refuses a run for a tag that names no scope. The tag rule
-// (README.md "Which scope each CI event gets"): a tag names a commit, not a line of
+// (docs/design.md §2.13): a tag names a commit, not a line of
 // work, so no scope is derived from it. A scope per tag would be a new
 // environment per release that nothing ever destroys (gc would see a branch
 // that does not exist), and guessing the branch the tag was cut from is

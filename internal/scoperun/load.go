@@ -68,7 +68,8 @@ func (r *runner) load(ctx, bg context.Context) (prev *receipt.Receipt, done bool
 }
 
 // checkCommit refuses an apply whose commit is an ancestor of the commit the
-// scope last applied (OLDER_COMMIT, exit 2), before the engine starts: a
+// scope last applied (OLDER_COMMIT, exit 2; docs/design.md §2.15), before the
+// engine starts: a
 // re-run of an old workflow, or a late push event queued behind a newer run
 // with --wait, would otherwise roll the scope back without a word. It runs
 // under the lease, so the receipt it compares with is the newest. A plan
