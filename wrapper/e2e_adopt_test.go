@@ -98,7 +98,7 @@ func TestE2EAdoptFromLocal(t *testing.T) {
 	}
 }
 
-// TestE2EAdoptFromS3: a configuration applied with OpenTofu's own s3 backend
+// TestE2EAdoptFromS3: a configuration applied with the engine's own s3 backend
 // on the test's S3 server is adopted into a scope of the S3 store on the
 // same server; the old state object is untouched, and once the backend block
 // is gone sponson plans no change.
