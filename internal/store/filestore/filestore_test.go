@@ -541,5 +541,5 @@ func TestIntentRace(t *testing.T) {
 		}
 		handles[i] = s
 	}
-	storetest.IntentRace(t, 500, handles[0], handles[1])
+	storetest.IntentRace(t, 200, handles[0], handles[1])
 }

@@ -27,7 +27,10 @@ import (
 //
 // Nothing waits on time: both contenders start together from one barrier and
 // the round ends when both have decided; the lease machinery only polls.
-// rounds is the default; SPONSON_INTENT_RACE_ROUNDS overrides it.
+// rounds is the default, sized for `make test`; SPONSON_INTENT_RACE_ROUNDS
+// overrides it for the thousands of rounds of a real measurement, e.g.
+//
+//	SPONSON_INTENT_RACE_ROUNDS=2000 go test -run TestIntentRace ./internal/store/pgstore/
 func IntentRace(t *testing.T, rounds int, a, b store.Store) {
 	t.Helper()
 	if v := os.Getenv("SPONSON_INTENT_RACE_ROUNDS"); v != "" {
