@@ -65,7 +65,9 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 	}
 	c.policy = ownership.PolicyFromPlan(c.plan)
 	// Sensitive identifying values are hashed with the environment's key.
-	if c.policy.HashKey, err = ownership.LoadHashKey(ctx, r.o.Store, r.key.Environment, "hashkey-"+strings.TrimPrefix(r.o.RunID, "run-"), r.o.Lease,
+	kcfg := r.o.Lease
+	kcfg.About = r.holderInfo()
+	if c.policy.HashKey, err = ownership.LoadHashKey(ctx, r.o.Store, r.key.Environment, "hashkey-"+strings.TrimPrefix(r.o.RunID, "run-"), kcfg,
 		c.policy.NeedsHashKey(c.plan), r.o.Command != Plan); err != nil {
 		return nil, err
 	}

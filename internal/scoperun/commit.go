@@ -52,7 +52,9 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 	// the check is made again, and the checkpoint written, under the
 	// environment's intent lease, which orders the two (the intent race
 	// rule, package ownership). A run refused there has written nothing.
-	warning, err := ownership.UnderIntentLease(bg, r.o.Store, r.key.Environment, "intents-"+strings.TrimPrefix(r.o.RunID, "run-"), r.o.Lease,
+	icfg := r.o.Lease
+	icfg.About = r.holderInfo()
+	warning, err := ownership.UnderIntentLease(bg, r.o.Store, r.key.Environment, "intents-"+strings.TrimPrefix(r.o.RunID, "run-"), icfg,
 		func(context.Context) error {
 			_, err := ownership.CheckForeign(ctx, r.o.Store, r.key, c.planned, r.foreignExcept())
 			return err
