@@ -33,6 +33,9 @@ func TestE2EImport(t *testing.T) {
 	if !ok || e.CreatedBy != receipt.CreatedByAdopted || !strings.HasSuffix(e.Identity, `|fixture_object|name="imp-a"`) || e.ID != "made-by-hand" {
 		t.Fatalf("ledger entry %+v; want adopted under its name", e)
 	}
+	if rec := latestReceipt(t, dir, "preview", "pr-1"); rec.Command != "import" || rec.Status != receipt.StatusApplied {
+		t.Errorf("the import's receipt says %s %s", rec.Command, rec.Status)
+	}
 	if got := readFile(t, filepath.Join(objects, "objects", "imp-a.json")); string(got) != string(obj) {
 		t.Errorf("the import changed the object: %s", got)
 	}

@@ -65,6 +65,7 @@ func runImport(cmd *cobra.Command, f *Factory, flags *RunFlags, addr, id string,
 	}
 	in.opts.EngineFlags.Targets = append(in.opts.EngineFlags.Targets, addr)
 	in.opts.ImportOnly = true
+	in.opts.Label = "import"
 	file, err := writeImportBlock(in.opts.Dir, addr, id)
 	if err != nil {
 		in.opts.Store.Close()

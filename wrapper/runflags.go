@@ -267,7 +267,11 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	}
 	wait := newWaitLine(f.ErrOut, f.IsTerminal != nil && f.IsTerminal(f.ErrOut), nil)
 	o.OnWait = wait.event
-	p.line("%s", header(string(o.Command), o.Context.Environment, o.Context.Scope, o.RunID))
+	name := string(o.Command)
+	if o.Label != "" {
+		name = o.Label
+	}
+	p.line("%s", header(name, o.Context.Environment, o.Context.Scope, o.RunID))
 	o.PlanText = in.review.wanted(f.Getenv)
 	res, err := scoperun.Run(ctx, o)
 	rr := RunResult{

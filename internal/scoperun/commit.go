@@ -141,7 +141,7 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 	rec := &receipt.Receipt{
 		Version:            receipt.Version,
 		RunID:              r.o.RunID,
-		Command:            string(r.o.Command),
+		Command:            r.o.label(),
 		Environment:        c.Environment,
 		Scope:              c.Scope,
 		Status:             receipt.StatusRunning,
@@ -180,4 +180,12 @@ func carried(prev *receipt.Receipt) []receipt.Entry {
 		out = append(out, prev.Ledger...)
 	}
 	return out
+}
+
+// label is the command's name as the receipt records it.
+func (o Options) label() string {
+	if o.Label != "" {
+		return o.Label
+	}
+	return string(o.Command)
 }

@@ -75,6 +75,9 @@ type Options struct {
 	// nothing but import objects (the import block it added), refused
 	// before the engine writes otherwise.
 	ImportOnly bool
+	// Label names the command in the receipt when it is not Command
+	// (`sponson import` runs an Apply).
+	Label string
 	// EngineOut receives the engine's own output as it runs.
 	EngineOut io.Writer
 	// Job and Host describe this run in the scope's lease record, with the
