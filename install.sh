@@ -86,7 +86,9 @@ latest() {
 	command -v curl >/dev/null 2>&1 || die 2 "finding the latest release needs curl; pass --version"
 	url=$(curl -sSL --retry 3 -o /dev/null -w '%{url_effective}' "$base/latest") || die 1 "could not reach $base/latest"
 	tag=${url##*/tag/}
-	[ "$tag" != "$url" ] && [ -n "$tag" ] || die 2 "$base/latest did not lead to a release (it went to $url); pass --version"
+	if [ "$tag" = "$url" ] || [ -z "$tag" ]; then
+		die 2 "$base/latest did not lead to a release (it went to $url); pass --version"
+	fi
 	printf '%s\n' "$tag"
 }
 

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# What a team that has never seen this repository gets, checked from the
+# release archives: builds the snapshot release (make release-snapshot),
+# checks its file names against the Registry's and install.sh's, serves it on
+# loopback like GitHub's release page, installs it with the README's command
+# into a fresh prefix with a fresh HOME, then runs `sponson version`, the demo
+# and `sponson provider mirror` + `init` (with each engine of `make tools`)
+# with the installed binary. Prints how long each step took.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+tofu="$root/.tools/bin/tofu"
+[ -x "$tofu" ] || { echo "no engine at $tofu: run 'make tools' first" >&2; exit 1; }
+
+timed() { # timed NAME CMD...: runs CMD, then prints NAME and its duration
+	local name=$1 start=$SECONDS
+	shift
+	"$@"
+	echo "-- $name: $((SECONDS - start))s"
+}
+
+timed "release snapshot" make release-snapshot >/dev/null
+
+version=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' dist/metadata.json | head -1)
+[ -n "$version" ] || { echo "no version in dist/metadata.json" >&2; exit 1; }
+echo "snapshot $version"
+sums="terraform-provider-sponson_${version}_SHA256SUMS"
+want=("$sums" "terraform-provider-sponson_${version}_manifest.json")
+for p in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64; do
+	want+=("terraform-provider-sponson_${version}_$p.zip" "sponson_${version}_$p.tar.gz")
+done
+for f in "${want[@]}"; do
+	[ -f "dist/$f" ] || { echo "the snapshot has no dist/$f" >&2; ls dist >&2; exit 1; }
+done
+# Every archive and the manifest are in the checksum file, and match it.
+for f in dist/*.zip dist/*.tar.gz "dist/terraform-provider-sponson_${version}_manifest.json"; do
+	grep -q "  $(basename "$f")\$" "dist/$sums" || { echo "$sums lacks $(basename "$f")" >&2; exit 1; }
+done
+(cd dist && sha256sum --quiet -c "$sums")
+unzip -l "dist/terraform-provider-sponson_${version}_linux_amd64.zip" | grep -q " terraform-provider-sponson_v${version}\$" ||
+	{ echo "the linux_amd64 zip does not hold terraform-provider-sponson_v${version}" >&2; exit 1; }
+echo "archives:"
+for f in dist/*.zip dist/*.tar.gz; do
+	printf '  %-58s %s bytes\n' "$(basename "$f")" "$(stat -c %s "$f")"
+done
+
+work=$(mktemp -d)
+server=""
+cleanup() {
+	if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+go build -o "$work/releaseserve" ./.ci/releaseserve
+"$work/releaseserve" -dir dist -version "$version" -url-file "$work/url" &
+server=$!
+until [ -s "$work/url" ]; do
+	kill -0 "$server" 2>/dev/null || { echo "the release server died" >&2; exit 1; }
+	sleep 0.1
+done
+url=$(cat "$work/url")
+
+# Nothing of this machine: a fresh HOME, a fresh prefix, a PATH of system
+# tools only, and the command the README gives (with the loopback URL).
+home="$work/home"
+prefix="$home/.local"
+mkdir -p "$home"
+clean=(env -i "HOME=$home" "PATH=/usr/local/bin:/usr/bin:/bin" "TMPDIR=$work")
+timed "install.sh" "${clean[@]}" sh install.sh --version "$version" --prefix "$prefix" --base-url "$url"
+sponson="$prefix/bin/sponson"
+got=$("${clean[@]}" "$sponson" version)
+echo "$got"
+case "$got" in
+"sponson $version "*) ;;
+*) echo "the installed sponson reports '$got', want version $version" >&2; exit 1 ;;
+esac
+
+timed "demo with the installed sponson" "${clean[@]}" "SPONSON=$sponson" "SPONSON_ENGINE=$tofu" examples/preview/demo.sh >"$work/demo.log" ||
+	{ cat "$work/demo.log"; exit 1; }
+
+# The provider alone, from the installed binary's mirror, with each engine.
+"${clean[@]}" "$sponson" provider mirror "$work/mirror" --json >"$work/mirror.json"
+sed -n 's/.*"cliConfig": *"\(.*\)",*$/\1/p' "$work/mirror.json" | sed 's/\\n/\n/g; s/\\"/"/g' >"$work/mirror.tfrc"
+h1=$(grep -o '"h1:[^"]*"' "$work/mirror.json" | tr -d '"')
+for engine in "$tofu" "$root/.tools/bin/terraform"; do
+	if [ ! -x "$engine" ]; then
+		echo "-- no $(basename "$engine") in .tools/bin: provider mirror not tried with it"
+		continue
+	fi
+	cfg="$work/mirror-$(basename "$engine")"
+	mkdir -p "$cfg"
+	printf 'terraform {\n  required_providers {\n    sponson = { source = "sponson/sponson" }\n  }\n}\n' >"$cfg/main.tf"
+	(cd "$cfg" && timed "$(basename "$engine") init from the mirror" "${clean[@]}" "TF_CLI_CONFIG_FILE=$work/mirror.tfrc" "$engine" init -input=false -no-color >"$cfg/init.log") ||
+		{ cat "$cfg/init.log"; exit 1; }
+	grep -q "\"$h1\"" "$cfg/.terraform.lock.hcl" ||
+		{ echo "$(basename "$engine")'s lock file lacks $h1:" >&2; cat "$cfg/.terraform.lock.hcl" >&2; exit 1; }
+done
+echo "release check passed"
