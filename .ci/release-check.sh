@@ -6,6 +6,8 @@
 # into a fresh prefix with a fresh HOME, then runs `sponson version`, the demo
 # and `sponson provider mirror` + `init` (with each engine of `make tools`)
 # with the installed binary. Prints how long each step took.
+# With --reuse it checks the dist/ of an earlier `make release-snapshot`
+# instead of building one (the build is the long part).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -13,33 +15,45 @@ cd "$root"
 tofu="$root/.tools/bin/tofu"
 [ -x "$tofu" ] || { echo "no engine at $tofu: run 'make tools' first" >&2; exit 1; }
 
-timed() { # timed NAME CMD...: runs CMD, then prints NAME and its duration
-	local name=$1 start=$SECONDS
+timed() { # timed NAME CMD...: runs CMD, then prints NAME and its duration on stderr
+	local name=$1 start
+	start=$(date +%s%N)
 	shift
 	"$@"
-	echo "-- $name: $((SECONDS - start))s"
+	echo "-- $name: $((($(date +%s%N) - start) / 1000000)) ms" >&2
 }
 
-timed "release snapshot" make release-snapshot >/dev/null
+if [ "${1:-}" = --reuse ] && [ -f dist/metadata.json ]; then
+	echo "-- reusing the snapshot in dist/"
+else
+	timed "release snapshot" make release-snapshot >/dev/null
+fi
 
 version=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' dist/metadata.json | head -1)
 [ -n "$version" ] || { echo "no version in dist/metadata.json" >&2; exit 1; }
 echo "snapshot $version"
 sums="terraform-provider-sponson_${version}_SHA256SUMS"
-want=("$sums" "terraform-provider-sponson_${version}_manifest.json")
+manifest="terraform-provider-sponson_${version}_manifest.json"
+want=("$sums")
 for p in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64; do
 	want+=("terraform-provider-sponson_${version}_$p.zip" "sponson_${version}_$p.tar.gz")
 done
 for f in "${want[@]}"; do
 	[ -f "dist/$f" ] || { echo "the snapshot has no dist/$f" >&2; ls dist >&2; exit 1; }
 done
-# Every archive and the manifest are in the checksum file, and match it.
-for f in dist/*.zip dist/*.tar.gz "dist/terraform-provider-sponson_${version}_manifest.json"; do
+# Every archive is in the checksum file, and so is the manifest, which the
+# release uploads from terraform-registry-manifest.json under its Registry
+# name (it is not copied into dist/).
+for f in dist/*.zip dist/*.tar.gz; do
 	grep -q "  $(basename "$f")\$" "dist/$sums" || { echo "$sums lacks $(basename "$f")" >&2; exit 1; }
 done
-(cd dist && sha256sum --quiet -c "$sums")
-unzip -l "dist/terraform-provider-sponson_${version}_linux_amd64.zip" | grep -q " terraform-provider-sponson_v${version}\$" ||
-	{ echo "the linux_amd64 zip does not hold terraform-provider-sponson_v${version}" >&2; exit 1; }
+grep -qx "$(sha256sum terraform-registry-manifest.json | cut -d' ' -f1)  $manifest" "dist/$sums" ||
+	{ echo "$sums lacks $manifest with the checksum of terraform-registry-manifest.json" >&2; exit 1; }
+(cd dist && sha256sum --quiet --ignore-missing -c "$sums")
+# (The list first: grep -q ending a pipe early would fail it under pipefail.)
+zipped=$(unzip -Z1 "dist/terraform-provider-sponson_${version}_linux_amd64.zip")
+grep -qx "terraform-provider-sponson_v${version}" <<<"$zipped" ||
+	{ echo "the linux_amd64 zip does not hold terraform-provider-sponson_v${version}: $zipped" >&2; exit 1; }
 echo "archives:"
 for f in dist/*.zip dist/*.tar.gz; do
 	printf '  %-58s %s bytes\n' "$(basename "$f")" "$(stat -c %s "$f")"
