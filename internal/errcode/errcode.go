@@ -46,6 +46,8 @@ const (
 	StoreUnavailable  Code = "STORE_UNAVAILABLE"
 	ReceiptCorrupt    Code = "RECEIPT_CORRUPT"
 	ReceiptVersion    Code = "RECEIPT_VERSION"
+	StoreLayoutOld    Code = "STORE_LAYOUT_OLD"
+	StoreLayoutNewer  Code = "STORE_LAYOUT_NEWER"
 	WaitTimeout       Code = "WAIT_TIMEOUT"
 	EngineFailed      Code = "ENGINE_FAILED"
 	EngineNotFound    Code = "ENGINE_NOT_FOUND"
@@ -85,6 +87,8 @@ var table = []Spec{
 	{StoreUnavailable, ExitFailed, "The store could not be reached within the retry budget.", "Check that the store is up and reachable, then run again."},
 	{ReceiptCorrupt, ExitFailed, "A receipt in the store could not be parsed.", "Inspect the receipt with `sponson receipt`; restore it from the store's history."},
 	{ReceiptVersion, ExitFailed, "A receipt was written by a newer Sponson.", "Upgrade sponson to the version that wrote it."},
+	{StoreLayoutOld, ExitRefused, "The store holds scopes written before stacks (keyed by environment and scope only); they are not read as empty.", "Run `sponson migrate` once from the root module these scopes belong to (or with --stack NAME); it moves every old scope into that stack."},
+	{StoreLayoutNewer, ExitFailed, "The store was written in a layout newer than this Sponson knows.", "Upgrade sponson to the version the other runs of this store use."},
 	{WaitTimeout, ExitFailed, "The lease was still held when --wait-timeout ran out.", "Raise --wait-timeout or find the run that holds the lease."},
 	{EngineFailed, ExitFailed, "OpenTofu or Terraform failed; its own output says why.", "Read the engine's output above the summary."},
 	{EngineNotFound, ExitFailed, "No OpenTofu or Terraform binary was found.", "Install tofu or terraform on PATH, pass --engine PATH, or run `make tools` in the Sponson checkout."},

@@ -36,9 +36,12 @@ const (
 // Receipt is the record of one run. The latest receipt of a scope carries the
 // scope's ledger.
 type Receipt struct {
-	Version     int       `json:"version"`
-	RunID       string    `json:"runId"`
-	Command     string    `json:"command"`
+	Version int    `json:"version"`
+	RunID   string `json:"runId"`
+	Command string `json:"command"`
+	// Stack is the root module of the run (internal/stack); receipts
+	// written before stacks existed have none.
+	Stack       string    `json:"stack,omitempty"`
 	Environment string    `json:"environment"`
 	Scope       string    `json:"scope"`
 	Status      string    `json:"status"`

@@ -25,12 +25,105 @@ func CheckName(what, name string) error {
 	return nil
 }
 
-// CheckKey checks both names of a key.
+// CheckKey checks the names of a key. Only a parent lease has no stack.
 func CheckKey(k Key) error {
 	if err := CheckName("environment", k.Environment); err != nil {
 		return err
 	}
-	return CheckName("scope", k.Scope)
+	if err := CheckName("scope", k.Scope); err != nil {
+		return err
+	}
+	if k.Stack == "" {
+		if !strings.HasPrefix(k.Scope, ParentScopePrefix) {
+			return errcode.New(errcode.Internal, "scope %s/%s has no stack", k.Environment, k.Scope)
+		}
+		return nil
+	}
+	return CheckStack(k.Stack)
+}
+
+// stackChars is what a stack name is made of: plain names joined by "/", as
+// a repository path is ("github.com/acme/infra//stacks/app": the "//"
+// separates the repository from the directory in it).
+var stackChars = regexp.MustCompile(`^[a-zA-Z0-9._/-]{1,200}$`)
+
+// maxStackSegment bounds the encoded stack: it is one file name (255 bytes)
+// or ref component in the stores, with room for a ".lock" or temporary
+// suffix.
+const maxStackSegment = 240
+
+// CheckStack refuses a stack name that is not 1 to 200 of a-z A-Z 0-9 . _ /
+// -, that starts or ends with "/" or ".", contains "..", has a "." path
+// element or ends in ".lock". Every accepted name has one encoding
+// (StackSegment) that is a plain file name, ref component and row value.
+func CheckStack(name string) error {
+	bad := !stackChars.MatchString(name) || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
+		strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") ||
+		strings.Contains(name, "/./") || strings.HasSuffix(name, ".lock")
+	if bad {
+		return errcode.New(errcode.Usage, "invalid stack name %q: use 1 to 200 of a-z A-Z 0-9 . _ / -, not starting or ending with \"/\" or \".\", without \"..\"", name).With("stack", name)
+	}
+	if n := len(StackSegment(name)); n > maxStackSegment {
+		return errcode.New(errcode.Usage, "stack name %q is too long once encoded for the store (%d bytes, at most %d); pass a shorter --stack", name, n, maxStackSegment).With("stack", name)
+	}
+	return nil
+}
+
+// sharedSegment is the segment of the keys without a stack (parent leases).
+// StackSegment never returns it for a stack: "_" is always followed by two
+// hexadecimal digits there.
+const sharedSegment = "_"
+
+// StackSegment encodes a stack name as one path segment and ref component,
+// one to one: a-z A-Z 0-9 . - stay, every other byte ("/", "_") becomes "_"
+// and two lower-case hexadecimal digits. "github.com/acme/infra//app"
+// becomes "github.com_2facme_2finfra_2f_2fapp". The empty stack (parent
+// leases) is "_". CheckStack has refused every name whose encoding could
+// start with a dot, contain "..", or end in "." or ".lock".
+func StackSegment(stack string) string {
+	if stack == "" {
+		return sharedSegment
+	}
+	var b strings.Builder
+	for i := 0; i < len(stack); i++ {
+		c := stack[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "_%02x", c)
+	}
+	return b.String()
+}
+
+// StackOf decodes a segment written by StackSegment; ok is false for
+// anything StackSegment cannot have written (a file a human left behind).
+func StackOf(seg string) (stack string, ok bool) {
+	if seg == sharedSegment {
+		return "", true
+	}
+	var b strings.Builder
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if c != '_' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(seg) {
+			return "", false
+		}
+		var v byte
+		if _, err := fmt.Sscanf(seg[i+1:i+3], "%02x", &v); err != nil {
+			return "", false
+		}
+		b.WriteByte(v)
+		i += 2
+	}
+	stack = b.String()
+	if CheckStack(stack) != nil || StackSegment(stack) != seg {
+		return "", false
+	}
+	return stack, true
 }
 
 // Lost returns ErrLeaseLost for k with the reason, as every backend reports a
@@ -49,8 +142,15 @@ func EncodeReceipt(k Key, r *receipt.Receipt) ([]byte, *receipt.Receipt, error) 
 	if err := CheckName("run id", r.RunID); err != nil {
 		return nil, nil, err
 	}
-	if r.Environment != k.Environment || r.Scope != k.Scope {
-		return nil, nil, errcode.New(errcode.Internal, "receipt of %s/%s written under the lease of %s", r.Environment, r.Scope, k)
+	if r.Stack == "" && k.Stack != "" {
+		// A receipt carried over from before stacks (a predecessor being
+		// rewritten after a migration) takes the stack it is stored under.
+		c := *r
+		c.Stack = k.Stack
+		r = &c
+	}
+	if r.Environment != k.Environment || r.Scope != k.Scope || r.Stack != k.Stack {
+		return nil, nil, errcode.New(errcode.Internal, "receipt of %s/%s (stack %q) written under the lease of %s", r.Environment, r.Scope, r.Stack, k)
 	}
 	data, err := receipt.Marshal(r)
 	if err != nil {
@@ -108,7 +208,7 @@ func IndexRows(r *receipt.Receipt) []IndexRow {
 // identity the scope's previous entries (prev) already held keeps the time
 // it was first recorded; a new one gets now, the store's clock. Since is for
 // people: the intent race rule does not read it (ownership.UnderIntentLease).
-func OwnersOf(scope string, r *receipt.Receipt, prev []Owner, now time.Time) []Owner {
+func OwnersOf(k Key, r *receipt.Receipt, prev []Owner, now time.Time) []Owner {
 	since := make(map[string]time.Time, len(prev))
 	for _, o := range prev {
 		since[o.Identity] = o.Since
@@ -120,7 +220,7 @@ func OwnersOf(scope string, r *receipt.Receipt, prev []Owner, now time.Time) []O
 		if !ok {
 			at = now
 		}
-		out = append(out, Owner{Scope: scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
+		out = append(out, Owner{Stack: k.Stack, Scope: k.Scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
 	}
 	return out
 }

@@ -15,17 +15,35 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
-// Key names one scope of one environment.
+// Key names one scope of one environment of one stack (one root module of
+// one repository, see internal/stack): everything a store keeps is keyed by
+// all three, so two root modules sharing a store never see each other's
+// state, lease or ledger (docs/design.md, Stacks). Stack is empty only for
+// the leases of shared parent objects (scopes named ParentScopePrefix...),
+// which are per environment and shared by every stack.
 type Key struct {
+	Stack       string
 	Environment string
 	Scope       string
 }
 
-// String renders the key as environment/scope.
-func (k Key) String() string { return k.Environment + "/" + k.Scope }
+// String renders the key as environment/scope, followed by the stack in
+// parentheses when it has one.
+func (k Key) String() string {
+	if k.Stack == "" {
+		return k.Environment + "/" + k.Scope
+	}
+	return k.Environment + "/" + k.Scope + " (stack " + k.Stack + ")"
+}
+
+// ParentScopePrefix starts the scope name of a shared parent object's lease
+// (ownership.ParentLeaseScope). Such keys have no stack: two stacks writing
+// one parent object must serialise on one lease.
+const ParentScopePrefix = "_parent-"
 
 // LeaseInfo is a lease record as the store holds it. Holder is empty when the
 // lease is free; Token survives release and only ever grows.
@@ -122,14 +140,16 @@ type Store interface {
 	ListQuarantine(ctx context.Context, key Key) ([]Quarantined, error)
 
 	// Owners returns the ledger entries, intents included, of every scope of
-	// env whose identity is one of identities (every entry when identities
+	// every stack of env whose identity is one of identities (every entry when identities
 	// is nil), in one store operation: the foreign check reads the whole
 	// environment at once, never one scope after another. The index behind
 	// it is kept by WriteReceipt in the same fenced step as the receipt, and
 	// each scope keeps its own part, so unrelated scopes never contend.
 	Owners(ctx context.Context, env string, identities []string) ([]Owner, error)
 
-	// List returns every scope of env that has a lease record or a receipt.
+	// List returns every scope of every stack of env that has a lease
+	// record or a receipt, sorted by stack and then scope. Parent leases
+	// (no stack) come first.
 	List(ctx context.Context, env string) ([]ScopeSummary, error)
 
 	// Close releases the store's connections; leases are not released.
@@ -138,6 +158,10 @@ type Store interface {
 
 // Owner is one ledger entry of one scope, as the ownership index holds it.
 type Owner struct {
+	// Stack is the stack of the owning scope: the index of an environment
+	// spans every stack, so the foreign check refuses one root module's
+	// change to what another root module owns.
+	Stack     string `json:"stack,omitempty"`
 	Scope     string `json:"scope"`
 	Identity  string `json:"identity"`
 	Address   string `json:"address"`
@@ -189,4 +213,31 @@ func WithHolder(ctx context.Context, about HolderInfo) context.Context {
 func HolderFrom(ctx context.Context) HolderInfo {
 	about, _ := ctx.Value(holderKey{}).(HolderInfo)
 	return about
+}
+
+// Migrator is a store that can move the layout written before stacks
+// (every record keyed by environment and scope only) into its current one.
+// Stores open in the old layout only with their own option for it; every
+// other Open refuses such a store with STORE_LAYOUT_OLD.
+type Migrator interface {
+	// Migrate moves every scope of the old layout into stack (parent
+	// leases, which have no stack, stay shared) and records the current
+	// layout version. It refuses with LOCK_HELD, moving nothing, while an
+	// old scope's lease is live. It returns the new keys, and none for a
+	// store already in the current layout. Running it again after a crash
+	// finishes the move.
+	Migrate(ctx context.Context, stack string) ([]Key, error)
+}
+
+// OldLayoutError is STORE_LAYOUT_OLD for a store that names what it found.
+func OldLayoutError(store, found string) error {
+	return errcode.New(errcode.StoreLayoutOld, "the store %s holds scopes written before stacks (%s); refusing to read it as empty", store, found).
+		With("store", store)
+}
+
+// NewerLayoutError is STORE_LAYOUT_NEWER for a store whose layout version
+// is newer than known.
+func NewerLayoutError(store string, found, known int) error {
+	return errcode.New(errcode.StoreLayoutNewer, "the store %s has layout %d, newer than this sponson knows (%d)", store, found, known).
+		With("store", store)
 }

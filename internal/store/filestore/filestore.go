@@ -1,15 +1,23 @@
 // Package filestore is the embedded store backend (`file://DIR`, by default
 // .sponson/ under the configuration): leases, receipts and Terraform state as
-// files in a local directory, one directory per environment and scope:
+// files in a local directory, one directory per environment, stack and
+// scope (S is the stack encoded by store.StackSegment, "_" for the parent
+// leases that every stack shares):
 //
-//	<root>/<env>/<scope>/.mutex              flock target, never replaced or deleted
-//	<root>/<env>/<scope>/lease.json          the lease record (store.LeaseInfo)
-//	<root>/<env>/<scope>/latest.json         the scope's latest receipt
-//	<root>/<env>/<scope>/receipts/<runId>.json  every run's own receipt
-//	<root>/<env>/<scope>/terraform.tfstate   the scope's Terraform state
-//	<root>/<env>/<scope>/records/<name>.json  small fenced documents (sponson_scope)
-//	<root>/<env>/<scope>/quarantine/<runId>.tfstate  states a lost run could not write
-//	<root>/<env>/.owners/<scope>.json        the scope's part of the ownership index
+//	<root>/@layout.json                 {"layout": 2}: the layout version (see Layout)
+//	<root>/@stacks/<env>/<S>/<scope>/.mutex             flock target, never replaced or deleted
+//	<root>/@stacks/<env>/<S>/<scope>/lease.json         the lease record (store.LeaseInfo)
+//	<root>/@stacks/<env>/<S>/<scope>/latest.json        the scope's latest receipt
+//	<root>/@stacks/<env>/<S>/<scope>/receipts/<runId>.json  every run's own receipt
+//	<root>/@stacks/<env>/<S>/<scope>/terraform.tfstate  the scope's Terraform state
+//	<root>/@stacks/<env>/<S>/<scope>/records/<name>.json  small fenced documents (sponson_scope)
+//	<root>/@stacks/<env>/<S>/<scope>/quarantine/<runId>.tfstate  states a lost run could not write
+//	<root>/@stacks/<env>/.owners/<S>/<scope>.json        the scope's part of the ownership index
+//
+// "@" never occurs in an environment name, so nothing of the layout before
+// stacks (<root>/<env>/<scope>/..., layout 1) can be mistaken for this one:
+// Open refuses such a store with STORE_LAYOUT_OLD until Migrate moved it
+// (migrate.go), rather than reading it as empty.
 //
 // This is the design measured in shared/reference/store-notes.md §1 (zero
 // violations in multi-process races, where the naive O_EXCL design failed on
@@ -88,12 +96,23 @@ const (
 	maxPoll = 10 * time.Millisecond
 )
 
+// Layout is the version of the directory layout this package writes and
+// reads. 1 was the layout before stacks; Open refuses a newer one.
+const Layout = 2
+
+// Names of the layout's top-level entries.
+const (
+	layoutFile = "@layout.json"
+	stacksDir  = "@stacks"
+)
+
 // Store is the file store. It keeps no open files and no in-memory state
 // between calls, so any number of Stores, in any number of processes, may
 // share one root.
 type Store struct {
-	root string
-	now  func() time.Time
+	root      string
+	now       func() time.Time
+	oldLayout bool // WithOldLayout: skip the layout check (migration only)
 }
 
 // Option configures Open.
@@ -109,7 +128,12 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithOldLayout opens a store whatever its layout, for Migrate alone.
+func WithOldLayout() Option { return func(s *Store) { s.oldLayout = true } }
+
 // Open returns the store rooted at root, creating the directory if needed.
+// A store in the layout before stacks is STORE_LAYOUT_OLD and one in a
+// newer layout STORE_LAYOUT_NEWER: neither is ever read as empty.
 func Open(root string, opts ...Option) (*Store, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -121,6 +145,11 @@ func Open(root string, opts ...Option) (*Store, error) {
 	s := &Store{root: abs, now: time.Now}
 	for _, o := range opts {
 		o(s)
+	}
+	if !s.oldLayout {
+		if err := s.checkLayout(); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -257,7 +286,7 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 		os.Remove(runTmp)
 		return err
 	}
-	odir := filepath.Join(s.root, l.Key.Environment, ownersDir)
+	odir := s.ownersDir(l.Key)
 	if err := os.MkdirAll(odir, dirPerm); err != nil {
 		os.Remove(runTmp)
 		os.Remove(latestTmp)
@@ -267,7 +296,7 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	err = s.fenced(ctx, l, func(dir string, _ store.LeaseInfo, now time.Time) error {
 		// The index is built inside the mutex: an identity keeps the time
 		// the store first recorded it for this scope (store.Owner.Since).
-		idx, err := encodeOwners(idxPath, l.Key.Scope, r, now)
+		idx, err := encodeOwners(idxPath, l.Key, r, now)
 		if err != nil {
 			return err
 		}
@@ -301,21 +330,22 @@ type ownersDoc struct {
 	Entries []store.Owner `json:"entries"`
 }
 
-func encodeOwners(prevPath, scope string, r *receipt.Receipt, now time.Time) ([]byte, error) {
+func encodeOwners(prevPath string, k store.Key, r *receipt.Receipt, now time.Time) ([]byte, error) {
 	var prev ownersDoc
 	if b, err := os.ReadFile(prevPath); err == nil {
 		_ = json.Unmarshal(b, &prev) // an unreadable part only loses its Since times
 	}
-	doc := ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(scope, r, prev.Entries, now)}
+	doc := ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(k, r, prev.Entries, now)}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", scope)
+		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", k)
 	}
 	return b, nil
 }
 
-// Owners reads the ownership index of env: one file per scope in
-// <env>/.owners, each written by that scope's fenced receipt writes.
+// Owners reads the ownership index of env across every stack: one file per
+// stack and scope in <env>/.owners/<S>/, each written by that scope's fenced
+// receipt writes.
 func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error) {
 	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
@@ -330,32 +360,46 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 			want[id] = true
 		}
 	}
-	odir := filepath.Join(s.root, env, ownersDir)
-	entries, err := os.ReadDir(odir)
+	root := filepath.Join(s.root, stacksDir, env, ownersDir)
+	stacks, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []store.Owner{}, nil
 	}
 	if err != nil {
-		return nil, fsError("list", odir, err)
+		return nil, fsError("list", root, err)
 	}
 	out := []store.Owner{}
-	for _, e := range entries {
-		scope, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || store.CheckName("scope", scope) != nil {
+	for _, se := range stacks {
+		stack, ok := store.StackOf(se.Name())
+		if !ok || !se.IsDir() {
 			continue
 		}
-		p := filepath.Join(odir, e.Name())
-		b, err := os.ReadFile(p)
+		odir := filepath.Join(root, se.Name())
+		entries, err := os.ReadDir(odir)
 		if err != nil {
-			return nil, fsError("read", p, err)
+			return nil, fsError("list", odir, err)
 		}
-		var doc ownersDoc
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s does not parse", p)
-		}
-		for _, o := range doc.Entries {
-			if want == nil || want[o.Identity] {
-				out = append(out, o)
+		for _, e := range entries {
+			scope, ok := strings.CutSuffix(e.Name(), ".json")
+			if !ok || store.CheckName("scope", scope) != nil {
+				continue
+			}
+			p := filepath.Join(odir, e.Name())
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fsError("read", p, err)
+			}
+			var doc ownersDoc
+			if err := json.Unmarshal(b, &doc); err != nil {
+				return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s does not parse", p)
+			}
+			for _, o := range doc.Entries {
+				if want == nil || want[o.Identity] {
+					// The directory names the stack and scope: an entry
+					// cannot claim another's.
+					o.Stack, o.Scope = stack, scope
+					out = append(out, o)
+				}
 			}
 		}
 	}
@@ -554,10 +598,10 @@ func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quar
 	return out, nil
 }
 
-// List returns the scopes of env that have a lease record or a receipt,
-// sorted by scope name. A scope whose lease or latest receipt cannot be read
-// fails the whole listing, naming the file, rather than being shown as free
-// or empty.
+// List returns the scopes of every stack of env that have a lease record or
+// a receipt, sorted by stack and scope name. A scope whose lease or latest
+// receipt cannot be read fails the whole listing, naming the file, rather
+// than being shown as free or empty.
 func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, error) {
 	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
@@ -565,8 +609,8 @@ func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, err
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	envDir := filepath.Join(s.root, env)
-	entries, err := os.ReadDir(envDir) // sorted by name
+	envDir := filepath.Join(s.root, stacksDir, env)
+	stacks, err := os.ReadDir(envDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []store.ScopeSummary{}, nil
 	}
@@ -574,25 +618,42 @@ func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, err
 		return nil, fsError("list", envDir, err)
 	}
 	out := []store.ScopeSummary{}
-	for _, e := range entries {
-		if !e.IsDir() || store.CheckName("scope", e.Name()) != nil {
-			continue // temporary files, anything a human left behind
+	for _, se := range stacks {
+		stack, ok := store.StackOf(se.Name())
+		if !ok || !se.IsDir() {
+			continue // the ownership index, anything a human left behind
 		}
-		key := store.Key{Environment: env, Scope: e.Name()}
-		dir := s.scopeDir(key)
-		info, hasLease, err := readLease(filepath.Join(dir, leaseFile))
+		sdir := filepath.Join(envDir, se.Name())
+		entries, err := os.ReadDir(sdir)
 		if err != nil {
-			return nil, err
+			return nil, fsError("list", sdir, err)
 		}
-		latest, err := readReceipt(filepath.Join(dir, latestFile))
-		if err != nil {
-			return nil, err
+		for _, e := range entries {
+			key := store.Key{Stack: stack, Environment: env, Scope: e.Name()}
+			if !e.IsDir() || store.CheckKey(key) != nil {
+				continue // temporary files, anything a human left behind
+			}
+			dir := s.scopeDir(key)
+			info, hasLease, err := readLease(filepath.Join(dir, leaseFile))
+			if err != nil {
+				return nil, err
+			}
+			latest, err := readReceipt(filepath.Join(dir, latestFile))
+			if err != nil {
+				return nil, err
+			}
+			if !hasLease && latest == nil {
+				continue // a directory whose first Acquire failed
+			}
+			out = append(out, store.ScopeSummary{Key: key, Lease: info, Latest: latest})
 		}
-		if !hasLease && latest == nil {
-			continue // a directory whose first Acquire failed
-		}
-		out = append(out, store.ScopeSummary{Key: key, Lease: info, Latest: latest})
 	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Key.Stack != out[j].Key.Stack {
+			return out[i].Key.Stack < out[j].Key.Stack
+		}
+		return out[i].Key.Scope < out[j].Key.Scope
+	})
 	return out, nil
 }
 
@@ -639,7 +700,14 @@ func (s *Store) fenced(ctx context.Context, l store.Lease, write func(dir string
 // times a call returns are equal to the ones read back from the documents.
 func (s *Store) clock() time.Time { return s.now().Round(0).UTC() }
 
-func (s *Store) scopeDir(k store.Key) string { return filepath.Join(s.root, k.Environment, k.Scope) }
+func (s *Store) scopeDir(k store.Key) string {
+	return filepath.Join(s.root, stacksDir, k.Environment, store.StackSegment(k.Stack), k.Scope)
+}
+
+// ownersDir is the directory of the ownership-index parts of k's stack.
+func (s *Store) ownersDir(k store.Key) string {
+	return filepath.Join(s.root, stacksDir, k.Environment, ownersDir, store.StackSegment(k.Stack))
+}
 
 // leasedDir returns the directory of a scope a fenced write is about to
 // prepare documents in. A scope without a directory never had a lease, so the

@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-var pr1 = store.Key{Environment: "preview", Scope: "pr-1"}
+var pr1 = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-1"}
 
 // open returns a store on a fake clock in a new directory.
 func open(t *testing.T) (*filestore.Store, string, *storetest.Clock) {
@@ -103,12 +103,13 @@ func TestLayout(t *testing.T) {
 	}
 
 	want := []string{
-		"preview/.owners/pr-1.json",
-		"preview/pr-1/.mutex",
-		"preview/pr-1/latest.json",
-		"preview/pr-1/lease.json",
-		"preview/pr-1/receipts/run-a.json",
-		"preview/pr-1/terraform.tfstate",
+		"@layout.json",
+		"@stacks/preview/.owners/acme_2fapp/pr-1.json",
+		"@stacks/preview/acme_2fapp/pr-1/.mutex",
+		"@stacks/preview/acme_2fapp/pr-1/latest.json",
+		"@stacks/preview/acme_2fapp/pr-1/lease.json",
+		"@stacks/preview/acme_2fapp/pr-1/receipts/run-a.json",
+		"@stacks/preview/acme_2fapp/pr-1/terraform.tfstate",
 	}
 	if diff := cmp.Diff(want, files(t, root)); diff != "" {
 		t.Errorf("files under the root (-want +got), no temporary file may remain:\n%s", diff)
@@ -118,7 +119,7 @@ func TestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, "preview", "pr-1")
+	dir := filepath.Join(root, "@stacks", "preview", "acme_2fapp", "pr-1")
 	for _, name := range []string{"latest.json", "receipts/run-a.json"} {
 		if got := readFile(t, filepath.Join(dir, name)); !bytes.Equal(got, doc) {
 			t.Errorf("%s is not receipt.Marshal of the receipt:\n%s", name, got)
@@ -164,7 +165,7 @@ func TestTokenSurvivesReopen(t *testing.T) {
 func TestMutexNeverReplaced(t *testing.T) {
 	t.Parallel()
 	s, root, clock := open(t)
-	mutex := filepath.Join(root, "preview", "pr-1", ".mutex")
+	mutex := filepath.Join(root, "@stacks", "preview", "acme_2fapp", "pr-1", ".mutex")
 	g := mustAcquire(t, s, pr1, "run-a")
 	ino := func() uint64 {
 		fi, err := os.Stat(mutex)
@@ -213,14 +214,14 @@ func TestRefusedWriteLeavesNothing(t *testing.T) {
 	}
 
 	// A write into a scope that was never leased creates no directory.
-	never := store.Lease{Key: store.Key{Environment: "preview", Scope: "pr-9"}, Holder: "run-a", Token: 1}
+	never := store.Lease{Key: store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-9"}, Holder: "run-a", Token: 1}
 	if err := s.WriteState(t.Context(), never, []byte("{}")); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("WriteState into a scope never leased = %v, want ErrLeaseLost", err)
 	}
 	if err := s.WriteReceipt(t.Context(), never, storetest.NewReceipt(never.Key, "run-a", 1)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("WriteReceipt into a scope never leased = %v, want ErrLeaseLost", err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "preview", "pr-9")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(root, "@stacks", "preview", "acme_2fapp", "pr-9")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused write created the scope directory (stat: %v)", err)
 	}
 }
@@ -245,7 +246,7 @@ func TestCorruptLeaseKeepsToken(t *testing.T) {
 				}
 			}
 			g := mustAcquire(t, s, pr1, "run-3")
-			leasePath := filepath.Join(root, "preview", "pr-1", "lease.json")
+			leasePath := filepath.Join(root, "@stacks", "preview", "acme_2fapp", "pr-1", "lease.json")
 			if err := os.WriteFile(leasePath, []byte(doc), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +301,7 @@ func TestCorruptLatestReceipt(t *testing.T) {
 			t.Parallel()
 			s, root, _ := open(t)
 			g := mustAcquire(t, s, pr1, "run-a")
-			latestPath := filepath.Join(root, "preview", "pr-1", "latest.json")
+			latestPath := filepath.Join(root, "@stacks", "preview", "acme_2fapp", "pr-1", "latest.json")
 			if err := os.WriteFile(latestPath, []byte(tc.doc), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -334,7 +335,7 @@ func TestWriteReceiptChecksReceipt(t *testing.T) {
 	g := mustAcquire(t, s, pr1, "run-a")
 	before := files(t, root)
 
-	otherScope := storetest.NewReceipt(store.Key{Environment: "preview", Scope: "pr-2"}, "run-a", 1)
+	otherScope := storetest.NewReceipt(store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-2"}, "run-a", 1)
 	noVersion := storetest.NewReceipt(pr1, "run-a", 1)
 	noVersion.Version = 0
 	badRun := storetest.NewReceipt(pr1, "../latest", 1)
@@ -363,11 +364,13 @@ func TestNamesNeverTouchFilesystem(t *testing.T) {
 	outside := filepath.Dir(root)
 	before := files(t, outside)
 	for _, k := range []store.Key{
-		{Environment: "..", Scope: "x"},
-		{Environment: "preview", Scope: "../../escape"},
-		{Environment: "preview/../..", Scope: "x"},
-		{Environment: "preview", Scope: ".mutex"},
-		{Environment: "/tmp", Scope: "x"},
+		{Stack: "acme/app", Environment: "..", Scope: "x"},
+		{Stack: "acme/app", Environment: "preview", Scope: "../../escape"},
+		{Stack: "acme/app", Environment: "preview/../..", Scope: "x"},
+		{Stack: "acme/app", Environment: "preview", Scope: ".mutex"},
+		{Stack: "acme/app", Environment: "/tmp", Scope: "x"},
+		{Stack: "../../escape", Environment: "preview", Scope: "x"},
+		{Stack: "a/../../..", Environment: "preview", Scope: "x"},
 	} {
 		if _, err := s.Acquire(t.Context(), k, "run-a", time.Minute); !errcode.Is(err, errcode.Usage) {
 			t.Errorf("Acquire(%q) = %v, want USAGE", k, err)
@@ -381,7 +384,7 @@ func TestNamesNeverTouchFilesystem(t *testing.T) {
 // holdMutex takes the scope's flock the way another process would.
 func holdMutex(t *testing.T, root string, k store.Key) (release func()) {
 	t.Helper()
-	fd, err := unix.Open(filepath.Join(root, k.Environment, k.Scope, ".mutex"), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(filepath.Join(root, "@stacks", k.Environment, store.StackSegment(k.Stack), k.Scope, ".mutex"), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +455,10 @@ func TestFilesystemErrors(t *testing.T) {
 	t.Run("unavailable", func(t *testing.T) {
 		t.Parallel()
 		s, root, _ := open(t)
-		envPath := filepath.Join(root, "preview")
+		envPath := filepath.Join(root, "@stacks", "preview")
+		if err := os.MkdirAll(filepath.Dir(envPath), 0o700); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(envPath, []byte("not a directory"), 0o600); err != nil {
 			t.Fatal(err)
 		}

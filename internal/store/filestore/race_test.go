@@ -35,7 +35,7 @@ import (
 // (the defaults keep `go test -race` well under 20 s on two cores).
 const childEnv = "SPONSON_FILESTORE_RACE_CHILD"
 
-var raceKey = store.Key{Environment: "preview", Scope: "pr-race"}
+var raceKey = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-race"}
 
 func TestMain(m *testing.M) {
 	if cfg := os.Getenv(childEnv); cfg != "" {
@@ -116,7 +116,7 @@ func raceChild(config string) int {
 		}
 		r := &receipt.Receipt{
 			Version: receipt.Version, RunID: holder, Command: "apply",
-			Environment: raceKey.Environment, Scope: raceKey.Scope,
+			Stack: raceKey.Stack, Environment: raceKey.Environment, Scope: raceKey.Scope,
 			Status: receipt.StatusApplied, StartedAt: time.Now().UTC(), Ledger: []receipt.Entry{},
 		}
 		if prev != nil {
@@ -349,7 +349,7 @@ func runRace(t *testing.T, procs, iters int, ttl time.Duration, overrun int) rac
 			t.Errorf("ledger entry %d is %s with token %s, want the acknowledged write of %s with token %d", i, e.Identity, e.ID, acks[i].Holder, acks[i].Token)
 		}
 	}
-	entries, err := os.ReadDir(filepath.Join(root, raceKey.Environment, raceKey.Scope, "receipts"))
+	entries, err := os.ReadDir(filepath.Join(root, "@stacks", raceKey.Environment, store.StackSegment(raceKey.Stack), raceKey.Scope, "receipts"))
 	if err != nil {
 		t.Fatal(err)
 	}

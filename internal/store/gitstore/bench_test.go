@@ -114,7 +114,7 @@ func seedOwners(b *testing.B, remote string, n int) {
 	}
 	for i := range n {
 		scope := fmt.Sprintf("pr-%d", i)
-		fmt.Fprintf(&stream, "commit refs/heads/sponson-receipts/preview/%s\ncommitter Sponson <sponson@localhost> %d +0000\ndata 5\nseed\n\n", scope, at.Unix())
+		fmt.Fprintf(&stream, "commit refs/heads/sponson-stacks/preview/acme_2fapp/%s\ncommitter Sponson <sponson@localhost> %d +0000\ndata 5\nseed\n\n", scope, at.Unix())
 		file("lease.json", store.LeaseInfo{Token: 1, AcquiredAt: at, ExpiresAt: at}, true)
 		entries := make([]store.Owner, 50)
 		for j := range entries {
@@ -171,7 +171,7 @@ func BenchmarkSixteenScopes(b *testing.B) {
 	var one, all []time.Duration
 	for i := 0; b.Loop(); i++ {
 		t0 := time.Now()
-		if _, _, _, err := cycle(ctx, stores[0], store.Key{Environment: "preview", Scope: "alone"}, fmt.Sprintf("run-%d", i)); err != nil {
+		if _, _, _, err := cycle(ctx, stores[0], store.Key{Stack: "acme/app", Environment: "preview", Scope: "alone"}, fmt.Sprintf("run-%d", i)); err != nil {
 			b.Fatal(err)
 		}
 		one = append(one, time.Since(t0))
@@ -181,7 +181,7 @@ func BenchmarkSixteenScopes(b *testing.B) {
 		t1 := time.Now()
 		for j, s := range stores {
 			wg.Go(func() {
-				k := store.Key{Environment: "preview", Scope: fmt.Sprintf("pr-%d", j)}
+				k := store.Key{Stack: "acme/app", Environment: "preview", Scope: fmt.Sprintf("pr-%d", j)}
 				_, _, _, errs[j] = cycle(ctx, s, k, fmt.Sprintf("run-%d-%d", i, j))
 			})
 		}

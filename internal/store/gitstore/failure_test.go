@@ -207,7 +207,7 @@ func TestPasswordNeverShown(t *testing.T) {
 
 	wrong := openStore(t, bad)
 	texts = append(texts, wrong.Remote())
-	_, err = wrong.Acquire(ctx, store.Key{Environment: "preview", Scope: "pr-2"}, "run-c", time.Minute)
+	_, err = wrong.Acquire(ctx, store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-2"}, "run-c", time.Minute)
 	wantCode(t, err, errcode.StorePermission)
 	texts = append(texts, describe(err))
 	_, err = wrong.List(ctx, "preview")
@@ -288,7 +288,7 @@ func TestStateKey(t *testing.T) {
 	if err := plain.WriteState(ctx, g.Lease, []byte(`{"serial":2}`)); err != nil {
 		t.Fatalf("WriteState with plaintext allowed: %v", err)
 	}
-	ref := "refs/heads/sponson-receipts/preview/pr-1"
+	ref := "refs/heads/sponson-stacks/preview/acme_2fapp/pr-1"
 	if got := string(showFile(t, remote, ref, "terraform.tfstate")); got != `{"serial":2}` {
 		t.Errorf("plaintext state on the branch: %q", got)
 	}
@@ -317,7 +317,7 @@ func TestListProcesses(t *testing.T) {
 	ctx := t.Context()
 	const scopes = 12
 	for i := range scopes {
-		k := store.Key{Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}
+		k := store.Key{Stack: "acme/app", Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}
 		g := mustAcquire(t, w, k, "run-w", time.Minute)
 		r := storetest.NewReceipt(k, "run-w", 2)
 		if err := w.WriteReceipt(ctx, g.Lease, r); err != nil {
@@ -326,9 +326,9 @@ func TestListProcesses(t *testing.T) {
 	}
 	// Names that need encoding, and a branch a human added, in the same
 	// environment.
-	odd := store.Key{Environment: "preview", Scope: "A..b"}
+	odd := store.Key{Stack: "acme/app", Environment: "preview", Scope: "A..b"}
 	mustAcquire(t, w, odd, "run-w", time.Minute)
-	git(t, remote, "update-ref", "refs/heads/sponson-receipts/preview/=zz", git(t, remote, "rev-parse", "refs/heads/sponson-receipts/preview/pr-1"))
+	git(t, remote, "update-ref", "refs/heads/sponson-stacks/preview/acme_2fapp/=zz", git(t, remote, "rev-parse", "refs/heads/sponson-stacks/preview/acme_2fapp/pr-1"))
 
 	r := openStore(t, remote)
 	before := gitstore.Spawned(r)
@@ -347,8 +347,10 @@ func TestListProcesses(t *testing.T) {
 		t.Fatalf("Owners = %d entries, %v; want %d", len(owners), err, 2*scopes)
 	}
 	after := gitstore.Spawned(r)
-	if got := after["ls-remote"] - before["ls-remote"]; got != 2 {
-		t.Errorf("%d ls-remote for List and Owners, want 2", got)
+	// One ls-remote per Store checks the layout (sponson-layout/*), then
+	// one each for List and Owners.
+	if got := after["ls-remote"] - before["ls-remote"]; got != 3 {
+		t.Errorf("%d ls-remote for the layout check, List and Owners, want 3", got)
 	}
 	if got := after["fetch"] - before["fetch"]; got != 1 {
 		t.Errorf("%d fetches for List and Owners, want 1 (the second has every tip)", got)

@@ -170,7 +170,7 @@ func summary(stderr string) string {
 	return out
 }
 
-const permissionHint = "The git store needs to read and push branches sponson-receipts/* of the remote: in GitHub Actions give the job " +
+const permissionHint = "The git store needs to read and push branches sponson-stacks/* and sponson-layout/* of the remote: in GitHub Actions give the job " +
 	"`permissions: contents: write` (and allow those branches in rulesets); elsewhere check the remote's URL and the runner's credentials."
 
 // remoteError turns a failed remote command into a coded error.

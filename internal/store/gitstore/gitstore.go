@@ -1,10 +1,12 @@
 // Package gitstore is the git store backend (`--store git`, `git+URL`): every
-// (environment, scope) keeps its lease, receipts, ownership index, records,
-// quarantined states and encrypted Terraform state on its own orphan branch
-// of a remote the CI job can already push to, so no new service is needed
-// (docs/design.md §5.3):
+// (environment, stack, scope) keeps its lease, receipts, ownership index,
+// records, quarantined states and encrypted Terraform state on its own
+// orphan branch of a remote the CI job can already push to, so no new
+// service is needed (docs/design.md §5.3, §5.6). S is the stack encoded by
+// store.StackSegment ("_" for parent leases):
 //
-//	refs/heads/sponson-receipts/<env>/<scope>
+//	refs/heads/sponson-layout/2          the layout version (layout.go)
+//	refs/heads/sponson-stacks/<env>/<S>/<scope>
 //	  README.md                  what the branch is and when deleting it is safe
 //	  lease.json                 the lease record (store.LeaseInfo)
 //	  latest.json                the scope's latest receipt
@@ -145,6 +147,10 @@ type Store struct {
 	fallback    string
 	extra       [][2]string
 	noNonce     bool // tests only: shows what the nonce prevents
+
+	oldLayout bool        // WithOldLayout: no layout check (Migrate)
+	layoutOK  atomic.Bool // the remote's layout was found to be Layout
+	layoutMu  sync.Mutex
 
 	cat     *catFile
 	fetchMu sync.Mutex
@@ -409,7 +415,7 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 		if err != nil {
 			return nil, err
 		}
-		idx, err := encodeOwners(prev, l.Key.Scope, r, now)
+		idx, err := encodeOwners(prev, l.Key, r, now)
 		if err != nil {
 			return nil, err
 		}
@@ -694,9 +700,12 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 	}
 	s.mu.Unlock()
 	out := []store.Owner{}
-	for _, entries := range parts {
+	for i, entries := range parts {
 		for _, o := range entries {
 			if want == nil || want[o.Identity] {
+				// The branch names the stack and scope: an entry
+				// cannot claim another's.
+				o.Stack, o.Scope = scopes[i].stack, scopes[i].scope
 				out = append(out, o)
 			}
 		}
@@ -726,7 +735,7 @@ func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, err
 	}
 	out := []store.ScopeSummary{}
 	for i, sc := range scopes {
-		key := store.Key{Environment: env, Scope: sc.scope}
+		key := store.Key{Stack: sc.stack, Environment: env, Scope: sc.scope}
 		if leases[i] == nil && latests[i] == nil {
 			continue // a branch holding only quarantined states
 		}
@@ -800,6 +809,9 @@ func (s *Store) read(ctx context.Context, key store.Key) (*snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(ctx, "reading "+key.String())
 	}
+	if err := s.ensureLayout(ctx, false); err != nil {
+		return nil, err
+	}
 	ks := s.keyState(key)
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
@@ -862,6 +874,7 @@ func (s *Store) load(ctx context.Context, key store.Key, cached *snapshot, r *re
 
 // scopeSnap is one scope of an environment listing.
 type scopeSnap struct {
+	stack string
 	scope string
 	ref   string
 	snap  *snapshot
@@ -878,6 +891,9 @@ func (s *Store) readEnv(ctx context.Context, env string) ([]scopeSnap, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(ctx, "listing "+env)
 	}
+	if err := s.ensureLayout(ctx, false); err != nil {
+		return nil, err
+	}
 	prefix := envPrefix(env)
 	r := s.retrier(ctx, "listing", prefix+"*")
 	for {
@@ -888,7 +904,7 @@ func (s *Store) readEnv(ctx context.Context, env string) ([]scopeSnap, error) {
 			}
 			continue
 		}
-		out := scopeBranches(refs, prefix)
+		out := scopeBranches(refs, env, prefix)
 		tips := make([]string, len(out))
 		for i, sc := range out {
 			tips[i] = sc.snap.tip
@@ -935,19 +951,31 @@ func (s *Store) readEnv(ctx context.Context, env string) ([]scopeSnap, error) {
 }
 
 // scopeBranches lists the scope branches among the refs under prefix (ref
-// to tip), sorted by scope; refs this store did not write are left out.
-func scopeBranches(refs map[string]string, prefix string) []scopeSnap {
+// to tip), <S>/<scope> below it, sorted by stack and scope; refs this store
+// did not write are left out.
+func scopeBranches(refs map[string]string, env, prefix string) []scopeSnap {
 	var out []scopeSnap
 	for ref, tip := range refs {
-		seg, ok := strings.CutPrefix(ref, prefix)
+		rest, ok := strings.CutPrefix(ref, prefix)
+		if !ok {
+			continue
+		}
+		stackSeg, seg, ok := strings.Cut(rest, "/")
 		if !ok || strings.Contains(seg, "/") {
 			continue
 		}
-		if scope, ok := nameOf(seg); ok { // else not a branch this store wrote
-			out = append(out, scopeSnap{scope: scope, ref: ref, snap: &snapshot{tip: tip}})
-		}
+		stack, okStack := store.StackOf(stackSeg)
+		scope, okScope := nameOf(seg)
+		if okStack && okScope && store.CheckKey(store.Key{Stack: stack, Environment: env, Scope: scope}) == nil {
+			out = append(out, scopeSnap{stack: stack, scope: scope, ref: ref, snap: &snapshot{tip: tip}})
+		} // else not a branch this store wrote
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].scope < out[j].scope })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].stack != out[j].stack {
+			return out[i].stack < out[j].stack
+		}
+		return out[i].scope < out[j].scope
+	})
 	return out
 }
 
@@ -1146,6 +1174,9 @@ func parseLatest(key store.Key, b []byte) (*receipt.Receipt, error) {
 // ErrLeaseLost) or writes nothing is confirmed on a fresh read first.
 func (s *Store) mutate(ctx context.Context, key store.Key, decide func(cur *snapshot, now time.Time) (*change, error)) error {
 	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if err := s.ensureLayout(ctx, true); err != nil {
 		return err
 	}
 	ks := s.keyState(key)
@@ -1458,10 +1489,15 @@ func (s *Store) sealState(key store.Key, doc string, state []byte) (payload []by
 	}
 }
 
-// sealContext binds a sealed document to its scope and place, so that it
-// does not open when copied elsewhere.
+// sealContext binds a sealed document to its stack, scope and place, so
+// that it does not open when copied elsewhere (another stack's branch
+// included). The layout before stacks bound it to environment and scope
+// only; Migrate seals those documents again.
 func sealContext(key store.Key, doc string) string {
-	return key.Environment + "/" + key.Scope + "/" + doc
+	if key.Stack == "" {
+		return key.Environment + "/" + key.Scope + "/" + doc
+	}
+	return store.StackSegment(key.Stack) + "//" + key.Environment + "/" + key.Scope + "/" + doc
 }
 
 func encodeLease(l store.LeaseInfo) []byte {
@@ -1477,27 +1513,31 @@ type ownersDoc struct {
 
 // encodeOwners builds the index part of r; prev is the part it replaces,
 // whose Since times are kept for the identities r still lists.
-func encodeOwners(prev []byte, scope string, r *receipt.Receipt, now time.Time) ([]byte, error) {
+func encodeOwners(prev []byte, k store.Key, r *receipt.Receipt, now time.Time) ([]byte, error) {
 	var old ownersDoc
 	if prev != nil {
 		_ = json.Unmarshal(prev, &old) // an unreadable part only loses its Since times
 	}
-	doc := ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(scope, r, old.Entries, now)}
+	doc := ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(k, r, old.Entries, now)}
 	// Compact, unlike the documents people read: every foreign check
 	// decodes the index part of every scope of the environment.
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", scope)
+		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", k)
 	}
 	return append(b, '\n'), nil
 }
 
 // readme is the README.md of a scope's branch.
 func readme(k store.Key) []byte {
+	stack := k.Stack
+	if stack == "" {
+		stack = "(none: a parent lease, shared by every stack)"
+	}
 	return []byte(fmt.Sprintf(`# Sponson store: %[1]s / %[2]s
 
 This branch is written by Sponson, not by people. It is the git store of the
-scope %[2]q of environment %[1]q: its lease (lease.json), its receipts
+scope %[2]q of environment %[1]q of the stack %[3]s: its lease (lease.json), its receipts
 (latest.json, receipts/), its part of the ownership index (owners.json),
 small records (records/), quarantined states (quarantine/) and its
 Terraform/OpenTofu state (terraform.tfstate.enc, AES-256-GCM with the key in
@@ -1510,5 +1550,5 @@ latest receipt says "destroyed" or its ledger is empty) and no run holds the
 lease (lease.json has no holder, or its expiresAt has passed). Before that, the
 state and the ledger in it are the only record of what the scope created:
 deleting the branch would leave those resources without an owner.
-`, k.Environment, k.Scope))
+`, k.Environment, k.Scope, stack))
 }

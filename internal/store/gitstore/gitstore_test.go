@@ -22,7 +22,7 @@ import (
 // testKey is the state key of the tests.
 var testKey = bytes.Repeat([]byte{0x5a}, gitstore.KeySize)
 
-var pr1 = store.Key{Environment: "preview", Scope: "pr-1"}
+var pr1 = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-1"}
 
 // TestConformance runs the shared suite on a fake clock. The git store
 // decides expiry by its own (client) clock alone, so unlike a store with a
@@ -152,7 +152,7 @@ func TestBranchLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ref := "refs/heads/sponson-receipts/preview/pr-1"
+	ref := "refs/heads/sponson-stacks/preview/acme_2fapp/pr-1"
 	want := []string{"README.md", "latest.json", "lease.json", "owners.json", "quarantine/run-0.json", "quarantine/run-0.tfstate.enc", "receipts/run-a.json", "records/scope.json", "terraform.tfstate.enc"}
 	if diff := cmp.Diff(want, branchFiles(t, remote, ref)); diff != "" {
 		t.Errorf("files of %s (-want +got):\n%s", ref, diff)

@@ -41,7 +41,7 @@ func TestRefSegment(t *testing.T) {
 		if !ok || back != tc.name {
 			t.Errorf("nameOf(refSegment(%q)) = %q, %v", tc.name, back, ok)
 		}
-		ref := "refs/heads/sponson-receipts/" + refSegment(tc.name) + "/" + refSegment("main")
+		ref := branchOf(store.Key{Stack: "acme/app", Environment: tc.name, Scope: "main"})
 		if out, err := exec.Command("git", "check-ref-format", ref).CombinedOutput(); err != nil {
 			t.Errorf("git check-ref-format %s: %v %s", ref, err, out)
 		}
@@ -284,4 +284,4 @@ func openInternal(t testing.TB, remote string, opts ...Option) *Store {
 	return s
 }
 
-var testScope = store.Key{Environment: "preview", Scope: "pr-1"}
+var testScope = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-1"}

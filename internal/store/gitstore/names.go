@@ -9,8 +9,20 @@ import (
 )
 
 // branchRoot is the namespace of the store's branches on the remote: one
-// branch per environment and scope, refs/heads/sponson-receipts/<env>/<scope>.
-const branchRoot = "refs/heads/sponson-receipts/"
+// branch per environment, stack and scope,
+// refs/heads/sponson-stacks/<env>/<S>/<scope>, S being the stack encoded by
+// store.StackSegment ("_" for the parent leases every stack shares).
+const branchRoot = "refs/heads/sponson-stacks/"
+
+// legacyRoot is the namespace of the layout before stacks (layout 1):
+// refs/heads/sponson-receipts/<env>/<scope>. Migrate copies it; nothing else
+// reads or writes it.
+const legacyRoot = "refs/heads/sponson-receipts/"
+
+// layoutRoot holds one branch per layout version the remote was written in,
+// refs/heads/sponson-layout/<n>: the version is in the ref's name, so one
+// ls-remote tells it without a fetch.
+const layoutRoot = "refs/heads/sponson-layout/"
 
 // maxSegment bounds an encoded ref component: a ref stored as a file on the
 // remote gets a ".lock" sibling while it is updated, and file names end at
@@ -30,6 +42,9 @@ func checkName(what, name string) error {
 }
 
 func checkKey(k store.Key) error {
+	if err := store.CheckKey(k); err != nil {
+		return err
+	}
 	if err := checkName("environment", k.Environment); err != nil {
 		return err
 	}
@@ -91,4 +106,12 @@ func plainComponent(s string) bool {
 func envPrefix(env string) string { return branchRoot + refSegment(env) + "/" }
 
 // branchOf is the full ref of a scope's branch.
-func branchOf(k store.Key) string { return envPrefix(k.Environment) + refSegment(k.Scope) }
+func branchOf(k store.Key) string {
+	return envPrefix(k.Environment) + store.StackSegment(k.Stack) + "/" + refSegment(k.Scope)
+}
+
+// legacyBranchOf is the ref of an environment and scope in the layout
+// before stacks.
+func legacyBranchOf(env, scope string) string {
+	return legacyRoot + refSegment(env) + "/" + refSegment(scope)
+}

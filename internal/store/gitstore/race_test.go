@@ -240,7 +240,7 @@ func runApply(ctx context.Context, s store.Store, holder string, between func(st
 func TestBranchDeletedMidRun(t *testing.T) {
 	t.Parallel()
 	remote := newRemote(t)
-	ref := "refs/heads/sponson-receipts/preview/pr-1"
+	ref := "refs/heads/sponson-stacks/preview/acme_2fapp/pr-1"
 	a, b := openStore(t, remote), openStore(t, remote)
 	ctx := t.Context()
 
@@ -290,7 +290,7 @@ func TestBranchDeletedMidRun(t *testing.T) {
 // still the run's, so the next run is refused. Never do both succeed.
 func TestBranchRewoundMidRun(t *testing.T) {
 	t.Parallel()
-	ref := "refs/heads/sponson-receipts/preview/pr-1"
+	ref := "refs/heads/sponson-stacks/preview/acme_2fapp/pr-1"
 	ctx := t.Context()
 	for _, to := range []string{"before-grant", "grant"} {
 		t.Run(to, func(t *testing.T) {

@@ -65,7 +65,7 @@ func TestStoreURLGitOrigin(t *testing.T) {
 	if got, err := other.ReadState(ctx, pr1); err != nil || string(got) != `{"serial":1}` {
 		t.Errorf("ReadState through git+file:// = %q, %v", got, err)
 	}
-	if ref := git(t, remote, "for-each-ref", "--format=%(refname)"); ref != "refs/heads/sponson-receipts/preview/pr-1" {
+	if ref := git(t, remote, "for-each-ref", "--format=%(refname)"); ref != "refs/heads/sponson-layout/2\nrefs/heads/sponson-stacks/preview/acme_2fapp/pr-1" {
 		t.Errorf("remote refs: %q", ref)
 	}
 

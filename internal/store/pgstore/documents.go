@@ -33,34 +33,34 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	for i, e := range rows {
 		ids[i], addrs[i], by[i] = e.Identity, e.Address, e.CreatedBy
 	}
-	env, scope := l.Key.Environment, l.Key.Scope
+	env, scope, stack := l.Key.Environment, l.Key.Scope, l.Key.Stack
 	return s.fenced(ctx, "write the receipt of run "+r.RunID+" to "+l.Key.String(), l, func(b *pgx.Batch) {
 		b.Queue(s.sql(`
-INSERT INTO {s}.receipts AS r (env, scope, run_id, token, written_at, body)
-VALUES ($1, $2, $3, $4, clock_timestamp(), $5::json)
-ON CONFLICT (env, scope, run_id) DO UPDATE
+INSERT INTO {s}.receipts AS r (env, scope, run_id, token, written_at, body, stack)
+VALUES ($1, $2, $3, $4, clock_timestamp(), $5::json, $6)
+ON CONFLICT (env, stack, scope, run_id) DO UPDATE
    SET token = EXCLUDED.token, written_at = EXCLUDED.written_at, body = EXCLUDED.body`),
-			env, scope, r.RunID, l.Token, string(data))
+			env, scope, r.RunID, l.Token, string(data), stack)
 		// The token condition is storage-side fencing: an older token
 		// never replaces a newer one, whatever happened to the lease.
 		b.Queue(s.sql(`
-INSERT INTO {s}.latest AS t (env, scope, run_id, token, written_at)
-VALUES ($1, $2, $3, $4, clock_timestamp())
-ON CONFLICT (env, scope) DO UPDATE
+INSERT INTO {s}.latest AS t (env, scope, run_id, token, written_at, stack)
+VALUES ($1, $2, $3, $4, clock_timestamp(), $5)
+ON CONFLICT (env, stack, scope) DO UPDATE
    SET run_id = EXCLUDED.run_id, token = EXCLUDED.token, written_at = EXCLUDED.written_at
  WHERE t.token <= EXCLUDED.token`),
-			env, scope, r.RunID, l.Token)
+			env, scope, r.RunID, l.Token, stack)
 		// The scope's part of the index is replaced as a whole; an
 		// identity it already listed keeps its Since. Deleting and
 		// inserting in one statement lets the insert read what was
 		// deleted.
 		b.Queue(s.sql(`
-WITH prev AS (DELETE FROM {s}.owners WHERE env = $1 AND scope = $2 RETURNING identity, since)
-INSERT INTO {s}.owners (env, scope, ord, identity, address, created_by, run_id, since)
-SELECT $1, $2, o.n, o.identity, o.address, o.created_by, $3, coalesce(p.since, clock_timestamp())
+WITH prev AS (DELETE FROM {s}.owners WHERE env = $1 AND scope = $2 AND stack = $7 RETURNING identity, since)
+INSERT INTO {s}.owners (env, scope, ord, identity, address, created_by, run_id, since, stack)
+SELECT $1, $2, o.n, o.identity, o.address, o.created_by, $3, coalesce(p.since, clock_timestamp()), $7
   FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS o(identity, address, created_by, n)
   LEFT JOIN (SELECT identity, min(since) AS since FROM prev GROUP BY identity) p ON p.identity = o.identity`),
-			env, scope, r.RunID, ids, addrs, by)
+			env, scope, r.RunID, ids, addrs, by, stack)
 	})
 }
 
@@ -76,8 +76,8 @@ func (s *Store) LatestReceipt(ctx context.Context, key store.Key) (*receipt.Rece
 		body = nil
 		err := s.pool.QueryRow(ctx, s.sql(`
 SELECT r.body::text FROM {s}.latest t
-  JOIN {s}.receipts r ON r.env = t.env AND r.scope = t.scope AND r.run_id = t.run_id
- WHERE t.env = $1 AND t.scope = $2`), key.Environment, key.Scope).Scan(&body)
+  JOIN {s}.receipts r ON r.env = t.env AND r.stack = t.stack AND r.scope = t.scope AND r.run_id = t.run_id
+ WHERE t.env = $1 AND t.scope = $2 AND t.stack = $3`), key.Environment, key.Scope, key.Stack).Scan(&body)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -113,11 +113,11 @@ func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) err
 	}
 	return s.fenced(ctx, "write the state of "+l.Key.String(), l, func(b *pgx.Batch) {
 		b.Queue(s.sql(`
-INSERT INTO {s}.states AS st (env, scope, token, written_at, data)
-VALUES ($1, $2, $3, clock_timestamp(), $4)
-ON CONFLICT (env, scope) DO UPDATE
+INSERT INTO {s}.states AS st (env, scope, token, written_at, data, stack)
+VALUES ($1, $2, $3, clock_timestamp(), $4, $5)
+ON CONFLICT (env, stack, scope) DO UPDATE
    SET token = EXCLUDED.token, written_at = EXCLUDED.written_at, data = EXCLUDED.data
- WHERE st.token <= EXCLUDED.token`), l.Key.Environment, l.Key.Scope, l.Token, state)
+ WHERE st.token <= EXCLUDED.token`), l.Key.Environment, l.Key.Scope, l.Token, state, l.Key.Stack)
 	})
 }
 
@@ -127,7 +127,7 @@ func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
 		return nil, err
 	}
 	return s.readBytes(ctx, "read the state of "+key.String(),
-		`SELECT data FROM {s}.states WHERE env = $1 AND scope = $2`, key.Environment, key.Scope)
+		`SELECT data FROM {s}.states WHERE env = $1 AND scope = $2 AND stack = $3`, key.Environment, key.Scope, key.Stack)
 }
 
 // readBytes reads one bytea value, nil when there is no row.
@@ -161,11 +161,11 @@ func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, dat
 	}
 	return s.fenced(ctx, "write the record "+name+" of "+l.Key.String(), l, func(b *pgx.Batch) {
 		b.Queue(s.sql(`
-INSERT INTO {s}.records AS rc (env, scope, name, token, written_at, data)
-VALUES ($1, $2, $3, $4, clock_timestamp(), $5)
-ON CONFLICT (env, scope, name) DO UPDATE
+INSERT INTO {s}.records AS rc (env, scope, name, token, written_at, data, stack)
+VALUES ($1, $2, $3, $4, clock_timestamp(), $5, $6)
+ON CONFLICT (env, stack, scope, name) DO UPDATE
    SET token = EXCLUDED.token, written_at = EXCLUDED.written_at, data = EXCLUDED.data
- WHERE rc.token <= EXCLUDED.token`), l.Key.Environment, l.Key.Scope, name, l.Token, data)
+ WHERE rc.token <= EXCLUDED.token`), l.Key.Environment, l.Key.Scope, name, l.Token, data, l.Key.Stack)
 	})
 }
 
@@ -178,7 +178,7 @@ func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]b
 		return nil, err
 	}
 	return s.readBytes(ctx, "read the record "+name+" of "+key.String(),
-		`SELECT data FROM {s}.records WHERE env = $1 AND scope = $2 AND name = $3`, key.Environment, key.Scope, name)
+		`SELECT data FROM {s}.records WHERE env = $1 AND scope = $2 AND name = $3 AND stack = $4`, key.Environment, key.Scope, name, key.Stack)
 }
 
 // DeleteRecord removes a record, fenced by l; a missing record is not an
@@ -191,7 +191,7 @@ func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) er
 		return err
 	}
 	return s.fenced(ctx, "delete the record "+name+" of "+l.Key.String(), l, func(b *pgx.Batch) {
-		b.Queue(s.sql(`DELETE FROM {s}.records WHERE env = $1 AND scope = $2 AND name = $3`), l.Key.Environment, l.Key.Scope, name)
+		b.Queue(s.sql(`DELETE FROM {s}.records WHERE env = $1 AND scope = $2 AND name = $3 AND stack = $4`), l.Key.Environment, l.Key.Scope, name, l.Key.Stack)
 	})
 }
 
@@ -210,9 +210,9 @@ func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, sta
 	}
 	return s.do(ctx, "quarantine the state of run "+runID+" in "+key.String(), func(ctx context.Context, _ int) error {
 		_, err := s.pool.Exec(ctx, s.sql(`
-INSERT INTO {s}.quarantine (env, scope, run_id, at, data) VALUES ($1, $2, $3, clock_timestamp(), $4)
-ON CONFLICT (env, scope, run_id) DO UPDATE SET at = EXCLUDED.at, data = EXCLUDED.data`),
-			key.Environment, key.Scope, runID, state)
+INSERT INTO {s}.quarantine (env, scope, run_id, at, data, stack) VALUES ($1, $2, $3, clock_timestamp(), $4, $5)
+ON CONFLICT (env, stack, scope, run_id) DO UPDATE SET at = EXCLUDED.at, data = EXCLUDED.data`),
+			key.Environment, key.Scope, runID, state, key.Stack)
 		return err
 	})
 }
@@ -225,8 +225,8 @@ func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quar
 	var out []store.Quarantined
 	err := s.do(ctx, "list the quarantined states of "+key.String(), func(ctx context.Context, _ int) error {
 		rows, err := s.pool.Query(ctx, s.sql(`
-SELECT run_id, at, data FROM {s}.quarantine WHERE env = $1 AND scope = $2 ORDER BY at, run_id`),
-			key.Environment, key.Scope)
+SELECT run_id, at, data FROM {s}.quarantine WHERE env = $1 AND scope = $2 AND stack = $3 ORDER BY at, run_id`),
+			key.Environment, key.Scope, key.Stack)
 		if err != nil {
 			return err
 		}
@@ -247,12 +247,12 @@ SELECT run_id, at, data FROM {s}.quarantine WHERE env = $1 AND scope = $2 ORDER 
 // statistics the planner turns into a scan of the whole environment.
 const (
 	ownersAll = `
-SELECT scope, identity, address, created_by, run_id, since FROM {s}.owners WHERE env = $1 ORDER BY scope, ord`
+SELECT stack, scope, identity, address, created_by, run_id, since FROM {s}.owners WHERE env = $1 ORDER BY stack, scope, ord`
 	ownersByIdentity = `
-SELECT o.scope, o.identity, o.address, o.created_by, o.run_id, o.since
+SELECT o.stack, o.scope, o.identity, o.address, o.created_by, o.run_id, o.since
   FROM unnest($2::text[]) AS i(identity)
   JOIN {s}.owners o ON o.env = $1 AND o.identity = i.identity
- ORDER BY o.scope, o.ord`
+ ORDER BY o.stack, o.scope, o.ord`
 )
 
 // Owners returns the ownership index entries of env whose identity is one of
@@ -288,7 +288,7 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 		}
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Owner, error) {
 			var o store.Owner
-			err := row.Scan(&o.Scope, &o.Identity, &o.Address, &o.CreatedBy, &o.RunID, &o.Since)
+			err := row.Scan(&o.Stack, &o.Scope, &o.Identity, &o.Address, &o.CreatedBy, &o.RunID, &o.Since)
 			o.Since = o.Since.UTC()
 			return o, err
 		})
@@ -309,7 +309,7 @@ func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, err
 		return nil, err
 	}
 	type row struct {
-		scope            string
+		stack, scope     string
 		holder, body     *string
 		token            int64
 		acquired, expiry time.Time
@@ -317,18 +317,18 @@ func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, err
 	var rowsOut []row
 	err := s.do(ctx, "list the scopes of "+env, func(ctx context.Context, _ int) error {
 		rows, err := s.pool.Query(ctx, s.sql(`
-SELECT l.scope, l.holder, l.token, l.acquired_at, l.expires_at, r.body::text
+SELECT l.stack, l.scope, l.holder, l.token, l.acquired_at, l.expires_at, r.body::text
   FROM {s}.leases l
-  LEFT JOIN {s}.latest t ON t.env = l.env AND t.scope = l.scope
-  LEFT JOIN {s}.receipts r ON r.env = t.env AND r.scope = t.scope AND r.run_id = t.run_id
- WHERE l.env = $1
- ORDER BY l.scope`), env)
+  LEFT JOIN {s}.latest t ON t.env = l.env AND t.stack = l.stack AND t.scope = l.scope
+  LEFT JOIN {s}.receipts r ON r.env = t.env AND r.stack = t.stack AND r.scope = t.scope AND r.run_id = t.run_id
+ WHERE l.env = $1 AND (l.stack <> '' OR l.scope LIKE '\_parent-%')
+ ORDER BY l.stack, l.scope`), env)
 		if err != nil {
 			return err
 		}
 		rowsOut, err = pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
 			var r row
-			err := cr.Scan(&r.scope, &r.holder, &r.token, &r.acquired, &r.expiry, &r.body)
+			err := cr.Scan(&r.stack, &r.scope, &r.holder, &r.token, &r.acquired, &r.expiry, &r.body)
 			return r, err
 		})
 		return err
@@ -338,7 +338,7 @@ SELECT l.scope, l.holder, l.token, l.acquired_at, l.expires_at, r.body::text
 	}
 	out := make([]store.ScopeSummary, 0, len(rowsOut))
 	for _, r := range rowsOut {
-		k := store.Key{Environment: env, Scope: r.scope}
+		k := store.Key{Stack: r.stack, Environment: env, Scope: r.scope}
 		sum := store.ScopeSummary{Key: k, Lease: store.LeaseInfo{Token: r.token, AcquiredAt: r.acquired.UTC(), ExpiresAt: r.expiry.UTC()}}
 		if r.holder != nil {
 			sum.Lease.Holder = *r.holder

@@ -92,6 +92,7 @@ type Store struct {
 	budget         time.Duration
 	attemptTimeout time.Duration
 	maxConns       int32
+	oldLayout      bool // WithOldLayout: Open leaves unmigrated scopes to Migrate
 	closed         atomic.Bool
 }
 
@@ -175,6 +176,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.pool.Close()
 		return nil, err
 	}
+	if !s.oldLayout {
+		if err := s.checkUnmigrated(ctx); err != nil {
+			s.pool.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -254,9 +261,9 @@ func (s *Store) acquireOnce(ctx context.Context, key store.Key, holder string, t
 func (s *Store) tryAcquire(ctx context.Context, key store.Key, holder, nonce string, ttl time.Duration, g *store.Grant) (bool, error) {
 	row := s.pool.QueryRow(ctx, s.sql(`
 WITH now AS (SELECT clock_timestamp() AS t)
-INSERT INTO {s}.leases AS l (env, scope, holder, token, acquired_at, expires_at, last_holder, grant_id)
-SELECT $1, $2, $3, 1, now.t, now.t + $4::interval, $3, $5 FROM now
-ON CONFLICT (env, scope) DO UPDATE SET
+INSERT INTO {s}.leases AS l (env, scope, holder, token, acquired_at, expires_at, last_holder, grant_id, stack)
+SELECT $1, $2, $3, 1, now.t, now.t + $4::interval, $3, $5, $6 FROM now
+ON CONFLICT (env, stack, scope) DO UPDATE SET
 	holder = EXCLUDED.holder,
 	token = l.token + 1,
 	acquired_at = EXCLUDED.acquired_at,
@@ -269,7 +276,7 @@ ON CONFLICT (env, scope) DO UPDATE SET
 	preempted_expires_at = CASE WHEN l.holder IS NULL THEN NULL ELSE l.expires_at END
 WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp()
 RETURNING token, acquired_at, expires_at, preempted_holder, preempted_token, preempted_acquired_at, preempted_expires_at`),
-		key.Environment, key.Scope, holder, ttl, nonce)
+		key.Environment, key.Scope, holder, ttl, nonce, key.Stack)
 	err := scanGrant(row, key, holder, g)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -282,8 +289,8 @@ RETURNING token, acquired_at, expires_at, preempted_holder, preempted_token, pre
 func (s *Store) ownGrant(ctx context.Context, key store.Key, holder, nonce string, g *store.Grant) (bool, error) {
 	row := s.pool.QueryRow(ctx, s.sql(`
 SELECT token, acquired_at, expires_at, preempted_holder, preempted_token, preempted_acquired_at, preempted_expires_at
-  FROM {s}.leases WHERE env = $1 AND scope = $2 AND holder = $3 AND grant_id = $4`),
-		key.Environment, key.Scope, holder, nonce)
+  FROM {s}.leases WHERE env = $1 AND scope = $2 AND holder = $3 AND grant_id = $4 AND stack = $5`),
+		key.Environment, key.Scope, holder, nonce, key.Stack)
 	err := scanGrant(row, key, holder, g)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -327,8 +334,8 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 		var expiry time.Time
 		err := s.pool.QueryRow(ctx, s.sql(`
 UPDATE {s}.leases SET expires_at = clock_timestamp() + $5::interval
- WHERE env = $1 AND scope = $2 AND holder = $3 AND token = $4 AND expires_at > clock_timestamp()
-RETURNING expires_at`), l.Key.Environment, l.Key.Scope, l.Holder, l.Token, ttl).Scan(&expiry)
+ WHERE env = $1 AND scope = $2 AND holder = $3 AND token = $4 AND stack = $6 AND expires_at > clock_timestamp()
+RETURNING expires_at`), l.Key.Environment, l.Key.Scope, l.Holder, l.Token, ttl, l.Key.Stack).Scan(&expiry)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.lostReason(ctx, l)
 		}
@@ -366,8 +373,8 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 func (s *Store) releaseOnce(ctx context.Context, l store.Lease, attempt int) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`
 UPDATE {s}.leases SET holder = NULL, expires_at = clock_timestamp()
- WHERE env = $1 AND scope = $2 AND holder = $3 AND token = $4 AND expires_at > clock_timestamp()`),
-		l.Key.Environment, l.Key.Scope, l.Holder, l.Token)
+ WHERE env = $1 AND scope = $2 AND holder = $3 AND token = $4 AND stack = $5 AND expires_at > clock_timestamp()`),
+		l.Key.Environment, l.Key.Scope, l.Holder, l.Token, l.Key.Stack)
 	if err != nil {
 		return err
 	}
@@ -380,8 +387,8 @@ UPDATE {s}.leases SET holder = NULL, expires_at = clock_timestamp()
 		// it since.
 		var done bool
 		err := s.pool.QueryRow(ctx, s.sql(`
-SELECT holder IS NULL AND token = $3 AND last_holder = $4 FROM {s}.leases WHERE env = $1 AND scope = $2`),
-			l.Key.Environment, l.Key.Scope, l.Token, l.Holder).Scan(&done)
+SELECT holder IS NULL AND token = $3 AND last_holder = $4 FROM {s}.leases WHERE env = $1 AND scope = $2 AND stack = $5`),
+			l.Key.Environment, l.Key.Scope, l.Token, l.Holder, l.Key.Stack).Scan(&done)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
@@ -417,7 +424,7 @@ func (s *Store) leaseRow(ctx context.Context, key store.Key) (store.LeaseInfo, b
 	)
 	err := s.pool.QueryRow(ctx, s.sql(`
 SELECT holder, token, acquired_at, expires_at, holder IS NOT NULL AND expires_at > clock_timestamp()
-  FROM {s}.leases WHERE env = $1 AND scope = $2`), key.Environment, key.Scope).
+  FROM {s}.leases WHERE env = $1 AND scope = $2 AND stack = $3`), key.Environment, key.Scope, key.Stack).
 		Scan(&holder, &info.Token, &acquired, &expiry, &live)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.LeaseInfo{}, false, nil
@@ -441,8 +448,8 @@ func (s *Store) lostReason(ctx context.Context, l store.Lease) error {
 		token  int64
 		expiry time.Time
 	)
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT holder, token, expires_at FROM {s}.leases WHERE env = $1 AND scope = $2`),
-		l.Key.Environment, l.Key.Scope).Scan(&holder, &token, &expiry)
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT holder, token, expires_at FROM {s}.leases WHERE env = $1 AND scope = $2 AND stack = $3`),
+		l.Key.Environment, l.Key.Scope, l.Key.Stack).Scan(&holder, &token, &expiry)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.Lost(l.Key, "the scope has no lease record")
@@ -466,7 +473,7 @@ func (s *Store) fenced(ctx context.Context, what string, l store.Lease, queue fu
 	}
 	return s.do(ctx, what, func(ctx context.Context, _ int) error {
 		b := &pgx.Batch{}
-		b.Queue(s.sql("SELECT {s}.fence($1, $2, $3, $4)"), l.Key.Environment, l.Key.Scope, l.Holder, l.Token)
+		b.Queue(s.sql("SELECT {s}.fence($1, $2, $3, $4, $5)"), l.Key.Environment, l.Key.Stack, l.Key.Scope, l.Holder, l.Token)
 		queue(b)
 		err := s.pool.SendBatch(ctx, b).Close()
 		var pe *pgconn.PgError

@@ -54,7 +54,7 @@ func openStore(t testing.TB, dsn string, opts ...pgstore.Option) *pgstore.Store 
 	return s
 }
 
-var pr1 = store.Key{Environment: "preview", Scope: "pr-1"}
+var pr1 = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-1"}
 
 func mustAcquire(t testing.TB, s store.Store, k store.Key, holder string, ttl time.Duration) store.Grant {
 	t.Helper()
@@ -83,7 +83,7 @@ func TestConcurrentFirstRuns(t *testing.T) {
 				<-start
 				s, err := pgstore.Open(t.Context(), dsn, pgstore.WithSchema(schema), pgstore.WithBudget(20*time.Second))
 				if err == nil {
-					_, err = s.Acquire(t.Context(), store.Key{Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}, "run", time.Minute)
+					_, err = s.Acquire(t.Context(), store.Key{Stack: "acme/app", Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}, "run", time.Minute)
 					s.Close()
 				}
 				errs[i] = err
@@ -105,7 +105,11 @@ func TestConcurrentFirstRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]int32{int32(pgstore.SchemaVersion())}, versions); diff != "" {
+		var want []int32
+		for v := 1; v <= pgstore.SchemaVersion(); v++ {
+			want = append(want, int32(v))
+		}
+		if diff := cmp.Diff(want, versions); diff != "" {
 			t.Errorf("schema %s versions (-want +got):\n%s", schema, diff)
 		}
 	}
@@ -121,8 +125,8 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := pgstore.Open(t.Context(), dsn, pgstore.WithBudget(time.Second))
-	if !errcode.Is(err, errcode.StoreUnavailable) || !strings.Contains(err.Error(), "newer than this sponson") {
-		t.Fatalf("Open of a newer schema: %v, want STORE_UNAVAILABLE naming the newer version", err)
+	if !errcode.Is(err, errcode.StoreLayoutNewer) || !strings.Contains(err.Error(), "newer than this sponson") {
+		t.Fatalf("Open of a newer schema: %v, want STORE_LAYOUT_NEWER naming the newer version", err)
 	}
 }
 
@@ -266,7 +270,7 @@ func TestOwnersTenThousandScopes(t *testing.T) {
 
 	// Two scopes claim the same resource, one of them with an intent,
 	// through the real fenced write.
-	k := store.Key{Environment: "preview", Scope: "pr-new"}
+	k := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-new"}
 	g := mustAcquire(t, s, k, "run-new", time.Minute)
 	r := storetest.NewReceipt(k, "run-new", 0)
 	r.Ledger = []receipt.Entry{{Identity: seedIdentity(7, 3), Address: "x.y", CreatedBy: receipt.CreatedByIntent}}
@@ -340,14 +344,14 @@ func seedOwners(t testing.TB, s *pgstore.Store, env string, scopes, per int) {
 	t.Helper()
 	i, since := 0, time.Now()
 	n, err := s.Pool().CopyFrom(t.Context(), pgx.Identifier{s.Schema(), "owners"},
-		[]string{"env", "scope", "ord", "identity", "address", "created_by", "run_id", "since"},
+		[]string{"env", "stack", "scope", "ord", "identity", "address", "created_by", "run_id", "since"},
 		pgx.CopyFromFunc(func() ([]any, error) {
 			if i == scopes*per {
 				return nil, nil
 			}
 			sc, e := i/per, i%per
 			i++
-			return []any{env, seedScope(sc), int32(e + 1), seedIdentity(sc, e), fmt.Sprintf("aws_s3_bucket.b[%d]", e), "created", fmt.Sprintf("run-%05d", sc), since}, nil
+			return []any{env, "acme/app", seedScope(sc), int32(e + 1), seedIdentity(sc, e), fmt.Sprintf("aws_s3_bucket.b[%d]", e), "created", fmt.Sprintf("run-%05d", sc), since}, nil
 		}))
 	if err != nil || n != int64(scopes*per) {
 		t.Fatalf("seeding the index: %d rows, %v", n, err)

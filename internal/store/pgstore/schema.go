@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // migrations are the versions of the schema, in order: migrations[i] brings
@@ -134,6 +134,76 @@ BEGIN
 END
 $$;
 `,
+	// 2: stacks. Every table is keyed by (env, stack, scope). Rows written
+	// before get the empty stack, which only parent leases may have; the
+	// other scopes are listed in unmigrated, and Open refuses the store
+	// (STORE_LAYOUT_OLD) until Migrate gave them a stack.
+	`
+ALTER TABLE {s}.latest DROP CONSTRAINT latest_env_scope_run_id_fkey;
+ALTER TABLE {s}.leases     ADD COLUMN stack text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.receipts   ADD COLUMN stack text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.latest     ADD COLUMN stack text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.owners     ADD COLUMN stack text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.states     ADD COLUMN stack text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.records    ADD COLUMN stack text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.quarantine ADD COLUMN stack text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.leases     DROP CONSTRAINT leases_pkey,     ADD PRIMARY KEY (env, stack, scope);
+ALTER TABLE {s}.receipts   DROP CONSTRAINT receipts_pkey,   ADD PRIMARY KEY (env, stack, scope, run_id);
+ALTER TABLE {s}.latest     DROP CONSTRAINT latest_pkey,     ADD PRIMARY KEY (env, stack, scope),
+	ADD FOREIGN KEY (env, stack, scope, run_id) REFERENCES {s}.receipts (env, stack, scope, run_id) ON UPDATE CASCADE;
+ALTER TABLE {s}.owners     DROP CONSTRAINT owners_pkey,     ADD PRIMARY KEY (env, stack, scope, ord);
+ALTER TABLE {s}.states     DROP CONSTRAINT states_pkey,     ADD PRIMARY KEY (env, stack, scope);
+ALTER TABLE {s}.records    DROP CONSTRAINT records_pkey,    ADD PRIMARY KEY (env, stack, scope, name);
+ALTER TABLE {s}.quarantine DROP CONSTRAINT quarantine_pkey, ADD PRIMARY KEY (env, stack, scope, run_id);
+ALTER TABLE {s}.leases     ALTER COLUMN stack DROP DEFAULT;
+ALTER TABLE {s}.receipts   ALTER COLUMN stack DROP DEFAULT;
+ALTER TABLE {s}.latest     ALTER COLUMN stack DROP DEFAULT;
+ALTER TABLE {s}.owners     ALTER COLUMN stack DROP DEFAULT;
+ALTER TABLE {s}.states     ALTER COLUMN stack DROP DEFAULT;
+ALTER TABLE {s}.records    ALTER COLUMN stack DROP DEFAULT;
+ALTER TABLE {s}.quarantine ALTER COLUMN stack DROP DEFAULT;
+
+-- The scopes written before stacks, until Migrate moves them into one.
+CREATE TABLE {s}.unmigrated (
+	env   text COLLATE "C" NOT NULL,
+	scope text COLLATE "C" NOT NULL,
+	PRIMARY KEY (env, scope)
+);
+INSERT INTO {s}.unmigrated (env, scope)
+SELECT env, scope FROM {s}.leases   WHERE scope NOT LIKE '\_parent-%' UNION
+SELECT env, scope FROM {s}.receipts WHERE scope NOT LIKE '\_parent-%' UNION
+SELECT env, scope FROM {s}.states   WHERE scope NOT LIKE '\_parent-%' UNION
+SELECT env, scope FROM {s}.records  WHERE scope NOT LIKE '\_parent-%' UNION
+SELECT env, scope FROM {s}.quarantine WHERE scope NOT LIKE '\_parent-%' UNION
+SELECT env, scope FROM {s}.owners   WHERE scope NOT LIKE '\_parent-%';
+
+DROP FUNCTION {s}.fence(text, text, text, bigint);
+CREATE FUNCTION {s}.fence(p_env text, p_stack text, p_scope text, p_holder text, p_token bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	cur record;
+BEGIN
+	PERFORM 1 FROM {s}.leases
+	 WHERE env = p_env AND stack = p_stack AND scope = p_scope AND holder = p_holder AND token = p_token
+	   AND expires_at > clock_timestamp()
+	   FOR SHARE;
+	IF FOUND THEN
+		RETURN p_token;
+	END IF;
+	SELECT holder, token, expires_at INTO cur FROM {s}.leases WHERE env = p_env AND stack = p_stack AND scope = p_scope;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION USING ERRCODE = 'SP001', MESSAGE = 'the scope has no lease record';
+	ELSIF cur.holder IS NULL THEN
+		RAISE EXCEPTION USING ERRCODE = 'SP001', MESSAGE = format('the lease was released (token %s)', cur.token);
+	ELSIF cur.holder <> p_holder OR cur.token <> p_token THEN
+		RAISE EXCEPTION USING ERRCODE = 'SP001', MESSAGE = format('the lease is now %s''s with token %s', cur.holder, cur.token);
+	ELSE
+		RAISE EXCEPTION USING ERRCODE = 'SP001', MESSAGE = format('the lease expired at %s',
+			to_char(cur.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'));
+	END IF;
+END
+$$;
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and the
@@ -167,8 +237,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return newerSchema(s.schema, v)
 		}
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			key := int32(crc32.ChecksumIEEE([]byte(s.schema)))
-			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, $2)", int32(lockClass), key); err != nil {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, $2)", int32(lockClass), schemaLockKey(s.schema)); err != nil {
 				return err
 			}
 			// CREATE SCHEMA checks the right to create schemas in the
@@ -212,6 +281,9 @@ CREATE TABLE IF NOT EXISTS {s}.schema_version (
 	})
 }
 
+// schemaLockKey is the second key of the advisory lock of schema.
+func schemaLockKey(schema string) int32 { return int32(crc32.ChecksumIEEE([]byte(schema))) }
+
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
@@ -228,9 +300,10 @@ func missingSchema(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "3F000" || pe.Code == "42P01")
 }
 
+// newerSchema is STORE_LAYOUT_NEWER: the schema version is the store's
+// layout version.
 func newerSchema(schema string, v int) error {
-	return errcode.New(errcode.StoreUnavailable, "the PostgreSQL schema %s is at version %d, newer than this sponson knows (%d)", schema, v, SchemaVersion()).
-		WithHint("Upgrade sponson to the version the other runs of this store use.")
+	return store.NewerLayoutError("PostgreSQL schema "+schema, v, SchemaVersion())
 }
 
 // sql puts the schema name into a statement.

@@ -114,6 +114,8 @@ func Run(t *testing.T, open func(t *testing.T, clock *Clock) store.Store) {
 		{"OwnersIndex", testOwners},
 		{"ListOneEnvironment", testList},
 		{"InvalidNames", testInvalidNames},
+		{"StacksAreIndependent", testStacks},
+		{"InvalidStacks", testInvalidStacks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,7 +144,14 @@ const (
 	production = "production"
 )
 
-func key(env, scope string) store.Key { return store.Key{Environment: env, Scope: scope} }
+// Stack is the stack of the suite's keys: a name with every character a
+// store must encode ("/", "//", "_", ".").
+const Stack = "github.com/acme/infra_x//stacks/app"
+
+// otherStack is a second root module of the same repository.
+const otherStack = "github.com/acme/infra_x//stacks/network"
+
+func key(env, scope string) store.Key { return store.Key{Stack: Stack, Environment: env, Scope: scope} }
 
 func (x *suite) acquire(t *testing.T, k store.Key, holder string) store.Grant {
 	t.Helper()
@@ -202,6 +211,7 @@ func NewReceipt(k store.Key, runID string, n int) *receipt.Receipt {
 		Version:     receipt.Version,
 		RunID:       runID,
 		Command:     "apply",
+		Stack:       k.Stack,
 		Environment: k.Environment,
 		Scope:       k.Scope,
 		Status:      receipt.StatusApplied,
@@ -646,7 +656,7 @@ func testStateRoundTrip(t *testing.T, x *suite) {
 func testList(t *testing.T, x *suite) {
 	leases := map[store.Key]store.Grant{}
 	for _, k := range []store.Key{key(preview, "pr-2"), key(preview, "pr-10"), key(preview, "main"), key(production, "main"), key("staging", "pr-2")} {
-		leases[k] = x.acquire(t, k, "run-"+strings.ReplaceAll(k.String(), "/", "-"))
+		leases[k] = x.acquire(t, k, "run-"+k.Environment+"-"+k.Scope)
 	}
 	withReceipt := key(preview, "pr-10")
 	r := NewReceipt(withReceipt, leases[withReceipt].Lease.Holder, 2)
@@ -890,5 +900,107 @@ func testOwners(t *testing.T, x *suite) {
 	wantLost(t, x.s.WriteReceipt(t.Context(), g.Lease, r), "stale WriteReceipt")
 	if got := owners([]string{"d"}); len(got) != 0 {
 		t.Errorf("a refused receipt write reached the index: %v", got)
+	}
+}
+
+// testStacks: two stacks with the same environment and scope share
+// nothing but the environment's ownership index, which spans both; a
+// parent lease (no stack) is one lease for every stack.
+func testStacks(t *testing.T, x *suite) {
+	a, b := key(preview, "pr-42"), key(preview, "pr-42")
+	b.Stack = otherStack
+	ga := x.acquire(t, a, "run-a")
+	gb := x.acquire(t, b, "run-b") // never waits on a's lease
+	if ga.Lease.Token != 1 || gb.Lease.Token != 1 {
+		t.Fatalf("tokens %d and %d, want 1 and 1: the stacks share a lease record", ga.Lease.Token, gb.Lease.Token)
+	}
+	if err := x.s.WriteState(t.Context(), ga.Lease, []byte(`{"by":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.state(t, b); got != nil {
+		t.Fatalf("stack %s reads the state of stack %s: %q", b.Stack, a.Stack, got)
+	}
+	if err := x.s.WriteState(t.Context(), gb.Lease, []byte(`{"by":"b"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.state(t, a); string(got) != `{"by":"a"}` {
+		t.Fatalf("stack %s's state became %q", a.Stack, got)
+	}
+	ra := NewReceipt(a, "run-a", 0)
+	ra.Ledger = []receipt.Entry{{Identity: "dns", Address: "fixture_object.dns", CreatedBy: receipt.CreatedBySponson}}
+	if err := x.s.WriteReceipt(t.Context(), ga.Lease, ra); err != nil {
+		t.Fatal(err)
+	}
+	if r := x.latest(t, b); r != nil {
+		t.Fatalf("stack %s reads the receipt of stack %s: %+v", b.Stack, a.Stack, r)
+	}
+	if r := x.latest(t, a); r == nil || r.Stack != a.Stack {
+		t.Fatalf("LatestReceipt(%s) = %+v, want run-a's receipt with its stack", a, r)
+	}
+	if err := x.s.WriteRecord(t.Context(), gb.Lease, "scope", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := x.s.ReadRecord(t.Context(), a, "scope"); err != nil || r != nil {
+		t.Fatalf("ReadRecord(%s) = %q, %v; want nil: records are per stack", a, r, err)
+	}
+	if err := x.s.Quarantine(t.Context(), b, "run-q", []byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := x.s.ListQuarantine(t.Context(), a); err != nil || len(q) != 0 {
+		t.Fatalf("ListQuarantine(%s) = %v, %v; want none", a, q, err)
+	}
+	// A fence of one stack is no proof for the other.
+	forged := store.Lease{Key: b, Holder: ga.Lease.Holder, Token: ga.Lease.Token, ExpiresAt: ga.Lease.ExpiresAt}
+	wantLost(t, x.s.WriteState(t.Context(), forged, []byte("x")), "WriteState with the lease of another stack")
+
+	// The ownership index spans the stacks of the environment.
+	got, err := x.s.Owners(t.Context(), preview, []string{"dns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Stack != a.Stack || got[0].Scope != a.Scope {
+		t.Fatalf("Owners(preview, [dns]) = %+v, want stack %s's pr-42", got, a.Stack)
+	}
+
+	// A parent lease is shared: the second stack's Acquire is refused.
+	parent := store.Key{Environment: preview, Scope: store.ParentScopePrefix + "0123456789abcdef0123456789abcdef"}
+	x.acquire(t, parent, "run-a")
+	_, err = x.s.Acquire(t.Context(), parent, "run-b", x.ttl)
+	wantHeld(t, err, parent, "run-a")
+
+	x.release(t, gb.Lease)
+	sums, err := x.s.List(t.Context(), preview)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []store.Key
+	for _, s := range sums {
+		keys = append(keys, s.Key)
+	}
+	if diff := cmp.Diff([]store.Key{parent, a, b}, keys); diff != "" {
+		t.Errorf("List(preview) keys (-want +got):\n%s", diff)
+	}
+}
+
+// testInvalidStacks: a stack name that could escape its place is USAGE in
+// every call, and a key without a stack is refused unless it is a parent
+// lease's.
+func testInvalidStacks(t *testing.T, x *suite) {
+	for _, stack := range []string{"/abs", "a/../b", "a/./b", ".x", "a/", "x.lock", "a b", "a\\b", "a:b", "a@{b", strings.Repeat("/a", 101)} {
+		k := store.Key{Stack: stack, Environment: preview, Scope: "pr-1"}
+		l := store.Lease{Key: k, Holder: "run-a", Token: 1}
+		calls := map[string]error{}
+		_, calls["Acquire"] = x.s.Acquire(t.Context(), k, "run-a", x.ttl)
+		calls["WriteState"] = x.s.WriteState(t.Context(), l, []byte("{}"))
+		_, calls["ReadState"] = x.s.ReadState(t.Context(), k)
+		_, calls["LatestReceipt"] = x.s.LatestReceipt(t.Context(), k)
+		for call, err := range calls {
+			if !errcode.Is(err, errcode.Usage) {
+				t.Errorf("%s(stack %q) = %v, want a USAGE error", call, stack, err)
+			}
+		}
+	}
+	if _, err := x.s.Acquire(t.Context(), store.Key{Environment: preview, Scope: "pr-1"}, "run-a", x.ttl); err == nil {
+		t.Error("Acquire of a scope without a stack succeeded")
 	}
 }
