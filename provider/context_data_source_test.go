@@ -44,7 +44,7 @@ func TestAccContextDataSource_handedOverExplicit(t *testing.T) {
 	isolateContext(t)
 	// What `sponson apply --env production --scope main` hands over: no
 	// branch, pull request or commit.
-	handOver(t, runctx.Context{Environment: "production", Scope: "main", Source: runctx.SourceFlags})
+	handOver(t, runctx.Context{Stack: "acme/app", Environment: "production", Scope: "main", Source: runctx.SourceFlags})
 
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },

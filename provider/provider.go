@@ -35,6 +35,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
@@ -220,7 +221,19 @@ func (r processResolver) Resolve(environment string) (runctx.Context, bool, erro
 			return runctx.Context{}, false, errcode.Wrap(errcode.CtxNull, err, "cannot read the working directory")
 		}
 	}
-	rc, err = runctx.Detect(runctx.Flags{Environment: environment}, runctx.ProcessSources(dir))
+	src := runctx.ProcessSources(dir)
+	rc, err = runctx.Detect(runctx.Flags{Environment: environment}, src)
+	if err != nil {
+		return rc, false, err
+	}
+	// Without the wrapper the stack is named the way the wrapper names it
+	// (internal/stack), so a run with and one without it share the keys.
+	declared, err := stack.Declared(dir)
+	if err != nil {
+		return rc, false, err
+	}
+	st, err := stack.Detect(dir, "", declared, stack.Sources{Getenv: os.Getenv, Git: src.Git})
+	rc.Stack = st.Name
 	return rc, false, err
 }
 

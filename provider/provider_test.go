@@ -56,6 +56,7 @@ func testAccPreCheck(t *testing.T) {
 // githubContext is what the wrapper decides in a GitHub Actions run of pull
 // request 42 from feat/search.
 var githubContext = runctx.Context{
+	Stack:         "acme/app",
 	Environment:   "preview",
 	Scope:         "pr-42",
 	Branch:        "feat/search",
@@ -164,7 +165,7 @@ func configureStore(t *testing.T, p *sponsonProvider, environment, storeURL tfty
 func TestConfigure(t *testing.T) {
 	t.Parallel()
 
-	production := runctx.Context{Environment: "production", Scope: "main", Source: runctx.SourceFlags}
+	production := runctx.Context{Stack: "acme/app", Environment: "production", Scope: "main", Source: runctx.SourceFlags}
 	detectErr := errcode.New(errcode.CtxNull, "cannot decide the scope")
 	str := func(s string) tftypes.Value { return tftypes.NewValue(tftypes.String, s) }
 	null := tftypes.NewValue(tftypes.String, nil)
@@ -335,13 +336,14 @@ func TestProcessResolver(t *testing.T) {
 		isolateContext(t)
 		t.Setenv(runctx.EnvBranch, "feat/x")
 		t.Setenv(runctx.EnvPullRequest, "7")
+		t.Setenv("SPONSON_STACK", "acme/app") // the directory is in no repository
 
 		rc, handedOver, err := processResolver{dir: t.TempDir()}.Resolve("staging")
 
 		if err != nil || handedOver {
 			t.Fatalf("Resolve = %v, %v; want a detected context", handedOver, err)
 		}
-		want := runctx.Context{Environment: "staging", Scope: "pr-7", Branch: "feat/x", PullRequest: 7,
+		want := runctx.Context{Stack: "acme/app", Environment: "staging", Scope: "pr-7", Branch: "feat/x", PullRequest: 7,
 			Predecessor: "branch-feat-x", Source: runctx.SourceEnv}
 		if diff := cmp.Diff(want, rc); diff != "" {
 			t.Errorf("context (-want +got):\n%s", diff)

@@ -40,6 +40,7 @@ type scopeResource struct {
 type scopeResourceModel struct {
 	ID          types.String `tfsdk:"id"`
 	Environment types.String `tfsdk:"environment"`
+	Stack       types.String `tfsdk:"stack"`
 	Name        types.String `tfsdk:"name"`
 	Predecessor types.String `tfsdk:"predecessor"`
 	Identity    types.Map    `tfsdk:"identity"`
@@ -92,6 +93,20 @@ func (r *scopeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 					stringplanmodifier.RequiresReplace(),
 				},
 				Validators: []validator.String{validName("environment")},
+			},
+			"stack": schema.StringAttribute{
+				MarkdownDescription: "The stack of this configuration: one root module of one repository, whose " +
+					"state, lease, receipts and ledger are its own in the store. It defaults to the name the run " +
+					"derives: the repository (from the CI host's variables or the `origin` URL, without " +
+					"credentials) and the configuration's directory in it joined by `//`, for example " +
+					"`github.com/acme/infra//stacks/app`. The `sponson` wrapper reads this attribute from the " +
+					"`.tf` files before it takes the lease, so it must be a literal string (no variables, " +
+					"functions or interpolation); `--stack` and `SPONSON_STACK` override it. A name uses " +
+					"letters, digits, `.`, `_`, `-` and `/`. A value other than the run's stack is an error; " +
+					"changing it replaces the resource. A resource created before stacks existed keeps a null " +
+					"stack unless one is configured.",
+				Optional: true,
+				Computed: true,
 			},
 			"name": schema.StringAttribute{
 				MarkdownDescription: "The name of the scope: the run's scope, `pr-<n>` inside a pull request, " +
@@ -233,6 +248,27 @@ func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if config.Environment.IsNull() {
 		plan.Environment = types.StringValue(rc.Environment)
 	}
+	var state *scopeResourceModel
+	if !req.State.Raw.IsNull() {
+		state = &scopeResourceModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	switch {
+	case config.Stack.IsNull() && state != nil && state.Stack.IsNull():
+		// Created before stacks: no change just for the upgrade.
+		plan.Stack = types.StringNull()
+	case config.Stack.IsNull():
+		plan.Stack = stringOrNull(rc.Stack)
+	case !config.Stack.IsUnknown() && config.Stack.ValueString() != rc.Stack:
+		resp.Diagnostics.AddAttributeError(path.Root("stack"), "Stack Differs From The Run's",
+			fmt.Sprintf("This configuration declares the stack %q, but the run is in stack %q (from --stack, "+
+				"SPONSON_STACK or detection). Declare the run's stack, or remove the override, so that the "+
+				"store keeps this configuration under one name.", config.Stack.ValueString(), rc.Stack))
+		return
+	}
 	plan.Name = types.StringValue(rc.Scope)
 	plan.Predecessor = stringOrNull(rc.Predecessor)
 	plan.ID = types.StringUnknown()
@@ -248,6 +284,9 @@ func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		}
 		if !state.Name.Equal(plan.Name) {
 			resp.RequiresReplace.Append(path.Root("name"))
+		}
+		if !state.Stack.IsNull() && !plan.Stack.IsUnknown() && !state.Stack.Equal(plan.Stack) {
+			resp.RequiresReplace.Append(path.Root("stack"))
 		}
 		// A configured change is already caught by the attribute's
 		// RequiresReplace; this catches the default following the run.
@@ -367,6 +406,7 @@ func (r *scopeResource) ImportState(ctx context.Context, req resource.ImportStat
 	data := scopeResourceModel{
 		ID:          types.StringValue(scopeID(environment, scope)),
 		Environment: types.StringValue(environment),
+		Stack:       stringOrNull(rc.Stack),
 		Name:        types.StringValue(scope),
 		Predecessor: stringOrNull(rc.Predecessor),
 		Identity:    types.MapNull(types.ListType{ElemType: types.StringType}),

@@ -100,7 +100,7 @@ func TestAccScopeResource_basic(t *testing.T) {
 
 func TestAccScopeResource_otherScopeReplaces(t *testing.T) {
 	isolateContext(t)
-	onMain := runctx.Context{Environment: "preview", Scope: "main", Branch: "main", Source: runctx.SourceGit}
+	onMain := runctx.Context{Stack: "acme/app", Environment: "preview", Scope: "main", Branch: "main", Source: runctx.SourceGit}
 
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
@@ -250,7 +250,7 @@ func TestAccScopeResource_ownLease(t *testing.T) {
 	dir := t.TempDir()
 	envDir := t.TempDir()
 	useStore(t, envDir) // the store attribute wins over SPONSON_STORE
-	key := store.Key{Environment: "preview", Scope: "pr-7"}
+	key := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-7"}
 
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
@@ -297,7 +297,7 @@ func TestAccScopeResource_defaultStore(t *testing.T) {
 	handOver(t, githubContext)
 	work := t.TempDir()
 	dir := filepath.Join(work, storeurl.DefaultDir)
-	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	key := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-42"}
 
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
@@ -322,7 +322,7 @@ func TestAccScopeResource_leaseHeld(t *testing.T) {
 	handOver(t, githubContext)
 	dir := t.TempDir()
 	useStore(t, dir)
-	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	key := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-42"}
 	other := testAccAcquire(t, dir, key, "run-other", 5*time.Minute)
 
 	resource.Test(t, resource.TestCase{
@@ -352,7 +352,7 @@ func TestAccScopeResource_runLease(t *testing.T) {
 	dir := t.TempDir()
 	envDir := t.TempDir()
 	useStore(t, envDir) // ignored: the run's store is handed over
-	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	key := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-42"}
 	run := testAccAcquire(t, dir, key, "run-test", time.Minute)
 	handOverLease(t, dir, run)
 
@@ -386,7 +386,7 @@ func TestAccScopeResource_runLeaseLost(t *testing.T) {
 	isolateContext(t)
 	handOver(t, githubContext)
 	dir := t.TempDir()
-	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	key := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-42"}
 	var other store.Lease
 	var written []byte
 
@@ -426,7 +426,7 @@ func TestAccScopeResource_runLeaseLostUpdate(t *testing.T) {
 	isolateContext(t)
 	handOver(t, githubContext)
 	dir := t.TempDir()
-	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	key := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-42"}
 	run := testAccAcquire(t, dir, key, "run-test", time.Minute)
 	handOverLease(t, dir, run)
 	otherHead := githubContext
@@ -487,7 +487,7 @@ func TestAccScopeResource_handoverMalformed(t *testing.T) {
 	t.Setenv(lease.EnvStore, "file://"+t.TempDir())
 	t.Setenv(lease.EnvHolder, "run-test")
 	t.Setenv(lease.EnvToken, "not-a-token")
-	key := store.Key{Environment: "preview", Scope: "pr-42"}
+	key := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-42"}
 
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },

@@ -114,7 +114,7 @@ func newHolderID() string {
 
 // runKey is the store key of the run's scope: the key of the wrapper's lease.
 func runKey(rc runctx.Context) store.Key {
-	return store.Key{Environment: rc.Environment, Scope: rc.Scope}
+	return store.Key{Stack: rc.Stack, Environment: rc.Environment, Scope: rc.Scope}
 }
 
 // put writes rec as the scope record of key.

@@ -27,7 +27,7 @@ import (
 // run in parallel and never touch the process's variables.
 
 var (
-	testKey      = store.Key{Environment: "preview", Scope: "pr-42"}
+	testKey      = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-42"}
 	testRecord   = scopeRecord{Environment: "preview", Name: "pr-42", Predecessor: "branch-feat-search"}
 	testNow      = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	ownHolderPat = regexp.MustCompile(`^provider-[0-9a-f]{8}$`)

@@ -120,7 +120,7 @@ func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	defer st.Close()
 	env := in.opts.Context.Environment
 	ctx := cmd.Context()
-	targets, err := driftTargets(ctx, st, env, opts.Scopes)
+	targets, err := driftTargets(ctx, st, in.opts.Context.Stack, env, opts.Scopes)
 	if err != nil {
 		o.err = err
 		return o
@@ -173,14 +173,16 @@ func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	return o
 }
 
-// driftTargets lists the scopes to check: those named, or every scope of
-// the environment that may own something (parent-object leases, destroyed
-// and superseded scopes left out).
-func driftTargets(ctx context.Context, st store.Store, env string, named []string) ([]store.ScopeSummary, error) {
+// driftTargets lists the scopes of the configuration's stack to check:
+// those named, or every scope of the environment that may own something
+// (parent-object leases, destroyed and superseded scopes left out). Other
+// stacks are other root modules, checked by a drift in their directories.
+func driftTargets(ctx context.Context, st store.Store, stack, env string, named []string) ([]store.ScopeSummary, error) {
 	all, err := st.List(ctx, env)
 	if err != nil {
 		return nil, err
 	}
+	all = slices.DeleteFunc(all, func(s store.ScopeSummary) bool { return s.Key.Stack != stack })
 	byName := map[string]store.ScopeSummary{}
 	for _, s := range all {
 		byName[s.Key.Scope] = s
@@ -190,7 +192,7 @@ func driftTargets(ctx context.Context, st store.Store, env string, named []strin
 		for _, n := range named {
 			s, ok := byName[n]
 			if !ok {
-				s = store.ScopeSummary{Key: store.Key{Environment: env, Scope: n}}
+				s = store.ScopeSummary{Key: store.Key{Stack: stack, Environment: env, Scope: n}}
 			}
 			out = append(out, s)
 		}
@@ -224,7 +226,7 @@ func driftScope(ctx context.Context, base scoperun.Options, s store.ScopeSummary
 			Failure: &summary.Failure{Code: string(errcode.Usage), Message: msg, Hint: "Name a scope that `sponson status` lists."}}}
 	}
 	o := base
-	c := runctx.Context{Environment: s.Key.Environment, Scope: s.Key.Scope, Source: "drift"}
+	c := runctx.Context{Stack: s.Key.Stack, Environment: s.Key.Environment, Scope: s.Key.Scope, Source: "drift"}
 	if r := s.Latest; r != nil {
 		c.Branch, c.PullRequest, c.Commit = r.Branch, r.PullRequest, r.Commit
 	}

@@ -52,7 +52,7 @@ func TestE2EOlderCommit(t *testing.T) {
 		t.Helper()
 		out := map[string]string{}
 		for _, name := range []string{"latest.json", "terraform.tfstate"} {
-			out[name] = string(readFile(t, filepath.Join(dir, ".sponson", "preview", "pr-1", name)))
+			out[name] = string(readFile(t, filepath.Join(scopeDir(dir, "preview", "pr-1"), name)))
 		}
 		return out
 	}

@@ -81,7 +81,7 @@ func TestE2EGC(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "gc_probe.tf"), []byte(gcProbe), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	scopeFile := func(scope, name string) string { return filepath.Join(dir, ".sponson", "preview", scope, name) }
+	scopeFile := func(scope, name string) string { return filepath.Join(scopeDir(dir, "preview", scope), name) }
 
 	// The remote has main and feat/kept; the configuration directory is a
 	// checkout whose origin is that remote.

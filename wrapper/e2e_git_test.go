@@ -215,7 +215,7 @@ func TestE2EGitEightRunsOneScope(t *testing.T) {
 	if ok != 1 || held != runs-1 {
 		t.Fatalf("%d runs succeeded and %d got LOCK_HELD; want 1 and %d", ok, held, runs-1)
 	}
-	ref := "refs/heads/sponson-receipts/preview/pr-7"
+	ref := "refs/heads/sponson-stacks/preview/e2e_2fapp/pr-7"
 	out, err := exec.Command("git", "-C", bare, "ls-tree", "--name-only", ref+":receipts").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestE2EGitEightRunsOneScope(t *testing.T) {
 	if got := strings.Fields(string(out)); len(got) != 1 || got[0] != winner+".json" {
 		t.Errorf("receipts on the branch: %v; only the winner %s may write one", got, winner)
 	}
-	info, err := openBare(t, bare).ReadLease(t.Context(), store.Key{Environment: "preview", Scope: "pr-7"})
+	info, err := openBare(t, bare).ReadLease(t.Context(), store.Key{Stack: e2eStack, Environment: "preview", Scope: "pr-7"})
 	if err != nil || info.Holder != "" || info.Token != 1 {
 		t.Errorf("lease after the runs = %+v, %v; want released with token 1", info, err)
 	}
@@ -237,7 +237,7 @@ func TestE2EGitBranchDeletedMidRun(t *testing.T) {
 	h := e2e(t)
 	dir := h.workdir("testdata/slow")
 	bare, flag, env := gitRemote(t)
-	ref := "refs/heads/sponson-receipts/preview/pr-11"
+	ref := "refs/heads/sponson-stacks/preview/e2e_2fapp/pr-11"
 
 	first := h.command(dir, env, "apply", flag, "--scope", "pr-11", "--json", "-var", "sleep=5", "-var", "input=first")
 	var firstOut, firstErr lockedBuffer
@@ -265,7 +265,7 @@ func TestE2EGitBranchDeletedMidRun(t *testing.T) {
 		t.Fatalf("the run whose branch was deleted: exit %d %q, want 3 LOCK_LOST\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
 	}
 	s := openBare(t, bare)
-	k := store.Key{Environment: "preview", Scope: "pr-11"}
+	k := store.Key{Stack: e2eStack, Environment: "preview", Scope: "pr-11"}
 	latest, err := s.LatestReceipt(t.Context(), k)
 	secondID := second.envelope(t)["result"].(map[string]any)["runId"].(string)
 	if err != nil || latest == nil || latest.RunID != secondID || latest.Status != receipt.StatusApplied {

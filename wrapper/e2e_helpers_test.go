@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // End-to-end tests run the built sponson binary against a real engine, like
@@ -84,7 +85,21 @@ func newHarness(t testing.TB) *harness {
 		"TMPDIR=" + os.TempDir(),
 		"TF_CLI_CONFIG_FILE=" + rc,
 		"SPONSON_ENGINE=" + engine,
+		// Copies of a configuration stand for checkouts of one root module
+		// on several CI runners: one stack. Their temporary directories are
+		// in no repository, whose derived names would differ per copy. The
+		// stack tests set SPONSON_STACK= to derive names from git.
+		"SPONSON_STACK=" + e2eStack,
 	}}
+}
+
+// e2eStack is the stack of the end-to-end runs unless a test names another.
+const e2eStack = "e2e/app"
+
+// scopeDir is the directory of a scope of e2eStack in the embedded file
+// store of the configuration in dir.
+func scopeDir(dir, env, scope string) string {
+	return filepath.Join(dir, ".sponson", "@stacks", env, store.StackSegment(e2eStack), scope)
 }
 
 type harness struct {
@@ -191,7 +206,7 @@ func readFile(t *testing.T, path string) []byte {
 
 func latestReceipt(t *testing.T, dir, env, scope string) *receipt.Receipt {
 	t.Helper()
-	r, err := receipt.Parse(readFile(t, filepath.Join(dir, ".sponson", env, scope, "latest.json")))
+	r, err := receipt.Parse(readFile(t, filepath.Join(scopeDir(dir, env, scope), "latest.json")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +225,7 @@ func stateResources(t *testing.T, dir, env, scope string) map[string]map[string]
 			}
 		}
 	}
-	if err := json.Unmarshal(readFile(t, filepath.Join(dir, ".sponson", env, scope, "terraform.tfstate")), &st); err != nil {
+	if err := json.Unmarshal(readFile(t, filepath.Join(scopeDir(dir, env, scope), "terraform.tfstate")), &st); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]map[string]any{}

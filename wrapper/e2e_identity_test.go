@@ -85,7 +85,7 @@ func TestE2ENoOpImportOfForeignObject(t *testing.T) {
 func stateResourcesByAddress(t *testing.T, dir, env, scope string) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
-	for _, o := range readStateObjects(t, filepath.Join(dir, ".sponson", env, scope, "terraform.tfstate")) {
+	for _, o := range readStateObjects(t, filepath.Join(scopeDir(dir, env, scope), "terraform.tfstate")) {
 		out[o.address] = o.attrs
 	}
 	return out

@@ -64,7 +64,7 @@ func TestE2EEightRunsOneScope(t *testing.T) {
 	if len(files) != runs || len(runIDs) != runs {
 		t.Fatalf("%d receipts for %d distinct runs; want %d of each", len(files), len(runIDs), runs)
 	}
-	lease := readFile(t, filepath.Join(dir, ".sponson", "preview", "pr-8", "lease.json"))
+	lease := readFile(t, filepath.Join(scopeDir(dir, "preview", "pr-8"), "lease.json"))
 	if !bytes.Contains(lease, []byte(fmt.Sprintf(`"token": %d`, runs))) || !bytes.Contains(lease, []byte(`"holder": ""`)) {
 		t.Errorf("after %d serialized runs the lease is\n%s\nwant token %d and no holder", runs, lease, runs)
 	}
@@ -88,7 +88,7 @@ func TestE2EEightRunsOneScope(t *testing.T) {
 func TestE2EKilledRunIsTakenOver(t *testing.T) {
 	h := e2e(t)
 	dir := h.workdir("testdata/slow")
-	scopeDir := filepath.Join(dir, ".sponson", "preview", "pr-9")
+	scopeDir := filepath.Join(scopeDir(dir, "preview", "pr-9"))
 
 	victim := h.command(dir, nil, "apply", "--scope", "pr-9", "--lease-ttl", "3s", "-var", "sleep=30")
 	var victimOut bytes.Buffer
@@ -163,7 +163,7 @@ func TestE2EKilledRunIsTakenOver(t *testing.T) {
 func TestE2EStoppedRunLosesItsLease(t *testing.T) {
 	h := e2e(t)
 	dir := h.workdir("testdata/slow")
-	scopeDir := filepath.Join(dir, ".sponson", "preview", "pr-10")
+	scopeDir := filepath.Join(scopeDir(dir, "preview", "pr-10"))
 
 	first := h.command(dir, nil, "apply", "--scope", "pr-10", "--json", "--lease-ttl", "2s", "-var", "sleep=4", "-var", "input=first")
 	var firstOut, firstErr lockedBuffer
@@ -235,7 +235,7 @@ func (h *harness) parallel(n int, args func(i int) []string) []result {
 
 func receiptFiles(t *testing.T, dir, scope string) []os.DirEntry {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(dir, ".sponson", "preview", scope, "receipts"))
+	entries, err := os.ReadDir(filepath.Join(scopeDir(dir, "preview", scope), "receipts"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func (b *lockedBuffer) String() string {
 func TestE2EPlanDuringApply(t *testing.T) {
 	h := e2e(t)
 	dir := h.workdir("testdata/slow")
-	leasePath := filepath.Join(dir, ".sponson", "preview", "pr-11", "lease.json")
+	leasePath := filepath.Join(scopeDir(dir, "preview", "pr-11"), "lease.json")
 	apply := h.command(dir, nil, "apply", "--scope", "pr-11", "-var", "sleep=3")
 	if err := apply.Start(); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func TestE2EProductionApproval(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(objects, "objects", "prod-object.json")); err == nil {
 		t.Fatal("a refused production run created the object")
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".sponson", "production")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, ".sponson", "@stacks", "production")); err == nil {
 		t.Fatal("a refused production run wrote to the store")
 	}
 	h.mustRunEnv(dir, env, "apply", "--env", "production", "--scope", "main", "--approved-by", "Ada Lovelace", "-var", objectsVar("p", "prod-object"))

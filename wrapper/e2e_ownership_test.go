@@ -62,7 +62,7 @@ func TestE2EForeignChangeRefused(t *testing.T) {
 	if r := h.run(dir, env, "apply", "--scope", "main", "-var", objectsVar("a", "shared")); r.exit != 0 {
 		t.Fatalf("apply main: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
 	}
-	mainReceipt := readFile(t, filepath.Join(dir, ".sponson", "preview", "main", "latest.json"))
+	mainReceipt := readFile(t, filepath.Join(scopeDir(dir, "preview", "main"), "latest.json"))
 	before := snapshot(t, objects)
 	storeBefore := snapshot(t, filepath.Join(dir, ".sponson"))
 
@@ -97,7 +97,7 @@ func TestE2EForeignChangeRefused(t *testing.T) {
 			t.Errorf("the refused apply wrote %s", p)
 		}
 	}
-	if !bytes.Equal(readFile(t, filepath.Join(dir, ".sponson", "preview", "main", "latest.json")), mainReceipt) || storeBefore[filepath.Join(dir, ".sponson", "preview", "main", "terraform.tfstate")] != storeAfter[filepath.Join(dir, ".sponson", "preview", "main", "terraform.tfstate")] {
+	if !bytes.Equal(readFile(t, filepath.Join(scopeDir(dir, "preview", "main"), "latest.json")), mainReceipt) || storeBefore[filepath.Join(scopeDir(dir, "preview", "main"), "terraform.tfstate")] != storeAfter[filepath.Join(scopeDir(dir, "preview", "main"), "terraform.tfstate")] {
 		t.Error("the refused run changed main's receipt or state")
 	}
 
@@ -138,7 +138,7 @@ func TestE2EIntentOfAKilledRunBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "pr-1's checkpoint", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, ".sponson", "preview", "pr-1", "latest.json"))
+		b, err := os.ReadFile(filepath.Join(scopeDir(dir, "preview", "pr-1"), "latest.json"))
 		return err == nil && bytes.Contains(b, []byte(`"status": "running"`))
 	})
 	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
@@ -190,7 +190,7 @@ func TestE2ESameObjectAtOnce(t *testing.T) {
 		}
 		// The loser forgot nothing it owned before and holds no intent.
 		for _, scope := range []string{"pr-a", "pr-b"} {
-			if _, err := os.Stat(filepath.Join(dir, ".sponson", "preview", scope, "latest.json")); err != nil {
+			if _, err := os.Stat(filepath.Join(scopeDir(dir, "preview", scope), "latest.json")); err != nil {
 				continue
 			}
 			for _, e := range latestReceipt(t, dir, "preview", scope).Ledger {

@@ -75,7 +75,7 @@ func copies(h *harness, src string, n int) []string {
 func (p *pgE2E) checkApplied(t *testing.T, scope string, token int64) *receipt.Receipt {
 	t.Helper()
 	ctx := t.Context()
-	k := store.Key{Environment: "preview", Scope: scope}
+	k := store.Key{Stack: e2eStack, Environment: "preview", Scope: scope}
 	info, err := p.check.ReadLease(ctx, k)
 	if err != nil || info.Holder != "" || info.Token != token {
 		t.Errorf("%s: lease %+v, %v; want free with token %d", scope, info, err, token)
@@ -281,7 +281,7 @@ func TestE2EPostgresFaults(t *testing.T) {
 
 	t.Run("OutageLongerThanTheLease", func(t *testing.T) {
 		dir := h.workdir("testdata/slow")
-		k := store.Key{Environment: "preview", Scope: "pr-200"}
+		k := store.Key{Stack: e2eStack, Environment: "preview", Scope: "pr-200"}
 		victim := h.command(dir, []string{"SPONSON_STORE_BUDGET=20s"}, "apply", "--store", p.url, "--scope", k.Scope, "--json",
 			"--lease-ttl", "3s", "-var", "sleep=8", "-var", "input=victim")
 		var out, errOut lockedBuffer

@@ -53,7 +53,7 @@ func (p *s3E2E) envOf(int) []string { return p.env }
 func (p *s3E2E) checkApplied(t *testing.T, scope string, token int64) *receipt.Receipt {
 	t.Helper()
 	ctx := t.Context()
-	k := store.Key{Environment: "preview", Scope: scope}
+	k := store.Key{Stack: e2eStack, Environment: "preview", Scope: scope}
 	info, err := p.check.ReadLease(ctx, k)
 	if err != nil || info.Holder != "" || info.Token != token {
 		t.Errorf("%s: lease %+v, %v; want free with token %d", scope, info, err, token)
@@ -160,7 +160,7 @@ func TestE2ES3StoppedRunLosesItsLease(t *testing.T) {
 	h := e2e(t)
 	p := newS3E2E(t, "team")
 	dir := h.workdir("testdata/slow")
-	k := store.Key{Environment: "preview", Scope: "pr-10"}
+	k := store.Key{Stack: e2eStack, Environment: "preview", Scope: "pr-10"}
 
 	first := h.command(dir, p.env, "apply", "--store", p.url, "--scope", k.Scope, "--json", "--lease-ttl", "3s", "-var", "sleep=5", "-var", "input=first")
 	var firstOut, firstErr lockedBuffer
@@ -227,7 +227,7 @@ func TestE2ES3ServerStopped(t *testing.T) {
 	h := e2e(t)
 	p := newS3E2E(t, "team")
 	dir := h.workdir("testdata/slow")
-	k := store.Key{Environment: "preview", Scope: "pr-20"}
+	k := store.Key{Stack: e2eStack, Environment: "preview", Scope: "pr-20"}
 	env := append(append([]string{}, p.env...), "SPONSON_STORE_BUDGET=2s")
 
 	victim := h.command(dir, env, "apply", "--store", p.url, "--scope", k.Scope, "--json", "--lease-ttl", "4s", "-var", "sleep=3", "-var", "input=victim")
@@ -307,7 +307,7 @@ func TestE2ES3Forbidden(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, secret) || strings.Contains(r.stdout+r.stderr, p.gw.Secret) {
 		t.Error("the refused run printed a secret key")
 	}
-	if info, err := p.check.ReadLease(t.Context(), store.Key{Environment: "preview", Scope: "pr-1"}); err != nil || info.Token != 0 {
+	if info, err := p.check.ReadLease(t.Context(), store.Key{Stack: e2eStack, Environment: "preview", Scope: "pr-1"}); err != nil || info.Token != 0 {
 		t.Errorf("the refused run left a lease: %+v, %v", info, err)
 	}
 }

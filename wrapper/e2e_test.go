@@ -60,10 +60,10 @@ func TestE2EThreeScopes(t *testing.T) {
 	}
 
 	stateOf := func(scope string) []byte {
-		return readFile(t, filepath.Join(dir, ".sponson", "preview", scope, "terraform.tfstate"))
+		return readFile(t, filepath.Join(scopeDir(dir, "preview", scope), "terraform.tfstate"))
 	}
 	receiptOf := func(scope string) []byte {
-		return readFile(t, filepath.Join(dir, ".sponson", "preview", scope, "latest.json"))
+		return readFile(t, filepath.Join(scopeDir(dir, "preview", scope), "latest.json"))
 	}
 	mainState, pr2State := stateOf("main"), stateOf("pr-2")
 	mainReceipt, pr2Receipt := receiptOf("main"), receiptOf("pr-2")
@@ -158,7 +158,7 @@ func TestE2EVarsAndJSON(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".sponson", "production")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, ".sponson", "@stacks", "production")); err == nil {
 		t.Error("a refused production run left something in the store")
 	}
 }
@@ -205,17 +205,17 @@ func TestE2EDestroyNothing(t *testing.T) {
 	if !strings.Contains(r.stdout, "nothing to destroy") {
 		t.Errorf("destroy of an unknown scope:\n%s", r.stdout)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".sponson", "preview", "pr-404")); err == nil {
+	if _, err := os.Stat(filepath.Join(scopeDir(dir, "preview", "pr-404"))); err == nil {
 		t.Error("destroying an unknown scope wrote to the store")
 	}
 	h.mustRun(dir, "apply", "--scope", "pr-5")
 	h.mustRun(dir, "destroy", "--scope", "pr-5")
-	before := readFile(t, filepath.Join(dir, ".sponson", "preview", "pr-5", "latest.json"))
+	before := readFile(t, filepath.Join(scopeDir(dir, "preview", "pr-5"), "latest.json"))
 	r = h.mustRun(dir, "destroy", "--scope", "pr-5", "--json")
 	if res := r.envelope(t)["result"].(map[string]any); res["status"] != "nothing" {
 		t.Errorf("second destroy: status %v", res["status"])
 	}
-	if !bytes.Equal(before, readFile(t, filepath.Join(dir, ".sponson", "preview", "pr-5", "latest.json"))) {
+	if !bytes.Equal(before, readFile(t, filepath.Join(scopeDir(dir, "preview", "pr-5"), "latest.json"))) {
 		t.Error("a second destroy wrote a receipt")
 	}
 }

@@ -150,13 +150,16 @@ const (
 
 // GCScope is one scope gc selected and what became of it.
 type GCScope struct {
+	Stack   string      `json:"stack"`
 	Scope   string      `json:"scope"`
 	Reasons []gc.Reason `json:"reasons"`
 	LastRun *RunSummary `json:"lastRun,omitempty"`
 	Owns    int         `json:"owns"`
 	// Outcome is would-destroy, destroyed, failed, skipped or not-attempted.
 	Outcome string `json:"outcome"`
-	// SkipReason says why a scope was skipped ("busy").
+	// SkipReason says why a scope was skipped: "busy", or "other-stack"
+	// for a scope of another root module, which only a gc in that
+	// configuration can destroy.
 	SkipReason string           `json:"skipReason,omitempty"`
 	Lease      *store.LeaseInfo `json:"lease,omitempty"`
 	RunID      string           `json:"runId,omitempty"`
@@ -204,6 +207,11 @@ reports each failure with its error code, and exits 1 if any destroy failed
 With --yes, a store that can leave unreferenced objects behind after a crash
 (the S3 store) also deletes those older than a day.
 
+Stacks: without --stack, gc lists the scopes of every stack (root module) of
+the environment; with --yes it destroys only those of the configuration's own
+stack and skips the others (other-stack): each root module is destroyed with
+its own configuration, by a gc run in its directory.
+
 Run gc in the configuration directory that created the scopes (or name it with
 --chdir), with the -var and -var-file a destroy there needs: like destroy, gc
 destroys with that configuration. A production gc with --yes needs
@@ -225,6 +233,7 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 	fs.StringVar(&opts.Env, "env", "", "environment whose scopes to collect (env SPONSON_CTX_ENV; default \"preview\")")
 	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory that created the scopes (env SPONSON_CHDIR; default: the working directory)")
 	fs.StringVar(&opts.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	bindStack(cmd, &opts.Stack, "collect only this stack (env SPONSON_STACK); default: list every stack of the environment, and with --yes destroy only the configuration's own")
 	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
 	fs.StringArrayVar(&opts.Vars, "var", nil, "set a variable for the destroys, `NAME=VALUE` (repeatable; -var also works)")
 	fs.StringArrayVar(&opts.VarFiles, "var-file", nil, "load variables for the destroys from a `FILE` (repeatable; -var-file also works)")
@@ -376,18 +385,16 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 	}
 	// Leases of shared parent objects are kept as scopes named _parent-*;
 	// they are not scopes of the environment.
-	scopes = slices.DeleteFunc(scopes, func(s store.ScopeSummary) bool { return ownership.IsParentLeaseScope(s.Key.Scope) })
+	scopes = slices.DeleteFunc(scopes, func(s store.ScopeSummary) bool {
+		return ownership.IsParentLeaseScope(s.Key.Scope) || (opts.Stack != "" && s.Key.Stack != opts.Stack)
+	})
 	cands := gc.Select(scopes, facts, g.now, gc.Options{OlderThan: opts.OlderThan, IncludeMain: opts.IncludeMain})
+	ownStack := ""
+	if base != nil {
+		ownStack = base.opts.Context.Stack
+	}
 	for _, c := range cands {
-		row := GCScope{Scope: c.Scope, Reasons: c.Reasons, LastRun: summarize(c.Latest), Outcome: gcWouldDestroy}
-		if c.Latest != nil {
-			row.Owns = len(c.Latest.Ledger)
-		}
-		if c.Busy != nil {
-			row.Outcome, row.SkipReason, row.Lease = gcSkipped, "busy", c.Busy
-			res.Skipped++
-		}
-		res.Scopes = append(res.Scopes, row)
+		res.addCandidate(c, ownStack)
 	}
 
 	g.p.line("sponson gc · %s · store %s", envName, storeURL)
@@ -426,6 +433,25 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 	o.result, o.warnings = res, g.warnings
 	o.err = g.summarize(res)
 	return o
+}
+
+// addCandidate adds the row of a selected scope. With --yes (ownStack set)
+// a scope of another stack is skipped: only its own configuration can
+// destroy it.
+func (res *GCResult) addCandidate(c gc.Candidate, ownStack string) {
+	row := GCScope{Stack: c.Stack, Scope: c.Scope, Reasons: c.Reasons, LastRun: summarize(c.Latest), Outcome: gcWouldDestroy}
+	if c.Latest != nil {
+		row.Owns = len(c.Latest.Ledger)
+	}
+	switch {
+	case ownStack != "" && c.Stack != ownStack:
+		row.Outcome, row.SkipReason = gcSkipped, "other-stack"
+		res.Skipped++
+	case c.Busy != nil:
+		row.Outcome, row.SkipReason, row.Lease = gcSkipped, "busy", c.Busy
+		res.Skipped++
+	}
+	res.Scopes = append(res.Scopes, row)
 }
 
 // listedPRs reads the open pull requests given on the command line,
@@ -543,6 +569,7 @@ func (g *gcRun) destroyOne(ctx context.Context, destroy func(context.Context, sc
 // and no predecessor, so that a destroy inherits nothing.
 func gcContext(base runctx.Context, c gc.Candidate) runctx.Context {
 	ctx := runctx.Context{
+		Stack:         base.Stack,
 		Environment:   base.Environment,
 		Scope:         c.Scope,
 		Commit:        base.Commit,
@@ -603,16 +630,23 @@ func (g *gcRun) summarize(res GCResult) error {
 }
 
 func (g *gcRun) skippedNote(res GCResult) string {
-	var busy []string
+	var busy, other []string
 	for _, s := range res.Scopes {
-		if s.Outcome == gcSkipped {
+		switch {
+		case s.Outcome == gcSkipped && s.SkipReason == "other-stack":
+			other = append(other, s.Scope+" of "+s.Stack)
+		case s.Outcome == gcSkipped:
 			busy = append(busy, s.Scope)
 		}
 	}
-	if len(busy) == 0 {
-		return ""
+	note := ""
+	if len(busy) > 0 {
+		note += fmt.Sprintf(", %d skipped as busy: %s", len(busy), strings.Join(busy, ", "))
 	}
-	return fmt.Sprintf(", %d skipped as busy: %s", len(busy), strings.Join(busy, ", "))
+	if len(other) > 0 {
+		note += fmt.Sprintf(", %d of other stacks skipped (run gc in their directories): %s", len(other), strings.Join(other, ", "))
+	}
+	return note
 }
 
 func (g *gcRun) writeRules(r GCRules) {
@@ -630,7 +664,7 @@ func (g *gcRun) writeRules(r GCRules) {
 
 func (g *gcRun) writeTable(rows []GCScope, dryRun bool) {
 	tw := tabwriter.NewWriter(g.p.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCOPE\tOWNS\tLAST RUN\tAT\tREASONS\tACTION")
+	fmt.Fprintln(tw, "STACK\tSCOPE\tOWNS\tLAST RUN\tAT\tREASONS\tACTION")
 	for _, r := range rows {
 		last, at := "-", "-"
 		if lr := r.LastRun; lr != nil {
@@ -645,10 +679,13 @@ func (g *gcRun) writeTable(rows []GCScope, dryRun bool) {
 		if dryRun {
 			action = "would destroy"
 		}
-		if r.Outcome == gcSkipped {
+		switch {
+		case r.Outcome == gcSkipped && r.SkipReason == "other-stack":
+			action = "skip: other stack"
+		case r.Outcome == gcSkipped:
 			action = fmt.Sprintf("skip: busy, %s until %s", r.Lease.Holder, r.Lease.ExpiresAt.Local().Format("15:04:05"))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Scope, r.Owns, last, at, strings.Join(reasons, ","), action)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", orDash(r.Stack), r.Scope, r.Owns, last, at, strings.Join(reasons, ","), action)
 	}
 	tw.Flush()
 }

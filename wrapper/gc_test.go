@@ -53,14 +53,14 @@ func seed(t *testing.T, dir string, now time.Time, scopes ...seedScope) *filesto
 	}
 	ctx := context.Background()
 	for _, s := range scopes {
-		key := store.Key{Environment: "preview", Scope: s.name}
+		key := store.Key{Stack: testStack, Environment: "preview", Scope: s.name}
 		g, err := st.Acquire(ctx, key, "run-seed-"+s.name, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.status != "" {
 			r := &receipt.Receipt{
-				Version: receipt.Version, RunID: "run-" + s.name, Command: "apply", Environment: "preview", Scope: s.name,
+				Version: receipt.Version, RunID: "run-" + s.name, Command: "apply", Stack: testStack, Environment: "preview", Scope: s.name,
 				Status: s.status, StartedAt: now.Add(-s.age - time.Minute).UTC(), FinishedAt: now.Add(-s.age).UTC(),
 				Branch: s.branch, PullRequest: s.pr, Commit: s.commit, ApprovedBy: s.approver,
 				SupersededBy: s.superseded, InheritedFrom: s.inherited, Changes: []receipt.Change{}, Ledger: []receipt.Entry{},
@@ -122,7 +122,7 @@ func (h *gcHarness) destroy(ctx context.Context, o scoperun.Options) (*scoperun.
 	h.mu.Lock()
 	h.calls = append(h.calls, o)
 	h.mu.Unlock()
-	key := store.Key{Environment: o.Context.Environment, Scope: o.Context.Scope}
+	key := store.Key{Stack: testStack, Environment: o.Context.Environment, Scope: o.Context.Scope}
 	res := &scoperun.Result{RunID: o.RunID, Command: o.Command, Key: key}
 	if err := h.fail[o.Context.Scope]; err != nil {
 		res.Status = receipt.StatusFailed
@@ -360,7 +360,7 @@ func TestGCDestroysExactlyTheSelected(t *testing.T) {
 	// Nothing else was touched: the kept scopes' receipts are as seeded.
 	st, _ := filestore.Open(filepath.Join(dir, ".sponson"))
 	for _, scope := range []string{"main", "pr-2", "pr-4", "pr-5", "pr-6", "branch-feat-kept", "pr-3"} {
-		r, err := st.LatestReceipt(context.Background(), store.Key{Environment: "preview", Scope: scope})
+		r, err := st.LatestReceipt(context.Background(), store.Key{Stack: testStack, Environment: "preview", Scope: scope})
 		if err != nil || r == nil || r.RunID != "run-"+scope {
 			t.Errorf("%s: latest receipt %+v, %v; want the seeded one", scope, r, err)
 		}
@@ -614,7 +614,7 @@ func TestGCRefusesBadInput(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".sponson", "production")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, ".sponson", "@stacks", "production")); err == nil {
 		t.Error("a refused gc left something in the store")
 	}
 }

@@ -20,7 +20,7 @@ import (
 // OutputOptions are the options of `sponson output`.
 type OutputOptions struct {
 	StoreFlags
-	Scope, PR, Branch string
+	Scope, PR, Branch, Stack string
 	// Name is the one output to print; all when empty.
 	Name string
 	// EngineJSON is the engine's -json: the outputs as `terraform output
@@ -77,6 +77,7 @@ the outputs as -json prints them.`,
 	fs.StringVar(&opts.Scope, "scope", "", "scope name (env SPONSON_CTX_SCOPE)")
 	fs.StringVar(&opts.PR, "pr", "", "pull request number: scope pr-<n> (env SPONSON_CTX_PR)")
 	fs.StringVar(&opts.Branch, "branch", "", "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)")
+	bindStack(cmd, &opts.Stack, stackFlagHelp)
 	fs.BoolVar(&opts.EngineJSON, outputJSONFlag, false, "the engine's -json (set by NormalizeArgs)")
 	fs.BoolVar(&opts.Raw, "raw", false, "print NAME's value as plain text (-raw also works)")
 	fs.Bool("no-color", false, "accepted; nothing is colored (-no-color also works)")
@@ -102,7 +103,7 @@ func normalizeOutput(a string) string {
 }
 
 // scopeKey detects the scope a read-only command reads, as plan does.
-func scopeKey(f *Factory, chdir, env, scope, pr, branch string) (store.Key, error) {
+func scopeKey(f *Factory, chdir, env, scope, pr, branch, stackFlag string) (store.Key, error) {
 	dir := chdir
 	if dir == "" {
 		dir = "."
@@ -116,7 +117,11 @@ func scopeKey(f *Factory, chdir, env, scope, pr, branch string) (store.Key, erro
 	if err != nil {
 		return store.Key{}, err
 	}
-	return store.Key{Environment: c.Environment, Scope: c.Scope}, nil
+	stk, err := detectStack(f, dir, stackFlag)
+	if err != nil {
+		return store.Key{}, err
+	}
+	return store.Key{Stack: stk.Name, Environment: c.Environment, Scope: c.Scope}, nil
 }
 
 func runOutput(cmd *cobra.Command, f *Factory, opts *OutputOptions) outcome {
@@ -135,7 +140,7 @@ func runOutput(cmd *cobra.Command, f *Factory, opts *OutputOptions) outcome {
 		return o
 	}
 	defer st.Close()
-	key, err := scopeKey(f, opts.Chdir, env, opts.Scope, opts.PR, opts.Branch)
+	key, err := scopeKey(f, opts.Chdir, env, opts.Scope, opts.PR, opts.Branch, opts.Stack)
 	if err != nil {
 		o.err = err
 		return o

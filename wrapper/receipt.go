@@ -20,7 +20,7 @@ import (
 // ReceiptOptions are the options of `sponson receipt`.
 type ReceiptOptions struct {
 	StoreFlags
-	Scope, PR, Branch string
+	Scope, PR, Branch, Stack string
 }
 
 // NewCmdReceipt builds `sponson receipt`.
@@ -30,7 +30,8 @@ func NewCmdReceipt(f *Factory, out *outcome, runF func(context.Context, *Receipt
 		Use:   "receipt [flags]",
 		Short: "Print a scope's latest receipt and what the scope owns",
 		Long: `Receipt prints the latest receipt of the run's scope (detected as for apply, or
-named with --scope, --pr or --branch): the last run (command, outcome, times,
+named with --scope, --pr or --branch) of the configuration's stack (detected as
+for apply, or named with --stack): the last run (command, outcome, times,
 branch, pull request, commit, approver, engine), where the scope's resources
 came from or went (inherited from, superseded by), and the scope's ledger.
 With --json the receipt document itself is the result.
@@ -51,6 +52,7 @@ gone, with an empty ledger.`,
 	opts.bind(cmd)
 	cmd.Flags().StringVar(&opts.Scope, "scope", "", "scope name (env SPONSON_CTX_SCOPE)")
 	cmd.Flags().StringVar(&opts.PR, "pr", "", "pull request number: scope pr-<n> (env SPONSON_CTX_PR)")
+	bindStack(cmd, &opts.Stack, stackFlagHelp)
 	cmd.Flags().StringVar(&opts.Branch, "branch", "", "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)")
 	return cmd
 }
@@ -77,7 +79,12 @@ func runReceipt(cmd *cobra.Command, f *Factory, opts *ReceiptOptions) outcome {
 		o.err = err
 		return o
 	}
-	key := store.Key{Environment: c.Environment, Scope: c.Scope}
+	stk, err := detectStack(f, dir, opts.Stack)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	key := store.Key{Stack: stk.Name, Environment: c.Environment, Scope: c.Scope}
 	r, err := st.LatestReceipt(cmd.Context(), key)
 	if err != nil {
 		o.err = err
@@ -101,6 +108,9 @@ func writeReceipt(w io.Writer, r *receipt.Receipt) {
 	rs := summarize(r)
 	fmt.Fprintf(w, "%s/%s · %s · %s\n", r.Environment, r.Scope, rs.outcomeText(), r.RunID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if r.Stack != "" {
+		fmt.Fprintf(tw, "stack\t%s\n", r.Stack)
+	}
 	ran := "started " + r.StartedAt.Local().Format("2006-01-02 15:04:05")
 	if !r.FinishedAt.IsZero() {
 		ran += fmt.Sprintf(", finished %s (%s)", r.FinishedAt.Local().Format("15:04:05"), r.FinishedAt.Sub(r.StartedAt).Round(time.Second))

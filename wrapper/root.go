@@ -116,6 +116,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.`,
 		NewCmdDrift(f, out, nil),
 		NewCmdAdopt(f, out),
 		NewCmdProvider(f, out),
+		NewCmdMigrate(f, out, nil),
 		NewCmdVersion(f, out),
 	} {
 		root.AddCommand(c)

@@ -35,12 +35,21 @@ func TestNormalizeArgs(t *testing.T) {
 	}
 }
 
+// testStack is the stack of the command tests' configurations: their
+// directories are in no repository, whose derived names would differ per run.
+const testStack = "acme/app"
+
 func testFactory(env map[string]string) (*Factory, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
 	return &Factory{
-		Out:        &out,
-		ErrOut:     &errOut,
-		Getenv:     func(k string) string { return env[k] },
+		Out:    &out,
+		ErrOut: &errOut,
+		Getenv: func(k string) string {
+			if v, ok := env[k]; ok || k != "SPONSON_STACK" {
+				return v
+			}
+			return testStack
+		},
 		Executable: func() (string, error) { return "/usr/bin/sponson", nil },
 		Lookup: engine.Lookup{
 			Getenv:   func(k string) string { return env[k] },

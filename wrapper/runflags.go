@@ -28,6 +28,7 @@ import (
 // RunFlags are the flags plan, apply and destroy share.
 type RunFlags struct {
 	Env, Scope, PR, Branch, Commit string
+	Stack                          string
 	Chdir, Store, Engine           string
 	Wait                           bool
 	WaitTimeout, LeaseTTL          time.Duration
@@ -62,6 +63,7 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 	fs.StringVar(&r.Scope, "scope", "", "scope name, overriding detection (env SPONSON_CTX_SCOPE)")
 	fs.StringVar(&r.PR, "pr", "", "pull request number; the scope becomes pr-<n> (env SPONSON_CTX_PR)")
 	fs.StringVar(&r.Branch, "branch", "", "branch name; the scope becomes main or branch-<name> (env SPONSON_CTX_BRANCH)")
+	bindStack(cmd, &r.Stack, stackFlagHelp)
 	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
 	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
 	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
@@ -89,6 +91,7 @@ type runInput struct {
 	savedPlanOut, appliesPlan string
 	// detailedExitcode is plan -detailed-exitcode: exit 2 for changes.
 	detailedExitcode bool
+	warnings         []string // decided before the run: shown with its own
 }
 
 // resolve turns flags into run options, refusing early what can be refused
@@ -139,6 +142,17 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 		return nil, err
 	}
 	c.Environment = env.Name
+	// The stack is decided before anything is read or leased: it is part
+	// of every key of the store.
+	stk, err := detectStack(f, dir, r.Stack)
+	if err != nil {
+		return nil, err
+	}
+	c.Stack = stk.Name
+	var warnings []string
+	if stk.Warning != "" {
+		warnings = append(warnings, stk.Warning)
+	}
 	approver := strings.TrimSpace(r.ApprovedBy)
 	if command != scoperun.Plan {
 		if approver, err = env.Approve(approver); err != nil {
@@ -166,6 +180,8 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	in := &runInput{
 		storeURL:         url,
 		detailedExitcode: r.engine.DetailedExitcode,
+		warnings:         warnings,
+		stack:            stk.Name,
 		opts: scoperun.Options{
 			Command:          command,
 			Dir:              dir,
@@ -232,6 +248,7 @@ func declaredEnvironment(dir, name string) (environments.Environment, error) {
 // RunResult is the result part of the envelope of plan, apply and destroy.
 type RunResult struct {
 	RunID       string         `json:"runId"`
+	Stack       string         `json:"stack"`
 	Environment string         `json:"environment"`
 	Scope       string         `json:"scope"`
 	Status      string         `json:"status"`
@@ -273,9 +290,13 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	}
 	p.line("%s", header(name, o.Context.Environment, o.Context.Scope, o.RunID))
 	o.PlanText = in.review.wanted(f.Getenv)
+	for _, w := range in.warnings {
+		warnOut.warn(w)
+	}
 	res, err := scoperun.Run(ctx, o)
+	res.Warnings = append(append([]string{}, in.warnings...), res.Warnings...)
 	rr := RunResult{
-		RunID: res.RunID, Environment: res.Key.Environment, Scope: res.Key.Scope, Status: res.Status,
+		RunID: res.RunID, Stack: res.Key.Stack, Environment: res.Key.Environment, Scope: res.Key.Scope, Status: res.Status,
 		Summary: res.Summary, Changes: summary.ChangesFromPlan(res.Plan), Engine: res.Engine, Store: in.storeURL,
 		Context: o.Context, Receipt: res.Receipt, Running: res.Running,
 	}

@@ -69,10 +69,13 @@ func (s *StoreFlags) open(cmd *cobra.Command, f *Factory) (store.Store, string, 
 // StatusOptions are the options of `sponson status`.
 type StatusOptions struct {
 	StoreFlags
+	// Stack shows one stack; empty shows every stack of the environment.
+	Stack string
 }
 
 // ScopeStatus is one row of `sponson status --json`.
 type ScopeStatus struct {
+	Stack string `json:"stack"`
 	Scope string `json:"scope"`
 	// Lease is the live lease of a run working in the scope.
 	Lease *store.LeaseInfo `json:"lease,omitempty"`
@@ -179,6 +182,7 @@ gone. With --json the rows are the result, with full commits and times.`,
 		},
 	}
 	opts.bind(cmd)
+	bindStack(cmd, &opts.Stack, "show only this stack (default: every stack of the environment)")
 	return cmd
 }
 
@@ -197,9 +201,15 @@ func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
 	}
 	// Leases of shared parent objects are kept as scopes named _parent-*;
 	// they are not scopes of the environment.
-	scopes = slices.DeleteFunc(scopes, func(s store.ScopeSummary) bool { return ownership.IsParentLeaseScope(s.Key.Scope) })
+	scopes = slices.DeleteFunc(scopes, func(s store.ScopeSummary) bool {
+		return ownership.IsParentLeaseScope(s.Key.Scope) || (opts.Stack != "" && s.Key.Stack != opts.Stack)
+	})
 	rows := statusRows(scopes, time.Now())
-	o.result = map[string]any{"environment": env, "store": url, "scopes": rows}
+	res := map[string]any{"environment": env, "store": url, "scopes": rows}
+	if opts.Stack != "" {
+		res["stack"] = opts.Stack
+	}
+	o.result = res
 	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
 		return o
 	}
@@ -208,7 +218,17 @@ func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
 		fmt.Fprintln(f.Out, "no scopes yet")
 		return o
 	}
-	writeStatusTable(f.Out, rows)
+	// One table per stack, under its name: a monorepo's root modules have
+	// scopes of the same names.
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && rows[j].Stack == rows[i].Stack {
+			j++
+		}
+		fmt.Fprintf(f.Out, "stack %s\n", orDash(rows[i].Stack))
+		writeStatusTable(f.Out, rows[i:j])
+		i = j
+	}
 	return o
 }
 
@@ -216,7 +236,7 @@ func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
 func statusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 	rows := []ScopeStatus{}
 	for _, s := range scopes {
-		row := ScopeStatus{Scope: s.Key.Scope}
+		row := ScopeStatus{Stack: s.Key.Stack, Scope: s.Key.Scope}
 		if l := s.Lease; l.Live(now) {
 			row.Lease = &l
 		} else if l.Holder != "" {

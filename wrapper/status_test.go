@@ -87,10 +87,11 @@ func TestStatusTable(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
-	if len(lines) != 9 {
-		t.Fatalf("want a title, a header, 5 rows and 2 lineage lines:\n%s", out)
+	if len(lines) != 10 {
+		t.Fatalf("want a title, the stack, a header, 5 rows and 2 lineage lines:\n%s", out)
 	}
 	for _, w := range []string{
+		"stack acme/app",
 		"SCOPE  OWNS  LAST RUN  AT  COMMIT  BY  LEASE",
 		"branch-feat-search 0 applied - - free ↳ superseded by pr-12: its resources moved there main",
 		"main 3 applied 7aba441 Ada free pr-12",
@@ -142,9 +143,9 @@ func TestStatusRowsOfLeases(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 	rows := statusRows([]store.ScopeSummary{
-		{Key: store.Key{Environment: "preview", Scope: "free"}, Lease: store.LeaseInfo{Token: 4}},
-		{Key: store.Key{Environment: "preview", Scope: "held"}, Lease: store.LeaseInfo{Holder: "run-a", ExpiresAt: now.Add(time.Minute)}},
-		{Key: store.Key{Environment: "preview", Scope: "dead"}, Lease: store.LeaseInfo{Holder: "run-b", ExpiresAt: now.Add(-time.Second)}},
+		{Key: store.Key{Stack: testStack, Environment: "preview", Scope: "free"}, Lease: store.LeaseInfo{Token: 4}},
+		{Key: store.Key{Stack: testStack, Environment: "preview", Scope: "held"}, Lease: store.LeaseInfo{Holder: "run-a", ExpiresAt: now.Add(time.Minute)}},
+		{Key: store.Key{Stack: testStack, Environment: "preview", Scope: "dead"}, Lease: store.LeaseInfo{Holder: "run-b", ExpiresAt: now.Add(-time.Second)}},
 	}, now)
 	if rows[0].Lease != nil || rows[0].ExpiredLease != nil || rows[0].LastRun != nil {
 		t.Errorf("free: %+v", rows[0])

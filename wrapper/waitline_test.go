@@ -18,7 +18,7 @@ func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
 func at(hhmm string) time.Time           { t, _ := time.ParseInLocation("15:04", hhmm, time.Local); return t }
 func waitEvent(waited time.Duration) scoperun.WaitEvent {
 	return scoperun.WaitEvent{
-		Key: store.Key{Environment: "preview", Scope: "pr-42"},
+		Key: store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-42"},
 		Lease: store.LeaseInfo{
 			Holder: "run-3c1f2a9b", AcquiredAt: at("10:02"), ExpiresAt: at("10:17"),
 			About: store.HolderInfo{JobURL: "https://github.com/acme/infra/actions/runs/123", Actor: "alice", Commit: "1a2b3c4d5e6f"},
@@ -29,7 +29,7 @@ func waitEvent(waited time.Duration) scoperun.WaitEvent {
 
 func TestWaitEventLine(t *testing.T) {
 	t.Parallel()
-	want := "waiting for preview/pr-42: held by run 3c1f2a9b (https://github.com/acme/infra/actions/runs/123, @alice, commit 1a2b3c4) since 10:02, lease until 10:17 — waited 40s"
+	want := "waiting for preview/pr-42 (stack acme/app): held by run 3c1f2a9b (https://github.com/acme/infra/actions/runs/123, @alice, commit 1a2b3c4) since 10:02, lease until 10:17 — waited 40s"
 	if got := waitEvent(40 * time.Second).Line(); got != want {
 		t.Errorf("Line() =\n%s\nwant\n%s", got, want)
 	}

@@ -80,6 +80,7 @@ type Options struct {
 
 // Candidate is a scope Select collects.
 type Candidate struct {
+	Stack   string   `json:"stack"`
 	Scope   string   `json:"scope"`
 	Reasons []Reason `json:"reasons"`
 	// LastRun is when the scope last ran; zero without a receipt.
@@ -123,14 +124,19 @@ func Select(scopes []store.ScopeSummary, facts Facts, now time.Time, opts Option
 		if len(reasons) == 0 {
 			continue
 		}
-		c := Candidate{Scope: name, Reasons: reasons, LastRun: last, Latest: r}
+		c := Candidate{Stack: s.Key.Stack, Scope: name, Reasons: reasons, LastRun: last, Latest: r}
 		if s.Lease.Live(now) {
 			l := s.Lease
 			c.Busy = &l
 		}
 		out = append(out, c)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Scope < out[j].Scope })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Stack != out[j].Stack {
+			return out[i].Stack < out[j].Stack
+		}
+		return out[i].Scope < out[j].Scope
+	})
 	return out
 }
 

@@ -25,7 +25,7 @@ type scopeSpec struct {
 func summaries(specs ...scopeSpec) []store.ScopeSummary {
 	var out []store.ScopeSummary
 	for _, s := range specs {
-		sum := store.ScopeSummary{Key: store.Key{Environment: "preview", Scope: s.name}}
+		sum := store.ScopeSummary{Key: store.Key{Stack: "acme/app", Environment: "preview", Scope: s.name}}
 		if s.status != "" {
 			r := &receipt.Receipt{Version: 1, RunID: "run-" + s.name, Command: "apply", Environment: "preview", Scope: s.name, Status: s.status, SupersededBy: s.superseded}
 			r.StartedAt = now.Add(-s.age - time.Minute)

@@ -16,7 +16,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 )
 
-var key = store.Key{Environment: "preview", Scope: "pr-1"}
+var key = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-1"}
 
 func openStore(t *testing.T) *filestore.Store {
 	t.Helper()

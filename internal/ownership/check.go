@@ -27,13 +27,14 @@ func Identities(planned []Planned) []string {
 	return ids
 }
 
-// Check returns the planned changes whose identity a scope other than scope
+// Check returns the planned changes whose identity a scope other than self
 // owns or intends to create, according to owners (the environment's
-// ownership index).
-func Check(planned []Planned, owners []store.Owner, scope string) []Conflict {
+// ownership index, every stack of it): the same scope name of another stack
+// is another scope.
+func Check(planned []Planned, owners []store.Owner, self store.Key) []Conflict {
 	byID := map[string][]store.Owner{}
 	for _, o := range owners {
-		if o.Scope != scope && o.CreatedBy != store.SchemeCreatedBy {
+		if (o.Scope != self.Scope || o.Stack != self.Stack) && o.CreatedBy != store.SchemeCreatedBy {
 			byID[o.Identity] = append(byID[o.Identity], o)
 		}
 	}
@@ -55,7 +56,10 @@ func Check(planned []Planned, owners []store.Owner, scope string) []Conflict {
 		if out[i].Change.Address != out[j].Change.Address {
 			return out[i].Change.Address < out[j].Change.Address
 		}
-		return out[i].Owner.Scope < out[j].Owner.Scope
+		if out[i].Owner.Scope != out[j].Owner.Scope {
+			return out[i].Owner.Scope < out[j].Owner.Scope
+		}
+		return out[i].Owner.Stack < out[j].Owner.Stack
 	})
 	return out
 }

@@ -40,9 +40,11 @@ func CheckForeign(ctx context.Context, idx Index, key store.Key, planned []Plann
 	}
 	others := owners
 	if except != "" {
-		others = slices.DeleteFunc(slices.Clone(owners), func(o store.Owner) bool { return o.Scope == except })
+		// The predecessor is a scope of key's own stack (succession never
+		// crosses stacks).
+		others = slices.DeleteFunc(slices.Clone(owners), func(o store.Owner) bool { return o.Scope == except && o.Stack == key.Stack })
 	}
-	return owners, foreignError(key.Scope, Check(planned, others, key.Scope))
+	return owners, foreignError(key, Check(planned, others, key))
 }
 
 // CheckLate is the late-identity check: it looks up the identities that
@@ -72,19 +74,30 @@ func CheckLate(ctx context.Context, idx Index, key store.Key, planned []Planned,
 	if err != nil {
 		return nil, err
 	}
-	conflicts := Check(known, owners, key.Scope)
+	conflicts := Check(known, owners, key)
 	if len(conflicts) == 0 {
 		return nil, nil
 	}
-	return errcode.As(foreignError(key.Scope, conflicts)).WithHint("The apply created objects whose identity another scope already owns (their identity was unknown at plan time). Remove them from this configuration or from the other scope, then run again."), nil
+	return errcode.As(foreignError(key, conflicts)).WithHint("The apply created objects whose identity another scope already owns (their identity was unknown at plan time). Remove them from this configuration or from the other scope, then run again."), nil
 }
 
-// foreignError is the OWNED_BY_OTHER_SCOPE error of conflicts of scope's
-// run, nil when there are none.
-func foreignError(scope string, conflicts []Conflict) error {
+// ownerName names the owner of a conflict for self: its scope, and its
+// stack when that is another one (two root modules managing one object).
+func ownerName(self store.Key, o store.Owner) string {
+	if o.Stack == self.Stack {
+		return o.Scope
+	}
+	return o.Scope + " of stack " + o.Stack
+}
+
+// foreignError is the OWNED_BY_OTHER_SCOPE error of conflicts of self's
+// run, nil when there are none. It names each owner's scope, and its stack
+// when that is not self's.
+func foreignError(self store.Key, conflicts []Conflict) error {
 	if len(conflicts) == 0 {
 		return nil
 	}
+	scope := self.Scope
 	var lines []string
 	var details []map[string]string
 	owners := map[string]bool{}
@@ -94,12 +107,12 @@ func foreignError(scope string, conflicts []Conflict) error {
 			how = "is creating"
 		}
 		lines = append(lines, fmt.Sprintf("%s (%s) would %s %s, which scope %s %s (run %s)",
-			scope, strings.Join(c.Change.Actions, "+"), "change", c.Change.Address, c.Owner.Scope, how, c.Owner.RunID))
+			scope, strings.Join(c.Change.Actions, "+"), "change", c.Change.Address, ownerName(self, c.Owner), how, c.Owner.RunID))
 		details = append(details, map[string]string{
-			"address": c.Change.Address, "identity": c.Change.Identity, "owner": c.Owner.Scope,
+			"address": c.Change.Address, "identity": c.Change.Identity, "owner": c.Owner.Scope, "ownerStack": c.Owner.Stack,
 			"ownerRun": c.Owner.RunID, "ownerAddress": c.Owner.Address, "ownedAs": c.Owner.CreatedBy,
 		})
-		owners[c.Owner.Scope] = true
+		owners[ownerName(self, c.Owner)] = true
 	}
 	var names []string
 	for o := range owners {

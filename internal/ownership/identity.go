@@ -135,6 +135,12 @@ func (pol Policy) Of(provider, typ string, attrs map[string]any, unknownAttrs ma
 		return "", []string{"id"}
 	}
 	if id, ok := attrs["id"].(string); ok && id != "" {
+		// A sponson_scope's id is environment/scope, which the same scope
+		// of another stack has too: its stack is part of what it is. One
+		// written before stacks has none, and keeps its identity.
+		if stack, ok := attrs["stack"].(string); typ == ScopeResourceType && ok && stack != "" {
+			return provider + "|" + typ + "|id=" + canonical(id) + ",stack=" + canonical(stack), nil
+		}
 		return provider + "|" + typ + "|id=" + canonical(id), nil
 	}
 	return "", []string{"id"}

@@ -98,7 +98,7 @@ func TestCheck(t *testing.T) {
 		{Scope: "pr-1", Identity: "A", CreatedBy: "intent", Since: t0.Add(2 * time.Second)},
 	}
 	var got []string
-	for _, c := range Check(planned, owners, "pr-1") {
+	for _, c := range Check(planned, owners, store.Key{Scope: "pr-1"}) {
 		got = append(got, c.Change.Address+"<-"+c.Owner.Scope)
 	}
 	if diff := cmp.Diff([]string{"fixture_object.a<-pr-2", "fixture_object.b<-main"}, got); diff != "" {

@@ -15,6 +15,9 @@ const DefaultEnvironment = "preview"
 
 // Context is the decided coordinates of a run.
 type Context struct {
+	// Stack is the root module of the run (internal/stack), decided by
+	// the wrapper; Detect leaves it empty.
+	Stack         string `json:"stack,omitempty"`
 	Environment   string `json:"environment"`
 	Scope         string `json:"scope"`
 	Branch        string `json:"branch,omitempty"`

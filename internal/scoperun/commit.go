@@ -140,6 +140,7 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 	c := r.o.Context
 	rec := &receipt.Receipt{
 		Version:            receipt.Version,
+		Stack:              r.key.Stack,
 		RunID:              r.o.RunID,
 		Command:            r.o.label(),
 		Environment:        c.Environment,

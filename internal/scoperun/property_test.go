@@ -106,7 +106,7 @@ var (
 type crashSentinel struct{ step string }
 
 func propContext(scope string) runctx.Context {
-	c := runctx.Context{Environment: propEnv, Scope: scope, Branch: "feat/x", Source: "flags"}
+	c := runctx.Context{Stack: "acme/app", Environment: propEnv, Scope: scope, Branch: "feat/x", Source: "flags"}
 	if scope == propPR {
 		c.PullRequest = 1
 		c.Predecessor = propBranch
@@ -252,7 +252,7 @@ type model struct {
 func (w *world) model() (*model, error) {
 	m := &model{recs: map[string]*receipt.Receipt{}, states: map[string]map[string]string{}, owns: map[string]bool{}, owners: map[string][]string{}}
 	for _, s := range propScopes {
-		key := store.Key{Environment: propEnv, Scope: s}
+		key := store.Key{Stack: "acme/app", Environment: propEnv, Scope: s}
 		rec, err := w.st.LatestReceipt(w.ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("receipt of %s: %w", s, err)
@@ -278,7 +278,7 @@ func (w *world) model() (*model, error) {
 		case rec.Inheriting != "":
 			// A successor holding a copy: its destroy deletes nothing until
 			// the predecessor promised.
-			pred, err := w.st.LatestReceipt(w.ctx, store.Key{Environment: propEnv, Scope: rec.Inheriting})
+			pred, err := w.st.LatestReceipt(w.ctx, store.Key{Stack: "acme/app", Environment: propEnv, Scope: rec.Inheriting})
 			if err != nil {
 				return nil, fmt.Errorf("receipt of %s: %w", rec.Inheriting, err)
 			}

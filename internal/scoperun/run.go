@@ -99,8 +99,6 @@ type Options struct {
 	// stale. PlanKey is the seal key of saved plans (SPONSON_PLAN_KEY).
 	Saved   *savedplan.File
 	PlanKey []byte
-	// Stack names the configuration's stack in a saved plan.
-	Stack string
 	// PlanText asks for the engine's own text of the plan in
 	// Result.PlanText (one more engine call), for summaries.
 	PlanText bool
@@ -198,7 +196,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.EngineOut == nil {
 		o.EngineOut = io.Discard
 	}
-	r := &runner{o: o, key: store.Key{Environment: o.Context.Environment, Scope: o.Context.Scope}}
+	r := &runner{o: o, key: store.Key{Stack: o.Context.Stack, Environment: o.Context.Environment, Scope: o.Context.Scope}}
 	r.res = &Result{RunID: o.RunID, Command: o.Command, Key: r.key}
 	err := r.run(ctx)
 	if err != nil && r.res.Status == "" {

@@ -36,7 +36,7 @@ type planSeen struct {
 // predecessor's when a plan previews a succession.
 func (r *runner) stateKey() store.Key {
 	if r.seen.pred != nil {
-		return store.Key{Environment: r.key.Environment, Scope: r.seen.pred.Scope}
+		return store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: r.seen.pred.Scope}
 	}
 	return r.key
 }
@@ -54,7 +54,7 @@ func (r *runner) previewSuccession(ctx context.Context, prev *receipt.Receipt) e
 		p = prev.Inheriting
 	}
 	if p != "" && !r.ownBackend {
-		predKey := store.Key{Environment: r.key.Environment, Scope: p}
+		predKey := store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: p}
 		pred, err := r.o.Store.LatestReceipt(ctx, predKey)
 		if err != nil {
 			return err
@@ -103,7 +103,7 @@ func (r *runner) savePlan(c *checked) error {
 	ctxt := r.o.Context
 	m := savedplan.Meta{
 		Sponson: version.Version, RunID: r.o.RunID, CreatedAt: time.Now().UTC(),
-		Stack: r.o.Stack, Environment: r.key.Environment, Scope: r.key.Scope,
+		Stack: r.key.Stack, Environment: r.key.Environment, Scope: r.key.Scope,
 		Commit: ctxt.Commit, Branch: ctxt.Branch, PullRequest: ctxt.PullRequest,
 		Engine: r.res.Engine, State: r.seen.state, ApprovalNeeded: r.res.NeedsApproval,
 		Touches: []savedplan.Touch{}, Owners: r.seen.owners,
@@ -163,7 +163,7 @@ func (r *runner) checkSaved(ctx context.Context, prev *receipt.Receipt) error {
 func (r *runner) checkSavedFor(m savedplan.Meta) error {
 	c := r.o.Context
 	for _, d := range []struct{ what, plan, now string }{
-		{"stack", m.Stack, r.o.Stack}, {"environment", m.Environment, r.key.Environment},
+		{"stack", m.Stack, r.key.Stack}, {"environment", m.Environment, r.key.Environment},
 		{"scope", m.Scope, r.key.Scope}, {"commit", m.Commit, c.Commit},
 	} {
 		if d.plan != d.now {
@@ -186,7 +186,7 @@ func (r *runner) checkSavedSuccession(ctx context.Context, m savedplan.Meta, pre
 		}
 		return nil, nil
 	}
-	pred, err := r.o.Store.LatestReceipt(ctx, store.Key{Environment: r.key.Environment, Scope: p})
+	pred, err := r.o.Store.LatestReceipt(ctx, store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: p})
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (r *runner) checkSavedSuccession(ctx context.Context, m savedplan.Meta, pre
 func (r *runner) checkSavedState(ctx context.Context, m savedplan.Meta, prev, pred *receipt.Receipt) error {
 	key := r.key
 	if m.Succession != nil {
-		key = store.Key{Environment: r.key.Environment, Scope: m.Succession.From}
+		key = store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: m.Succession.From}
 	}
 	state, err := r.o.Store.ReadState(ctx, key)
 	if err != nil {
@@ -260,19 +260,23 @@ func (r *runner) checkSavedOwners(ctx context.Context, m savedplan.Meta) error {
 	}
 	before := map[string]bool{}
 	for _, o := range m.Owners {
-		before[o.Scope+"\x00"+o.Identity] = true
+		before[o.Stack+"\x00"+o.Scope+"\x00"+o.Identity] = true
 	}
 	var lines []string
 	var runs []string
 	for _, o := range owners {
-		if o.Scope == r.key.Scope || before[o.Scope+"\x00"+o.Identity] {
+		if (o.Scope == r.key.Scope && o.Stack == r.key.Stack) || before[o.Stack+"\x00"+o.Scope+"\x00"+o.Identity] {
 			continue
 		}
 		how := "came to own"
 		if o.CreatedBy == receipt.CreatedByIntent {
 			how = "is creating"
 		}
-		lines = append(lines, fmt.Sprintf("scope %s (run %s) %s %s (%s) at %s", o.Scope, o.RunID, how, address[o.Identity], o.Identity, o.Since.UTC().Format(time.RFC3339)))
+		who := o.Scope
+		if o.Stack != r.key.Stack {
+			who += " of stack " + o.Stack
+		}
+		lines = append(lines, fmt.Sprintf("scope %s (run %s) %s %s (%s) at %s", who, o.RunID, how, address[o.Identity], o.Identity, o.Since.UTC().Format(time.RFC3339)))
 		runs = append(runs, o.RunID)
 	}
 	if len(lines) == 0 {

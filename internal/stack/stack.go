@@ -78,7 +78,7 @@ func derive(dir string, getenv func(string) string, git func(...string) (string,
 		}
 	}
 	if top == "" {
-		name := fromPath("local", dir)
+		name := fromPath(dir)
 		return checked(Result{Name: name, Source: "path",
 			Warning: "the configuration is not in a git repository: its stack is named after its directory (" + name + "), which other machines will not share; pass --stack or set SPONSON_STACK"})
 	}
@@ -94,7 +94,7 @@ func derive(dir string, getenv func(string) string, git func(...string) (string,
 		}
 	}
 	if repo == "" {
-		repo, source = fromPath("local", top), "path"
+		repo, source = fromPath(top), "path"
 		warning = "the repository has no origin remote: its stack is named after its directory (" + repo + "), which other machines will not share; pass --stack or set SPONSON_STACK"
 	}
 	name := repo
@@ -187,16 +187,16 @@ func NormalizeURL(raw string) string {
 			host, p, _ = strings.Cut(rest, "/")
 			host, _, _ = strings.Cut(host, ":")
 		} else if u.Scheme == "file" {
-			return fromPath("local", u.Path)
+			return fromPath(u.Path)
 		} else {
 			host, p = u.Hostname(), u.Path
 		}
 	case filepath.IsAbs(raw) || strings.HasPrefix(raw, "."):
-		return fromPath("local", raw)
+		return fromPath(raw)
 	default:
 		m := scpLike.FindStringSubmatch(raw)
 		if m == nil {
-			return fromPath("local", raw)
+			return fromPath(raw)
 		}
 		host, p = m[1], m[2]
 	}
@@ -222,11 +222,11 @@ func hostOf(s string) string {
 	return h
 }
 
-// fromPath names a stack after a filesystem path: prefix and the path
+// fromPath names a stack after a filesystem path: "local/" and the path
 // without its leading "/".
-func fromPath(prefix, p string) string {
+func fromPath(p string) string {
 	p = strings.TrimSuffix(path.Clean(filepath.ToSlash(p)), ".git")
-	return clean(prefix + "/" + strings.TrimPrefix(p, "/"))
+	return clean("local/" + strings.TrimPrefix(p, "/"))
 }
 
 var notStackChar = regexp.MustCompile(`[^a-zA-Z0-9._/-]+`)

@@ -22,7 +22,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 )
 
-var key = store.Key{Environment: "preview", Scope: "pr-7"}
+var key = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-7"}
 
 // clock is a store clock the test moves by hand.
 type clock struct {

@@ -227,6 +227,8 @@ type Migrator interface {
 	// store already in the current layout. Running it again after a crash
 	// finishes the move.
 	Migrate(ctx context.Context, stack string) ([]Key, error)
+	// Close releases the store's connections.
+	Close() error
 }
 
 // OldLayoutError is STORE_LAYOUT_OLD for a store that names what it found.

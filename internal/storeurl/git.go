@@ -19,7 +19,7 @@ import (
 // remote): that is what is printed and handed over to the provider, which
 // therefore needs credentials from the checkout or a credential helper,
 // never from the URL.
-func openGit(raw, configDir string) (store.Store, string, error) {
+func openGit(raw, configDir string, old bool) (store.Store, string, error) {
 	ctx := context.Background()
 	remote := strings.TrimPrefix(raw, "git+")
 	if raw == "git" {
@@ -40,6 +40,9 @@ func openGit(raw, configDir string) (store.Store, string, error) {
 	}
 	opts = append(opts, gitstore.WithFallbackDir(filepath.Join(configDir, DefaultDir, "unpushed")))
 	opts = append(opts, gitstore.CheckoutOptions(ctx, configDir)...)
+	if old {
+		opts = append(opts, gitstore.WithOldLayout())
+	}
 	st, err := gitstore.Open(ctx, remote, opts...)
 	if err != nil {
 		return nil, "", err

@@ -20,7 +20,7 @@ const budgetEnv = "SPONSON_STORE_BUDGET"
 // the URL without its password: that is what is printed and handed over to
 // the provider, which therefore needs the password from PGPASSWORD or
 // ~/.pgpass, never from the URL.
-func openPostgres(raw string) (store.Store, string, error) {
+func openPostgres(raw string, old bool) (store.Store, string, error) {
 	shown := Redact(raw)
 	var opts []pgstore.Option
 	if v := strings.TrimSpace(os.Getenv(budgetEnv)); v != "" {
@@ -33,6 +33,9 @@ func openPostgres(raw string) (store.Store, string, error) {
 			return nil, "", errcode.New(errcode.Usage, "%s=%q is not a duration", budgetEnv, v).WithHint("Use a Go duration such as 90s or 2m, or a number of seconds.")
 		}
 		opts = append(opts, pgstore.WithBudget(d))
+	}
+	if old {
+		opts = append(opts, pgstore.WithOldLayout())
 	}
 	st, err := pgstore.Open(context.Background(), raw, opts...)
 	if err != nil {

@@ -23,10 +23,32 @@ const DefaultDir = ".sponson"
 // Open opens the store named by raw. An empty raw means the embedded file
 // store under configDir. A relative file path is relative to the working
 // directory of the sponson process, as everywhere on a command line.
-func Open(raw, configDir string) (store.Store, string, error) {
+func Open(raw, configDir string) (store.Store, string, error) { return open(raw, configDir, false) }
+
+// OpenForMigration opens the store like Open, whatever its layout, for
+// `sponson migrate` alone: every other use of a store written before
+// stacks is refused with STORE_LAYOUT_OLD.
+func OpenForMigration(raw, configDir string) (store.Migrator, string, error) {
+	st, url, err := open(raw, configDir, true)
+	if err != nil {
+		return nil, url, err
+	}
+	m, ok := st.(store.Migrator)
+	if !ok {
+		st.Close()
+		return nil, url, errcode.New(errcode.Usage, "the store %s has no layout to migrate", url)
+	}
+	return m, url, nil
+}
+
+func open(raw, configDir string, old bool) (store.Store, string, error) {
+	var fileOpts []filestore.Option
+	if old {
+		fileOpts = append(fileOpts, filestore.WithOldLayout())
+	}
 	if raw == "" {
 		root := filepath.Join(configDir, DefaultDir)
-		st, err := filestore.Open(root)
+		st, err := filestore.Open(root, fileOpts...)
 		return st, "file://" + root, err
 	}
 	switch {
@@ -42,12 +64,12 @@ func Open(raw, configDir string) (store.Store, string, error) {
 		if err != nil {
 			return nil, "", errcode.Wrap(errcode.Usage, err, "--store %q", raw)
 		}
-		st, err := filestore.Open(abs)
+		st, err := filestore.Open(abs, fileOpts...)
 		return st, "file://" + abs, err
 	case raw == "git" || strings.HasPrefix(raw, "git+"):
-		return openGit(raw, configDir)
+		return openGit(raw, configDir, old)
 	case strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://"):
-		return openPostgres(raw)
+		return openPostgres(raw, old)
 	case strings.HasPrefix(raw, "s3://"):
 		return openS3(raw)
 	default:

@@ -143,7 +143,7 @@ func (h *Handover) Begin(ctx context.Context, prev *receipt.Receipt) (*receipt.R
 	if h.run.Command != commandApply {
 		return prev, nil
 	}
-	predKey := store.Key{Environment: h.run.Key.Environment, Scope: p}
+	predKey := store.Key{Stack: h.run.Key.Stack, Environment: h.run.Key.Environment, Scope: p}
 	pred, err := h.run.Store.LatestReceipt(ctx, predKey)
 	if err != nil {
 		return nil, err
@@ -268,7 +268,7 @@ func (h *Handover) finishForDestroy(ctx context.Context, prev *receipt.Receipt) 
 	if prev == nil || prev.Inheriting == "" {
 		return nil
 	}
-	predKey := store.Key{Environment: h.run.Key.Environment, Scope: prev.Inheriting}
+	predKey := store.Key{Stack: h.run.Key.Stack, Environment: h.run.Key.Environment, Scope: prev.Inheriting}
 	pred, err := h.run.Store.LatestReceipt(ctx, predKey)
 	if err != nil || pred == nil || pred.Handover == nil || pred.Handover.To != h.run.Key.Scope {
 		return err
@@ -334,7 +334,7 @@ func (h *Handover) UnpromisedCopy(ctx context.Context, prev *receipt.Receipt) (b
 	if prev == nil || prev.Inheriting == "" {
 		return false, nil
 	}
-	pred, err := h.run.Store.LatestReceipt(ctx, store.Key{Environment: h.run.Key.Environment, Scope: prev.Inheriting})
+	pred, err := h.run.Store.LatestReceipt(ctx, store.Key{Stack: h.run.Key.Stack, Environment: h.run.Key.Environment, Scope: prev.Inheriting})
 	if err != nil {
 		return false, err
 	}

@@ -16,9 +16,6 @@ import (
 
 var _ store.Migrator = (*Store)(nil)
 
-// migrateMutex serialises migrations of one root (flock, never replaced).
-const migrateMutex = ".migrate.mutex"
-
 type layoutDoc struct {
 	Layout int `json:"layout"`
 }
@@ -106,7 +103,9 @@ func (s *Store) Migrate(ctx context.Context, stack string) ([]store.Key, error) 
 	} else if v > Layout {
 		return nil, store.NewerLayoutError(s.root, v, Layout)
 	}
-	unlock, err := lockScope(ctx, s.root, true) // creates .mutex in the root
+	// Migrations of one root take turns on the root's own .mutex (flock,
+	// never replaced), as mutations of a scope do on the scope's.
+	unlock, err := lockScope(ctx, s.root, true)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func seed(b *testing.B, s store.Store, n int) {
 	b.Helper()
 	ctx := b.Context()
 	for i := range n {
-		k := store.Key{Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}
+		k := store.Key{Stack: "acme/app", Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}
 		g, err := s.Acquire(ctx, k, fmt.Sprintf("run-%d", i), time.Minute)
 		if err != nil {
 			b.Fatal(err)

@@ -96,7 +96,7 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 				}
 				_ = json.Unmarshal(o.Data, &old) // an unreadable part only loses its Since times
 			}
-			doc, err := json.Marshal(ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(l.Key.Scope, parsed, old.Entries, cur.now)})
+			doc, err := json.Marshal(ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(l.Key, parsed, old.Entries, cur.now)})
 			if err != nil {
 				return errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", l.Key)
 			}

@@ -225,7 +225,8 @@ func (s *Store) mergeIndex(ctx context.Context, env string, c *envCache, n need,
 				if run == "" {
 					run = row.RunID
 				}
-				owners[i] = store.Owner{Scope: id, Identity: r.Identity, Address: r.Address, CreatedBy: r.CreatedBy, RunID: run, Since: time.Unix(0, r.Since).UTC()}
+				k, _ := keyOf(env, id)
+				owners[i] = store.Owner{Stack: k.Stack, Scope: k.Scope, Identity: r.Identity, Address: r.Address, CreatedBy: r.CreatedBy, RunID: run, Since: time.Unix(0, r.Since).UTC()}
 			}
 			e.ownersOK, e.OwnersKey, e.Owners = true, row.Key, owners
 		}
@@ -415,9 +416,13 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 	}
 	out := []store.Owner{}
 	err := s.refresh(ctx, env, need{owners: true}, func(scopes map[string]*entry) error {
-		for _, e := range scopes {
+		for id, e := range scopes {
+			k, _ := keyOf(env, id)
 			for _, o := range e.Owners {
 				if want == nil || want[o.Identity] {
+					// The pointer names the stack and scope: an entry
+					// cannot claim another's.
+					o.Stack, o.Scope = k.Stack, k.Scope
 					out = append(out, o)
 				}
 			}
@@ -427,7 +432,12 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Scope < out[j].Scope })
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Stack != out[j].Stack {
+			return out[i].Stack < out[j].Stack
+		}
+		return out[i].Scope < out[j].Scope
+	})
 	return out, nil
 }
 
@@ -456,6 +466,11 @@ func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, err
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key.Scope < out[j].Key.Scope })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Key.Stack != out[j].Key.Stack {
+			return out[i].Key.Stack < out[j].Key.Stack
+		}
+		return out[i].Key.Scope < out[j].Key.Scope
+	})
 	return out, nil
 }

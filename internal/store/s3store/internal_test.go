@@ -59,7 +59,7 @@ func isPointerPut(r *http.Request) bool {
 	return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/.leases/")
 }
 
-var k1 = store.Key{Environment: "preview", Scope: "pr-1"}
+var k1 = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-1"}
 
 // A 409 ConditionalRequestConflict (a concurrent conditional write in
 // flight) is retried; the lease is granted once, with token 1.
@@ -202,7 +202,7 @@ func TestStateAtRest(t *testing.T) {
 		if bytes.Contains(data, []byte("hunter2")) {
 			t.Errorf("%s holds the state in the clear", name)
 		}
-		if strings.HasPrefix(name, "preview/pr-1/state/") {
+		if strings.HasPrefix(name, "preview/acme_2fapp/pr-1/state/") {
 			states++
 			if !strings.HasSuffix(name, sealedSuffix) {
 				t.Errorf("state body %s is not sealed", name)
@@ -220,7 +220,7 @@ func TestStateAtRest(t *testing.T) {
 	if _, err := noKey.ReadState(t.Context(), k1); !errcode.Is(err, errcode.Usage) {
 		t.Errorf("ReadState without the key = %v, want USAGE", err)
 	}
-	k2 := store.Key{Environment: "preview", Scope: "pr-2"}
+	k2 := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-2"}
 	g2, err := noKey.Acquire(t.Context(), k2, "run-b", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -281,10 +281,10 @@ func TestBodiesOfRefusedWritesAreDeleted(t *testing.T) {
 		}
 		return n
 	}
-	if count("preview/pr-1/receipts/run-a.") != 1 || count("preview/pr-1/receipts/run-b.") != 1 {
+	if count("preview/acme_2fapp/pr-1/receipts/run-a.") != 1 || count("preview/acme_2fapp/pr-1/receipts/run-b.") != 1 {
 		t.Errorf("receipts %v, want one of each run", names)
 	}
-	if count("preview/pr-1/owners/") != 1 || count("preview/pr-1/state/") != 0 {
+	if count("preview/acme_2fapp/pr-1/owners/") != 1 || count("preview/acme_2fapp/pr-1/state/") != 0 {
 		t.Errorf("objects %v, want one ownership part and no state", names)
 	}
 }
@@ -327,7 +327,7 @@ func TestOwnersRequestsAreBounded(t *testing.T) {
 	writer := open(t, srv)
 	const scopes = 120
 	for i := range scopes {
-		k := store.Key{Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}
+		k := store.Key{Stack: "acme/app", Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}
 		g, err := writer.Acquire(t.Context(), k, "run", time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -364,7 +364,7 @@ func TestOwnersRequestsAreBounded(t *testing.T) {
 		t.Errorf("a cold Owners of %d scopes made %v requests, want one LIST and one GET", scopes, n)
 	}
 
-	k := store.Key{Environment: "preview", Scope: "pr-7"}
+	k := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-7"}
 	l, err := writer.ReadLease(t.Context(), k)
 	if err != nil {
 		t.Fatal(err)

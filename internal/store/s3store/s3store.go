@@ -340,14 +340,24 @@ func (s *Store) URL() string { return s.display }
 // Close does nothing: the store keeps idle connections only.
 func (s *Store) Close() error { return nil }
 
-// scopeID is the one place a Key becomes a path below its environment: the
-// pointer is <env>/.leases/<scopeID>.json and the bodies live under
-// <env>/<scopeID>/. keyOf is its inverse.
-func scopeID(k store.Key) string { return k.Scope }
+// scopeID is the one place a Key becomes a path below its environment:
+// <S>/<scope>, S being the stack encoded by store.StackSegment ("_" for the
+// parent leases every stack shares). The pointer is
+// <env>/.leases/<scopeID>.json and the bodies live under <env>/<scopeID>/.
+// keyOf is its inverse.
+func scopeID(k store.Key) string { return store.StackSegment(k.Stack) + "/" + k.Scope }
 
 // keyOf returns the Key of a scope id listed under env's pointers.
 func keyOf(env, id string) (store.Key, bool) {
-	k := store.Key{Environment: env, Scope: id}
+	seg, scope, ok := strings.Cut(id, "/")
+	if !ok || strings.Contains(scope, "/") {
+		return store.Key{}, false
+	}
+	stack, ok := store.StackOf(seg)
+	if !ok {
+		return store.Key{}, false
+	}
+	k := store.Key{Stack: stack, Environment: env, Scope: scope}
 	return k, store.CheckKey(k) == nil
 }
 

@@ -17,7 +17,7 @@ import (
 func BenchCycle(b *testing.B, s store.Store) {
 	b.Helper()
 	ctx := b.Context()
-	k := store.Key{Environment: "preview", Scope: "pr-1"}
+	k := store.Key{Stack: Stack, Environment: "preview", Scope: "pr-1"}
 	r := NewReceipt(k, "run", 20)
 	var acquire, write, release, cycle []time.Duration
 	for b.Loop() {
@@ -71,7 +71,7 @@ func BenchOwners(b *testing.B, s store.Store, scopes int) {
 	b.Helper()
 	ctx := b.Context()
 	for i := range scopes {
-		k := store.Key{Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}
+		k := store.Key{Stack: Stack, Environment: "preview", Scope: fmt.Sprintf("pr-%d", i)}
 		g, err := s.Acquire(ctx, k, fmt.Sprintf("run-%d", i), time.Minute)
 		if err != nil {
 			b.Fatal(err)

@@ -1,0 +1,127 @@
+package wrapper
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+)
+
+// MigrateOptions are the options of `sponson migrate`.
+type MigrateOptions struct {
+	Chdir, Store, Stack string
+}
+
+// MigrateResult is the result of `sponson migrate --json`.
+type MigrateResult struct {
+	Store string `json:"store"`
+	Stack string `json:"stack"`
+	// Scopes are the scopes moved into the stack, as environment/scope.
+	Scopes []string `json:"scopes"`
+}
+
+// NewCmdMigrate builds `sponson migrate`.
+func NewCmdMigrate(f *Factory, out *outcome, runF func(context.Context, *MigrateOptions) outcome) *cobra.Command {
+	opts := &MigrateOptions{}
+	cmd := &cobra.Command{
+		Use:   "migrate [flags]",
+		Short: "Move a store written before stacks into the configuration's stack",
+		Long: `Migrate moves a store written by a sponson before stacks (every record keyed by
+environment and scope only) into the current layout, where everything is keyed
+by stack, environment and scope. Every scope of every environment of the old
+store becomes a scope of one stack: the configuration's (detected as for apply,
+or named with --stack). Leases of shared parent objects stay shared by every
+stack.
+
+Until it runs, every other command refuses such a store with STORE_LAYOUT_OLD
+rather than read it as empty (which would let the next apply create everything
+again). Run it once, from the root module the store's scopes belong to, when no
+run of the old sponson is in progress: it refuses with LOCK_HELD, moving
+nothing, while an old scope's lease is live. Running it again finishes an
+interrupted migration and is otherwise a no-op.
+
+What moves: state, lease record (and its fencing token), receipts, ledger and
+ownership index, records and quarantined states. The file store renames each
+scope directory; the git store copies each sponson-receipts/ branch to a
+sponson-stacks/ branch (sealing the state again for its new place, so it needs
+SPONSON_STATE_KEY) and leaves the old branches as they were; PostgreSQL gives
+the old rows the stack in one transaction.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out.command = "migrate"
+			if runF != nil {
+				*out = runF(cmd.Context(), opts)
+				return nil
+			}
+			*out = runMigrate(cmd, f, opts)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
+	fs.StringVar(&opts.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, or postgres://... (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	bindStack(cmd, &opts.Stack, "the stack the old scopes move into (env SPONSON_STACK; default: the configuration's, detected as for apply)")
+	return cmd
+}
+
+func runMigrate(cmd *cobra.Command, f *Factory, opts *MigrateOptions) outcome {
+	o := outcome{command: "migrate"}
+	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
+		o.err = err
+		return o
+	}
+	dir, err := filepath.Abs(orDot(opts.Chdir))
+	if err != nil {
+		o.err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
+		return o
+	}
+	stk, err := detectStack(f, dir, opts.Stack)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	if stk.Warning != "" {
+		o.warnings = append(o.warnings, stk.Warning)
+		printer{w: f.ErrOut}.warn(stk.Warning)
+	}
+	m, url, err := storeurl.OpenForMigration(opts.Store, dir)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer m.Close()
+	moved, err := m.Migrate(cmd.Context(), stk.Name)
+	res := MigrateResult{Store: url, Stack: stk.Name, Scopes: []string{}}
+	for _, k := range moved {
+		res.Scopes = append(res.Scopes, k.Environment+"/"+k.Scope)
+	}
+	o.result = res
+	var held *store.HeldError
+	if errors.As(err, &held) {
+		err = errcode.New(errcode.LockHeld, "not migrated: %s", held.Error()).
+			WithHint("Wait until the run of the old sponson holding it has finished (or its lease expired), then run `sponson migrate` again.").
+			With("holder", held.Lease.Holder)
+	}
+	if err != nil {
+		o.err = err
+		return o
+	}
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+		return o
+	}
+	p := printer{w: f.Out}
+	if len(moved) == 0 {
+		p.line("sponson migrate · store %s: already in the current layout, nothing to move", url)
+		return o
+	}
+	p.line("sponson migrate · store %s: %d scope(s) moved into stack %s", url, len(moved), stk.Name)
+	for _, s := range res.Scopes {
+		p.line("  %s", s)
+	}
+	return o
+}
