@@ -37,7 +37,7 @@ func TestCheckUnderEverySchemeInUse(t *testing.T) {
 			t.Parallel()
 			entries, _ := Ledger(nil, []Object{obj}, c.owner, nil)
 			rec := &receipt.Receipt{RunID: "run-1", Ledger: entries}
-			index := store.OwnersOf("main", rec, nil, rec.StartedAt)
+			index := store.OwnersOf(store.Key{Stack: "acme/app", Environment: "preview", Scope: "main"}, rec, nil, rec.StartedAt)
 			plan := &tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{c.rc}}
 			planned := Identify(plan, c.runner)
 			var schemeRows []store.Owner
@@ -47,7 +47,7 @@ func TestCheckUnderEverySchemeInUse(t *testing.T) {
 				}
 			}
 			planned = WithKeys(plan, planned, c.runner, SchemesFrom(schemeRows))
-			got := Check(planned, index, "pr-2")
+			got := Check(planned, index, store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-2"})
 			if (len(got) > 0) != c.want {
 				t.Fatalf("conflicts %+v, want any: %v\nplanned %+v\nindex %+v", got, c.want, planned, index)
 			}
