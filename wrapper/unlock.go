@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,11 +20,12 @@ import (
 // UnlockOptions are the options of `sponson unlock`.
 type UnlockOptions struct {
 	StoreFlags
-	Scope, Reason, By string
+	Scope, Reason, By, Stack string
 }
 
 // UnlockResult is the result part of unlock's envelope.
 type UnlockResult struct {
+	Stack       string `json:"stack"`
 	Environment string `json:"environment"`
 	Scope       string `json:"scope"`
 	// Ended is the lease that was ended; nil when none was live.
@@ -67,6 +69,7 @@ need otherwise: its leases expire.`,
 	opts.bind(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Scope, "scope", "", "the scope whose lease to end (required)")
+	bindStack(cmd, &opts.Stack, stackFlagHelp)
 	fs.StringVar(&opts.Reason, "reason", "", "why the lease is ended, recorded in the receipt (required)")
 	fs.StringVar(&opts.By, "by", "", "who ends it, recorded in the receipt (default: the CI actor, or $USER)")
 	return cmd
@@ -102,8 +105,18 @@ func runUnlock(ctx context.Context, cmd *cobra.Command, f *Factory, opts *Unlock
 		return o
 	}
 	defer st.Close()
-	key := store.Key{Environment: env, Scope: opts.Scope}
-	res := UnlockResult{Environment: key.Environment, Scope: key.Scope}
+	dir, err := filepath.Abs(orDot(opts.Chdir))
+	if err != nil {
+		o.err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
+		return o
+	}
+	stk, err := detectStack(f, dir, opts.Stack)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	key := store.Key{Stack: stk.Name, Environment: env, Scope: opts.Scope}
+	res := UnlockResult{Stack: key.Stack, Environment: key.Environment, Scope: key.Scope}
 	o.result = &res
 	l, err := st.ReadLease(ctx, key)
 	if err != nil {

@@ -64,7 +64,7 @@ type Result struct {
 
 // Run adopts the state of the configuration's own backend into the scope.
 func Run(ctx context.Context, o Options) (Result, error) {
-	key := store.Key{Environment: o.Context.Environment, Scope: o.Context.Scope}
+	key := store.Key{Stack: o.Context.Stack, Environment: o.Context.Environment, Scope: o.Context.Scope}
 	res := Result{Key: key}
 	if o.Workspace == "" {
 		o.Workspace = "default"
@@ -220,8 +220,12 @@ func refuseForeign(ctx context.Context, st store.Store, key store.Key, ledger []
 	}
 	var hits []string
 	for _, o := range owners {
-		if o.Scope != key.Scope {
-			hits = append(hits, fmt.Sprintf("%s (scope %s)", o.Address, o.Scope))
+		if o.Scope != key.Scope || o.Stack != key.Stack {
+			where := "scope " + o.Scope
+			if o.Stack != key.Stack {
+				where += " of stack " + o.Stack
+			}
+			hits = append(hits, fmt.Sprintf("%s (%s)", o.Address, where))
 		}
 	}
 	if len(hits) == 0 {

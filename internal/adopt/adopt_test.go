@@ -20,7 +20,7 @@ func TestRefuseOccupied(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	fresh := store.Key{Environment: "preview", Scope: "main"}
+	fresh := store.Key{Stack: "acme/app", Environment: "preview", Scope: "main"}
 	if err := refuseOccupied(ctx, st, fresh); err != nil {
 		t.Errorf("a fresh scope: %v", err)
 	}
@@ -40,7 +40,7 @@ func TestRefuseOccupied(t *testing.T) {
 	if err := refuseOccupied(ctx, st, fresh); !errcode.Is(err, errcode.ScopeHasState) {
 		t.Errorf("a scope with resources in its state: %v, want SCOPE_HAS_STATE", err)
 	}
-	owned := store.Key{Environment: "preview", Scope: "pr-1"}
+	owned := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-1"}
 	g2, err := st.Acquire(ctx, owned, "run-b", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestRefuseForeign(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	other := store.Key{Environment: "preview", Scope: "pr-1"}
+	other := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-1"}
 	g, err := st.Acquire(ctx, other, "run-b", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestRefuseForeign(t *testing.T) {
 	if err := st.WriteReceipt(ctx, g.Lease, r); err != nil {
 		t.Fatal(err)
 	}
-	key := store.Key{Environment: "preview", Scope: "main"}
+	key := store.Key{Stack: "acme/app", Environment: "preview", Scope: "main"}
 	mine := []receipt.Entry{{Identity: "unowned", Address: "x.y"}}
 	if err := refuseForeign(ctx, st, key, mine); err != nil {
 		t.Errorf("unowned resources: %v", err)

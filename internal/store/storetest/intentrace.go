@@ -49,7 +49,7 @@ func IntentRace(t *testing.T, rounds int, a, b store.Store) {
 	}
 	var cs [2]*contender
 	for i, st := range []store.Store{a, b} {
-		k := store.Key{Environment: env, Scope: fmt.Sprintf("pr-race-%d", i)}
+		k := store.Key{Stack: Stack, Environment: env, Scope: fmt.Sprintf("pr-race-%d", i)}
 		g, err := st.Acquire(ctx, k, fmt.Sprintf("run-race-%d", i), time.Hour)
 		if err != nil {
 			t.Fatalf("Acquire(%s): %v", k, err)

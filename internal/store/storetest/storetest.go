@@ -926,6 +926,17 @@ func testStacks(t *testing.T, x *suite) {
 	if got := x.state(t, a); string(got) != `{"by":"a"}` {
 		t.Fatalf("stack %s's state became %q", a.Stack, got)
 	}
+	// Renewed before each later write: on the wall clock a lease lasts a
+	// handful of operations.
+	renew := func(g *store.Grant) {
+		t.Helper()
+		l, err := x.s.Renew(t.Context(), g.Lease, x.ttl)
+		if err != nil {
+			t.Fatalf("Renew(%s): %v", g.Lease.Key, err)
+		}
+		g.Lease = l
+	}
+	renew(&ga)
 	ra := NewReceipt(a, "run-a", 0)
 	ra.Ledger = []receipt.Entry{{Identity: "dns", Address: "fixture_object.dns", CreatedBy: receipt.CreatedBySponson}}
 	if err := x.s.WriteReceipt(t.Context(), ga.Lease, ra); err != nil {
@@ -937,6 +948,7 @@ func testStacks(t *testing.T, x *suite) {
 	if r := x.latest(t, a); r == nil || r.Stack != a.Stack {
 		t.Fatalf("LatestReceipt(%s) = %+v, want run-a's receipt with its stack", a, r)
 	}
+	renew(&gb)
 	if err := x.s.WriteRecord(t.Context(), gb.Lease, "scope", []byte("b")); err != nil {
 		t.Fatal(err)
 	}
@@ -968,7 +980,6 @@ func testStacks(t *testing.T, x *suite) {
 	_, err = x.s.Acquire(t.Context(), parent, "run-b", x.ttl)
 	wantHeld(t, err, parent, "run-a")
 
-	x.release(t, gb.Lease)
 	sums, err := x.s.List(t.Context(), preview)
 	if err != nil {
 		t.Fatal(err)
