@@ -277,6 +277,9 @@ func TestE2EStacksTwoRepositories(t *testing.T) {
 	}
 	var got []string
 	for _, s := range sums {
+		if s.Key.Stack == "" {
+			continue // the environment's intent lease, shared by every stack
+		}
 		got = append(got, s.Key.Stack+" "+s.Key.Scope)
 		state, err := p.check.ReadState(t.Context(), s.Key)
 		if err != nil {
