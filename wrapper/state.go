@@ -23,9 +23,9 @@ import (
 // StateOptions are the options of `sponson state` and its commands.
 type StateOptions struct {
 	StoreFlags
-	Scope, PR, Branch string
-	Wait              bool
-	WaitTimeout       time.Duration
+	Scope, PR, Branch, Stack string
+	Wait                     bool
+	WaitTimeout              time.Duration
 }
 
 // NewCmdState builds `sponson state` with list, show, rm and mv.
@@ -62,6 +62,7 @@ func (s *StateOptions) bind(cmd *cobra.Command, writes bool) {
 	fs.StringVar(&s.Scope, "scope", "", "scope name (env SPONSON_CTX_SCOPE)")
 	fs.StringVar(&s.PR, "pr", "", "pull request number: scope pr-<n> (env SPONSON_CTX_PR)")
 	fs.StringVar(&s.Branch, "branch", "", "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)")
+	bindStack(cmd, &s.Stack, stackFlagHelp)
 	if writes {
 		fs.BoolVar(&s.Wait, "wait", false, "wait for the scope's lease when a run holds it")
 		fs.DurationVar(&s.WaitTimeout, "wait-timeout", waitDefault, "how long --wait waits before WAIT_TIMEOUT")
@@ -93,7 +94,7 @@ func (s *StateOptions) scopeState(cmd *cobra.Command, f *Factory) (store.Store, 
 		return nil, store.Key{}, nil, errcode.New(errcode.Usage, "the configuration in %s keeps its own %q backend: its state is not in the sponson store", dir, b).
 			WithHint("Use the engine's own state commands on that backend, or adopt its state into the store (`sponson adopt`).")
 	}
-	key, err := scopeKey(f, s.Chdir, env, s.Scope, s.PR, s.Branch)
+	key, err := scopeKey(f, s.Chdir, env, s.Scope, s.PR, s.Branch, s.Stack)
 	if err != nil {
 		st.Close()
 		return nil, store.Key{}, nil, err
