@@ -15,6 +15,7 @@ import (
 // Factory is what commands need from the outside world; tests build their
 // own.
 type Factory struct {
+	In     io.Reader // what `sponson mcp` serves: the client's messages
 	Out    io.Writer // results: the summary, or the --json document
 	ErrOut io.Writer // progress, warnings, errors in human mode
 	Getenv func(string) string
@@ -33,6 +34,7 @@ type Factory struct {
 // NewFactory returns the Factory of the real process.
 func NewFactory() *Factory {
 	return &Factory{
+		In:         os.Stdin,
 		Out:        os.Stdout,
 		ErrOut:     os.Stderr,
 		Getenv:     os.Getenv,

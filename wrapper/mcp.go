@@ -1,0 +1,294 @@
+package wrapper
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/version"
+)
+
+// MCPOptions are the flags of `sponson mcp`: what the person who starts the
+// server decides for every tool call, and no tool call can change.
+type MCPOptions struct {
+	ApprovedBy      string
+	AllowProduction bool
+	Engine          string
+	LogDir          string
+}
+
+// mcpInterruptGrace is how long a run interrupted by the client's
+// cancellation has to flush its state, release its lease and write its
+// receipt before it is killed (the lease then expires by its TTL).
+const mcpInterruptGrace = 2 * time.Minute
+
+// logTailLines is how many lines of the engine's log a tool result carries;
+// the result names the file with all of it.
+const logTailLines = 40
+
+// NewCmdMCP builds `sponson mcp`.
+func NewCmdMCP(f *Factory, out *outcome) *cobra.Command {
+	opts := &MCPOptions{}
+	cmd := &cobra.Command{
+		Use:   "mcp [flags]",
+		Short: "Serve plan, apply, destroy, status, receipt, output and drift as Model Context Protocol tools over stdio",
+		Long: `mcp serves the sponson commands as Model Context Protocol tools on stdin and
+stdout, for coding agents: plan, apply, destroy, status, receipt, output and drift.
+Each tool call runs the command with --json in its own process and returns
+exactly its JSON document (ok true exactly when the command exits 0), the tail of
+the engine's output and the path of its full log. Standard output carries only
+protocol messages; the engine's output also goes to standard error.
+
+The rules are the CLI's, and stricter: a local branch gives scope branch-<name>,
+which its pull request later takes over. An agent never approves its own run: the
+approver is --approved-by (or SPONSON_APPROVED_BY) of this server, set by the
+person who starts it, and a tool call carrying an approver is refused with
+ENV_NOT_APPROVED. Protected environments such as production are refused unless the
+server was started with --allow-production. destroy needs confirm naming the scope.
+
+Long runs send progress notifications (waiting for a lease: who holds it, until
+when; the engine's init, plan and apply with resource counts). Cancelling a call
+interrupts its run as SIGINT does: the state is flushed, the lease released and
+the receipt written.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env := map[string]string{"approved-by": "SPONSON_APPROVED_BY", "engine": "SPONSON_ENGINE", "log-dir": "SPONSON_MCP_LOG_DIR"}
+			err := bindEnv(cmd.Flags(), env, f.Getenv)
+			if err == nil {
+				err = serveMCP(cmd.Context(), f, opts)
+			}
+			if err != nil {
+				out.command, out.err = "mcp", err
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.ApprovedBy, "approved-by", "", "the approver of every run this server starts in a protected environment: the person starting it (env SPONSON_APPROVED_BY); tool calls can never set one")
+	fs.BoolVar(&opts.AllowProduction, "allow-production", false, "let tool calls run in protected environments such as production (still only with --approved-by)")
+	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary of every run (env SPONSON_ENGINE)")
+	fs.StringVar(&opts.LogDir, "log-dir", "", "where each tool call's full log goes (env SPONSON_MCP_LOG_DIR; default: sponson-mcp in the temporary directory)")
+	return cmd
+}
+
+// mcpServer runs the tools of one server.
+type mcpServer struct {
+	f    *Factory
+	opts *MCPOptions
+	self string
+}
+
+// serveMCP serves the tools on the Factory's input and output until the
+// client disconnects or ctx ends.
+func serveMCP(ctx context.Context, f *Factory, opts *MCPOptions) error {
+	self, err := f.Executable()
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run the tools")
+	}
+	if opts.LogDir == "" {
+		opts.LogDir = filepath.Join(os.TempDir(), "sponson-mcp")
+	}
+	if err := os.MkdirAll(opts.LogDir, 0o700); err != nil {
+		return errcode.Wrap(errcode.Usage, err, "--log-dir %q", opts.LogDir)
+	}
+	s := &mcpServer{f: f, opts: opts, self: self}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sponson", Version: version.Version}, &mcp.ServerOptions{
+		Instructions: "Sponson runs OpenTofu or Terraform per scope: a local branch is scope branch-<name>, its pull request takes it over. Results are the CLI's --json envelope. You cannot approve runs in protected environments; ask the person running this server.",
+	})
+	for _, t := range mcpTools {
+		destructive := t.name == "destroy" || t.name == "apply"
+		srv.AddTool(&mcp.Tool{
+			Name:        t.name,
+			Description: t.desc,
+			InputSchema: t.inputSchema(),
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.readOnly, DestructiveHint: &destructive},
+		}, s.handler(t))
+	}
+	in := f.In
+	if in == nil {
+		in = os.Stdin
+	}
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{f.Out}})
+	if err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "EOF") {
+		return errcode.Wrap(errcode.Internal, err, "mcp server")
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// handler runs one tool's calls.
+func (s *mcpServer) handler(t toolSpec) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args toolArgs
+		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &args); err != nil {
+				return refusal(t, errcode.Wrap(errcode.Usage, err, "%s: the arguments are not a JSON object", t.name)), nil
+			}
+		}
+		argv, confirm, err := t.argv(args)
+		if err == nil {
+			err = s.check(t, args, confirm)
+		}
+		if err != nil {
+			return refusal(t, err), nil
+		}
+		return s.run(ctx, req, t, argv), nil
+	}
+}
+
+// check refuses, before any process starts, what the server decides: a
+// protected environment the server was not allowed, and a destroy whose
+// confirmation does not name its scope.
+func (s *mcpServer) check(t toolSpec, args toolArgs, confirm string) error {
+	c := contextFlags(args)
+	dir, err := filepath.Abs(orDefault(c["directory"], "."))
+	if err != nil {
+		return errcode.Wrap(errcode.Usage, err, "directory %q", c["directory"])
+	}
+	if t.guarded && !s.opts.AllowProduction {
+		name := orDefault(c["environment"], orDefault(s.f.Getenv("SPONSON_CTX_ENV"), runctx.DefaultEnvironment))
+		// An environment that is not declared is the command's to refuse
+		// (ENV_UNDECLARED), with its hint.
+		if env, err := declaredEnvironment(dir, name); err == nil && env.Protected {
+			return errcode.New(errcode.EnvNotApproved, "%s in %s is refused: the environment is protected and this MCP server was not started with --allow-production", t.name, env.Name).
+				WithHint("Agents do not run in protected environments on their own. A person who may approves by restarting the server with `sponson mcp --allow-production --approved-by NAME`, or runs the command themselves.").
+				With("environment", env.Name)
+		}
+	}
+	if !t.confirm {
+		return nil
+	}
+	src := runctx.ProcessSources(dir)
+	src.Getenv = s.f.Getenv
+	rc, err := runctx.Detect(runctx.Flags{Environment: c["environment"], Scope: c["scope"], Branch: c["branch"], PullRequest: c["pull_request"], Commit: c["commit"]}, src)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(confirm) != rc.Scope {
+		return errcode.New(errcode.Usage, "%s: confirm %q does not name the scope this call destroys, %s", t.name, confirm, rc.Scope).
+			WithHint(fmt.Sprintf("Call destroy again with confirm %q if %s/%s is what you mean to destroy.", rc.Scope, rc.Environment, rc.Scope)).
+			With("scope", rc.Scope).With("environment", rc.Environment)
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}
+
+// refusal is the result of a call the server refuses itself: the same
+// envelope the command would print.
+func refusal(t toolSpec, err error) *mcp.CallToolResult {
+	var b bytes.Buffer
+	writeEnvelope(&b, outcome{command: t.command, err: err})
+	doc := bytes.TrimSpace(b.Bytes())
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(doc)}},
+		StructuredContent: json.RawMessage(doc),
+		IsError:           true,
+	}
+}
+
+// run runs the tool's command as its own process: the engine sets its
+// variables in the process environment (internal/engine), so one sponson
+// process runs one engine session, and calls run side by side without
+// sharing one. Its stdout is the envelope; its stderr (sponson's lines and
+// the engine's output) goes to the call's log, to the server's stderr and
+// through progress notifications to the client. Cancellation sends it
+// SIGINT.
+func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t toolSpec, argv []string) *mcp.CallToolResult {
+	logf, err := os.CreateTemp(s.opts.LogDir, t.name+"-*.log")
+	if err != nil {
+		return refusal(t, errcode.Wrap(errcode.Internal, err, "creating the call's log in %s", s.opts.LogDir))
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "$ sponson %s\n", strings.Join(argv, " "))
+	prog := newProgressWriter(func(p progressUpdate) {
+		tok := req.Params.GetProgressToken()
+		if tok == nil || req.Session == nil {
+			return
+		}
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Message: p.message, Progress: p.progress, Total: p.total})
+	})
+	cmd := exec.CommandContext(ctx, s.self, argv...)
+	cmd.Env = s.childEnv()
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = io.MultiWriter(logf, s.f.ErrOut, prog)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = mcpInterruptGrace
+	runErr := cmd.Run()
+	prog.flush()
+	doc := bytes.TrimSpace(stdout.Bytes())
+	var env Envelope
+	if err := json.Unmarshal(doc, &env); err != nil || env.Command == "" {
+		var b bytes.Buffer
+		writeEnvelope(&b, outcome{command: t.command, err: errcode.New(errcode.Internal, "sponson %s ended (%v) without its JSON document", t.command, runErr).
+			WithHint("Read the call's log: "+logf.Name()).With("log", logf.Name())})
+		doc = bytes.TrimSpace(b.Bytes())
+		env.OK = false
+	}
+	return &mcp.CallToolResult{
+		Meta: mcp.Meta{"log": logf.Name()},
+		Content: []mcp.Content{
+			&mcp.TextContent{Text: string(doc)},
+			&mcp.TextContent{Text: logTail(logf.Name(), logTailLines)},
+		},
+		StructuredContent: json.RawMessage(doc),
+		IsError:           !env.OK,
+	}
+}
+
+// childEnv is the environment of a tool's process: the server's, with the
+// approver and engine of its flags, and no SPONSON_JSON (--json is passed).
+func (s *mcpServer) childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "SPONSON_JSON", "SPONSON_APPROVED_BY", "SPONSON_ENGINE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	if s.opts.ApprovedBy != "" {
+		env = append(env, "SPONSON_APPROVED_BY="+s.opts.ApprovedBy)
+	}
+	if s.opts.Engine != "" {
+		env = append(env, "SPONSON_ENGINE="+s.opts.Engine)
+	}
+	return env
+}
+
+// logTail is the last n lines of the log at path, with its path.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("log %s: %v", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	head := fmt.Sprintf("output (full log: %s)", path)
+	if len(lines) > n {
+		head = fmt.Sprintf("last %d of %d lines of output (full log: %s)", n, len(lines), path)
+		lines = lines[len(lines)-n:]
+	}
+	return head + "\n" + strings.Join(lines, "\n")
+}

@@ -1,0 +1,242 @@
+package wrapper
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// TestMCPToolsMirrorFlags keeps the tools and the CLI in step: every flag
+// of a tool's command is a parameter of the tool or withheld with a reason,
+// and every parameter names a flag the command has.
+func TestMCPToolsMirrorFlags(t *testing.T) {
+	t.Parallel()
+	root := newCmdRoot(&Factory{Getenv: func(string) string { return "" }}, &outcome{}, nil)
+	commands := map[string]*cobra.Command{}
+	for _, c := range root.Commands() {
+		commands[c.Name()] = c
+	}
+	for _, tool := range mcpTools {
+		cmd, ok := commands[tool.command]
+		if !ok {
+			t.Errorf("tool %s runs `sponson %s`, which does not exist", tool.name, tool.command)
+			continue
+		}
+		byFlag := map[string]string{}
+		names := map[string]bool{}
+		for _, p := range tool.params {
+			if names[p.name] {
+				t.Errorf("tool %s: parameter %s twice", tool.name, p.name)
+			}
+			names[p.name] = true
+			if p.positional || p.engine || p.name == "confirm" {
+				continue
+			}
+			byFlag[p.flag] = p.name
+			fl := cmd.Flags().Lookup(p.flag)
+			if fl == nil || fl.Hidden {
+				t.Errorf("tool %s: parameter %s sets --%s, which `sponson %s` does not have", tool.name, p.name, p.flag, tool.command)
+			}
+		}
+		for flag := range tool.withheld {
+			if cmd.Flags().Lookup(flag) == nil {
+				t.Errorf("tool %s withholds --%s, which `sponson %s` does not have", tool.name, flag, tool.command)
+			}
+		}
+		cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+			if fl.Hidden || fl.Name == "help" {
+				return
+			}
+			_, param := byFlag[fl.Name]
+			_, withheld := tool.withheld[fl.Name]
+			if !param && !withheld {
+				t.Errorf("`sponson %s --%s` has no parameter in tool %s: add one to mcpTools, or withhold it with the reason", tool.command, fl.Name, tool.name)
+			}
+			if param && withheld {
+				t.Errorf("tool %s: --%s is both a parameter and withheld", tool.name, fl.Name)
+			}
+		})
+	}
+}
+
+func TestMCPArgv(t *testing.T) {
+	t.Parallel()
+	apply := toolByName(t, "apply")
+	tests := []struct {
+		name    string
+		tool    toolSpec
+		args    string
+		want    []string
+		confirm string
+		code    errcode.Code
+	}{
+		{name: "branch and variables", tool: apply, args: `{"branch":"feat","directory":"infra","variables":{"b":"2","a":"x=y"},"wait":true,"wait_timeout":"5m"}`,
+			want: []string{"apply", "--json", "--branch=feat", "--chdir=infra", "-var=a=x=y", "-var=b=2", "--wait=true", "--wait-timeout=5m"}},
+		{name: "a value is never a flag", tool: apply, args: `{"scope":"--approved-by=me"}`, want: []string{"apply", "--json", "--scope=--approved-by=me"}},
+		{name: "approver", tool: apply, args: `{"approved_by":"me"}`, code: errcode.EnvNotApproved},
+		{name: "approver spelled otherwise", tool: apply, args: `{"Approved-By":"me"}`, code: errcode.EnvNotApproved},
+		{name: "approver on plan", tool: toolByName(t, "plan"), args: `{"approver":"me"}`, code: errcode.EnvNotApproved},
+		{name: "environment variables", tool: apply, args: `{"env":{"SPONSON_APPROVED_BY":"me"}}`, code: errcode.EnvNotApproved},
+		{name: "unknown parameter", tool: apply, args: `{"colour":"red"}`, code: errcode.Usage},
+		{name: "wrong type", tool: apply, args: `{"wait":"yes"}`, code: errcode.Usage},
+		{name: "destroy confirm", tool: toolByName(t, "destroy"), args: `{"scope":"s","confirm":"s"}`, want: []string{"destroy", "--json", "--scope=s"}, confirm: "s"},
+		{name: "drift scopes", tool: toolByName(t, "drift"), args: `{"scopes":["b","a"],"variables":{"n":"1"}}`, want: []string{"drift", "--json", "--var=n=1", "b", "a"}},
+		{name: "a positional is never a flag", tool: toolByName(t, "output"), args: `{"name":"-raw"}`, code: errcode.Usage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var args toolArgs
+			if err := json.Unmarshal([]byte(tt.args), &args); err != nil {
+				t.Fatal(err)
+			}
+			got, confirm, err := tt.tool.argv(args)
+			if tt.code != "" {
+				if errcode.As(err).Code != tt.code {
+					t.Fatalf("error %v, want %s", err, tt.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("argv (-want +got):\n%s", d)
+			}
+			if confirm != tt.confirm {
+				t.Errorf("confirm %q, want %q", confirm, tt.confirm)
+			}
+		})
+	}
+}
+
+func toolByName(t *testing.T, name string) toolSpec {
+	t.Helper()
+	i := slices.IndexFunc(mcpTools, func(s toolSpec) bool { return s.name == name })
+	if i < 0 {
+		t.Fatalf("no tool %s", name)
+	}
+	return mcpTools[i]
+}
+
+func TestProgressWriter(t *testing.T) {
+	t.Parallel()
+	var got []progressUpdate
+	w := newProgressWriter(func(p progressUpdate) { got = append(got, p) })
+	for _, chunk := range []string{
+		"sponson apply · preview · branch-x · run 1a2b\n",
+		"waiting for preview/branch-x: held by run 9f (@alice) since 10:02, lease until 10:17 — waited 2s\n",
+		"Initializing the backend...\nInitializing provider plugins...\n",
+		"Plan: 2 to add, 0 to change, 1 to destroy.\n",
+		"null_resource.a: Creating...\nnull_resource.a: Creation com",
+		"plete after 0s [id=1]\nnull_resource.b: Destruction complete after 1s\n",
+		"Apply complete! Resources: 2 added, 0 changed, 1 destroyed.",
+	} {
+		if _, err := w.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.flush()
+	want := []string{
+		"start: sponson apply · preview · branch-x · run 1a2b",
+		"lease: waiting for preview/branch-x: held by run 9f (@alice) since 10:02, lease until 10:17 — waited 2s",
+		"init: Initializing the backend...",
+		"plan: Plan: 2 to add, 0 to change, 1 to destroy.",
+		"apply: null_resource.a: Creating... (0 of 3 done)",
+		"apply: 1 of 3 resources done: null_resource.a: Creation complete after 0s [id=1]",
+		"apply: 2 of 3 resources done: null_resource.b: Destruction complete after 1s",
+		"apply: Apply complete! Resources: 2 added, 0 changed, 1 destroyed.",
+	}
+	var msgs []string
+	for i, p := range got {
+		msgs = append(msgs, p.message)
+		if p.progress != float64(i+1) {
+			t.Errorf("update %d has progress %v; progress must grow by one", i, p.progress)
+		}
+	}
+	if d := cmp.Diff(want, msgs); d != "" {
+		t.Errorf("progress messages (-want +got):\n%s", d)
+	}
+}
+
+// TestMCPServerRefuses runs the server in-process over the SDK's in-memory
+// transport: what it refuses itself never starts a process.
+func TestMCPServerRefuses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		tool string
+		args map[string]any
+		code errcode.Code
+	}{
+		{"approver argument", "apply", map[string]any{"directory": dir, "environment": "production", "approved_by": "alice"}, errcode.EnvNotApproved},
+		{"production without --allow-production", "apply", map[string]any{"directory": dir, "environment": "production"}, errcode.EnvNotApproved},
+		{"production plan", "plan", map[string]any{"directory": dir, "environment": "Production"}, errcode.EnvNotApproved},
+		{"destroy without confirm", "destroy", map[string]any{"directory": dir, "scope": "branch-x"}, errcode.Usage},
+		{"destroy confirming another scope", "destroy", map[string]any{"directory": dir, "scope": "branch-x", "confirm": "branch-y"}, errcode.Usage},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			session := connectInProcess(t, &MCPOptions{ApprovedBy: "bob", LogDir: t.TempDir()})
+			res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := envelopeOf(t, res)
+			if !res.IsError || env.OK || env.Error == nil || env.Error.Code != tt.code || env.Command != tt.tool {
+				t.Fatalf("result %+v, want a %s envelope of %s", env, tt.code, tt.tool)
+			}
+			if env.Exit != int(errcode.ExitFor(errcode.New(tt.code, "x"))) {
+				t.Errorf("exitCode %d is not the CLI's for %s", env.Exit, tt.code)
+			}
+		})
+	}
+}
+
+func connectInProcess(t *testing.T, opts *MCPOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	st, ct := mcp.NewInMemoryTransports()
+	s := &mcpServer{f: &Factory{Getenv: func(string) string { return "" }, ErrOut: &bytes.Buffer{}}, opts: opts, self: "/nonexistent/sponson"}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sponson"}, nil)
+	for _, tool := range mcpTools {
+		srv.AddTool(&mcp.Tool{Name: tool.name, InputSchema: tool.inputSchema()}, s.handler(tool))
+	}
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = session.Close() })
+	return session
+}
+
+func envelopeOf(t *testing.T, res *mcp.CallToolResult) Envelope {
+	t.Helper()
+	if len(res.Content) == 0 {
+		t.Fatal("no content")
+	}
+	text, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content %T", res.Content[0])
+	}
+	var env Envelope
+	if err := json.Unmarshal([]byte(strings.TrimSpace(text.Text)), &env); err != nil {
+		t.Fatalf("content is not an envelope: %v\n%s", err, text.Text)
+	}
+	return env
+}

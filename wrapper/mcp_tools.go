@@ -1,0 +1,281 @@
+package wrapper
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// The tools of `sponson mcp` and their parameters. Each tool is one CLI
+// command run with --json, and each parameter one of its flags, so a tool
+// call is a command line (docs/design.md §4.5). TestMCPToolsMirrorFlags
+// fails when a flag of a command has no parameter and is not withheld, or a
+// parameter names a flag the command does not have.
+
+// paramKind is the JSON type of a tool parameter and how it becomes
+// arguments.
+type paramKind int
+
+const (
+	kindString   paramKind = iota // --flag=VALUE
+	kindBool                      // --flag=true|false
+	kindDuration                  // a Go duration string, --flag=VALUE
+	kindStrings                   // an array of strings: the flag repeated
+	kindVars                      // an object of strings: the flag repeated with NAME=VALUE
+)
+
+// toolParam is one parameter of a tool.
+type toolParam struct {
+	name string
+	kind paramKind
+	desc string
+	// flag is the CLI flag the parameter sets (sponson's --flag, or with
+	// engine the engine's own -flag); empty with positional.
+	flag   string
+	engine bool
+	// positional parameters are the command's arguments.
+	positional bool
+}
+
+// toolSpec is one tool: the command it runs and what it takes.
+type toolSpec struct {
+	name    string
+	command string
+	desc    string
+	params  []toolParam
+	// withheld are the command's flags no tool call may set, each with the
+	// reason; the person who starts the server sets them (see mcpFlags).
+	withheld map[string]string
+	// guarded: the tool runs the engine with the environment's
+	// credentials or reads its state (outputs can be secrets), so a
+	// protected environment needs the server's --allow-production.
+	guarded bool
+	// readOnly tools change nothing anywhere.
+	readOnly bool
+	// confirm: the call must name the scope it acts on (destroy).
+	confirm bool
+}
+
+// Reasons for the flags no tool call may set.
+const (
+	whyApprover    = "an agent never approves its own run: the approver is the server's --approved-by (or SPONSON_APPROVED_BY in its environment), set by the person who started it"
+	whyEngine      = "the engine binary is the server's --engine (or SPONSON_ENGINE), chosen by the person who started it"
+	whyOlderCommit = "rolling a scope back is a person's decision on one run, never a tool call"
+)
+
+var (
+	pEnv = toolParam{name: "environment", flag: "env", desc: "Environment to run in, one sponson.hcl declares (default \"preview\"; never inferred from the branch). A protected environment such as production is refused unless the server was started with --allow-production."}
+	pDir = toolParam{name: "directory", flag: "chdir", desc: "Configuration directory (default: the server's working directory)."}
+	pSt  = toolParam{name: "store", flag: "store", desc: "Store URL: file://DIR, git, git+URL, postgres://... or s3://BUCKET/PREFIX (default: .sponson/ in the configuration directory)."}
+	pSc  = toolParam{name: "scope", flag: "scope", desc: "Scope name, overriding detection (a local branch gives branch-<name>)."}
+	pPR  = toolParam{name: "pull_request", flag: "pr", desc: "Pull request number; the scope becomes pr-<n>."}
+	pBr  = toolParam{name: "branch", flag: "branch", desc: "Branch name; the scope becomes main or branch-<name>."}
+	pCo  = toolParam{name: "commit", flag: "commit", desc: "Commit recorded in the receipt (default: HEAD of the directory's repository)."}
+
+	pVarsEngine = toolParam{name: "variables", kind: kindVars, flag: "-var", engine: true, desc: "Input variables, NAME to VALUE, passed to the engine as -var NAME=VALUE."}
+	pVarFiles   = toolParam{name: "var_files", kind: kindStrings, flag: "-var-file", engine: true, desc: "Variable files passed to the engine as -var-file."}
+	pTargets    = toolParam{name: "targets", kind: kindStrings, flag: "-target", engine: true, desc: "Resource addresses the run is limited to (-target)."}
+
+	pWait  = toolParam{name: "wait", kind: kindBool, flag: "wait", desc: "Wait for the scope's lease when another run holds it (progress notifications say who holds it and until when); without it a held lease is LOCK_HELD."}
+	pWaitT = toolParam{name: "wait_timeout", kind: kindDuration, flag: "wait-timeout", desc: "How long wait waits before WAIT_TIMEOUT, a Go duration such as 10m."}
+	pTTL   = toolParam{name: "lease_ttl", kind: kindDuration, flag: "lease-ttl", desc: "Lease TTL, a Go duration; renewed every TTL/3."}
+
+	pSummary = toolParam{name: "summary", flag: "summary", desc: "Write the run's Markdown summary to this file."}
+	pComment = toolParam{name: "comment", kind: kindBool, flag: "comment", desc: "Post the summary as the pull request's sticky comment (needs the host's token in the server's environment)."}
+	pGitLab  = toolParam{name: "gitlab_report", flag: "gitlab-report", desc: "Write GitLab's terraform report JSON to this file."}
+)
+
+func runToolParams(writes bool) []toolParam {
+	ps := []toolParam{pEnv, pSc, pPR, pBr, pCo, pDir, pSt, pVarsEngine, pVarFiles, pTargets, pSummary, pComment, pGitLab}
+	if writes {
+		ps = append(ps, pWait, pWaitT, pTTL)
+	}
+	return ps
+}
+
+// mcpTools is the tool table of `sponson mcp`.
+var mcpTools = []toolSpec{
+	{name: "plan", command: "plan", guarded: true, readOnly: true, params: runToolParams(false),
+		withheld: map[string]string{"engine": whyEngine},
+		desc:     "Plan this branch's scope (sponson plan --json): what apply would change, refused early when it would change a resource another scope owns. Takes no lease and writes nothing."},
+	{name: "apply", command: "apply", guarded: true, params: runToolParams(true),
+		withheld: map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit},
+		desc:     "Apply in this branch's scope (sponson apply --json) under the scope's lease; the receipt records the run. A local branch gives scope branch-<name>, which its pull request later takes over. Never approves itself: protected environments need the approver the server was started with."},
+	{name: "destroy", command: "destroy", guarded: true, confirm: true,
+		params:   append(runToolParams(true), toolParam{name: "confirm", desc: "The name of the scope to destroy (for example branch-my-feature), required: a destroy runs only when it names the scope the call resolves to."}),
+		withheld: map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit},
+		desc:     "Destroy everything the scope owns (sponson destroy --json). Needs confirm naming the scope."},
+	{name: "status", command: "status", readOnly: true, params: []toolParam{pEnv, pDir, pSt},
+		desc: "The environment's scopes (sponson status --json): each scope's last run, lease and owned resources."},
+	{name: "receipt", command: "receipt", readOnly: true, params: []toolParam{pEnv, pSc, pPR, pBr, pDir, pSt},
+		desc: "The scope's latest receipt (sponson receipt --json): who applied what, from which commit, with which outcome."},
+	{name: "output", command: "output", guarded: true, readOnly: true,
+		params: []toolParam{pEnv, pSc, pPR, pBr, pDir, pSt,
+			{name: "raw", kind: kindBool, flag: "raw", desc: "The value of one string output as it is (with name)."},
+			{name: "name", positional: true, desc: "One output's name (default: all outputs)."}},
+		desc: "The scope's outputs from its state in the store (sponson output --json)."},
+	{name: "drift", command: "drift", guarded: true, readOnly: true,
+		params: []toolParam{pEnv, pDir, pSt,
+			{name: "variables", kind: kindVars, flag: "var", desc: "Input variables, NAME to VALUE, passed to the engine as -var NAME=VALUE."},
+			{name: "var_files", kind: kindStrings, flag: "var-file", desc: "Variable files passed to the engine as -var-file."},
+			pSummary,
+			{name: "scopes", kind: kindStrings, positional: true, desc: "Scopes to check (default: every scope of the environment)."}},
+		withheld: map[string]string{"engine": whyEngine},
+		desc:     "Refresh-only plans of the environment's scopes against the real infrastructure (sponson drift --json); changes nothing."},
+}
+
+// inputSchema is the JSON schema of a tool's arguments.
+func (t toolSpec) inputSchema() map[string]any {
+	props := map[string]any{}
+	for _, p := range t.params {
+		var s map[string]any
+		switch p.kind {
+		case kindBool:
+			s = map[string]any{"type": "boolean"}
+		case kindStrings:
+			s = map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
+		case kindVars:
+			s = map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
+		default:
+			s = map[string]any{"type": "string"}
+		}
+		s["description"] = p.desc
+		props[p.name] = s
+	}
+	schema := map[string]any{"type": "object", "properties": props}
+	if t.confirm {
+		schema["required"] = []string{"confirm"}
+	}
+	return schema
+}
+
+// toolArgs is a tool call's arguments, as the client sent them.
+type toolArgs map[string]json.RawMessage
+
+// approvalKey reports whether an argument name tries to approve the run or
+// to set the run's environment variables: an agent may do neither, whatever
+// the spelling.
+func approvalKey(name string) bool {
+	n := strings.NewReplacer("_", "", "-", "", " ", "").Replace(strings.ToLower(name))
+	return strings.Contains(n, "approv") || slices.Contains([]string{"env", "envs", "envvars", "environmentvariables", "environ"}, n)
+}
+
+// refuseApproval is the refusal of a call that carries an approver.
+func refuseApproval(tool, key string) error {
+	return errcode.New(errcode.EnvNotApproved, "%s: the argument %q is refused: an agent cannot approve its own run or set the run's environment", tool, key).
+		WithHint("Ask the person running the MCP server to approve: they restart it with `sponson mcp --approved-by NAME` (and --allow-production for production), or run the command themselves.").
+		With("argument", key)
+}
+
+// argv turns a call's arguments into the command line of the tool's
+// command, every value one argument (--flag=VALUE), so no value can be read
+// as another flag. The destroy confirmation is returned apart.
+func (t toolSpec) argv(args toolArgs) (cli []string, confirm string, err error) {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if approvalKey(k) {
+			return nil, "", refuseApproval(t.name, k)
+		}
+	}
+	cli = []string{t.command, "--json"}
+	var positional []string
+	for _, k := range keys {
+		i := slices.IndexFunc(t.params, func(p toolParam) bool { return p.name == k })
+		if i < 0 {
+			return nil, "", errcode.New(errcode.Usage, "%s has no parameter %q", t.name, k).
+				WithHint("The tool's input schema lists its parameters.").With("parameter", k)
+		}
+		p := t.params[i]
+		raw := args[k]
+		if string(raw) == "null" {
+			continue
+		}
+		vals, err := p.values(raw)
+		if err != nil {
+			return nil, "", errcode.Wrap(errcode.Usage, err, "%s: parameter %s", t.name, k)
+		}
+		switch {
+		case p.name == "confirm":
+			confirm = vals[0]
+		case p.positional:
+			for _, v := range vals {
+				if strings.HasPrefix(v, "-") {
+					return nil, "", errcode.New(errcode.Usage, "%s: %s %q must not start with '-'", t.name, k, v)
+				}
+			}
+			positional = append(positional, vals...)
+		default:
+			prefix := "--" + p.flag
+			if p.engine {
+				prefix = p.flag
+			}
+			for _, v := range vals {
+				cli = append(cli, prefix+"="+v)
+			}
+		}
+	}
+	return append(cli, positional...), confirm, nil
+}
+
+// values decodes one parameter's value into the argument values it gives.
+func (p toolParam) values(raw json.RawMessage) ([]string, error) {
+	switch p.kind {
+	case kindBool:
+		var b bool
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, fmt.Errorf("want a boolean: %w", err)
+		}
+		return []string{fmt.Sprint(b)}, nil
+	case kindStrings:
+		var ss []string
+		if err := json.Unmarshal(raw, &ss); err != nil {
+			return nil, fmt.Errorf("want an array of strings: %w", err)
+		}
+		return ss, nil
+	case kindVars:
+		var m map[string]string
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("want an object of strings: %w", err)
+		}
+		names := make([]string, 0, len(m))
+		for k := range m {
+			if k == "" || strings.ContainsRune(k, '=') {
+				return nil, fmt.Errorf("variable name %q is not valid", k)
+			}
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		out := make([]string, 0, len(names))
+		for _, k := range names {
+			out = append(out, k+"="+m[k])
+		}
+		return out, nil
+	default:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("want a string: %w", err)
+		}
+		return []string{s}, nil
+	}
+}
+
+// contextFlags picks the context flags of a call's arguments, for the
+// server's own checks (the environment, destroy's confirmation).
+func contextFlags(args toolArgs) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{"environment", "scope", "pull_request", "branch", "commit", "directory"} {
+		var s string
+		if raw, ok := args[k]; ok && json.Unmarshal(raw, &s) == nil {
+			out[k] = s
+		}
+	}
+	return out
+}
