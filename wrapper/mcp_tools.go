@@ -68,6 +68,7 @@ const (
 )
 
 var (
+	pStk = toolParam{name: "stack", flag: "stack", desc: "Stack name: one root module of one repository (default: the sponson_scope stack attribute, else the repository and the configuration's directory in it)."}
 	pEnv = toolParam{name: "environment", flag: "env", desc: "Environment to run in, one sponson.hcl declares (default \"preview\"; never inferred from the branch). A protected environment such as production is refused unless the server was started with --allow-production."}
 	pDir = toolParam{name: "directory", flag: "chdir", desc: "Configuration directory (default: the server's working directory)."}
 	pSt  = toolParam{name: "store", flag: "store", desc: "Store URL: file://DIR, git, git+URL, postgres://... or s3://BUCKET/PREFIX (default: .sponson/ in the configuration directory)."}
@@ -90,7 +91,7 @@ var (
 )
 
 func runToolParams(writes bool) []toolParam {
-	ps := []toolParam{pEnv, pSc, pPR, pBr, pCo, pDir, pSt, pVarsEngine, pVarFiles, pTargets, pSummary, pComment, pGitLab}
+	ps := []toolParam{pStk, pEnv, pSc, pPR, pBr, pCo, pDir, pSt, pVarsEngine, pVarFiles, pTargets, pSummary, pComment, pGitLab}
 	if writes {
 		ps = append(ps, pWait, pWaitT, pTTL)
 	}
@@ -109,12 +110,12 @@ var mcpTools = []toolSpec{
 		params:   append(runToolParams(true), toolParam{name: "confirm", desc: "The name of the scope to destroy (for example branch-my-feature), required: a destroy runs only when it names the scope the call resolves to."}),
 		withheld: map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit},
 		desc:     "Destroy everything the scope owns (sponson destroy --json). Needs confirm naming the scope."},
-	{name: "status", command: "status", readOnly: true, params: []toolParam{pEnv, pDir, pSt},
+	{name: "status", command: "status", readOnly: true, params: []toolParam{{name: "stack", flag: "stack", desc: "Show only this stack (default: every stack of the environment)."}, pEnv, pDir, pSt},
 		desc: "The environment's scopes (sponson status --json): each scope's last run, lease and owned resources."},
-	{name: "receipt", command: "receipt", readOnly: true, params: []toolParam{pEnv, pSc, pPR, pBr, pDir, pSt},
+	{name: "receipt", command: "receipt", readOnly: true, params: []toolParam{pStk, pEnv, pSc, pPR, pBr, pDir, pSt},
 		desc: "The scope's latest receipt (sponson receipt --json): who applied what, from which commit, with which outcome."},
 	{name: "output", command: "output", guarded: true, readOnly: true,
-		params: []toolParam{pEnv, pSc, pPR, pBr, pDir, pSt,
+		params: []toolParam{pStk, pEnv, pSc, pPR, pBr, pDir, pSt,
 			{name: "raw", kind: kindBool, flag: "raw", desc: "The value of one string output as it is (with name)."},
 			{name: "name", positional: true, desc: "One output's name (default: all outputs)."}},
 		desc: "The scope's outputs from its state in the store (sponson output --json)."},
