@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
 // segment is what an environment, scope, run id or record name may be in
@@ -124,103 +122,4 @@ func StackOf(seg string) (stack string, ok bool) {
 		return "", false
 	}
 	return stack, true
-}
-
-// Lost returns ErrLeaseLost for k with the reason, as every backend reports a
-// refused fenced write.
-func Lost(k Key, why string) error {
-	return fmt.Errorf("%w: %s: %s", ErrLeaseLost, k, why)
-}
-
-// EncodeReceipt checks r for a write under the lease of k and renders it as
-// stored; it returns the copy that reads back. A backend never stores a
-// receipt it would later report as corrupt.
-func EncodeReceipt(k Key, r *receipt.Receipt) ([]byte, *receipt.Receipt, error) {
-	if r == nil {
-		return nil, nil, errcode.New(errcode.Internal, "no receipt to write for %s", k)
-	}
-	if err := CheckName("run id", r.RunID); err != nil {
-		return nil, nil, err
-	}
-	if r.Stack == "" && k.Stack != "" {
-		// A receipt carried over from before stacks (a predecessor being
-		// rewritten after a migration) takes the stack it is stored under.
-		c := *r
-		c.Stack = k.Stack
-		r = &c
-	}
-	if r.Environment != k.Environment || r.Scope != k.Scope || r.Stack != k.Stack {
-		return nil, nil, errcode.New(errcode.Internal, "receipt of %s/%s (stack %q) written under the lease of %s", r.Environment, r.Scope, r.Stack, k)
-	}
-	data, err := receipt.Marshal(r)
-	if err != nil {
-		return nil, nil, errcode.Wrap(errcode.Internal, err, "encode the receipt of run %s", r.RunID)
-	}
-	parsed, err := receipt.Parse(data)
-	if err != nil {
-		return nil, nil, errcode.Wrap(errcode.Internal, err, "refusing to store a receipt that would not read back")
-	}
-	return data, parsed, nil
-}
-
-// SchemeCreatedBy marks the rows of the ownership index that name an
-// identity scheme in use instead of an object (SchemeIdentity).
-const SchemeCreatedBy = "scheme"
-
-// SchemeIdentity is the identity under which the ownership index lists the
-// identity schemes the scopes of an environment use for a provider's
-// resource type: one row per scope and scheme, whose Address holds the
-// scheme's attributes joined by ",". A run reads them to compute its
-// planned changes under every scheme in use (issue 12 item 1).
-func SchemeIdentity(provider, typ string) string { return "scheme|" + provider + "|" + typ }
-
-// IndexRow is one row of the ownership index of a receipt.
-type IndexRow struct{ Identity, Address, CreatedBy string }
-
-// IndexRows returns the rows of the ownership index for a receipt's ledger:
-// every entry under its identity and each of its keys, then one row per
-// identity scheme the entries were computed with. Every backend indexes
-// exactly these rows.
-func IndexRows(r *receipt.Receipt) []IndexRow {
-	var rows []IndexRow
-	seen := map[IndexRow]bool{}
-	add := func(row IndexRow) {
-		if row.Identity != "" && !seen[row] {
-			seen[row] = true
-			rows = append(rows, row)
-		}
-	}
-	for _, e := range r.Ledger {
-		add(IndexRow{e.Identity, e.Address, e.CreatedBy})
-		for _, k := range e.Keys {
-			add(IndexRow{k, e.Address, e.CreatedBy})
-		}
-	}
-	for _, e := range r.Ledger {
-		if len(e.Scheme) > 0 {
-			add(IndexRow{SchemeIdentity(e.Provider, e.Type), strings.Join(e.Scheme, ","), SchemeCreatedBy})
-		}
-	}
-	return rows
-}
-
-// OwnersOf returns the ownership-index entries of a scope's receipt r. An
-// identity the scope's previous entries (prev) already held keeps the time
-// it was first recorded; a new one gets now, the store's clock. Since is for
-// people: the intent race rule does not read it (ownership.UnderIntentLease).
-func OwnersOf(k Key, r *receipt.Receipt, prev []Owner, now time.Time) []Owner {
-	since := make(map[string]time.Time, len(prev))
-	for _, o := range prev {
-		since[o.Identity] = o.Since
-	}
-	rows := IndexRows(r)
-	out := make([]Owner, 0, len(rows))
-	for _, e := range rows {
-		at, ok := since[e.Identity]
-		if !ok {
-			at = now
-		}
-		out = append(out, Owner{Stack: k.Stack, Scope: k.Scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
-	}
-	return out
 }

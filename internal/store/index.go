@@ -1,0 +1,74 @@
+package store
+
+import (
+	"strings"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// The ownership index every backend keeps (docs/design.md §2.5
+// "Ownership"): which rows a receipt puts in it, and the entries of a scope
+// with the time each identity was first recorded.
+
+// SchemeCreatedBy marks the rows of the ownership index that name an
+// identity scheme in use instead of an object (SchemeIdentity).
+const SchemeCreatedBy = "scheme"
+
+// SchemeIdentity is the identity under which the ownership index lists the
+// identity schemes the scopes of an environment use for a provider's
+// resource type: one row per scope and scheme, whose Address holds the
+// scheme's attributes joined by ",". A run reads them to compute its
+// planned changes under every scheme in use (issue 12 item 1).
+func SchemeIdentity(provider, typ string) string { return "scheme|" + provider + "|" + typ }
+
+// IndexRow is one row of the ownership index of a receipt.
+type IndexRow struct{ Identity, Address, CreatedBy string }
+
+// IndexRows returns the rows of the ownership index for a receipt's ledger:
+// every entry under its identity and each of its keys, then one row per
+// identity scheme the entries were computed with. Every backend indexes
+// exactly these rows.
+func IndexRows(r *receipt.Receipt) []IndexRow {
+	var rows []IndexRow
+	seen := map[IndexRow]bool{}
+	add := func(row IndexRow) {
+		if row.Identity != "" && !seen[row] {
+			seen[row] = true
+			rows = append(rows, row)
+		}
+	}
+	for _, e := range r.Ledger {
+		add(IndexRow{e.Identity, e.Address, e.CreatedBy})
+		for _, k := range e.Keys {
+			add(IndexRow{k, e.Address, e.CreatedBy})
+		}
+	}
+	for _, e := range r.Ledger {
+		if len(e.Scheme) > 0 {
+			add(IndexRow{SchemeIdentity(e.Provider, e.Type), strings.Join(e.Scheme, ","), SchemeCreatedBy})
+		}
+	}
+	return rows
+}
+
+// OwnersOf returns the ownership-index entries of a scope's receipt r. An
+// identity the scope's previous entries (prev) already held keeps the time
+// it was first recorded; a new one gets now, the store's clock. Since is for
+// people: the intent race rule does not read it (ownership.UnderIntentLease).
+func OwnersOf(k Key, r *receipt.Receipt, prev []Owner, now time.Time) []Owner {
+	since := make(map[string]time.Time, len(prev))
+	for _, o := range prev {
+		since[o.Identity] = o.Since
+	}
+	rows := IndexRows(r)
+	out := make([]Owner, 0, len(rows))
+	for _, e := range rows {
+		at, ok := since[e.Identity]
+		if !ok {
+			at = now
+		}
+		out = append(out, Owner{Stack: k.Stack, Scope: k.Scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
+	}
+	return out
+}
