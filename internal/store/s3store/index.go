@@ -220,12 +220,12 @@ func (s *Store) mergeIndex(ctx context.Context, env string, c *envCache, n need,
 				c.scopes[id] = e
 			}
 			owners := make([]store.Owner, len(row.Entries))
+			k, _ := keyOf(env, id) // once per scope: it checks the names
 			for i, r := range row.Entries {
 				run := r.RunID
 				if run == "" {
 					run = row.RunID
 				}
-				k, _ := keyOf(env, id)
 				owners[i] = store.Owner{Stack: k.Stack, Scope: k.Scope, Identity: r.Identity, Address: r.Address, CreatedBy: r.CreatedBy, RunID: run, Since: time.Unix(0, r.Since).UTC()}
 			}
 			e.ownersOK, e.OwnersKey, e.Owners = true, row.Key, owners
