@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 )
@@ -148,25 +147,4 @@ func commandName(args []string) string {
 		}
 	}
 	return "sponson"
-}
-
-// bindEnv gives every flag that has not been set on the command line the
-// value of its SPONSON_* variable, so CI can set a flag once for a whole
-// pipeline. The names come from envNames.
-func bindEnv(fs *pflag.FlagSet, envNames map[string]string, getenv func(string) string) error {
-	var firstErr error
-	fs.VisitAll(func(fl *pflag.Flag) {
-		name, ok := envNames[fl.Name]
-		if !ok || fl.Changed || firstErr != nil {
-			return
-		}
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		if err := fs.Set(fl.Name, v); err != nil {
-			firstErr = errcode.New(errcode.Usage, "%s=%q is not a valid value for --%s: %v", name, v, fl.Name, err)
-		}
-	})
-	return firstErr
 }

@@ -22,18 +22,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
-// StoreFlags locate a store without running the engine.
-type StoreFlags struct {
-	Env, Chdir, Store string
-}
-
-func (s *StoreFlags) bind(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringVar(&s.Env, "env", "", "environment (env SPONSON_CTX_ENV; default \"preview\")")
-	fs.StringVar(&s.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
-	fs.StringVar(&s.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
-}
-
 func (s *StoreFlags) open(cmd *cobra.Command, f *Factory) (store.Store, string, string, error) {
 	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
 		return nil, "", "", err

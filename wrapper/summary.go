@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/sponson/terraform-provider-sponson/internal/comment"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
@@ -23,31 +21,6 @@ const stepSummaryLimit = 1 << 20
 // commentTimeout bounds the whole comment exchange: a slow host delays the
 // end of a run by at most this much.
 const commentTimeout = time.Minute
-
-// ReviewFlags publish a run's summary where reviewers look.
-type ReviewFlags struct {
-	Summary      string
-	Comment      bool
-	GitLabReport string
-}
-
-var reviewFlagEnv = map[string]string{
-	"summary":       "SPONSON_SUMMARY",
-	"comment":       "SPONSON_COMMENT",
-	"gitlab-report": "SPONSON_GITLAB_REPORT",
-}
-
-func (r *ReviewFlags) bind(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringVar(&r.Summary, "summary", "", "write the run's Markdown summary to `FILE` (env SPONSON_SUMMARY); it is also appended to $GITHUB_STEP_SUMMARY when that is set")
-	fs.BoolVar(&r.Comment, "comment", false, "post the summary as one sticky comment per pull request, stack and environment on GitHub (GITHUB_TOKEN) or GitLab (SPONSON_GITLAB_TOKEN, GITLAB_TOKEN or CI_JOB_TOKEN), updated in place; a failure to comment is a warning (env SPONSON_COMMENT)")
-	fs.StringVar(&r.GitLabReport, "gitlab-report", "", "write GitLab's artifacts:reports:terraform JSON (create, update, delete counts) to `FILE` (env SPONSON_GITLAB_REPORT)")
-}
-
-// wanted reports whether the run must render a summary at all.
-func (r *ReviewFlags) wanted(getenv func(string) string) bool {
-	return r.Summary != "" || r.Comment || r.GitLabReport != "" || getenv("GITHUB_STEP_SUMMARY") != ""
-}
 
 // summaryOf builds what a run's summary shows from its result and error.
 func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {

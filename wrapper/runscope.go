@@ -25,60 +25,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 )
 
-// RunFlags are the flags plan, apply and destroy share.
-type RunFlags struct {
-	Env, Scope, PR, Branch, Commit string
-	Stack                          string
-	Chdir, Store, Engine           string
-	Wait                           bool
-	WaitTimeout, LeaseTTL          time.Duration
-	ApprovedBy                     string
-	AllowOlderCommit               bool
-	// engine holds the engine flags (engineflag), read by resolve.
-	engine engineflag.Parsed
-	// savePlan is plan's -out FILE; planFile apply's saved plan FILE.
-	savePlan, planFile string
-	// engineCommand names the engine command whose flags the command
-	// takes, when it is not the run's command (import applies).
-	engineCommand string
-}
-
-// runFlagEnv names the SPONSON_* variable of each flag. The context flags
-// use the SPONSON_CTX_* names that context detection reads.
-var runFlagEnv = map[string]string{
-	"chdir":        "SPONSON_CHDIR",
-	"store":        storeurl.EnvVar,
-	"engine":       "SPONSON_ENGINE",
-	"wait":         "SPONSON_WAIT",
-	"wait-timeout": "SPONSON_WAIT_TIMEOUT",
-	"lease-ttl":    "SPONSON_LEASE_TTL",
-	"approved-by":  "SPONSON_APPROVED_BY",
-	// allow-older-commit has none on purpose: rolling a scope back is
-	// asked for on the command line of one run, never set once for a job.
-}
-
-func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
-	fs := cmd.Flags()
-	fs.StringVar(&r.Env, "env", "", "environment to run in, one sponson.hcl declares (matched case-insensitively; env SPONSON_CTX_ENV; default \"preview\"; never inferred from the branch)")
-	fs.StringVar(&r.Scope, "scope", "", "scope name, overriding detection (env SPONSON_CTX_SCOPE)")
-	fs.StringVar(&r.PR, "pr", "", "pull request number; the scope becomes pr-<n> (env SPONSON_CTX_PR)")
-	fs.StringVar(&r.Branch, "branch", "", "branch name; the scope becomes main or branch-<name> (env SPONSON_CTX_BRANCH)")
-	bindStack(cmd, &r.Stack, stackFlagHelp)
-	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
-	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
-	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
-	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
-	fs.StringArray(engineArgFlag, nil, "an engine flag, in the engine's spelling (set by NormalizeArgs)")
-	_ = fs.MarkHidden(engineArgFlag)
-	if writes {
-		fs.BoolVar(&r.Wait, "wait", false, "wait for the scope's lease when another run holds it (env SPONSON_WAIT; -lock-timeout=D also works)")
-		fs.DurationVar(&r.WaitTimeout, "wait-timeout", waitDefault, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")
-		fs.DurationVar(&r.LeaseTTL, "lease-ttl", lease.DefaultTTL, "lease TTL; renewed every TTL/3 (env SPONSON_LEASE_TTL)")
-		fs.BoolVar(&r.AllowOlderCommit, "allow-older-commit", false, "apply even when the commit is an ancestor of the one the scope last applied, rolling the scope back (recorded in the receipt; without it: OLDER_COMMIT)")
-		fs.StringVar(&r.ApprovedBy, "approved-by", "", "name of the person approving a run in a protected environment such as production (env SPONSON_APPROVED_BY)")
-	}
-}
-
 // runInput is everything resolved from the flags before a run starts.
 type runInput struct {
 	opts     scoperun.Options

@@ -1,0 +1,138 @@
+package wrapper
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+)
+
+// The flags that several commands share, and how a flag gets its SPONSON_*
+// variable: plan, apply and destroy (RunFlags, ReviewFlags), status,
+// receipt and the other readers of a store (StoreFlags), and --stack. A
+// command's own flags stay in its file.
+
+// RunFlags are the flags plan, apply and destroy share.
+type RunFlags struct {
+	Env, Scope, PR, Branch, Commit string
+	Stack                          string
+	Chdir, Store, Engine           string
+	Wait                           bool
+	WaitTimeout, LeaseTTL          time.Duration
+	ApprovedBy                     string
+	AllowOlderCommit               bool
+	// engine holds the engine flags (engineflag), read by resolve.
+	engine engineflag.Parsed
+	// savePlan is plan's -out FILE; planFile apply's saved plan FILE.
+	savePlan, planFile string
+	// engineCommand names the engine command whose flags the command
+	// takes, when it is not the run's command (import applies).
+	engineCommand string
+}
+
+// runFlagEnv names the SPONSON_* variable of each flag. The context flags
+// use the SPONSON_CTX_* names that context detection reads.
+var runFlagEnv = map[string]string{
+	"chdir":        "SPONSON_CHDIR",
+	"store":        storeurl.EnvVar,
+	"engine":       "SPONSON_ENGINE",
+	"wait":         "SPONSON_WAIT",
+	"wait-timeout": "SPONSON_WAIT_TIMEOUT",
+	"lease-ttl":    "SPONSON_LEASE_TTL",
+	"approved-by":  "SPONSON_APPROVED_BY",
+	// allow-older-commit has none on purpose: rolling a scope back is
+	// asked for on the command line of one run, never set once for a job.
+}
+
+func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
+	fs := cmd.Flags()
+	fs.StringVar(&r.Env, "env", "", "environment to run in, one sponson.hcl declares (matched case-insensitively; env SPONSON_CTX_ENV; default \"preview\"; never inferred from the branch)")
+	fs.StringVar(&r.Scope, "scope", "", "scope name, overriding detection (env SPONSON_CTX_SCOPE)")
+	fs.StringVar(&r.PR, "pr", "", "pull request number; the scope becomes pr-<n> (env SPONSON_CTX_PR)")
+	fs.StringVar(&r.Branch, "branch", "", "branch name; the scope becomes main or branch-<name> (env SPONSON_CTX_BRANCH)")
+	bindStack(cmd, &r.Stack, stackFlagHelp)
+	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
+	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
+	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
+	fs.StringArray(engineArgFlag, nil, "an engine flag, in the engine's spelling (set by NormalizeArgs)")
+	_ = fs.MarkHidden(engineArgFlag)
+	if writes {
+		fs.BoolVar(&r.Wait, "wait", false, "wait for the scope's lease when another run holds it (env SPONSON_WAIT; -lock-timeout=D also works)")
+		fs.DurationVar(&r.WaitTimeout, "wait-timeout", waitDefault, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")
+		fs.DurationVar(&r.LeaseTTL, "lease-ttl", lease.DefaultTTL, "lease TTL; renewed every TTL/3 (env SPONSON_LEASE_TTL)")
+		fs.BoolVar(&r.AllowOlderCommit, "allow-older-commit", false, "apply even when the commit is an ancestor of the one the scope last applied, rolling the scope back (recorded in the receipt; without it: OLDER_COMMIT)")
+		fs.StringVar(&r.ApprovedBy, "approved-by", "", "name of the person approving a run in a protected environment such as production (env SPONSON_APPROVED_BY)")
+	}
+}
+
+// StoreFlags locate a store without running the engine.
+type StoreFlags struct {
+	Env, Chdir, Store string
+}
+
+func (s *StoreFlags) bind(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&s.Env, "env", "", "environment (env SPONSON_CTX_ENV; default \"preview\")")
+	fs.StringVar(&s.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
+	fs.StringVar(&s.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+}
+
+// ReviewFlags publish a run's summary where reviewers look.
+type ReviewFlags struct {
+	Summary      string
+	Comment      bool
+	GitLabReport string
+}
+
+var reviewFlagEnv = map[string]string{
+	"summary":       "SPONSON_SUMMARY",
+	"comment":       "SPONSON_COMMENT",
+	"gitlab-report": "SPONSON_GITLAB_REPORT",
+}
+
+func (r *ReviewFlags) bind(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&r.Summary, "summary", "", "write the run's Markdown summary to `FILE` (env SPONSON_SUMMARY); it is also appended to $GITHUB_STEP_SUMMARY when that is set")
+	fs.BoolVar(&r.Comment, "comment", false, "post the summary as one sticky comment per pull request, stack and environment on GitHub (GITHUB_TOKEN) or GitLab (SPONSON_GITLAB_TOKEN, GITLAB_TOKEN or CI_JOB_TOKEN), updated in place; a failure to comment is a warning (env SPONSON_COMMENT)")
+	fs.StringVar(&r.GitLabReport, "gitlab-report", "", "write GitLab's artifacts:reports:terraform JSON (create, update, delete counts) to `FILE` (env SPONSON_GITLAB_REPORT)")
+}
+
+// wanted reports whether the run must render a summary at all.
+func (r *ReviewFlags) wanted(getenv func(string) string) bool {
+	return r.Summary != "" || r.Comment || r.GitLabReport != "" || getenv("GITHUB_STEP_SUMMARY") != ""
+}
+
+// stackFlagHelp is the --stack help of every command that takes it.
+const stackFlagHelp = "stack name: one root module of one repository (env SPONSON_STACK; default: the sponson_scope " +
+	"stack attribute, else the repository and the configuration's directory in it, e.g. github.com/acme/infra//stacks/app)"
+
+func bindStack(cmd *cobra.Command, p *string, help string) {
+	cmd.Flags().StringVar(p, "stack", "", help)
+}
+
+// bindEnv gives every flag that has not been set on the command line the
+// value of its SPONSON_* variable, so CI can set a flag once for a whole
+// pipeline. The names come from envNames.
+func bindEnv(fs *pflag.FlagSet, envNames map[string]string, getenv func(string) string) error {
+	var firstErr error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		name, ok := envNames[fl.Name]
+		if !ok || fl.Changed || firstErr != nil {
+			return
+		}
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		if err := fs.Set(fl.Name, v); err != nil {
+			firstErr = errcode.New(errcode.Usage, "%s=%q is not a valid value for --%s: %v", name, v, fl.Name, err)
+		}
+	})
+	return firstErr
+}
