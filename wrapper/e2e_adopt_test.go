@@ -152,4 +152,6 @@ func TestE2EAdoptFromS3(t *testing.T) {
 	}
 }
 
-func storeKey(scope string) store.Key { return store.Key{Stack: e2eStack, Environment: "preview", Scope: scope} }
+func storeKey(scope string) store.Key {
+	return store.Key{Stack: e2eStack, Environment: "preview", Scope: scope}
+}

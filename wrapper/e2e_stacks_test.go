@@ -297,3 +297,49 @@ func TestE2EStacksTwoRepositories(t *testing.T) {
 
 // objectName is a fixture object's name for a stack.
 func objectName(stack string) string { return strings.NewReplacer("/", "_", ".", "_").Replace(stack) }
+
+// TestE2EStacksSuccessionStaysInStack: a pull request of one root module
+// never inherits from the branch scope of another root module of the same
+// repository, and a stack declared in sponson_scope (a literal) is used.
+func TestE2EStacksSuccessionStaysInStack(t *testing.T) {
+	h := e2e(t)
+	fixture, _ := fixtureEnv(t)
+	root := checkout(t, "git@github.com:acme/infra.git", "network", "app")
+	network, app := filepath.Join(root, "network"), filepath.Join(root, "app")
+	// network names its stack in HCL.
+	cfg := strings.Replace(string(readFile(t, filepath.Join(network, "main.tf"))), `resource "sponson_scope" "this" {`, `resource "sponson_scope" "this" {
+  stack = "acme/network"`, 1)
+	if err := os.WriteFile(filepath.Join(network, "main.tf"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shared := "--store=file://" + filepath.Join(t.TempDir(), "store")
+	env := append([]string{deriveStack}, fixture...)
+
+	r := h.run(network, env, "apply", shared, "--branch", "feat/x", "--json", "-var", objectsVar("n", "succ-net"))
+	if r.exit != 0 {
+		t.Fatalf("apply network on feat/x: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	if got := r.envelope(t)["result"].(map[string]any)["stack"]; got != "acme/network" {
+		t.Fatalf("network's stack = %v, want the declared acme/network", got)
+	}
+	r = h.run(app, env, "apply", shared, "--pr", "5", "--branch", "feat/x", "--json", "-var", objectsVar("a", "succ-app"))
+	if r.exit != 0 {
+		t.Fatalf("apply app pr-5: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	res := r.envelope(t)["result"].(map[string]any)
+	rec := res["receipt"].(map[string]any)
+	if res["stack"] != "github.com/acme/infra//app" || rec["inheritedFrom"] != nil {
+		t.Errorf("app's pr-5: stack %v, inherited from %v; want its own stack and nothing inherited", res["stack"], rec["inheritedFrom"])
+	}
+	if strings.Contains(r.stderr, "inherit") {
+		t.Errorf("app's pr-5 speaks of inheriting:\n%s", r.stderr)
+	}
+	// network's own pull request does inherit its branch scope.
+	r = h.run(network, env, "apply", shared, "--pr", "5", "--branch", "feat/x", "--json", "-var", objectsVar("n", "succ-net"))
+	if r.exit != 0 {
+		t.Fatalf("apply network pr-5: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	if got := r.envelope(t)["result"].(map[string]any)["receipt"].(map[string]any)["inheritedFrom"]; got != "branch-feat-x" {
+		t.Errorf("network's pr-5 inherited from %v, want branch-feat-x", got)
+	}
+}
