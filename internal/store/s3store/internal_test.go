@@ -541,7 +541,7 @@ func TestCollectGarbage(t *testing.T) {
 	}
 	left := objects(t, s)
 	for _, n := range []string{"state/crashed" + sealedSuffix, "owners/crashed.json", "records/scope.crashed.json"} {
-		if _, ok := left["preview/pr-1/"+n]; ok {
+		if _, ok := left["preview/acme_2fapp/pr-1/"+n]; ok {
 			t.Errorf("%s survived", n)
 		}
 	}
