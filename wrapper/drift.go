@@ -177,7 +177,7 @@ func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 // those named, or every scope of the environment that may own something
 // (parent-object leases, destroyed and superseded scopes left out). Other
 // stacks are other root modules, checked by a drift in their directories.
-func driftTargets(ctx context.Context, st store.Index, stack, env string, named []string) ([]store.ScopeSummary, error) {
+func driftTargets(ctx context.Context, st store.Store, stack, env string, named []string) ([]store.ScopeSummary, error) {
 	all, err := st.List(ctx, env)
 	if err != nil {
 		return nil, err

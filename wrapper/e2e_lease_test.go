@@ -32,6 +32,12 @@ func TestE2EEightRunsOneScope(t *testing.T) {
 			ok++
 		case r.exit == 3 && r.code(t) == "LOCK_HELD":
 			held++
+			// The refusal says who holds the lease: the lease record's
+			// description of the holder (here only its host: no CI job).
+			host, _ := os.Hostname()
+			if msg, _ := r.envelope(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "host "+host) || !strings.Contains(msg, "lease until") {
+				t.Errorf("LOCK_HELD does not say who holds the lease: %q", msg)
+			}
 		default:
 			t.Errorf("unexpected outcome: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
 		}
@@ -49,7 +55,7 @@ func TestE2EEightRunsOneScope(t *testing.T) {
 	runIDs := map[string]bool{}
 	waited := 0
 	for _, r := range outcomes {
-		if strings.Contains(r.stderr, "waiting for preview/pr-8") && strings.Contains(r.stderr, ": held by run ") {
+		if strings.Contains(r.stderr, "waiting for preview/pr-8") && strings.Contains(r.stderr, ": held by run ") && strings.Contains(r.stderr, "— waited ") {
 			waited++
 		}
 		if r.exit != 0 {

@@ -231,3 +231,20 @@ func TestReceiptCommand(t *testing.T) {
 		t.Errorf("missing scope: exit %d\n%s", code, out)
 	}
 }
+
+// TestStatusSaysWhoHoldsALease: a live lease whose record describes its
+// holder gets a line under its scope with the job, actor, commit and host.
+func TestStatusSaysWhoHoldsALease(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	l := store.LeaseInfo{
+		Holder: "run-3c1f2a9b", Token: 4, AcquiredAt: now.Add(-time.Minute), ExpiresAt: now.Add(14 * time.Minute),
+		About: store.HolderInfo{JobURL: "https://github.com/acme/infra/actions/runs/123", Actor: "alice", Commit: "1a2b3c4d5e", PullRequest: 42, Host: "runner-7"},
+	}
+	var out bytes.Buffer
+	writeStatusTable(&out, statusRows([]store.ScopeSummary{{Key: store.Key{Environment: "preview", Scope: "pr-42"}, Lease: l}}, now))
+	want := "↳ held by run 3c1f2a9b (https://github.com/acme/infra/actions/runs/123, @alice, commit 1a2b3c4, pull request #42, host runner-7) since "
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("status:\n%s\nlacks %q", out.String(), want)
+	}
+}

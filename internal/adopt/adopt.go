@@ -184,10 +184,7 @@ func pull(ctx context.Context, o Options) ([]byte, receipt.Engine, error) {
 }
 
 // refuseOccupied refuses a scope that has state with resources or a ledger.
-func refuseOccupied(ctx context.Context, st interface {
-	store.Receipts
-	store.States
-}, key store.Key) error {
+func refuseOccupied(ctx context.Context, st store.Store, key store.Key) error {
 	prev, err := st.LatestReceipt(ctx, key)
 	if err != nil {
 		return err
@@ -208,7 +205,7 @@ func refuseOccupied(ctx context.Context, st interface {
 
 // refuseForeign refuses a state whose resources another scope of the
 // environment owns: adopting them would give them two owners.
-func refuseForeign(ctx context.Context, st ownership.Index, key store.Key, ledger []receipt.Entry) error {
+func refuseForeign(ctx context.Context, st store.Store, key store.Key, ledger []receipt.Entry) error {
 	var ids []string
 	for _, e := range ledger {
 		ids = append(ids, e.Identity)

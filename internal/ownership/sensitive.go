@@ -153,20 +153,13 @@ func sensitiveFromPlan(p *tfjson.Plan) map[string]map[string]bool {
 	return out
 }
 
-// HashKeyStore is what LoadHashKey needs of a store: the environment's
-// record of the key, and the lease that fences its creation.
-type HashKeyStore interface {
-	lease.Store
-	ReadRecord(ctx context.Context, key store.Key, name string) ([]byte, error)
-}
-
 // LoadHashKey returns the environment's key for sensitive identifying
 // values. When the store has none yet and create is set, it makes one under
 // the intent lease (so two runs never make two); without create it returns
 // a fresh key that is not kept: no identity in the environment is hashed
 // yet, so a read-only plan can match nothing hashed anyway. nil, nil when
 // there is none and need is false.
-func LoadHashKey(ctx context.Context, st HashKeyStore, env, holder string, cfg lease.Config, need, create bool) ([]byte, error) {
+func LoadHashKey(ctx context.Context, st store.Store, env, holder string, cfg lease.Config, need, create bool) ([]byte, error) {
 	key := store.Key{Environment: env, Scope: IntentLeaseScope}
 	read := func(ctx context.Context) ([]byte, error) {
 		b, err := st.ReadRecord(ctx, key, HashKeyRecord)

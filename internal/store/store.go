@@ -96,24 +96,8 @@ type ScopeSummary struct {
 	Latest *receipt.Receipt // nil when the scope has no receipt
 }
 
-// Store is the contract of a backend: all of its parts. A consumer takes
-// only the part it uses (lease.Store, statesrv.Reader, ownership.Index,
-// ...), so what each one needs of a store can be read from its signature.
+// Store is the contract of a backend.
 type Store interface {
-	Leases
-	Receipts
-	States
-	Records
-	Quarantines
-	Index
-
-	// Close releases the store's connections; leases are not released.
-	Close() error
-}
-
-// Leases are the scope leases with their fencing tokens (docs/design.md
-// §2.7 "Lease").
-type Leases interface {
 	// Acquire grants the lease of key to holder for ttl, taking over an
 	// expired lease. A live lease gives *HeldError, also when holder is the
 	// one holding it: holder ids name one run, which never asks twice.
@@ -125,27 +109,17 @@ type Leases interface {
 	Release(ctx context.Context, l Lease) error
 	// ReadLease returns the lease record; the zero LeaseInfo if none.
 	ReadLease(ctx context.Context, key Key) (LeaseInfo, error)
-}
 
-// Receipts are the scopes' receipts; the latest one carries the ledger and,
-// in the same fenced step, the scope's part of the ownership index.
-type Receipts interface {
 	// WriteReceipt stores r as the scope's latest receipt, fenced by l.
 	WriteReceipt(ctx context.Context, l Lease, r *receipt.Receipt) error
 	// LatestReceipt returns the scope's latest receipt, nil if none.
 	LatestReceipt(ctx context.Context, key Key) (*receipt.Receipt, error)
-}
 
-// States are the scopes' Terraform states.
-type States interface {
 	// WriteState replaces the scope's Terraform state, fenced by l.
 	WriteState(ctx context.Context, l Lease, state []byte) error
 	// ReadState returns the scope's Terraform state, nil if none.
 	ReadState(ctx context.Context, key Key) ([]byte, error)
-}
 
-// Records are the small fenced documents of a scope.
-type Records interface {
 	// WriteRecord stores a small named document of the scope, fenced by l:
 	// the sponson_scope resource keeps its record here. name is a plain
 	// path segment.
@@ -155,10 +129,7 @@ type Records interface {
 	// DeleteRecord removes a record, fenced by l; removing a record that
 	// does not exist is not an error.
 	DeleteRecord(ctx context.Context, l Lease, name string) error
-}
 
-// Quarantines keep the states runs could not write (docs/design.md §2.12).
-type Quarantines interface {
 	// Quarantine keeps a state that a run could not write, for example the
 	// errored.tfstate an engine leaves when its state write was refused
 	// after the lease was lost. It is not fenced (the run that produced it
@@ -167,11 +138,7 @@ type Quarantines interface {
 	Quarantine(ctx context.Context, key Key, runID string, state []byte) error
 	// ListQuarantine returns the quarantined states of a scope, oldest first.
 	ListQuarantine(ctx context.Context, key Key) ([]Quarantined, error)
-}
 
-// Index is the ownership index of an environment (docs/design.md §2.5
-// "Ownership") and its listing.
-type Index interface {
 	// Owners returns the ledger entries, intents included, of every scope of
 	// every stack of env whose identity is one of identities (every entry when identities
 	// is nil), in one store operation: the foreign check reads the whole
@@ -184,6 +151,9 @@ type Index interface {
 	// record or a receipt, sorted by stack and then scope. Parent leases
 	// (no stack) come first.
 	List(ctx context.Context, env string) ([]ScopeSummary, error)
+
+	// Close releases the store's connections; leases are not released.
+	Close() error
 }
 
 // Owner is one ledger entry of one scope, as the ownership index holds it.

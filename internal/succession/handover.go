@@ -20,17 +20,9 @@ const (
 	commandDestroy = "destroy"
 )
 
-// Store is what a handover needs of a store: both scopes' leases and the
-// writes they fence (lease.Store), and the predecessor's state and receipt.
-type Store interface {
-	lease.Store
-	ReadState(ctx context.Context, key store.Key) ([]byte, error)
-	LatestReceipt(ctx context.Context, key store.Key) (*receipt.Receipt, error)
-}
-
 // Run is what the handover needs of the run it is part of.
 type Run struct {
-	Store Store
+	Store store.Store
 	Key   store.Key // the run's own scope
 	RunID string
 	// Command is "apply" or "destroy"; a plan takes no part.

@@ -194,7 +194,7 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 	if cur.Live(now) {
 		return store.Grant{}, &store.HeldError{Key: key, Lease: cur}
 	}
-	next := store.LeaseInfo{Holder: holder, Token: cur.Token + 1, AcquiredAt: now, ExpiresAt: now.Add(ttl)}
+	next := store.LeaseInfo{Holder: holder, Token: cur.Token + 1, AcquiredAt: now, ExpiresAt: now.Add(ttl), About: store.HolderFrom(ctx)}
 	if err := writeJSON(dir, leaseFile, next); err != nil {
 		return store.Grant{}, err
 	}
@@ -235,7 +235,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 		return err
 	}
 	return s.fenced(ctx, l, func(dir string, cur store.LeaseInfo, now time.Time) error {
-		cur.Holder = ""
+		cur.Holder, cur.About = "", store.HolderInfo{}
 		cur.ExpiresAt = now
 		return writeJSON(dir, leaseFile, cur)
 	})

@@ -37,7 +37,7 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 		if cur.lease.Live(now) {
 			return nil, &store.HeldError{Key: key, Lease: cur.lease}
 		}
-		next := store.LeaseInfo{Holder: holder, Token: cur.lease.Token + 1, AcquiredAt: now, ExpiresAt: now.Add(ttl)}
+		next := store.LeaseInfo{Holder: holder, Token: cur.lease.Token + 1, AcquiredAt: now, ExpiresAt: now.Add(ttl), About: store.HolderFrom(ctx)}
 		grant := store.Grant{Lease: store.Lease{Key: key, Holder: holder, Token: next.Token, ExpiresAt: next.ExpiresAt}}
 		if cur.lease.Holder != "" {
 			p := cur.lease
@@ -92,7 +92,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 			return nil, err
 		}
 		next := cur.lease
-		next.Holder = ""
+		next.Holder, next.About = "", store.HolderInfo{}
 		next.ExpiresAt = now
 		return &change{files: map[string][]byte{leaseFile: encodeLease(next)}, msg: fmt.Sprintf("release %s by %s, token %d", l.Key, l.Holder, l.Token)}, nil
 	})

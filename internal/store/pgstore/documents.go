@@ -311,13 +311,14 @@ func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, err
 	type row struct {
 		stack, scope     string
 		holder, body     *string
+		about            *string
 		token            int64
 		acquired, expiry time.Time
 	}
 	var rowsOut []row
 	err := s.do(ctx, "list the scopes of "+env, func(ctx context.Context, _ int) error {
 		rows, err := s.pool.Query(ctx, s.sql(`
-SELECT l.stack, l.scope, l.holder, l.token, l.acquired_at, l.expires_at, r.body::text
+SELECT l.stack, l.scope, l.holder, l.token, l.acquired_at, l.expires_at, r.body::text, l.about::text
   FROM {s}.leases l
   LEFT JOIN {s}.latest t ON t.env = l.env AND t.stack = l.stack AND t.scope = l.scope
   LEFT JOIN {s}.receipts r ON r.env = t.env AND r.stack = t.stack AND r.scope = t.scope AND r.run_id = t.run_id
@@ -328,7 +329,7 @@ SELECT l.stack, l.scope, l.holder, l.token, l.acquired_at, l.expires_at, r.body:
 		}
 		rowsOut, err = pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
 			var r row
-			err := cr.Scan(&r.stack, &r.scope, &r.holder, &r.token, &r.acquired, &r.expiry, &r.body)
+			err := cr.Scan(&r.stack, &r.scope, &r.holder, &r.token, &r.acquired, &r.expiry, &r.body, &r.about)
 			return r, err
 		})
 		return err
@@ -342,6 +343,7 @@ SELECT l.stack, l.scope, l.holder, l.token, l.acquired_at, l.expires_at, r.body:
 		sum := store.ScopeSummary{Key: k, Lease: store.LeaseInfo{Token: r.token, AcquiredAt: r.acquired.UTC(), ExpiresAt: r.expiry.UTC()}}
 		if r.holder != nil {
 			sum.Lease.Holder = *r.holder
+			sum.Lease.About = decodeAbout(r.about)
 		}
 		if r.body != nil {
 			if sum.Latest, err = parseReceipt(k, *r.body); err != nil {

@@ -39,6 +39,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -261,10 +262,11 @@ func (s *Store) acquireOnce(ctx context.Context, key store.Key, holder string, t
 func (s *Store) tryAcquire(ctx context.Context, key store.Key, holder, nonce string, ttl time.Duration, g *store.Grant) (bool, error) {
 	row := s.pool.QueryRow(ctx, s.sql(`
 WITH now AS (SELECT clock_timestamp() AS t)
-INSERT INTO {s}.leases AS l (env, scope, holder, token, acquired_at, expires_at, last_holder, grant_id, stack)
-SELECT $1, $2, $3, 1, now.t, now.t + $4::interval, $3, $5, $6 FROM now
+INSERT INTO {s}.leases AS l (env, scope, holder, token, acquired_at, expires_at, last_holder, grant_id, stack, about)
+SELECT $1, $2, $3, 1, now.t, now.t + $4::interval, $3, $5, $6, $7::jsonb FROM now
 ON CONFLICT (env, stack, scope) DO UPDATE SET
 	holder = EXCLUDED.holder,
+	about = EXCLUDED.about,
 	token = l.token + 1,
 	acquired_at = EXCLUDED.acquired_at,
 	expires_at = EXCLUDED.expires_at,
@@ -276,7 +278,7 @@ ON CONFLICT (env, stack, scope) DO UPDATE SET
 	preempted_expires_at = CASE WHEN l.holder IS NULL THEN NULL ELSE l.expires_at END
 WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp()
 RETURNING token, acquired_at, expires_at, preempted_holder, preempted_token, preempted_acquired_at, preempted_expires_at`),
-		key.Environment, key.Scope, holder, ttl, nonce, key.Stack)
+		key.Environment, key.Scope, holder, ttl, nonce, key.Stack, encodeAbout(store.HolderFrom(ctx)))
 	err := scanGrant(row, key, holder, g)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -372,7 +374,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 // releaseOnce is one attempt of Release.
 func (s *Store) releaseOnce(ctx context.Context, l store.Lease, attempt int) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`
-UPDATE {s}.leases SET holder = NULL, expires_at = clock_timestamp()
+UPDATE {s}.leases SET holder = NULL, about = NULL, expires_at = clock_timestamp()
  WHERE env = $1 AND scope = $2 AND holder = $3 AND token = $4 AND stack = $5 AND expires_at > clock_timestamp()`),
 		l.Key.Environment, l.Key.Scope, l.Holder, l.Token, l.Key.Stack)
 	if err != nil {
@@ -417,15 +419,15 @@ func (s *Store) ReadLease(ctx context.Context, key store.Key) (store.LeaseInfo, 
 // leaseRow reads the lease row and whether it is live by the database clock.
 func (s *Store) leaseRow(ctx context.Context, key store.Key) (store.LeaseInfo, bool, error) {
 	var (
-		holder           *string
+		holder, about    *string
 		info             store.LeaseInfo
 		acquired, expiry time.Time
 		live             bool
 	)
 	err := s.pool.QueryRow(ctx, s.sql(`
-SELECT holder, token, acquired_at, expires_at, holder IS NOT NULL AND expires_at > clock_timestamp()
+SELECT holder, token, acquired_at, expires_at, holder IS NOT NULL AND expires_at > clock_timestamp(), about::text
   FROM {s}.leases WHERE env = $1 AND scope = $2 AND stack = $3`), key.Environment, key.Scope, key.Stack).
-		Scan(&holder, &info.Token, &acquired, &expiry, &live)
+		Scan(&holder, &info.Token, &acquired, &expiry, &live, &about)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.LeaseInfo{}, false, nil
 	}
@@ -435,8 +437,30 @@ SELECT holder, token, acquired_at, expires_at, holder IS NOT NULL AND expires_at
 	if holder != nil {
 		info.Holder = *holder
 	}
+	info.About = decodeAbout(about)
 	info.AcquiredAt, info.ExpiresAt = acquired.UTC(), expiry.UTC()
 	return info, live, nil
+}
+
+// encodeAbout is the about column of a holder's description: NULL for none.
+func encodeAbout(a store.HolderInfo) *string {
+	if a == (store.HolderInfo{}) {
+		return nil
+	}
+	b, _ := json.Marshal(a) // strings and an int always encode
+	s := string(b)
+	return &s
+}
+
+// decodeAbout reads the about column. A value that does not parse is no
+// description rather than an error: it is only ever shown to people, and a
+// lease must stay readable whatever a newer sponson wrote there.
+func decodeAbout(s *string) store.HolderInfo {
+	var a store.HolderInfo
+	if s != nil {
+		_ = json.Unmarshal([]byte(*s), &a)
+	}
+	return a
 }
 
 // lostReason returns store.ErrLeaseLost saying why l no longer holds the

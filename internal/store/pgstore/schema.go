@@ -204,6 +204,11 @@ BEGIN
 END
 $$;
 `,
+	// 3: who holds a lease, for people (store.HolderInfo, JSON): NULL while
+	// the lease is free or when the holder gave no description.
+	`
+ALTER TABLE {s}.leases ADD COLUMN about jsonb;
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and the

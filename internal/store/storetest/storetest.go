@@ -116,6 +116,7 @@ func Run(t *testing.T, open func(t *testing.T, clock *Clock) store.Store) {
 		{"InvalidNames", testInvalidNames},
 		{"StacksAreIndependent", testStacks},
 		{"InvalidStacks", testInvalidStacks},
+		{"HolderInfo", testHolderInfo},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1013,5 +1014,53 @@ func testInvalidStacks(t *testing.T, x *suite) {
 	}
 	if _, err := x.s.Acquire(t.Context(), store.Key{Environment: preview, Scope: "pr-1"}, "run-a", x.ttl); err == nil {
 		t.Error("Acquire of a scope without a stack succeeded")
+	}
+}
+
+// testHolderInfo: the description a holder gives at Acquire (store.WithHolder)
+// is in the lease record for everyone who reads it (ReadLease, a refused
+// Acquire's HeldError, List), survives renewal, and goes with the holder on
+// release; an Acquire without one records none.
+func testHolderInfo(t *testing.T, x *suite) {
+	k := key(preview, "pr-42")
+	about := store.HolderInfo{
+		JobURL: "https://github.com/acme/infra/actions/runs/123", Actor: "alice",
+		Commit: strings.Repeat("1a2b3c4d", 5), PullRequest: 42, Host: "runner-7",
+	}
+	g, err := x.s.Acquire(store.WithHolder(t.Context(), about), k, "run-a", x.ttl)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if got := x.readLease(t, k).About; got != about {
+		t.Errorf("ReadLease().About = %+v, want %+v", got, about)
+	}
+	_, err = x.s.Acquire(store.WithHolder(t.Context(), store.HolderInfo{Actor: "bob"}), k, "run-b", x.ttl)
+	var held *store.HeldError
+	if !errors.As(err, &held) || held.Lease.About != about {
+		t.Errorf("a refused Acquire: %v (%+v), want the holder's description %+v", err, held, about)
+	}
+	rows, err := x.s.List(t.Context(), preview)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for _, r := range rows {
+		if r.Key.Scope == k.Scope && r.Lease.About != about {
+			t.Errorf("List() lease of %s: About = %+v, want %+v", k, r.Lease.About, about)
+		}
+	}
+	l, err := x.s.Renew(t.Context(), g.Lease, x.ttl)
+	if err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if got := x.readLease(t, k).About; got != about {
+		t.Errorf("after Renew: About = %+v, want %+v", got, about)
+	}
+	x.release(t, l)
+	if got := x.readLease(t, k); got.About != (store.HolderInfo{}) {
+		t.Errorf("after Release: %+v still describes the holder that left", got)
+	}
+	x.acquire(t, k, "run-c")
+	if got := x.readLease(t, k).About; got != (store.HolderInfo{}) {
+		t.Errorf("an Acquire without a description recorded %+v", got)
 	}
 }
