@@ -3,6 +3,7 @@ package wrapper_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,7 +107,12 @@ func TestE2EKilledRunIsTakenOver(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(scopeDir, "latest.json"))
 		return err == nil && bytes.Contains(b, []byte(`"status": "running"`))
 	})
-	time.Sleep(500 * time.Millisecond) // into the slow provisioner
+	// Into the slow provisioner: the fast create is complete, and the
+	// checkpoint recorded it.
+	waitFor(t, "the checkpoint to record the fast create", func() bool {
+		b, err := os.ReadFile(filepath.Join(scopeDir, "latest.json"))
+		return err == nil && bytes.Contains(b, []byte(`"address": "terraform_data.fast"`)) && bytes.Contains(b, []byte(`"completedCreates"`))
+	})
 	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -125,25 +131,34 @@ func TestE2EKilledRunIsTakenOver(t *testing.T) {
 	if r := h.run(dir, nil, "apply", "--scope", "pr-9", "--json", "-var", "sleep=0"); r.exit != 3 || r.code(t) != "LOCK_HELD" {
 		t.Fatalf("rerun while the killed run's lease is live: exit %d %q, want 3 LOCK_HELD\n%s", r.exit, r.code(t), r.stdout)
 	}
-	r := h.run(dir, nil, "apply", "--scope", "pr-9", "--wait", "--wait-timeout", "1m", "-var", "sleep=0")
-	if r.exit != 0 {
-		t.Fatalf("rerun after expiry: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	// The next run takes over, adopts the create the killed run's engine
+	// reported complete (fast) and cannot vouch for the one in flight
+	// (slow, in its provisioner): it is unresolved, and not created again
+	// until a person says what became of it.
+	r := h.run(dir, nil, "apply", "--scope", "pr-9", "--wait", "--wait-timeout", "1m", "--json", "-var", "sleep=0")
+	if r.exit != 1 || r.code(t) != "INTENT_UNRESOLVED" {
+		t.Fatalf("rerun after expiry: exit %d %q, want 1 INTENT_UNRESOLVED\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "took over an expired lease held by "+killed.RunID) {
 		t.Errorf("the takeover was not reported:\n%s", r.stderr)
 	}
-	rec := latestReceipt(t, dir, "preview", "pr-9")
-	if rec.LockPreempted == nil || rec.LockPreempted.Holder != killed.RunID {
-		t.Errorf("lockPreempted = %+v, want the killed run %s", rec.LockPreempted, killed.RunID)
+	settledRec := latestReceipt(t, dir, "preview", "pr-9")
+	if settledRec.LockPreempted == nil || settledRec.LockPreempted.Holder != killed.RunID {
+		t.Errorf("lockPreempted = %+v, want the killed run %s", settledRec.LockPreempted, killed.RunID)
 	}
-	if len(rec.Settled) != 2 {
-		t.Errorf("settled intents = %+v, want the killed run's two", rec.Settled)
-	}
-	for _, s := range rec.Settled {
+	outcomes := map[string]string{}
+	for _, s := range settledRec.Settled {
 		if s.FromRun != killed.RunID {
 			t.Errorf("settlement %+v names another run", s)
 		}
+		outcomes[s.Address] = s.Outcome
 	}
+	if want := map[string]string{"terraform_data.fast": receipt.SettledAdopted, "terraform_data.slow": receipt.SettledUnresolved}; !maps.Equal(outcomes, want) {
+		t.Errorf("settled intents = %v, want %v", outcomes, want)
+	}
+	h.mustRun(dir, "resolve", "terraform_data.slow", "--gone", "--scope", "pr-9")
+	r = h.mustRun(dir, "apply", "--scope", "pr-9", "-var", "sleep=0")
+	rec := latestReceipt(t, dir, "preview", "pr-9")
 	if rec.Status != receipt.StatusApplied || len(rec.Ledger) != 2 {
 		t.Fatalf("receipt after takeover: status %q, ledger %+v", rec.Status, rec.Ledger)
 	}
@@ -186,7 +201,17 @@ func TestE2EStoppedRunLosesItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second := h.run(dir, nil, "apply", "--scope", "pr-10", "--wait", "--wait-timeout", "1m", "-var", "sleep=0", "-var", "input=second")
+	// The run that takes over cannot vouch for the create the stopped run
+	// has in flight (slow, in its provisioner): a person says it is gone,
+	// then the second run applies.
+	settle := h.run(dir, nil, "apply", "--scope", "pr-10", "--wait", "--wait-timeout", "1m", "--json", "-var", "sleep=0", "-var", "input=second")
+	if settle.exit != 1 || settle.code(t) != "INTENT_UNRESOLVED" {
+		_ = first.Process.Signal(syscall.SIGCONT)
+		_ = first.Wait()
+		t.Fatalf("the run taking over: exit %d %q, want 1 INTENT_UNRESOLVED\n%s\n%s", settle.exit, settle.code(t), settle.stdout, settle.stderr)
+	}
+	h.mustRun(dir, "resolve", "terraform_data.slow", "--gone", "--scope", "pr-10")
+	second := h.run(dir, nil, "apply", "--scope", "pr-10", "-var", "sleep=0", "-var", "input=second")
 	if second.exit != 0 {
 		// The test fails anyway: let the stopped run finish and reap it,
 		// whatever it says.

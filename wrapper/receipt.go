@@ -59,32 +59,12 @@ gone, with an empty ledger.`,
 
 func runReceipt(cmd *cobra.Command, f *Factory, opts *ReceiptOptions) outcome {
 	o := outcome{command: "receipt"}
-	st, _, env, err := opts.open(cmd, f)
+	st, key, err := opts.scopeKey(cmd, f)
 	if err != nil {
 		o.err = err
 		return o
 	}
 	defer st.Close()
-	dir := opts.Chdir
-	if dir == "" {
-		dir = "."
-	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	src := runctx.ProcessSources(dir)
-	src.Getenv = f.Getenv
-	c, err := runctx.Detect(runctx.Flags{Environment: env, Scope: opts.Scope, PullRequest: opts.PR, Branch: opts.Branch}, src)
-	if err != nil {
-		o.err = err
-		return o
-	}
-	stk, err := detectStack(f, dir, opts.Stack)
-	if err != nil {
-		o.err = err
-		return o
-	}
-	key := store.Key{Stack: stk.Name, Environment: c.Environment, Scope: c.Scope}
 	r, err := st.LatestReceipt(cmd.Context(), key)
 	if err != nil {
 		o.err = err
@@ -100,6 +80,35 @@ func runReceipt(cmd *cobra.Command, f *Factory, opts *ReceiptOptions) outcome {
 	}
 	writeReceipt(f.Out, r)
 	return o
+}
+
+// scopeKey opens the store and names the scope the flags select, detected
+// as for apply where they name none.
+func (opts *ReceiptOptions) scopeKey(cmd *cobra.Command, f *Factory) (store.Store, store.Key, error) {
+	st, _, env, err := opts.open(cmd, f)
+	if err != nil {
+		return nil, store.Key{}, err
+	}
+	dir := opts.Chdir
+	if dir == "" {
+		dir = "."
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	src := runctx.ProcessSources(dir)
+	src.Getenv = f.Getenv
+	c, err := runctx.Detect(runctx.Flags{Environment: env, Scope: opts.Scope, PullRequest: opts.PR, Branch: opts.Branch}, src)
+	if err != nil {
+		st.Close()
+		return nil, store.Key{}, err
+	}
+	stk, err := detectStack(f, dir, opts.Stack)
+	if err != nil {
+		st.Close()
+		return nil, store.Key{}, err
+	}
+	return st, store.Key{Stack: stk.Name, Environment: c.Environment, Scope: c.Scope}, nil
 }
 
 // writeReceipt prints a receipt for humans: what ran where, its context,
@@ -155,7 +164,10 @@ func writeReceipt(w io.Writer, r *receipt.Receipt) {
 		fmt.Fprintf(tw, "changes\t%s\n", changeSummary(r.Changes))
 	}
 	for _, st := range r.Settled {
-		fmt.Fprintf(tw, "settled\t%s %s (intent of %s)\n", st.Address, st.Outcome, st.FromRun)
+		fmt.Fprintf(tw, "settled\t%s %s (intent of %s)%s\n", st.Address, st.Outcome, st.FromRun, settledNote(st))
+	}
+	for _, e := range r.Released {
+		fmt.Fprintf(tw, "released\t%s (%s): no longer managed by any scope, not destroyed\n", e.Address, e.ID)
 	}
 	tw.Flush()
 	if r.Error != nil {
@@ -171,6 +183,16 @@ func writeReceipt(w io.Writer, r *receipt.Receipt) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Address, e.ID, e.CreatedBy)
 	}
 	tw.Flush()
+}
+
+func settledNote(st receipt.Settlement) string {
+	switch {
+	case st.Note != "":
+		return ": " + st.Note
+	case st.ID != "":
+		return ", id " + st.ID
+	}
+	return ""
 }
 
 // changeSummary counts a receipt's planned actions as the engine does: a

@@ -30,6 +30,9 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// Flags are the user's engine flags for plan and apply.
 	Flags Flags
+	// OnEvent receives the resource events of an apply as the engine
+	// reports them (see Event); nil ignores them.
+	OnEvent func(Event)
 }
 
 // Session drives one engine binary in one configuration directory through
@@ -43,6 +46,7 @@ type Session struct {
 	tf      *tfexec.Terraform
 	stdout  io.Writer // where init, plan and apply stream; JSON commands are silent
 	flags   Flags
+	onEvent func(Event)
 	Binary  string
 	Name    string // "opentofu" or "terraform"
 	Version string
@@ -81,7 +85,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if err := passLogging(tf); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "passing TF_LOG to the engine")
 	}
-	return &Session{tf: tf, stdout: o.Stdout, flags: o.Flags, Binary: o.Binary, Name: name, Version: v.String()}, nil
+	return &Session{tf: tf, stdout: o.Stdout, flags: o.Flags, onEvent: o.OnEvent, Binary: o.Binary, Name: name, Version: v.String()}, nil
 }
 
 // passLogging hands the user's TF_LOG, TF_LOG_CORE, TF_LOG_PROVIDER and
@@ -156,15 +160,38 @@ func (s *Session) ShowPlanText(ctx context.Context, path string) (string, error)
 	return txt, s.wrap("show", err)
 }
 
-// Apply applies a saved plan.
+// Apply applies a saved plan. It reads the engine's machine-readable UI
+// (`apply -json`) so that every completed create reaches the run at once
+// (OnEvent), and shows the same messages to the user as plain lines.
 func (s *Session) Apply(ctx context.Context, plan string) error {
 	restore, err := withCLIArgs("apply", s.flags.applyExtra())
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "passing flags to the engine")
 	}
 	defer restore()
+	ui := newUIStream(s.stdout, s.onEvent)
+	defer s.tf.SetStdout(io.Discard)
+	err = s.tf.ApplyJSON(ctx, ui, append([]tfexec.ApplyOption{tfexec.DirOrPlan(plan)}, s.flags.applyOptions()...)...)
+	ui.Flush()
+	return s.wrap("apply", err)
+}
+
+// Import adopts the existing object id at address into the state, under
+// the configuration's variables.
+func (s *Session) Import(ctx context.Context, address, id string, vars []VarArg) error {
+	// The variables in their command-line order, as for plan.
+	restore, err := withCLIArgs("import", Flags{}.planExtra(vars))
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "passing -var and -var-file to the engine")
+	}
+	defer restore()
 	defer s.streaming()()
-	return s.wrap("apply", s.tf.Apply(ctx, append([]tfexec.ApplyOption{tfexec.DirOrPlan(plan)}, s.flags.applyOptions()...)...))
+	return s.wrap("import", s.tf.Import(ctx, address, id))
+}
+
+// StateRm removes address from the state (the object is not touched).
+func (s *Session) StateRm(ctx context.Context, address string) error {
+	return s.wrap("state rm", s.tf.StateRm(ctx, address))
 }
 
 // Describe names the engine and its version, as receipts record them.

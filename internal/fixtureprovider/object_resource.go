@@ -105,7 +105,17 @@ func (r *objectResource) Create(ctx context.Context, req resource.CreateRequest,
 	}
 
 	obj := Object{ID: newID(), Name: data.Name.ValueString(), Value: stringPointer(data.Value)}
+	if err := wait(ctx, r.data.createDelay/2); err != nil {
+		resp.Diagnostics.AddError("Object Not Created", fmt.Sprintf("The create of %q was cancelled before it began.\n\n%s", obj.Name, err))
+		return
+	}
 	err := createObject(dir, obj)
+	if err == nil {
+		// The object exists now: an interrupt only shortens the rest of the
+		// create, which still reports the object, as an API client does once
+		// the object is made.
+		_ = wait(ctx, r.data.createDelay-r.data.createDelay/2)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		owner := "an unreadable id"
 		if existing, rerr := ReadObject(dir, obj.Name); rerr == nil {
@@ -217,8 +227,16 @@ func (r *objectResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	tflog.Debug(ctx, "Deleted a fixture object", map[string]any{"name": data.Name.ValueString(), "dir": dir})
 }
 
-// ImportState accepts the object's name; Read then fills in id and value.
+// ImportState accepts the object's name, or the id of an existing object
+// (the id an engine reports when the create completes); Read then fills in
+// id and value.
 func (r *objectResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if dir, diags := r.data.root("an import"); !diags.HasError() {
+		if name, ok := objectNameByID(dir, req.ID); ok {
+			resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+			return
+		}
+	}
 	if err := validName(req.ID); err != nil {
 		resp.Diagnostics.AddError("Invalid Import ID",
 			fmt.Sprintf("The import ID %q is not an object name. Import a fixture_object by its name, the file "+

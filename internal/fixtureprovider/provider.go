@@ -59,6 +59,10 @@ const EnvDir = "FIXTURE_DIR"
 // window in which concurrent writers lose each other's entries.
 const EnvListDelay = "FIXTURE_LIST_DELAY"
 
+// EnvCreateDelay names the variable with the time a fixture_object create
+// takes (a Go duration, default none).
+const EnvCreateDelay = "FIXTURE_CREATE_DELAY"
+
 // New returns a constructor of the provider for providerserver, which calls
 // it once per provider instance the engine starts.
 func New(version string) func() provider.Provider {
@@ -149,6 +153,10 @@ type providerData struct {
 	dirErr    string
 	listDelay time.Duration
 	delayErr  error
+	// createDelay is how long a fixture_object create takes: half of it
+	// before the object's file appears, half after, so a crash test can
+	// kill a run while objects exist that the engine has not reported.
+	createDelay time.Duration
 
 	// listMu serialises the list rewrites of this provider instance, that is
 	// of one engine run: the engine applies resources in parallel, and a
@@ -174,18 +182,25 @@ func newProviderData(dir types.String, getenv func(string) string) *providerData
 		data.dirErr = fmt.Sprintf("Neither the provider's dir attribute nor %s is set. Set dir in the provider "+
 			"block, or export %s with the directory holding the fixture objects.", EnvDir, EnvDir)
 	}
-	if s := getenv(EnvListDelay); s != "" {
-		d, err := time.ParseDuration(s)
-		switch {
-		case err != nil:
-			data.delayErr = err
-		case d < 0:
-			data.delayErr = fmt.Errorf("negative duration %s", d)
-		default:
-			data.listDelay = d
-		}
-	}
+	data.listDelay, data.delayErr = parseDelay(getenv(EnvListDelay))
+	// An invalid create delay is no delay: it only paces crash tests.
+	data.createDelay, _ = parseDelay(getenv(EnvCreateDelay))
 	return data
+}
+
+// parseDelay reads a non-negative Go duration; empty is none.
+func parseDelay(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, err
+	case d < 0:
+		return 0, fmt.Errorf("negative duration %s", d)
+	}
+	return d, nil
 }
 
 // root returns the directory of the objects, or a diagnostic saying why there

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -228,4 +229,22 @@ func newID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// objectNameByID finds the object of dir whose id is id.
+func objectNameByID(dir, id string) (string, bool) {
+	entries, err := os.ReadDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		return "", false
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		if o, err := ReadObject(dir, name); err == nil && o.ID == id {
+			return o.Name, true
+		}
+	}
+	return "", false
 }

@@ -23,6 +23,10 @@ const (
 	StatusUnchanged = "unchanged"
 	StatusFailed    = "failed"
 	StatusDestroyed = "destroyed"
+	// StatusSettled is the receipt a run writes once it has settled what an
+	// earlier run left unfinished (claimed, adopted or unresolved entries),
+	// before it plans; it stays the latest when the run goes no further.
+	StatusSettled = "settled"
 )
 
 // How a ledger entry came to be owned by its scope.
@@ -31,6 +35,12 @@ const (
 	CreatedByIntent    = "intent"
 	CreatedByInherited = "inherited"
 	CreatedByAdopted   = "adopted"
+	// CreatedByUnresolved is an intent whose outcome no run could learn: a
+	// create that started before a crash, with no completion recorded and
+	// nothing in the state. The scope keeps owning the identity (no other
+	// scope may take it) until a person says what became of the object
+	// (`sponson resolve`).
+	CreatedByUnresolved = "unresolved"
 )
 
 // Receipt is the record of one run. The latest receipt of a scope carries the
@@ -73,6 +83,18 @@ type Receipt struct {
 	// Settled lists the intents of an interrupted earlier run that this
 	// run settled against the state.
 	Settled []Settlement `json:"settledIntents,omitempty"`
+	// Completed lists the creates the engine reported complete during this
+	// run's apply, recorded in the checkpoint as they happen: after a crash
+	// the next run adopts those the state lacks by their id.
+	Completed []Completion `json:"completedCreates,omitempty"`
+	// Released lists objects this run stopped managing without destroying
+	// them (a `removed` block with destroy = false): no scope owns them any
+	// more, and no scope's destroy will delete them.
+	Released []Entry `json:"released,omitempty"`
+	// Reconciled lists the runs whose quarantined states this run (or an
+	// earlier one) reconciled with the scope's state; they are not
+	// reconciled again.
+	Reconciled []string `json:"reconciledQuarantine,omitempty"`
 	// AdoptedFrom is set by `sponson adopt`: the backend the scope's state
 	// was taken from.
 	AdoptedFrom *Adoption `json:"adoptedFrom,omitempty"`
@@ -80,6 +102,14 @@ type Receipt struct {
 	// Unlocked is set on the receipt `sponson unlock` writes when it ends a
 	// live lease by hand (break-glass): who did it, why, and whose lease.
 	Unlocked *Unlocked `json:"unlocked,omitempty"`
+}
+
+// Completion is one create (with the new object's id) or delete the engine
+// reported complete.
+type Completion struct {
+	Address string `json:"address"`
+	ID      string `json:"id,omitempty"`
+	Action  string `json:"action,omitempty"` // "create" (also when empty) or "delete"
 }
 
 // Unlocked records a lease ended by hand.
@@ -162,6 +192,16 @@ type Handover struct {
 const (
 	SettledClaimed = "claimed" // the resource is in the state: the scope owns it
 	SettledDropped = "dropped" // it is not: the create never happened
+	// SettledAdopted: the create completed (the engine reported its id) but
+	// the state lacks it; the object was imported by that id.
+	SettledAdopted = "adopted"
+	// SettledUnresolved: the outcome cannot be known; the entry stays in the
+	// ledger as unresolved.
+	SettledUnresolved = "unresolved"
+	// SettledGone and SettledGiven record a person's `sponson resolve`: the
+	// object does not exist, or exists with the given id.
+	SettledGone  = "gone"
+	SettledGiven = "given"
 )
 
 // Settlement records how one intent of an interrupted run was settled.
@@ -169,6 +209,9 @@ type Settlement struct {
 	Address string `json:"address"`
 	FromRun string `json:"fromRun"`
 	Outcome string `json:"outcome"`
+	ID      string `json:"id,omitempty"`
+	// Note says why an intent stayed unresolved.
+	Note string `json:"note,omitempty"`
 }
 
 // Preempted records the expired lease a run took over.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
@@ -15,9 +16,9 @@ import (
 // down; lost is set when the run lost its lease, and then nothing more may
 // be written: the run that took over is authoritative, and the lost run's
 // receipt stays as its checkpoint.
-func (r *runner) apply(bg context.Context, eng *engineRun, c *checked) (applyErr, lost error) {
+func (r *runner) apply(bg context.Context, eng *engineRun, c *checked, rec *receipt.Receipt) (applyErr, lost error) {
 	if c.changed {
-		applyErr = eng.sess.Apply(eng.ctx, c.path)
+		applyErr = r.applyRecording(bg, eng, c, rec)
 	}
 	if applyErr != nil {
 		r.quarantineErrored(bg)
@@ -26,6 +27,36 @@ func (r *runner) apply(bg context.Context, eng *engineRun, c *checked) (applyErr
 		r.res.Status = receipt.StatusFailed
 	}
 	return applyErr, lost
+}
+
+// applyRecording applies the plan while the checkpoint records each
+// completed create.
+func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, rec *receipt.Receipt) error {
+	r.setCompletions(startCompletions(bg, rec, r.held.WriteReceipt, r.warn))
+	defer r.setCompletions(nil)
+	return eng.sess.Apply(eng.ctx, c.path)
+}
+
+// setCompletions installs the recorder of completed creates (nil stops the
+// current one, after writing what it still holds).
+func (r *runner) setCompletions(c *completions) {
+	r.mu.Lock()
+	old := r.completions
+	r.completions = c
+	r.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+}
+
+// onEngineEvent is the engine's report of one resource event.
+func (r *runner) onEngineEvent(ev engine.Event) {
+	r.mu.Lock()
+	c := r.completions
+	r.mu.Unlock()
+	if c != nil {
+		c.observe(ev)
+	}
 }
 
 // quarantineErrored moves the errored.tfstate an engine leaves in the

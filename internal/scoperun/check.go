@@ -101,6 +101,9 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 			return nil, err
 		}
 	}
+	if err := r.checkUnresolved(c.planned); err != nil {
+		return nil, err
+	}
 	c.rules = ownership.RulesFromPlan(c.plan)
 	if err := r.checkApproval(c.rules, c.plan); err != nil {
 		return nil, err
@@ -207,4 +210,28 @@ func importOnly(planned []ownership.Planned) error {
 	}
 	return errcode.New(errcode.Usage, "the import would also change %s; nothing was written", strings.Join(other, ", ")).
 		WithHint("Make the configuration match the object (and apply what it needs first, such as the scope's sponson_scope), then import again; or import with an import block and `sponson apply`, which applies those changes too.")
+}
+
+// checkUnresolved refuses to create again an object whose earlier create
+// may have happened (an unresolved intent): a second create could leave
+// two objects, one of them owned by nobody. A person says which it is with
+// `sponson resolve`.
+func (r *runner) checkUnresolved(planned []ownership.Planned) error {
+	unresolved := map[string]bool{}
+	for _, e := range r.unresolved {
+		unresolved[e.Address] = true
+	}
+	var hit []string
+	for _, p := range planned {
+		if p.Creates() && unresolved[p.Address] {
+			hit = append(hit, p.Address)
+		}
+	}
+	if len(hit) == 0 {
+		return nil
+	}
+	return errcode.New(errcode.IntentUnresolved, "%s: an earlier create of %s may have happened (the run that started it stopped before it could tell), so it is not created again",
+		r.key, strings.Join(hit, ", ")).
+		WithHint("Find out whether the object exists. If it does, `sponson resolve "+hit[0]+" --id ID` and the next apply adopts it; if not, `sponson resolve "+hit[0]+" --gone` and the next apply creates it.").
+		With("addresses", hit)
 }

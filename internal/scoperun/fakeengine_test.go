@@ -278,6 +278,31 @@ func (s *fakeSession) StatePull(ctx context.Context) ([]byte, error) {
 	return data, engineErr("state pull", err)
 }
 
+// Import adopts the cloud's object id at address fake_object.<name>, as the
+// real engine's import does: it fails when the cloud has no such object.
+func (s *fakeSession) Import(ctx context.Context, address, id string, _ []engine.VarArg) error {
+	name, ok := strings.CutPrefix(address, fakeType+".")
+	if !ok || s.cloud.snapshot()[id] != name {
+		return engineErr("import", fmt.Errorf("fake engine: no object %s with id %s to import", address, id))
+	}
+	serial, lineage, have, err := s.current(ctx)
+	if err != nil {
+		return engineErr("import", err)
+	}
+	have[name] = id
+	return engineErr("import", s.persist(ctx, serial, lineage, have))
+}
+
+// StateRm forgets the object at address fake_object.<name>.
+func (s *fakeSession) StateRm(ctx context.Context, address string) error {
+	serial, lineage, have, err := s.current(ctx)
+	if err != nil {
+		return engineErr("state rm", err)
+	}
+	delete(have, strings.TrimPrefix(address, fakeType+"."))
+	return engineErr("state rm", s.persist(ctx, serial, lineage, have))
+}
+
 func (s *fakeSession) request(ctx context.Context, method string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, s.addr, bytes.NewReader(body))
 	if err != nil {
@@ -493,6 +518,20 @@ func (s *fakeSession) apply(ctx context.Context, path string) error {
 	for _, n := range p.Creates {
 		have[n] = s.cloud.create(s.scope, n)
 	}
+	if err := s.persist(ctx, serial, lineage, have); err != nil {
+		return err
+	}
+	if failed != "" {
+		return fmt.Errorf("fake engine: Error: %s: the fake provider refused (simulated)", failed)
+	}
+	fmt.Fprintf(s.out, "fake apply in %s: %d created, %d destroyed\n", s.scope, len(p.Creates), len(p.Deletes))
+	s.cloud.crashHere(crashAfterPersist)
+	return nil
+}
+
+// persist writes the state of the objects have (name -> id) after serial,
+// as the real engine's http backend does.
+func (s *fakeSession) persist(ctx context.Context, serial int, lineage string, have map[string]string) error {
 	if lineage == "" {
 		lineage = fmt.Sprintf("lineage-%s-%d", s.scope, time.Now().UnixNano())
 	}
@@ -521,10 +560,5 @@ func (s *fakeSession) apply(ctx context.Context, path string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("fake engine: Failed to persist state: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
 	}
-	if failed != "" {
-		return fmt.Errorf("fake engine: Error: %s: the fake provider refused (simulated)", failed)
-	}
-	fmt.Fprintf(s.out, "fake apply in %s: %d created, %d destroyed\n", s.scope, len(p.Creates), len(p.Deletes))
-	s.cloud.crashHere(crashAfterPersist)
 	return nil
 }

@@ -435,6 +435,12 @@ func (w *world) run(scope string, cmd Command, objects []string, crash string) (
 	if other != nil {
 		w.fail("run %s panicked: %v\n%s", what, other, stack)
 	}
+	if err != nil && crashed == "" && errcode.As(err).Code == errcode.IntentUnresolved {
+		// What a person does: look in the cloud for each object the crashed
+		// run may have created, say what they found, and run again.
+		w.resolveUnresolved(scope)
+		return w.run(scope, cmd, objects, "")
+	}
 	if err != nil && crashed == "" {
 		switch e := errcode.As(err); {
 		case e.Code == errcode.OwnedByOtherScope, e.Code == errcode.LockHeld:
@@ -450,6 +456,40 @@ func (w *world) run(scope string, cmd Command, objects []string, crash string) (
 		w.fail("property 3 (no object deleted twice) violated during %s:\n  %s", what, strings.Join(v, "\n  "))
 	}
 	return ok, outcome
+}
+
+// resolveUnresolved settles the unresolved entries of scope's ledger as a
+// person would, from the cloud: an object of that name which no scope's
+// state holds exists (its id is given), otherwise it is gone.
+func (w *world) resolveUnresolved(scope string) {
+	w.t.Helper()
+	m, err := w.model()
+	if err != nil {
+		w.fail("reading the store: %v", err)
+	}
+	held := map[string]bool{}
+	for _, st := range m.states {
+		for _, id := range st {
+			held[id] = true
+		}
+	}
+	for _, e := range m.recs[scope].Ledger {
+		if e.CreatedBy != receipt.CreatedByUnresolved {
+			continue
+		}
+		name := strings.TrimPrefix(e.Address, fakeType+".")
+		o := ResolveOptions{Store: w.st, Key: store.Key{Stack: "acme/app", Environment: propEnv, Scope: scope}, RunID: fmt.Sprintf("run-r%07x", w.runs),
+			Lease: lease.Config{TTL: time.Minute}, Addresses: []string{e.Address}, Gone: true}
+		for id, n := range w.cloud.snapshot() {
+			if n == name && !held[id] {
+				o.ID, o.Gone = id, false
+			}
+		}
+		if _, err := Resolve(w.ctx, o); err != nil {
+			w.fail("resolving %s of %s: %v", e.Address, scope, err)
+		}
+		w.history = append(w.history, fmt.Sprintf("resolve %s %s gone=%v id=%q", scope, e.Address, o.Gone, o.ID))
+	}
 }
 
 // checkInvariant checks properties 1 and 2 between runs.
@@ -481,8 +521,8 @@ func (w *world) checkInvariant() {
 	for _, s := range propScopes {
 		if rec := m.recs[s]; rec != nil {
 			for _, e := range rec.Ledger {
-				if e.CreatedBy == receipt.CreatedByIntent {
-					continue
+				if e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved {
+					continue // no object of its own yet: a claim on the identity
 				}
 				owned[e.Identity] = append(owned[e.Identity], s)
 				// The foreign check is only as good as the identities: the

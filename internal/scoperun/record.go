@@ -24,6 +24,7 @@ func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.
 		for _, n := range notes {
 			r.warn(n)
 		}
+		rec.Ledger = r.keepUnaccounted(rec.Ledger, c, resources)
 	}
 	rec.FinishedAt = time.Now().UTC()
 	var engineErr error
@@ -77,4 +78,29 @@ func (r *runner) outcome(rec *receipt.Receipt, c *checked, engineErr, readErr er
 	default:
 		rec.Status = receipt.StatusUnchanged
 	}
+}
+
+// keepUnaccounted adds to a ledger built from the state what the state
+// cannot vouch for: the entries settle left unresolved, and, when the
+// engine could not persist its state (it was quarantined), the intents of
+// creates the state lacks, which the next run settles against the
+// quarantined state and the completions of the checkpoint.
+func (r *runner) keepUnaccounted(ledger []receipt.Entry, c *checked, resources []stateResource) []receipt.Entry {
+	inState := map[string]bool{}
+	for _, res := range resources {
+		inState[res.Address] = true
+	}
+	for _, e := range r.unresolved {
+		if !inState[e.Address] {
+			ledger = append(ledger, e)
+		}
+	}
+	if r.res.Quarantined {
+		for _, e := range ownership.Intents(c.planned) {
+			if !inState[e.Address] {
+				ledger = append(ledger, e)
+			}
+		}
+	}
+	return ledger
 }

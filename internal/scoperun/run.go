@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"sync"
 	"time"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -115,6 +116,8 @@ type Engine interface {
 	Plan(ctx context.Context, out string, destroy, lock bool, vars []engine.VarArg) (bool, error)
 	ShowPlan(ctx context.Context, path string) (*tfjson.Plan, error)
 	Apply(ctx context.Context, plan string) error
+	Import(ctx context.Context, address, id string, vars []engine.VarArg) error
+	StateRm(ctx context.Context, address string) error
 	StatePull(ctx context.Context) ([]byte, error)
 	Describe() receipt.Engine
 }
@@ -186,6 +189,14 @@ type runner struct {
 	// a saved plan (load): the state it was made against, the receipts,
 	// the succession it previews.
 	seen planSeen
+	// unresolved are the ledger entries settle could not vouch for.
+	unresolved []receipt.Entry
+	// reconciled are the runs whose quarantined states are reconciled.
+	reconciled []string
+
+	mu sync.Mutex
+	// completions records completed creates while the engine applies.
+	completions *completions
 }
 
 // Run performs o.Command.
@@ -229,7 +240,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	settled, err := r.settle(ctx, prev)
+	prev, settled, err := r.settle(ctx, eng, prev)
 	if err != nil {
 		return err
 	}
@@ -245,7 +256,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	applyErr, err := r.apply(bg, eng, chk)
+	applyErr, err := r.apply(bg, eng, chk, rec)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/statesrv"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
@@ -40,15 +41,17 @@ func (r *runner) serve(ctx context.Context, work workdir) (*engineRun, error) {
 			}
 		}()
 	}
+	r.watchEngine(work)
 	env, err := r.engineEnv(work)
 	if err != nil {
 		return nil, err
 	}
+	env = append(env, reaper.Marker(r.o.RunID))
 	open := r.o.OpenEngine
 	if open == nil {
 		open = func(ctx context.Context, eo engine.Options) (Engine, error) { return engine.Open(ctx, eo) }
 	}
-	sess, err := open(runCtx, engine.Options{Dir: r.o.Dir, Binary: r.o.Engine, Env: env, Stdout: r.o.EngineOut, Stderr: r.o.EngineOut, Flags: r.o.EngineFlags})
+	sess, err := open(runCtx, engine.Options{Dir: r.o.Dir, Binary: r.o.Engine, Env: env, Stdout: r.o.EngineOut, Stderr: r.o.EngineOut, Flags: r.o.EngineFlags, OnEvent: r.onEngineEvent})
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +66,27 @@ func (r *runner) serve(ctx context.Context, work workdir) (*engineRun, error) {
 		}
 	}
 	return &engineRun{sess: sess, ctx: runCtx, stop: cancel}, nil
+}
+
+// watchEngine makes sure the engine's children end with the run: on every
+// exit the run controls, release kills what still carries the run's marker;
+// if the run dies, the watcher process does it, and removes the backend
+// override the run placed (package reaper).
+func (r *runner) watchEngine(work workdir) {
+	var files []string
+	if work.backend == "" {
+		files = append(files, filepath.Join(r.o.Dir, engine.OverrideFileName))
+	}
+	w, err := reaper.Start(r.o.ProviderBinary, r.o.RunID, files...)
+	if err != nil {
+		r.warn(fmt.Sprintf("could not start the watcher that ends the engine's processes if sponson is killed (%v); if it is, end them by hand", err))
+	}
+	r.onRelease(func() {
+		reaper.KillMarked(r.o.RunID)
+		if w != nil {
+			w.Stop()
+		}
+	})
 }
 
 // engineEnv is the engine's environment: its own data directory, the state

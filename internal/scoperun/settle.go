@@ -3,69 +3,280 @@ package scoperun
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
 // settle is the fifth phase, in a run that writes: what an earlier run left
 // unfinished is accounted for against the state before the plan. It comes
-// after serve because a configuration with its own backend has its state
-// read through the engine.
-func (r *runner) settle(ctx context.Context, prev *receipt.Receipt) ([]receipt.Settlement, error) {
-	if r.o.Command == Plan {
-		return nil, nil
+// after serve because adopting an object goes through the engine (an
+// import under this run's lease, every state write fenced), and because a
+// configuration with its own backend has its state read through the engine.
+//
+// When it settled anything it returns the receipt it wrote, which the later
+// phases carry forward instead of prev.
+func (r *runner) settle(ctx context.Context, eng *engineRun, prev *receipt.Receipt) (*receipt.Receipt, []receipt.Settlement, error) {
+	if r.o.Command == Plan || prev == nil {
+		return prev, nil, nil
 	}
-	settled, err := r.settleIntents(ctx, prev)
-	if err != nil {
-		return nil, err
-	}
-	r.reviewQuarantine(ctx)
-	return settled, nil
-}
-
-// settleIntents resolves the intents a previous run left behind (it crashed or was
-// killed between its checkpoint and its receipt): an intent whose address
-// is in the state is claimed, the others are dropped. The new ledger is
-// built from the state anyway; the settlement is recorded and reported so
-// that nothing created is silently forgotten.
-func (r *runner) settleIntents(ctx context.Context, prev *receipt.Receipt) ([]receipt.Settlement, error) {
-	if prev == nil {
-		return nil, nil
-	}
-	var intents []receipt.Entry
-	for _, e := range prev.Ledger {
-		if isIntent(e) {
-			intents = append(intents, e)
-		}
-	}
-	if len(intents) == 0 {
-		return nil, nil
+	open := openEntries(prev)
+	quarantined, reconciled := r.unreconciledQuarantine(ctx, prev)
+	r.reconciled = reconciled
+	if len(open) == 0 && len(quarantined) == 0 {
+		return prev, nil, nil
 	}
 	resources, err := r.currentState(ctx)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.IntentUnresolved, err, "run %s left %d intents that cannot be settled", prev.RunID, len(intents))
+		return nil, nil, errcode.Wrap(errcode.IntentUnresolved, err, "run %s left %d intents that cannot be settled", prev.RunID, len(open))
 	}
-	present := map[string]bool{}
+	present := map[string]string{}
 	for _, res := range resources {
-		present[res.Address] = true
+		present[res.Address] = res.ID
 	}
-	var out []receipt.Settlement
-	var claimed, dropped []string
-	for _, e := range intents {
-		s := receipt.Settlement{Address: e.Address, FromRun: prev.RunID, Outcome: receipt.SettledDropped}
-		if present[e.Address] {
-			s.Outcome = receipt.SettledClaimed
-			claimed = append(claimed, e.Address)
-		} else {
-			dropped = append(dropped, e.Address)
+	s := newSettlement(r, ctx, eng, prev, quarantined, present)
+	for _, e := range open {
+		s.settleOne(e)
+	}
+	// A quarantined object with no intent behind it (an update the lost run
+	// made, say) is adopted too if the state lacks it.
+	for addr := range s.created {
+		if _, ok := present[addr]; !ok && !s.seen[addr] {
+			s.settleOne(receipt.Entry{Address: addr, CreatedBy: receipt.CreatedByIntent})
 		}
-		out = append(out, s)
 	}
-	r.warn(fmt.Sprintf("run %s stopped before its receipt (status %s); settled its %d intents against the state: claimed %s; dropped %s",
-		prev.RunID, prev.Status, len(intents), listOrNone(claimed), listOrNone(dropped)))
-	return out, nil
+	r.unresolved = s.unresolved
+	r.warn(s.report())
+	// The settlement is written at once: an adoption changed the state, and
+	// what stays unresolved must be visible (status, receipt) even when
+	// this run goes no further.
+	objects := map[string]stateResource{}
+	for _, res := range resources {
+		objects[res.Address] = res
+	}
+	settledRec := r.settledReceipt(prev, s.out, s.present, objects)
+	if err := r.held.WriteReceipt(ctx, settledRec); err != nil {
+		return nil, nil, err
+	}
+	return settledRec, s.out, nil
+}
+
+// settledReceipt is prev's ledger as the settlement leaves it, recorded
+// under this run: entries claimed or adopted are owned, the others are
+// unresolved.
+func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlement, present map[string]string, objects map[string]stateResource) *receipt.Receipt {
+	rec := *prev
+	now := time.Now().UTC()
+	rec.RunID, rec.Command, rec.Status, rec.Error = r.o.RunID, string(r.o.Command), receipt.StatusSettled, nil
+	rec.StartedAt, rec.FinishedAt = r.started.UTC(), now
+	rec.Changes, rec.Settled, rec.Reconciled = []receipt.Change{}, settled, r.reconciled
+	// What the crashed run's checkpoint knew stays only where it is still
+	// needed: for the entries that remain unresolved.
+	rec.Completed = nil
+	unresolved := map[string]bool{}
+	for _, st := range settled {
+		unresolved[st.Address] = st.Outcome == receipt.SettledUnresolved
+	}
+	for _, c := range prev.Completed {
+		if unresolved[c.Address] {
+			rec.Completed = append(rec.Completed, c)
+		}
+	}
+	rec.LockPreempted = nil
+	if p := r.held.Preempted; p != nil {
+		rec.LockPreempted = &receipt.Preempted{Holder: p.Holder, Since: p.AcquiredAt, Until: p.ExpiresAt}
+	}
+	outcome := map[string]receipt.Settlement{}
+	for _, st := range settled {
+		outcome[st.Address] = st
+	}
+	rec.Ledger = []receipt.Entry{}
+	for _, e := range prev.Ledger {
+		st, ok := outcome[e.Address]
+		if !ok || !isOpen(e) {
+			rec.Ledger = append(rec.Ledger, e)
+			continue
+		}
+		switch {
+		case st.Outcome == receipt.SettledUnresolved:
+			e.CreatedBy = receipt.CreatedByUnresolved
+			if st.ID != "" {
+				e.ID = st.ID
+			}
+		case st.Outcome == receipt.SettledAdopted:
+			// Adopted back: the scope's own run created it.
+			e.CreatedBy, e.ID = receipt.CreatedBySponson, st.ID
+		default:
+			e.CreatedBy, e.ID = receipt.CreatedBySponson, present[e.Address]
+			if o, ok := objects[e.Address]; ok && e.Identity == ownership.IntentIdentity(e.Provider, e.Type, e.Address) {
+				// Unknown at plan time, known from the state now; the run's
+				// record phase identifies it under the policy again.
+				e.Identity = ownership.Policy{}.IdentityOf(o)
+			}
+		}
+		rec.Ledger = append(rec.Ledger, e)
+		delete(outcome, e.Address)
+	}
+	rec.Ledger = withoutReplaced(rec.Ledger, present)
+	for _, u := range r.unresolved {
+		if _, ok := outcome[u.Address]; ok {
+			rec.Ledger = append(rec.Ledger, u)
+		}
+	}
+	return &rec
+}
+
+// openEntries are the ledger entries of prev that no run has settled yet:
+// intents of a run that stopped before its receipt, and unresolved ones.
+func openEntries(prev *receipt.Receipt) []receipt.Entry {
+	var out []receipt.Entry
+	for _, e := range prev.Ledger {
+		if isIntent(e) || e.CreatedBy == receipt.CreatedByUnresolved {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// settlement settles the open entries of one previous receipt against the
+// state (present: address -> id) and what is known of objects the state
+// lacks: completed creates and deletes the checkpoint recorded, ids a
+// person gave with `sponson resolve`, and the objects of quarantined states.
+type settlement struct {
+	r          *runner
+	ctx        context.Context
+	eng        *engineRun
+	prev       *receipt.Receipt
+	present    map[string]string
+	old        map[string]string // address -> id of the object the scope owned before
+	created    map[string]string // address -> id of an object known to exist
+	deleted    map[string]bool   // addresses whose old object was deleted
+	out        []receipt.Settlement
+	unresolved []receipt.Entry
+	seen       map[string]bool
+}
+
+func newSettlement(r *runner, ctx context.Context, eng *engineRun, prev *receipt.Receipt, quarantined []stateResource, present map[string]string) *settlement {
+	s := &settlement{r: r, ctx: ctx, eng: eng, prev: prev, present: present,
+		old: map[string]string{}, created: map[string]string{}, deleted: map[string]bool{}, seen: map[string]bool{}}
+	for _, e := range prev.Ledger {
+		if !isOpen(e) && e.ID != "" {
+			s.old[e.Address] = e.ID
+		}
+	}
+	for _, q := range quarantined {
+		if q.ID != "" && q.ID != s.old[q.Address] {
+			s.created[q.Address] = q.ID
+		}
+	}
+	for _, c := range prev.Completed {
+		if c.Action == "delete" {
+			s.deleted[c.Address] = true
+		} else {
+			s.created[c.Address] = c.ID
+		}
+	}
+	for _, e := range prev.Ledger {
+		if e.CreatedBy == receipt.CreatedByUnresolved && e.ID != "" {
+			s.created[e.Address] = e.ID
+		}
+	}
+	return s
+}
+
+// settleOne settles one entry. An object known to exist (its id) is
+// claimed when the state holds it and adopted (imported) when not; without
+// an id, the state vouches for the create only if it holds a new object at
+// the address, not the one a replacement was to remove. Anything else is
+// unresolved.
+func (s *settlement) settleOne(e receipt.Entry) {
+	s.seen[e.Address] = true
+	st := receipt.Settlement{Address: e.Address, FromRun: s.prev.RunID, Outcome: receipt.SettledClaimed}
+	inState, present := s.present[e.Address]
+	id, known := s.created[e.Address]
+	old := s.old[e.Address]
+	switch {
+	case known && present && inState == id:
+	case known:
+		st.ID = id
+		note := ""
+		if present && (inState != old || !s.deleted[e.Address]) {
+			note = fmt.Sprintf("the state holds another object at its address (id %s) that may still exist", inState)
+		} else {
+			note = s.adopt(e, id, present)
+		}
+		if note != "" {
+			st.Outcome, st.Note = receipt.SettledUnresolved, note
+			e.ID = id
+			s.keepUnresolved(e)
+		} else {
+			st.Outcome = receipt.SettledAdopted
+			s.present[e.Address] = id
+		}
+	case present && (old == "" || inState != old):
+	case present:
+		st.Outcome = receipt.SettledUnresolved
+		st.Note = fmt.Sprintf("the state still holds the object it replaces (id %s); the replacement may have been created", old)
+		s.keepUnresolved(e)
+	default:
+		st.Outcome = receipt.SettledUnresolved
+		st.Note = "its create may have started before the run stopped, and no completion was recorded"
+		s.keepUnresolved(e)
+	}
+	s.out = append(s.out, st)
+}
+
+func (s *settlement) keepUnresolved(e receipt.Entry) {
+	e.CreatedBy = receipt.CreatedByUnresolved
+	s.unresolved = append(s.unresolved, e)
+}
+
+// adopt imports the object id at e's address, after checking that no other
+// scope of the environment owns its identity; replacing says the state
+// holds the replaced object there, whose delete completed: it leaves the
+// state first. It returns why it did not adopt.
+func (s *settlement) adopt(e receipt.Entry, id string, replacing bool) string {
+	r := s.r
+	if e.Identity != "" {
+		owners, err := r.o.Store.Owners(s.ctx, r.key.Environment, []string{e.Identity})
+		if err != nil {
+			return fmt.Sprintf("its owners could not be read: %v", err)
+		}
+		for _, o := range owners {
+			if o.Scope != r.key.Scope || o.Stack != r.key.Stack {
+				return fmt.Sprintf("scope %s of stack %s owns its identity", o.Scope, o.Stack)
+			}
+		}
+	}
+	if replacing {
+		if err := s.eng.sess.StateRm(s.eng.ctx, e.Address); err != nil {
+			return fmt.Sprintf("removing the replaced object from the state failed: %s", firstLine(errcode.As(err).Error()))
+		}
+	}
+	if err := s.eng.sess.Import(s.eng.ctx, e.Address, id, r.o.Vars); err != nil {
+		if lost := r.held.Err(); lost != nil {
+			return "the lease was lost during its import"
+		}
+		return fmt.Sprintf("importing it by id %s failed: %s", id, firstLine(errcode.As(err).Error()))
+	}
+	return ""
+}
+
+func (s *settlement) report() string {
+	by := map[string][]string{}
+	for _, st := range s.out {
+		by[st.Outcome] = append(by[st.Outcome], st.Address)
+	}
+	msg := fmt.Sprintf("run %s stopped before its receipt (status %s); settled %d entries against the state: claimed %s; adopted %s; unresolved %s",
+		s.prev.RunID, s.prev.Status, len(s.out), listOrNone(by[receipt.SettledClaimed]), listOrNone(by[receipt.SettledAdopted]), listOrNone(by[receipt.SettledUnresolved]))
+	if len(by[receipt.SettledUnresolved]) > 0 {
+		msg += "; an unresolved object may exist: find out, then run `sponson resolve ADDRESS --id ID` (it is adopted by the next apply) or `sponson resolve ADDRESS --gone`"
+	}
+	return msg
 }
 
 func listOrNone(ss []string) string {
@@ -75,34 +286,51 @@ func listOrNone(ss []string) string {
 	return strings.Join(ss, ", ")
 }
 
-// reviewQuarantine reports quarantined states that hold resources the
-// current state lacks: objects that may exist without being managed.
-func (r *runner) reviewQuarantine(ctx context.Context) {
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// unreconciledQuarantine returns the objects of the quarantined states that
+// no run has reconciled yet, and the ids of every quarantined run, which
+// this run's receipt records as reconciled: their objects are adopted now
+// or kept as unresolved entries, so their warning never repeats.
+func (r *runner) unreconciledQuarantine(ctx context.Context, prev *receipt.Receipt) ([]stateResource, []string) {
 	qs, err := r.o.Store.ListQuarantine(ctx, r.key)
 	if err != nil || len(qs) == 0 {
-		return
+		return nil, prev.Reconciled
 	}
-	current, err := r.currentState(ctx)
-	if err != nil {
-		return
-	}
-	have := map[string]bool{}
-	for _, c := range current {
-		have[c.Address+"|"+c.ID] = true
-	}
+	reconciled := slices.Clone(prev.Reconciled)
+	var out []stateResource
 	for _, q := range qs {
-		res, err := readState(q.State)
-		if err != nil {
+		if slices.Contains(reconciled, q.RunID) {
 			continue
 		}
-		var missing []string
-		for _, x := range res {
-			if !have[x.Address+"|"+x.ID] {
-				missing = append(missing, x.Address)
-			}
+		res, err := readState(q.State)
+		if err != nil {
+			r.warn(fmt.Sprintf("the quarantined state of run %s cannot be read (%v); inspect it by hand", q.RunID, err))
+			continue
 		}
-		if len(missing) > 0 {
-			r.warn(fmt.Sprintf("the quarantined state of run %s holds %d resources the current state lacks (%s): they may exist unmanaged; import them or delete them by hand, then remove the quarantined state", q.RunID, len(missing), strings.Join(missing, ", ")))
-		}
+		out = append(out, res...)
+		reconciled = append(reconciled, q.RunID)
 	}
+	return out, reconciled
+}
+
+// withoutReplaced drops the entries of objects the state no longer holds
+// at an address it holds another object at (a replacement that completed),
+// and duplicates: one address, one object, besides unresolved claims.
+func withoutReplaced(ledger []receipt.Entry, present map[string]string) []receipt.Entry {
+	out := ledger[:0]
+	seen := map[string]bool{}
+	for _, e := range ledger {
+		key := e.Address + "\x00" + e.ID + "\x00" + e.CreatedBy
+		id, held := present[e.Address]
+		if (held && e.ID != "" && e.ID != id && e.CreatedBy != receipt.CreatedByUnresolved) || seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, e)
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 	"github.com/sponson/terraform-provider-sponson/provider"
 	"github.com/sponson/terraform-provider-sponson/wrapper"
@@ -22,6 +23,15 @@ func main() {
 		if err := provider.Serve(context.Background(), version.Version, false); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == reaper.Command {
+		// The watcher a run starts to end its engine's children if the run
+		// dies (package reaper); not a command for people.
+		if err := reaper.Main(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
 		}
 		return
 	}

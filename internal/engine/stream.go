@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+)
+
+// Event is one message of the engine's machine-readable UI (`apply -json`)
+// that a run acts on: the completion of a resource's change, with the id of
+// the object it produced. Both OpenTofu and Terraform emit it as
+// "apply_complete" with a hook naming the resource address, the action and
+// the new object's id.
+type Event struct {
+	Type    string // "apply_start", "apply_complete", "apply_errored", ...
+	Address string
+	Action  string // "create", "update", "delete", "replace", ...
+	IDKey   string // the attribute that holds the id, usually "id"
+	IDValue string
+}
+
+// uiMessage is the subset of a machine-readable UI line that sponson reads.
+type uiMessage struct {
+	Level   string `json:"@level"`
+	Message string `json:"@message"`
+	Type    string `json:"type"`
+	Hook    struct {
+		Resource struct {
+			Addr string `json:"addr"`
+		} `json:"resource"`
+		Action  string `json:"action"`
+		IDKey   string `json:"id_key"`
+		IDValue string `json:"id_value"`
+	} `json:"hook"`
+	Diagnostic *struct {
+		Severity string `json:"severity"`
+		Summary  string `json:"summary"`
+		Detail   string `json:"detail"`
+		Address  string `json:"address"`
+	} `json:"diagnostic"`
+}
+
+// uiStream turns the engine's machine-readable UI back into the lines a
+// person reads (each message's own text, diagnostics with their detail) and
+// hands every resource event to onEvent as it arrives, so a run can record a
+// completed create the moment the engine reports it instead of waiting for
+// the engine's next state write (docs/design.md, "Crashes").
+type uiStream struct {
+	mu      sync.Mutex
+	out     io.Writer
+	onEvent func(Event)
+	partial []byte
+}
+
+func newUIStream(out io.Writer, onEvent func(Event)) *uiStream {
+	if out == nil {
+		out = io.Discard
+	}
+	return &uiStream{out: out, onEvent: onEvent}
+}
+
+// Write accepts any split of the stream; complete lines are handled at once.
+func (s *uiStream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.partial = append(s.partial, p...)
+	for {
+		i := bytes.IndexByte(s.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		s.line(s.partial[:i])
+		s.partial = s.partial[i+1:]
+	}
+}
+
+// Flush handles a last line without a newline.
+func (s *uiStream) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(bytes.TrimSpace(s.partial)) > 0 {
+		s.line(s.partial)
+	}
+	s.partial = nil
+}
+
+func (s *uiStream) line(b []byte) {
+	var m uiMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		// Not a UI message (an engine that printed plain text): pass it on.
+		fmt.Fprintf(s.out, "%s\n", b)
+		return
+	}
+	if m.Hook.Resource.Addr != "" && s.onEvent != nil {
+		s.onEvent(Event{Type: m.Type, Address: m.Hook.Resource.Addr, Action: m.Hook.Action, IDKey: m.Hook.IDKey, IDValue: m.Hook.IDValue})
+	}
+	s.render(m)
+}
+
+// render prints a message as the engine's human UI would show it.
+func (s *uiStream) render(m uiMessage) {
+	switch {
+	case m.Type == "version":
+		return
+	case m.Diagnostic != nil:
+		d := m.Diagnostic
+		label := "Warning"
+		if d.Severity == "error" {
+			label = "Error"
+		}
+		fmt.Fprintf(s.out, "\n%s: %s\n", label, d.Summary)
+		if d.Address != "" {
+			fmt.Fprintf(s.out, "\n  with %s\n", d.Address)
+		}
+		if d.Detail != "" {
+			fmt.Fprintf(s.out, "\n%s\n", indent(d.Detail))
+		}
+		fmt.Fprintln(s.out)
+	case m.Message != "":
+		fmt.Fprintln(s.out, m.Message)
+	}
+}
+
+func indent(text string) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = "  " + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The lines are OpenTofu 1.12's `apply -json` output for one create, split
+// at arbitrary points as a pipe delivers them.
+func TestUIStreamEventsAndText(t *testing.T) {
+	t.Parallel()
+	stream := `{"@level":"info","@message":"OpenTofu 1.12.6","type":"version","tofu":"1.12.6","ui":"1.2"}
+{"@level":"info","@message":"terraform_data.a: Creating...","type":"apply_start","hook":{"resource":{"addr":"terraform_data.a","resource_type":"terraform_data","resource_name":"a"},"action":"create"}}
+{"@level":"info","@message":"terraform_data.a: Creation complete after 0s [id=5f1c]","type":"apply_complete","hook":{"resource":{"addr":"terraform_data.a"},"action":"create","id_key":"id","id_value":"5f1c","elapsed_seconds":0}}
+{"@level":"error","@message":"Error: boom","type":"diagnostic","diagnostic":{"severity":"error","summary":"boom","detail":"it broke\nbadly","address":"terraform_data.b"}}
+not json`
+	var out strings.Builder
+	var events []Event
+	ui := newUIStream(&out, func(e Event) { events = append(events, e) })
+	for len(stream) > 0 {
+		n := min(7, len(stream))
+		if _, err := ui.Write([]byte(stream[:n])); err != nil {
+			t.Fatal(err)
+		}
+		stream = stream[n:]
+	}
+	ui.Flush()
+	wantEvents := []Event{
+		{Type: "apply_start", Address: "terraform_data.a", Action: "create"},
+		{Type: "apply_complete", Address: "terraform_data.a", Action: "create", IDKey: "id", IDValue: "5f1c"},
+	}
+	if d := cmp.Diff(wantEvents, events); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
+	}
+	wantText := "terraform_data.a: Creating...\nterraform_data.a: Creation complete after 0s [id=5f1c]\n\nError: boom\n\n  with terraform_data.b\n\n  it broke\n  badly\n\nnot json\n"
+	if d := cmp.Diff(wantText, out.String()); d != "" {
+		t.Errorf("text (-want +got):\n%s", d)
+	}
+}

@@ -1,0 +1,104 @@
+package scoperun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// completions records, during the apply, every create the engine reports
+// complete, in the run's checkpoint (the receipt under way), fenced like
+// every receipt write. The engine persists its state only every ~20 s, so
+// after a crash the state rarely holds what was just created; the
+// checkpoint does, with the new object's id, and the next run adopts it
+// (docs/design.md, "Crashes"). Writes are batched: while one write is on
+// its way, completions gather for the next, so a fast apply costs a few
+// writes, not one per resource.
+type completions struct {
+	write func(context.Context, *receipt.Receipt) error
+	rec   *receipt.Receipt
+	warn  func(string)
+
+	mu      sync.Mutex
+	pending []receipt.Completion
+	wake    chan struct{}
+	done    chan struct{}
+	stopped chan struct{}
+	failed  bool
+}
+
+// startCompletions starts the batching writer of rec's completions.
+func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, *receipt.Receipt) error, warn func(string)) *completions {
+	c := &completions{write: write, rec: rec, warn: warn,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	go c.loop(ctx)
+	return c
+}
+
+// observe takes one engine event: completed creates (with the new
+// object's id) and deletes are recorded.
+func (c *completions) observe(ev engine.Event) {
+	if ev.Type != "apply_complete" {
+		return
+	}
+	var done receipt.Completion
+	switch {
+	case ev.Action == "delete":
+		done = receipt.Completion{Address: ev.Address, Action: "delete"}
+	case ev.IDValue != "" && (ev.Action == "create" || ev.Action == "replace"):
+		done = receipt.Completion{Address: ev.Address, ID: ev.IDValue, Action: "create"}
+	default:
+		return
+	}
+	c.mu.Lock()
+	c.pending = append(c.pending, done)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop writes what is pending and ends the writer.
+func (c *completions) stop() {
+	close(c.done)
+	<-c.stopped
+}
+
+func (c *completions) loop(ctx context.Context) {
+	defer close(c.stopped)
+	for {
+		select {
+		case <-c.wake:
+			c.flush(ctx)
+		case <-c.done:
+			c.flush(ctx)
+			return
+		}
+	}
+}
+
+// flush writes the checkpoint with every completion so far. A refused write
+// (the lease is lost) ends the recording: the held lease has noticed, and
+// the run stops the engine.
+func (c *completions) flush(ctx context.Context) {
+	c.mu.Lock()
+	batch := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	if len(batch) == 0 || c.failed {
+		return
+	}
+	c.rec.Completed = append(c.rec.Completed, batch...)
+	if err := c.write(ctx, c.rec); err != nil {
+		c.failed = true
+		if !errors.Is(err, store.ErrLeaseLost) {
+			c.warn(fmt.Sprintf("could not record completed creates in the checkpoint (%v); a crash now would leave them for a person to resolve", err))
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package wrapper_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/fixtureprovider"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// TestE2ECrashDuringCreatesLeaksNothing is the random-kill attack of issue
+// 12: a run is SIGKILLed (sponson alone, or its whole process tree) at a
+// random point while the engine creates objects, and the next runs recover.
+// After every round, every object in the world is owned by the scope's
+// ledger or listed there as unresolved, and every object the ledger owns
+// still exists: nothing leaks, nothing owned is destroyed.
+func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
+	h := e2e(t)
+	// Kills per store (at least 20 per test run); a round whose run ended
+	// before its kill counts no kill.
+	kills := 10
+	if v := os.Getenv("SPONSON_CRASH_KILLS"); v != "" {
+		fmt.Sscan(v, &kills)
+	}
+	stores := map[string]func(t *testing.T) (flag string, env []string){
+		"file": func(t *testing.T) (string, []string) { return "", nil },
+		"git": func(t *testing.T) (string, []string) {
+			_, flag, env := gitRemote(t)
+			return flag, env
+		},
+	}
+	for _, name := range []string{"file", "git"} {
+		t.Run(name, func(t *testing.T) {
+			flag, storeEnv := stores[name](t)
+			c := newCrashWorld(t, h, flag, storeEnv)
+			for round := 0; c.kills < kills; round++ {
+				if round >= 3*kills {
+					t.Fatalf("only %d of %d rounds killed their run", c.kills, round)
+				}
+				c.round(round)
+			}
+			c.finish()
+			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: %d adopted, %d resolved by a person (%d found, %d gone); leaks: %d",
+				name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted, c.resolvedFound+c.resolvedGone, c.resolvedFound, c.resolvedGone, c.leaks)
+		})
+	}
+}
+
+// crashWorld is one store's attack: a fixture configuration in one scope,
+// and the fixture's world of objects.
+type crashWorld struct {
+	t                           *testing.T
+	h                           *harness
+	dir, world                  string
+	env                         []string
+	flags                       []string // of apply and destroy
+	scope                       []string // the scope and store, for every command
+	rng                         *rand.Rand
+	kills, killsAlone, created  int
+	adopted, leaks              int
+	resolvedFound, resolvedGone int
+}
+
+func newCrashWorld(t *testing.T, h *harness, storeFlag string, storeEnv []string) *crashWorld {
+	env, world := fixtureEnv(t)
+	env = append(env, storeEnv...)
+	env = append(env, fixtureprovider.EnvCreateDelay+"=800ms")
+	scope := []string{"--scope", "pr-7"}
+	if storeFlag != "" {
+		scope = append(scope, storeFlag)
+	}
+	flags := append([]string{"--lease-ttl", "2s"}, scope...)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return &crashWorld{t: t, h: h, dir: h.workdir("testdata/fixture"), world: world, env: env, flags: flags, scope: scope, rng: rand.New(rand.NewPCG(seed, 0))}
+}
+
+// objects is the configuration of a round: four new objects, the previous
+// round's replaced.
+func (c *crashWorld) objects(round int) string {
+	var kv []string
+	for k := range 4 {
+		kv = append(kv, fmt.Sprintf("o%d", k), fmt.Sprintf("r%d-o%d", round, k))
+	}
+	return objectsVar(kv...)
+}
+
+// round applies a new set of objects, kills the run at a random point of
+// its create window, recovers and checks the world.
+func (c *crashWorld) round(round int) {
+	t := c.t
+	args := append([]string{"apply", "-var", c.objects(round)}, c.flags...)
+	victim := c.h.command(c.dir, c.env, args...)
+	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out lockedBuffer
+	victim.Stdout, victim.Stderr = &out, &out
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = victim.Wait(); close(exited) }()
+	// The create window opens when the engine starts applying: the first
+	// object of this round's plan is on its way.
+	waitFor(t, "the engine to start creating", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("round %d: the run ended before the engine created anything:\n%s", round, out.String())
+		default:
+		}
+		return strings.Contains(out.String(), "]: Creating...")
+	})
+	// A random point inside the window (the creates take 800 ms each).
+	time.Sleep(time.Duration(c.rng.IntN(900)) * time.Millisecond)
+	alone := c.rng.IntN(2) == 0
+	pid := victim.Process.Pid
+	if !alone {
+		pid = -pid
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+		c.kills++
+		if alone {
+			c.killsAlone++
+		}
+	}
+	<-exited
+	c.created += 4
+	c.recover(round)
+	c.check(fmt.Sprintf("round %d", round))
+}
+
+// recover runs the configuration again until it applies, resolving what
+// the run reports unresolved as a person would: by looking at the world.
+func (c *crashWorld) recover(round int) {
+	t := c.t
+	for attempt := 0; attempt < 4; attempt++ {
+		args := append([]string{"apply", "--wait", "--json", "-var", c.objects(round)}, c.flags...)
+		r := c.h.run(c.dir, c.env, args...)
+		rec := c.receipt()
+		for _, s := range rec.Settled {
+			if s.Outcome == receipt.SettledAdopted {
+				c.adopted++
+			}
+		}
+		if r.exit == 0 {
+			return
+		}
+		if r.code(t) != "INTENT_UNRESOLVED" {
+			t.Fatalf("recovery apply: exit %d %s\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+		}
+		t.Logf("round %d, recovery %d: %s; settled %+v; completed %+v", round, attempt, firstLineOf(r.stderr, "settled"), rec.Settled, rec.Completed)
+		c.resolve(rec)
+	}
+	t.Fatalf("round %d did not recover in 4 attempts", round)
+}
+
+// resolve says, for each unresolved entry, what the world holds.
+func (c *crashWorld) resolve(rec *receipt.Receipt) {
+	for _, e := range rec.Ledger {
+		if e.CreatedBy != receipt.CreatedByUnresolved || e.ID != "" {
+			continue
+		}
+		args := append([]string{"resolve", e.Address, "--wait"}, c.scope...)
+		if e.Type != "fixture_object" {
+			// The scope's own record: creating it again rewrites it.
+			args = append(args, "--gone")
+		} else if obj, err := fixtureprovider.ReadObject(c.world, c.objectName(e)); err == nil {
+			args = append(args, "--id", obj.ID)
+			c.resolvedFound++
+		} else {
+			args = append(args, "--gone")
+			c.resolvedGone++
+		}
+		if r := c.h.run(c.dir, c.env, args...); r.exit != 0 {
+			c.t.Fatalf("sponson %s: exit %d\n%s\n%s", strings.Join(args, " "), r.exit, r.stdout, r.stderr)
+		}
+	}
+}
+
+// objectName is the object an entry stands for: fixture_object.objects["o1"]
+// of round r is named r<r>-o1, recorded in its identity.
+func (c *crashWorld) objectName(e receipt.Entry) string {
+	if _, after, ok := strings.Cut(e.Identity, `name="`); ok {
+		name, _, _ := strings.Cut(after, `"`)
+		return name
+	}
+	c.t.Fatalf("entry %s has no name in its identity %q", e.Address, e.Identity)
+	return ""
+}
+
+func (c *crashWorld) receipt() *receipt.Receipt {
+	args := append([]string{"receipt", "--json"}, c.scope...)
+	r := c.h.run(c.dir, c.env, args...)
+	var env struct {
+		Result *receipt.Receipt `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &env); err != nil || env.Result == nil {
+		c.t.Fatalf("sponson receipt: exit %d %v\n%s\n%s", r.exit, err, r.stdout, r.stderr)
+	}
+	return env.Result
+}
+
+// check compares the world with the ledger: every object is owned (or
+// unresolved), every owned object exists.
+func (c *crashWorld) check(when string) {
+	t := c.t
+	rec := c.receipt()
+	claimed := map[string]receipt.Entry{}
+	for _, e := range rec.Ledger {
+		if e.Type == "fixture_object" {
+			claimed[c.objectName(e)] = e
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(c.world, "objects", "*.json"))
+	exists := map[string]bool{}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		exists[name] = true
+		if _, ok := claimed[name]; !ok {
+			c.leaks++
+			t.Errorf("%s: object %s exists and no scope owns it or lists it as unresolved\nledger: %+v", when, name, rec.Ledger)
+		}
+	}
+	for name, e := range claimed {
+		if e.CreatedBy != receipt.CreatedByUnresolved && !exists[name] {
+			t.Errorf("%s: the ledger owns %s (%s) but it does not exist any more", when, name, e.Address)
+		}
+	}
+}
+
+// finish destroys the scope: the world is empty afterwards.
+func (c *crashWorld) finish() {
+	args := append([]string{"destroy", "--wait"}, c.flags...)
+	if r := c.h.run(c.dir, c.env, args...); r.exit != 0 {
+		c.t.Fatalf("destroy: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	if files, _ := filepath.Glob(filepath.Join(c.world, "objects", "*.json")); len(files) > 0 {
+		c.t.Errorf("after the destroy these objects survive: %v", files)
+	}
+}
+
+// firstLineOf returns the first line of text holding want, for the log.
+func firstLineOf(text, want string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, want) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestE2EKilledRunTakesItsEngineAlong: when sponson is SIGKILLed during an
+// apply, the provisioner the engine started does not go on writing: the
+// run's watcher ends every process of the engine, and removes the backend
+// override from the configuration directory.
+func TestE2EKilledRunTakesItsEngineAlong(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/provisioner")
+	marks := t.TempDir()
+	run := h.command(dir, nil, "apply", "--scope", "pr-3", "-var", "dir="+marks)
+	var out lockedBuffer
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the provisioner to start", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "started"))
+		return err == nil
+	})
+	if err := run.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = run.Wait()
+	// Without the watcher the provisioner's shell lives on for a minute and
+	// then writes "done"; with it, it is gone at once.
+	waitFor(t, "the provisioner's shell to end", func() bool { return !processWithArg(marks) })
+	if _, err := os.Stat(filepath.Join(marks, "done")); err == nil {
+		t.Fatalf("the provisioner of the killed run finished its work:\n%s", out.String())
+	}
+	waitFor(t, "the backend override to be removed", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "sponson_backend_override.tf"))
+		return os.IsNotExist(err)
+	})
+}
+
+// processWithArg reports whether a process of this machine has s in its
+// command line.
+func processWithArg(s string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,87 @@
+package wrapper
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+)
+
+// ResolveOptions are the options of `sponson resolve`.
+type ResolveOptions struct {
+	ReceiptOptions
+	ID   string
+	Gone bool
+	Wait bool
+}
+
+// NewCmdResolve builds `sponson resolve`. runF replaces the run in tests.
+func NewCmdResolve(f *Factory, out *outcome, runF func(context.Context, *ResolveOptions, []string) outcome) *cobra.Command {
+	opts := &ResolveOptions{}
+	cmd := &cobra.Command{
+		Use:   "resolve ADDRESS... (--gone | --id ID)",
+		Short: "Say what became of objects a crashed run may have created",
+		Long: `A run that is killed while the engine creates objects cannot always tell which
+creates happened: the engine had started them, reported no completion, and
+saved no state. The next run keeps each such object in the scope's ledger as
+"unresolved" (no other scope may take it, and this scope will not create it a
+second time) and lists it in 'sponson status' and 'sponson receipt'.
+
+Resolve records what a person found, under the scope's lease, without
+starting the engine:
+
+  --gone      the object does not exist: the entry leaves the ledger and the
+              next apply creates it;
+  --id ID     the object exists with this id: the next apply adopts it (an
+              import by that id, after the ownership check) instead of
+              creating it again.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out.command = "resolve"
+			if runF != nil {
+				*out = runF(cmd.Context(), opts, args)
+				return nil
+			}
+			*out = runResolve(cmd, f, opts, args)
+			return nil
+		},
+	}
+	opts.bind(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Scope, "scope", "", "scope name (env SPONSON_CTX_SCOPE)")
+	fs.StringVar(&opts.PR, "pr", "", "pull request number: scope pr-<n> (env SPONSON_CTX_PR)")
+	fs.StringVar(&opts.Branch, "branch", "", "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)")
+	fs.StringVar(&opts.ID, "id", "", "the object exists with this `ID`: the next apply adopts it")
+	fs.BoolVar(&opts.Gone, "gone", false, "the object does not exist: forget the intent")
+	fs.BoolVar(&opts.Wait, "wait", false, "wait for the scope's lease when another run holds it")
+	return cmd
+}
+
+func runResolve(cmd *cobra.Command, f *Factory, opts *ResolveOptions, addrs []string) outcome {
+	o := outcome{command: "resolve"}
+	st, key, err := opts.scopeKey(cmd, f)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer st.Close()
+	rec, err := scoperun.Resolve(cmd.Context(), scoperun.ResolveOptions{
+		Store: st, Key: key, RunID: scoperun.NewRunID(),
+		Lease:     lease.Config{TTL: lease.DefaultTTL, Wait: opts.Wait, WaitTimeout: lease.DefaultTTL},
+		Addresses: addrs, ID: opts.ID, Gone: opts.Gone,
+	})
+	if err != nil {
+		o.err = err
+		return o
+	}
+	o.result = rec
+	if jsonMode, _ := cmd.Flags().GetBool("json"); !jsonMode && !wantsJSON(nil, f.Getenv) {
+		for _, s := range rec.Settled {
+			fmt.Fprintf(f.Out, "%s/%s: %s %s%s\n", key.Environment, key.Scope, s.Address, s.Outcome, settledNote(s))
+		}
+	}
+	return o
+}
