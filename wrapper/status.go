@@ -76,6 +76,12 @@ type ScopeStatus struct {
 	// scope they came from (DESIGN §2 "Succession").
 	SupersededBy  string `json:"supersededBy,omitempty"`
 	InheritedFrom string `json:"inheritedFrom,omitempty"`
+	// Unresolved lists the addresses whose create a killed run may have
+	// made: the scope is not clean until a person resolves them.
+	Unresolved []string `json:"unresolved,omitempty"`
+	// Released lists objects a removed block let go without destroying
+	// them: they exist, and no scope owns them.
+	Released []string `json:"released,omitempty"`
 }
 
 // RunSummary is a receipt in one line.
@@ -235,6 +241,14 @@ func statusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 			row.Owns = len(r.Ledger)
 			row.SupersededBy = r.SupersededBy
 			row.InheritedFrom = r.InheritedFrom
+			for _, e := range r.Ledger {
+				if e.CreatedBy == receipt.CreatedByUnresolved {
+					row.Unresolved = append(row.Unresolved, e.Address)
+				}
+			}
+			for _, e := range r.Released {
+				row.Released = append(row.Released, fmt.Sprintf("%s (id %s)", e.Address, e.ID))
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -273,6 +287,12 @@ func writeStatusTable(w io.Writer, rows []ScopeStatus) {
 		}
 		if r.SupersededBy != "" {
 			notes[i] = append(notes[i], "superseded by "+r.SupersededBy+": its resources moved there")
+		}
+		if len(r.Unresolved) > 0 {
+			notes[i] = append(notes[i], fmt.Sprintf("NOT CLEAN: %d unresolved (a killed run may have created them): %s; see `sponson resolve --help`", len(r.Unresolved), strings.Join(r.Unresolved, ", ")))
+		}
+		if len(r.Released) > 0 {
+			notes[i] = append(notes[i], "released, owned by no scope: "+strings.Join(r.Released, ", "))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Scope, r.Owns, last, at, commit, by, leaseCell)
 	}

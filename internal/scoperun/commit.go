@@ -166,6 +166,8 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 	if prev != nil {
 		// The succession chain stays visible on every later receipt.
 		rec.InheritedFrom, rec.Inheriting, rec.SupersededBy = prev.InheritedFrom, prev.Inheriting, prev.SupersededBy
+		// Released objects stay listed: nobody else will remember them.
+		rec.Released = prev.Released
 	}
 	if r.o.Command == Destroy {
 		// A destroy that gets this far owns what it destroys: an open

@@ -3,6 +3,7 @@ package scoperun
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -25,6 +26,14 @@ func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.
 			r.warn(n)
 		}
 		rec.Ledger = r.keepUnaccounted(rec.Ledger, c, resources)
+		rec.Released = append(rec.Released, r.released(prev, c, resources)...)
+	}
+	if r.o.Command == Destroy && len(r.unresolved) > 0 {
+		var addrs []string
+		for _, e := range r.unresolved {
+			addrs = append(addrs, e.Address)
+		}
+		r.warn(fmt.Sprintf("the destroy cannot vouch for %d objects a killed run may have created (%s): they may still exist; find them, delete them by hand or adopt them (`sponson resolve --help`); the scope keeps listing them", len(addrs), strings.Join(addrs, ", ")))
 	}
 	rec.FinishedAt = time.Now().UTC()
 	var engineErr error
@@ -103,4 +112,32 @@ func (r *runner) keepUnaccounted(ledger []receipt.Entry, c *checked, resources [
 		}
 	}
 	return ledger
+}
+
+// released lists the objects the plan forgot (a `removed` block with
+// destroy = false) that the state no longer holds: they still exist, and no
+// scope owns them any more, so no scope's destroy will ever delete them.
+// That is what the user asked for, but it must never happen silently.
+func (r *runner) released(prev *receipt.Receipt, c *checked, resources []stateResource) []receipt.Entry {
+	if prev == nil || c.plan == nil {
+		return nil
+	}
+	inState := map[string]bool{}
+	for _, res := range resources {
+		inState[res.Address] = true
+	}
+	forgotten := map[string]bool{}
+	for _, rc := range c.plan.ResourceChanges {
+		if rc.Change != nil && rc.Change.Actions.Forget() && !inState[rc.Address] {
+			forgotten[rc.Address] = true
+		}
+	}
+	var out []receipt.Entry
+	for _, e := range prev.Ledger {
+		if forgotten[e.Address] && !isOpen(e) {
+			out = append(out, e)
+			r.warn(fmt.Sprintf("%s (id %s) is released: a removed block took it out of the state without destroying it, so no scope owns it any more and no scope's destroy will delete it", e.Address, e.ID))
+		}
+	}
+	return out
 }
