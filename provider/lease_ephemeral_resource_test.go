@@ -379,7 +379,7 @@ func TestLeaseManager_handover(t *testing.T) {
 
 func TestLeaseManager_storeNotOpened(t *testing.T) {
 	t.Parallel()
-	m := newTestLeaseManager(map[string]string{storeurl.EnvVar: "s3://bucket/sponson"})
+	m := newTestLeaseManager(map[string]string{storeurl.EnvVar: "gs://bucket/sponson"})
 
 	_, diags := m.acquire(context.Background(), githubContext, testLeaseOptions)
 

@@ -466,6 +466,8 @@ func TestScopeStore_releaseWarning(t *testing.T) {
 	}
 }
 
+// TestScopeStore_openFails names a store of a scheme sponson has no
+// backend for (gs://), so that opening it fails before any network.
 func TestScopeStore_openFails(t *testing.T) {
 	t.Parallel()
 
@@ -476,12 +478,12 @@ func TestScopeStore_openFails(t *testing.T) {
 		wantNone string
 	}{
 		"environment": {
-			vars: map[string]string{storeurl.EnvVar: "s3://bucket/sponson"},
-			want: []string{`"s3://bucket/sponson"`, "from " + storeurl.EnvVar},
+			vars: map[string]string{storeurl.EnvVar: "gs://bucket/sponson"},
+			want: []string{`"gs://bucket/sponson"`, "from " + storeurl.EnvVar},
 		},
 		"attribute, credentials redacted": {
-			url:      "s3://sponson:hunter2@bucket/sponson",
-			want:     []string{"s3://sponson", "from the provider's store attribute"},
+			url:      "gs://sponson:hunter2@bucket/sponson",
+			want:     []string{"gs://sponson", "from the provider's store attribute"},
 			wantNone: "hunter2",
 		},
 	}
