@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,4 +32,18 @@ func (s *Store) AcquireAttempt(ctx context.Context, key store.Key, holder string
 // ReleaseAttempt runs one attempt of Release, as the retry loop would.
 func (s *Store) ReleaseAttempt(ctx context.Context, l store.Lease, attempt int) error {
 	return s.releaseOnce(ctx, l, attempt)
+}
+
+// StepBudgetClock makes s measure its retry budget on a clock that moves by
+// step every time it is read, so a test decides how many attempts fit in
+// the budget, whatever the machine's speed.
+func StepBudgetClock(s *Store, step time.Duration) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.budgetClock = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(step)
+		return now
+	}
 }

@@ -91,6 +91,7 @@ type Store struct {
 	schema         string
 	name           string // the server, user and database, without password
 	budget         time.Duration
+	budgetClock    func() time.Time // measures the retry budget; time.Now but in tests
 	attemptTimeout time.Duration
 	maxConns       int32
 	oldLayout      bool // WithOldLayout: Open leaves unmigrated scopes to Migrate
@@ -143,7 +144,7 @@ func WithMaxConns(n int) Option {
 // to the current version. Connection failures are retried within the
 // budget. The password never appears in an error.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	s := &Store{schema: DefaultSchema, budget: DefaultBudget, attemptTimeout: DefaultAttemptTimeout}
+	s := &Store{schema: DefaultSchema, budget: DefaultBudget, budgetClock: time.Now, attemptTimeout: DefaultAttemptTimeout}
 	for _, o := range opts {
 		o(s)
 	}

@@ -44,7 +44,7 @@ func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context
 	if s.closed.Load() {
 		return errcode.New(errcode.Internal, "cannot %s: the PostgreSQL store %s is closed", what, s.name)
 	}
-	start := time.Now()
+	start := s.budgetClock()
 	delay := minDelay
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
@@ -63,7 +63,7 @@ func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context
 			return errcode.Wrap(errcode.Internal, err, "cannot %s: the PostgreSQL store %s was closed", what, s.name)
 		}
 		wait := delay/2 + rand.N(delay)
-		if time.Since(start)+wait > s.budget {
+		if s.budgetClock().Sub(start)+wait > s.budget {
 			return errcode.Wrap(errcode.StoreUnavailable, err, "the PostgreSQL store %s could not %s within %s (%d attempts)",
 				s.name, what, s.budget, attempt+1).With("store", s.name)
 		}
