@@ -119,7 +119,7 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to serve the provider")
 	}
-	st, url, err := storeurl.Open(r.Store, dir)
+	st, url, err := storeurl.OpenFor(r.Store, dir, c.Environment)
 	if err != nil {
 		return nil, err
 	}

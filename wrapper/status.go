@@ -50,7 +50,7 @@ func (s *StoreFlags) open(cmd *cobra.Command, f *Factory) (store.Store, string, 
 		return nil, "", "", err
 	}
 	env = decl.Name
-	st, url, err := storeurl.Open(s.Store, dir)
+	st, url, err := storeurl.OpenFor(s.Store, dir, env)
 	return st, url, env, err
 }
 

@@ -42,6 +42,9 @@ func (r *runner) prepare(ctx context.Context) (work workdir, done bool, err erro
 		r.warn(fmt.Sprintf("the configuration declares its own %q backend: each scope gets its own workspace %s in it; state writes are guarded by the scope lease and the backend's own lock but are NOT fenced. Remove the backend block to let sponson serve a fenced state.", backend, Workspace(r.key)))
 	}
 	work = workdir{tmp: tmp, backend: backend}
+	if err := r.checkStateWritable(); err != nil {
+		return workdir{}, false, err
+	}
 	if r.o.Command == Destroy {
 		done, err = r.nothingToDestroy(ctx)
 	}
@@ -99,4 +102,20 @@ func Workspace(key store.Key) string { return key.Environment + "--" + key.Scope
 // one configuration directory never needs a re-init.
 func DataDir(dir string, key store.Key) string {
 	return filepath.Join(dir, ".terraform", "sponson", key.Environment, key.Scope)
+}
+
+// checkStateWritable refuses a run that writes when the store would refuse
+// its state (an encrypting store without its key): found by the engine's
+// state write, the objects it created would have no state.
+func (r *runner) checkStateWritable() error {
+	c, ok := r.o.Store.(store.StateChecker)
+	if r.o.Command == Plan || r.ownBackend || !ok {
+		return nil
+	}
+	if err := c.CheckState(r.key); err != nil {
+		e := errcode.As(err)
+		e.Message = fmt.Sprintf("%s %s: %s; nothing was run", r.o.Command, r.key, e.Message)
+		return e
+	}
+	return nil
 }

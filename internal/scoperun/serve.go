@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/statesrv"
+	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
@@ -41,6 +42,9 @@ func (r *runner) serve(ctx context.Context, work workdir) (*engineRun, error) {
 			}
 		}()
 	}
+	// No state key reaches the engine, its providers or provisioners: the
+	// store read them when it opened; they come back when the run ends.
+	r.onRelease(statecrypt.Scrub())
 	r.watchEngine(work)
 	env, err := r.engineEnv(work)
 	if err != nil {

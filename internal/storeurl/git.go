@@ -2,7 +2,6 @@ package storeurl
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -19,7 +18,7 @@ import (
 // remote): that is what is printed and handed over to the provider, which
 // therefore needs credentials from the checkout or a credential helper,
 // never from the URL.
-func openGit(raw, configDir string, old bool) (store.Store, string, error) {
+func openGit(raw, configDir string, old bool, getenv func(string) string) (store.Store, string, error) {
 	ctx := context.Background()
 	remote := strings.TrimPrefix(raw, "git+")
 	if raw == "git" {
@@ -34,7 +33,7 @@ func openGit(raw, configDir string, old bool) (store.Store, string, error) {
 			WithHint("Use --store git (the remote origin) or --store git+URL, e.g. git+https://github.com/OWNER/REPO.git.")
 	}
 	shown := "git+" + gitstore.Redact(remote)
-	opts, err := gitstore.FromEnv(os.Getenv)
+	opts, err := gitstore.FromEnv(getenv)
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,7 +2,6 @@ package storeurl
 
 import (
 	"context"
-	"os"
 
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/s3store"
@@ -13,8 +12,8 @@ import (
 // engine starts inherits); the URL carries none, so the URL as given is
 // also what is printed, less anything but bucket, prefix, endpoint and
 // region.
-func openS3(raw string) (store.Store, string, error) {
-	opts, err := s3store.FromEnv(os.Getenv)
+func openS3(raw string, getenv func(string) string) (store.Store, string, error) {
+	opts, err := s3store.FromEnv(getenv)
 	if err != nil {
 		return nil, "", err
 	}

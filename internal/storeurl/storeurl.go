@@ -4,12 +4,14 @@ package storeurl
 
 import (
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
+	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
 )
 
 // EnvVar names the store when --store (or the provider's store attribute)
@@ -23,13 +25,22 @@ const DefaultDir = ".sponson"
 // Open opens the store named by raw. An empty raw means the embedded file
 // store under configDir. A relative file path is relative to the working
 // directory of the sponson process, as everywhere on a command line.
-func Open(raw, configDir string) (store.Store, string, error) { return open(raw, configDir, false) }
+func Open(raw, configDir string) (store.Store, string, error) {
+	return open(raw, configDir, false, os.Getenv)
+}
+
+// OpenFor opens the store like Open for runs in environment env: a store
+// that encrypts state uses env's own key (SPONSON_STATE_KEY_<ENV>) where
+// one is set, else SPONSON_STATE_KEY (package statecrypt).
+func OpenFor(raw, configDir, env string) (store.Store, string, error) {
+	return open(raw, configDir, false, statecrypt.ForEnvironment(env, os.Getenv))
+}
 
 // OpenForMigration opens the store like Open, whatever its layout, for
 // `sponson migrate` alone: every other use of a store written before
 // stacks is refused with STORE_LAYOUT_OLD.
 func OpenForMigration(raw, configDir string) (store.Migrator, string, error) {
-	st, url, err := open(raw, configDir, true)
+	st, url, err := open(raw, configDir, true, os.Getenv)
 	if err != nil {
 		return nil, url, err
 	}
@@ -41,7 +52,7 @@ func OpenForMigration(raw, configDir string) (store.Migrator, string, error) {
 	return m, url, nil
 }
 
-func open(raw, configDir string, old bool) (store.Store, string, error) {
+func open(raw, configDir string, old bool, getenv func(string) string) (store.Store, string, error) {
 	var fileOpts []filestore.Option
 	if old {
 		fileOpts = append(fileOpts, filestore.WithOldLayout())
@@ -67,11 +78,11 @@ func open(raw, configDir string, old bool) (store.Store, string, error) {
 		st, err := filestore.Open(abs, fileOpts...)
 		return st, "file://" + abs, err
 	case raw == "git" || strings.HasPrefix(raw, "git+"):
-		return openGit(raw, configDir, old)
+		return openGit(raw, configDir, old, getenv)
 	case strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://"):
 		return openPostgres(raw, old)
 	case strings.HasPrefix(raw, "s3://"):
-		return openS3(raw)
+		return openS3(raw, getenv)
 	default:
 		return nil, "", errcode.New(errcode.Usage, "--store %q is not a store URL", Redact(raw)).
 			WithHint("Use file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX; leave --store unset for the embedded store in .sponson/.")

@@ -187,6 +187,13 @@ func parseLatest(key store.Key, b []byte) (*receipt.Receipt, error) {
 	return r, nil
 }
 
+// CheckState reports whether a state write of key would be refused for
+// want of a key (store.StateChecker).
+func (s *Store) CheckState(key store.Key) error {
+	_, _, _, err := s.sealState(key, "state", nil)
+	return err
+}
+
 // sealState prepares a state document: sealed under the key, or plaintext
 // when explicitly allowed. It returns the payload, the file name to write and
 // the name of the other form, which the write removes.

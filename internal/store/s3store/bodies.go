@@ -184,6 +184,13 @@ func parseReceipt(where string, data []byte) (*receipt.Receipt, error) {
 
 func sealContext(k store.Key, doc string) string { return k.String() + "/" + doc }
 
+// CheckState reports whether a state write of k would be refused for want
+// of a key (store.StateChecker).
+func (s *Store) CheckState(k store.Key) error {
+	_, _, err := s.sealState(k, "state", nil)
+	return err
+}
+
 // sealState prepares a state document and its suffix.
 func (s *Store) sealState(k store.Key, doc string, state []byte) ([]byte, string, error) {
 	if s.key != nil {
