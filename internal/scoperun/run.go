@@ -169,9 +169,12 @@ func NewRunID() string {
 // runner is one run: what every phase shares. The phases' own products are
 // passed from one to the next.
 type runner struct {
-	o   Options
-	res *Result
-	key store.Key
+	o Options
+	// userCLI are the user's CLI configuration files, read before the
+	// engine's environment (which names the run's own) is set.
+	userCLI []string
+	res     *Result
+	key     store.Key
 	// held is the scope lease of a run that writes (acquire); nil in a plan.
 	held *lease.Held
 	// handover is the run's part in a succession (load), nil in a plan.

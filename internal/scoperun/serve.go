@@ -61,7 +61,7 @@ func (r *runner) serve(ctx context.Context, work workdir) (*engineRun, error) {
 	}
 	r.sess = sess
 	r.res.Engine = sess.Describe()
-	if err := sess.Init(runCtx); err != nil {
+	if err := r.initIfNeeded(runCtx, sess, work); err != nil {
 		return nil, r.engineErr(ctx, err)
 	}
 	if work.backend != "" {
@@ -112,6 +112,7 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 		env = append(env, srvEnv...)
 	}
 	userCLI, unmerged := engine.UserCLIConfig(r.o.Engine, os.Getenv)
+	r.userCLI = userCLI
 	if len(unmerged) > 0 {
 		r.warn(fmt.Sprintf("the CLI configuration files %s are JSON, which sponson cannot merge; they are not used during sponson runs", strings.Join(unmerged, ", ")))
 	}
@@ -165,4 +166,39 @@ func (r *runner) serveState() ([]string, error) {
 		}
 	})
 	return srv.Environ(), nil
+}
+
+// initIfNeeded runs the engine's init unless the scope's data directory is
+// already initialised for this configuration (docs/design.md §8: the engine
+// starts only when needed): the stamp init leaves there (engine.InitStamp)
+// still matches. A plan's data directory is new each run, and a
+// configuration with its own backend may take its backend configuration
+// from the environment, so both always initialise.
+func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) error {
+	if r.o.Command == Plan || work.backend != "" {
+		return sess.Init(ctx)
+	}
+	dataDir := DataDir(r.o.Dir, r.key)
+	extra := []string{engine.FileIdentity(r.o.Engine), sess.Describe().Name, sess.Describe().Version, r.o.ProviderVersion}
+	for _, f := range r.userCLI {
+		b, _ := os.ReadFile(f)
+		extra = append(extra, f, string(b))
+	}
+	stamp, err := engine.InitStamp(r.o.Dir, dataDir, extra...)
+	if err == nil && engine.InitCurrent(dataDir, stamp) {
+		return nil
+	}
+	if err := engine.ForgetInit(dataDir); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "clearing the init stamp in %s", dataDir)
+	}
+	if err := sess.Init(ctx); err != nil {
+		return err
+	}
+	if stamp, err = engine.InitStamp(r.o.Dir, dataDir, extra...); err != nil {
+		return nil // the next run initialises again
+	}
+	if err := engine.RecordInit(dataDir, stamp); err != nil {
+		r.warn(fmt.Sprintf("could not record the initialisation of %s (%v); the next run initialises again", dataDir, err))
+	}
+	return nil
 }

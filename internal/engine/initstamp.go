@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// InitStampFile is the file, in a scope's data directory, that records the
+// configuration the directory was last initialised for.
+const InitStampFile = "sponson-init.stamp"
+
+// InitStamp hashes what decides whether a data directory initialised
+// earlier is still current for the configuration in dir (docs/design.md
+// §8: the engine starts only when needed). It covers the root module's
+// files (provider requirements, module calls, backend block), the lock
+// file, the module manifest init wrote and the files of every module it
+// lists, the backend configuration init recorded, and extra: the engine
+// binary and version, the user's CLI configuration files (their provider
+// sources) and anything else the caller knows to matter. A missing file
+// hashes as missing, so a file appearing or going away changes the stamp.
+func InitStamp(dir, dataDir string, extra ...string) (string, error) {
+	h := sha256.New()
+	add := func(label, path string) error {
+		f, err := os.Open(path)
+		if os.IsNotExist(err) {
+			fmt.Fprintf(h, "%s\x00missing\x00", label)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fmt.Fprintf(h, "%s\x00", label)
+		_, err = io.Copy(h, f)
+		h.Write([]byte{0})
+		return err
+	}
+	addModule := func(label, mdir string) error {
+		entries, err := os.ReadDir(mdir)
+		if os.IsNotExist(err) {
+			fmt.Fprintf(h, "%s\x00missing\x00", label)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range entries { // ReadDir sorts by name
+			n := e.Name()
+			if e.IsDir() || (!strings.HasSuffix(n, ".tf") && !strings.HasSuffix(n, ".tf.json")) {
+				continue
+			}
+			if err := add(label+"/"+n, filepath.Join(mdir, n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := addModule("root", dir); err != nil {
+		return "", err
+	}
+	if err := add("lock", filepath.Join(dir, ".terraform.lock.hcl")); err != nil {
+		return "", err
+	}
+	if err := add("backend", filepath.Join(dataDir, "terraform.tfstate")); err != nil {
+		return "", err
+	}
+	manifest := filepath.Join(dataDir, "modules", "modules.json")
+	if err := add("modules", manifest); err != nil {
+		return "", err
+	}
+	if b, err := os.ReadFile(manifest); err == nil {
+		var m struct {
+			Modules []struct{ Key, Dir string }
+		}
+		if json.Unmarshal(b, &m) == nil {
+			sort.Slice(m.Modules, func(i, j int) bool { return m.Modules[i].Key < m.Modules[j].Key })
+			for _, mod := range m.Modules {
+				if mod.Key == "" {
+					continue // the root module, hashed above
+				}
+				mdir := mod.Dir
+				if !filepath.IsAbs(mdir) {
+					mdir = filepath.Join(dir, mdir)
+				}
+				if err := addModule("module "+mod.Key, mdir); err != nil {
+					return "", err
+				}
+			}
+		}
+	}
+	for _, e := range extra {
+		fmt.Fprintf(h, "extra\x00%s\x00", e)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// InitCurrent reports whether the data directory was initialised for stamp.
+func InitCurrent(dataDir, stamp string) bool {
+	b, err := os.ReadFile(filepath.Join(dataDir, InitStampFile))
+	return err == nil && strings.TrimSpace(string(b)) == stamp
+}
+
+// ForgetInit removes the stamp, before an init that may fail half-way.
+func ForgetInit(dataDir string) error {
+	err := os.Remove(filepath.Join(dataDir, InitStampFile))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	return err
+}
+
+// RecordInit writes stamp after a successful init.
+func RecordInit(dataDir, stamp string) error {
+	return os.WriteFile(filepath.Join(dataDir, InitStampFile), []byte(stamp+"\n"), 0o600)
+}
+
+// FileIdentity names a file by path, size and modification time, which
+// changes when the file is replaced (a new engine binary).
+func FileIdentity(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return path + "\x00missing"
+	}
+	return fmt.Sprintf("%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())
+}

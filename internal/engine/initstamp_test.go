@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestInitStampChangesWithTheConfiguration: every input of "initialised for
+// this configuration" changes the stamp, and nothing else does.
+func TestInitStampChangesWithTheConfiguration(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	write := func(path, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamp := func(extra ...string) string {
+		t.Helper()
+		s, err := InitStamp(dir, data, extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	write(filepath.Join(dir, "main.tf"), `resource "terraform_data" "a" {}`)
+	write(filepath.Join(dir, "README.md"), "not configuration")
+	base := stamp("tofu")
+	if again := stamp("tofu"); again != base {
+		t.Fatalf("the stamp of an unchanged configuration changed: %s, then %s", base, again)
+	}
+	write(filepath.Join(dir, "README.md"), "still not configuration")
+	if s := stamp("tofu"); s != base {
+		t.Fatal("a file that is not configuration changed the stamp")
+	}
+
+	steps := []struct {
+		name   string
+		change func()
+		extra  string
+	}{
+		{"root module", func() { write(filepath.Join(dir, "main.tf"), `module "m" { source = "./m" }`) }, "tofu"},
+		{"lock file", func() { write(filepath.Join(dir, ".terraform.lock.hcl"), `provider "x" {}`) }, "tofu"},
+		{"backend", func() { write(filepath.Join(data, "terraform.tfstate"), `{"backend":{"hash":1}}`) }, "tofu"},
+		{"module manifest", func() {
+			write(filepath.Join(data, "modules", "modules.json"), `{"Modules":[{"Key":"","Dir":"."},{"Key":"m","Dir":"m"}]}`)
+		}, "tofu"},
+		{"a module's files", func() { write(filepath.Join(dir, "m", "main.tf"), `terraform { required_providers { x = {} } }`) }, "tofu"},
+		{"the same module edited", func() { write(filepath.Join(dir, "m", "main.tf"), `terraform { required_providers { y = {} } }`) }, "tofu"},
+		{"extra (engine, CLI configuration)", func() {}, "terraform"},
+	}
+	prev := base
+	for _, s := range steps {
+		s.change()
+		got := stamp(s.extra)
+		if got == prev {
+			t.Errorf("changing the %s left the stamp as it was", s.name)
+		}
+		prev = got
+	}
+
+	if InitCurrent(data, prev) {
+		t.Fatal("a data directory never stamped counts as initialised")
+	}
+	if err := RecordInit(data, prev); err != nil {
+		t.Fatal(err)
+	}
+	if !InitCurrent(data, prev) || InitCurrent(data, base) {
+		t.Fatal("InitCurrent does not compare with the recorded stamp")
+	}
+	if err := ForgetInit(data); err != nil || InitCurrent(data, prev) {
+		t.Fatalf("ForgetInit left the stamp (%v)", err)
+	}
+}
