@@ -12,7 +12,7 @@ import (
 
 // The tools of `sponson mcp` and their parameters. Each tool is one CLI
 // command run with --json, and each parameter one of its flags, so a tool
-// call is a command line (docs/design.md §4.5). TestMCPToolsMirrorFlags
+// call is a command line (docs/design.md §4.6). TestMCPToolsMirrorFlags
 // fails when a flag of a command has no parameter and is not withheld, or a
 // parameter names a flag the command does not have.
 

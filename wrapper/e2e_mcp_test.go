@@ -1,0 +1,213 @@
+package wrapper_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestE2EMCP drives `sponson mcp` as an agent would: the server is a
+// subprocess, the client the SDK's, the engine real. Every result is the
+// CLI's --json envelope.
+func TestE2EMCP(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/slow")
+	ctx := context.Background()
+
+	var progressMu lockedBuffer // every progress message, one a line
+	server := exec.Command(h.bin, "mcp", "--log-dir", t.TempDir())
+	server.Dir = dir
+	server.Env = h.env
+	var serverErr lockedBuffer
+	server.Stderr = &serverErr
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server stderr:\n%s\nprogress:\n%s", serverErr.String(), progressMu.String())
+		}
+	})
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			_, _ = progressMu.Write([]byte(req.Params.Message + "\n"))
+		},
+	})
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: server}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"apply", "destroy", "drift", "output", "plan", "receipt", "status"}; !slices.Equal(names, want) {
+		t.Fatalf("tools %v, want %v", names, want)
+	}
+
+	call := func(ctx context.Context, name string, args map[string]any) (map[string]any, error) {
+		params := &mcp.CallToolParams{Name: name, Arguments: args}
+		params.SetProgressToken(name)
+		res, err := session.CallTool(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		var env map[string]any
+		text := res.Content[0].(*mcp.TextContent).Text
+		if err := json.Unmarshal([]byte(text), &env); err != nil {
+			t.Fatalf("%s: the result is not an envelope: %v\n%s", name, err, text)
+		}
+		if ok, _ := env["ok"].(bool); ok == res.IsError {
+			t.Errorf("%s: isError %v with ok %v", name, res.IsError, ok)
+		}
+		return env, nil
+	}
+	mustCall := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		env, err := call(ctx, name, args)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if env["ok"] != true || env["exitCode"] != float64(0) {
+			t.Fatalf("%s: %v\nserver stderr:\n%s", name, env, serverErr.String())
+		}
+		return env
+	}
+	refused := func(name string, args map[string]any, code string) map[string]any {
+		t.Helper()
+		env, err := call(ctx, name, args)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		e, _ := env["error"].(map[string]any)
+		if env["ok"] != false || e["code"] != code {
+			t.Fatalf("%s: %v, want %s", name, env, code)
+		}
+		return env
+	}
+	resultOf := func(env map[string]any) map[string]any { r, _ := env["result"].(map[string]any); return r }
+
+	// A local branch's scope, applied by the agent.
+	branch := map[string]any{"branch": "agent-work", "variables": map[string]any{"sleep": "0", "input": "one"}}
+	applied := resultOf(mustCall("apply", branch))
+	if applied["scope"] != "branch-agent-work" || applied["status"] != "applied" {
+		t.Fatalf("apply result %v, want scope branch-agent-work applied", applied)
+	}
+	if !strings.Contains(progressMu.String(), "plan: Plan: 2 to add") || !strings.Contains(progressMu.String(), "apply: 2 of 2 resources done") {
+		t.Errorf("progress of the apply:\n%s", progressMu.String())
+	}
+	// What a call costs over the command itself (logged, not asserted).
+	start := time.Now()
+	status := mustCall("status", nil)
+	viaTool := time.Since(start)
+	start = time.Now()
+	h.mustRun(dir, "status", "--json")
+	t.Logf("status: %s as a tool call, %s as a command", viaTool, time.Since(start))
+	if !strings.Contains(mustJSON(t, status), `"branch-agent-work"`) {
+		t.Errorf("status does not show the scope: %v", status)
+	}
+	receipt := resultOf(mustCall("receipt", map[string]any{"branch": "agent-work"}))
+	if !strings.Contains(mustJSON(t, receipt), applied["runId"].(string)) {
+		t.Errorf("receipt %v is not the apply's run %v", receipt, applied["runId"])
+	}
+
+	// Never its own approver, never production on its own.
+	refused("apply", map[string]any{"environment": "production", "branch": "agent-work", "approved_by": "agent"}, "ENV_NOT_APPROVED")
+	refused("apply", map[string]any{"environment": "production", "branch": "agent-work"}, "ENV_NOT_APPROVED")
+	if _, err := os.Stat(dir + "/.sponson/production"); err == nil {
+		t.Error("a refused production apply wrote the store")
+	}
+
+	// A CLI run holds the scope: the tool gets LOCK_HELD, or waits for it
+	// with progress saying who holds it.
+	cli := h.command(dir, nil, "apply", "--branch", "agent-lock", "--json", "-var", "sleep=600", "-var", "input=cli")
+	var cliErr lockedBuffer
+	cli.Stderr = &cliErr
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the CLI run's apply", func() bool {
+		return strings.Contains(cliErr.String(), "terraform_data.slow: Provisioning with 'local-exec'")
+	})
+	refused("apply", map[string]any{"branch": "agent-lock"}, "LOCK_HELD")
+	waited := make(chan map[string]any, 1)
+	go func() {
+		env, _ := call(ctx, "apply", map[string]any{"branch": "agent-lock", "wait": true, "wait_timeout": "10m", "variables": map[string]any{"sleep": "0", "input": "two"}})
+		waited <- env
+	}()
+	waitFor(t, "a progress notification of the wait", func() bool {
+		return strings.Contains(progressMu.String(), "lease: waiting for") && strings.Contains(progressMu.String(), "lease until")
+	})
+	if err := cli.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Wait(); err == nil {
+		t.Errorf("the interrupted CLI run exited 0:\n%s", cliErr.String())
+	}
+	if env := <-waited; env == nil || env["ok"] != true {
+		t.Fatalf("the waiting apply: %v\nserver stderr:\n%s", env, serverErr.String())
+	}
+
+	// Cancelled mid-apply: the run is interrupted as by SIGINT, its lease
+	// released and its receipt written; what it created is in the state.
+	slow := map[string]any{"branch": "agent-slow", "variables": map[string]any{"sleep": "600", "input": "slow"}}
+	seen := len(progressMu.String())
+	cctx, cancel := context.WithCancel(ctx)
+	cancelled := make(chan error, 1)
+	go func() { _, err := call(cctx, "apply", slow); cancelled <- err }()
+	waitFor(t, "the slow apply's progress", func() bool {
+		p := progressMu.String()[seen:]
+		return strings.Contains(p, "terraform_data.slow: Creating...") && strings.Contains(p, "1 of 2 resources done: terraform_data.fast")
+	})
+	cancel()
+	if err := <-cancelled; err == nil {
+		t.Error("the cancelled call returned a result")
+	}
+	var interrupted result
+	waitFor(t, "the cancelled run's receipt", func() bool {
+		interrupted = h.run(dir, nil, "receipt", "--branch", "agent-slow", "--json")
+		return interrupted.exit == 0 && strings.Contains(interrupted.stdout, `"status": "failed"`)
+	})
+	if !strings.Contains(interrupted.stdout, `"code": "INTERRUPTED"`) {
+		t.Errorf("the cancelled run's receipt does not say it was interrupted:\n%s", interrupted.stdout)
+	}
+	if res := stateResources(t, dir, "preview", "branch-agent-slow"); res["terraform_data.fast"] == nil {
+		t.Errorf("the cancelled run lost what it created: %v", res)
+	}
+	slow["variables"] = map[string]any{"sleep": "0", "input": "slow"}
+	// Without wait: LOCK_HELD had the cancelled run kept its lease.
+	mustCall("apply", slow)
+
+	// Destroy names its scope.
+	refused("destroy", map[string]any{"branch": "agent-work", "confirm": "branch-other"}, "USAGE")
+	destroyed := resultOf(mustCall("destroy", map[string]any{"branch": "agent-work", "confirm": "branch-agent-work"}))
+	if destroyed["status"] != "destroyed" {
+		t.Errorf("destroy result %v", destroyed)
+	}
+	if err := session.Close(); err != nil {
+		t.Logf("closing: %v", err)
+	}
+	if server.ProcessState != nil && !server.ProcessState.Success() {
+		t.Errorf("the server exited %v:\n%s", server.ProcessState, serverErr.String())
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
