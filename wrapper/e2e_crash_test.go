@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,7 +33,11 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 		kills = 3
 	}
 	if v := os.Getenv("SPONSON_CRASH_KILLS"); v != "" {
-		fmt.Sscan(v, &kills)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SPONSON_CRASH_KILLS=%q: want a positive number of kills", v)
+		}
+		kills = n
 	}
 	stores := map[string]func(t *testing.T) (flag string, env []string){
 		"file": func(t *testing.T) (string, []string) { return "", nil },

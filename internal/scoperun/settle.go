@@ -101,13 +101,13 @@ func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlem
 			rec.Ledger = append(rec.Ledger, e)
 			continue
 		}
-		switch {
-		case st.Outcome == receipt.SettledUnresolved:
+		switch st.Outcome {
+		case receipt.SettledUnresolved:
 			e.CreatedBy = receipt.CreatedByUnresolved
 			if st.ID != "" {
 				e.ID = st.ID
 			}
-		case st.Outcome == receipt.SettledAdopted:
+		case receipt.SettledAdopted:
 			// Adopted back: the scope's own run created it.
 			e.CreatedBy, e.ID = receipt.CreatedBySponson, st.ID
 		default:
