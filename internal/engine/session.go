@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
@@ -69,9 +70,13 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		tf.SetStderr(o.Stderr)
 	}
 	// One terraform-exec instance, so the engine's version is read once
-	// (it caches it for its compatibility checks): every engine start costs
-	// tens of milliseconds.
-	v, _, err := tf.Version(ctx, true)
+	// (it caches it for its compatibility checks), and from the version
+	// cache when this binary was read before: every engine start costs tens
+	// of milliseconds.
+	v, err := engineVersion(tf, o.Binary, func() (*version.Version, error) {
+		v, _, err := tf.Version(ctx, true)
+		return v, err
+	})
 	if err != nil {
 		return nil, errcode.Wrap(errcode.EngineFailed, err, "%s does not answer `version -json`", o.Binary)
 	}
