@@ -14,28 +14,38 @@ import (
 // (a renewal may have replaced it), and a write the store refuses because
 // the lease is gone makes the lease lost: the write then returns the
 // lease's LOCK_LOST error, which wraps the store's refusal.
+//
+// Once the lease is lost, by the store's word or by the run's own deadline,
+// nothing more is written, not even where the store would still accept it
+// (its record may still name the run until the TTL runs out): a run that
+// declared LOCK_LOST writes nothing else, the engine's last flush included
+// (docs/design.md §2.5).
 
 // WriteState replaces the scope's Terraform state.
 func (h *Held) WriteState(ctx context.Context, state []byte) error {
-	return h.fenced(h.st.WriteState(ctx, h.Lease(), state))
+	return h.fenced(func(l store.Lease) error { return h.st.WriteState(ctx, l, state) })
 }
 
 // WriteReceipt stores rec as the scope's latest receipt.
 func (h *Held) WriteReceipt(ctx context.Context, rec *receipt.Receipt) error {
-	return h.fenced(h.st.WriteReceipt(ctx, h.Lease(), rec))
+	return h.fenced(func(l store.Lease) error { return h.st.WriteReceipt(ctx, l, rec) })
 }
 
 // WriteRecord stores the scope's record name.
 func (h *Held) WriteRecord(ctx context.Context, name string, data []byte) error {
-	return h.fenced(h.st.WriteRecord(ctx, h.Lease(), name, data))
+	return h.fenced(func(l store.Lease) error { return h.st.WriteRecord(ctx, l, name, data) })
 }
 
 // DeleteRecord removes the scope's record name.
 func (h *Held) DeleteRecord(ctx context.Context, name string) error {
-	return h.fenced(h.st.DeleteRecord(ctx, h.Lease(), name))
+	return h.fenced(func(l store.Lease) error { return h.st.DeleteRecord(ctx, l, name) })
 }
 
-func (h *Held) fenced(err error) error {
+func (h *Held) fenced(write func(store.Lease) error) error {
+	if lost := h.Err(); lost != nil {
+		return lost
+	}
+	err := write(h.Lease())
 	if errors.Is(err, store.ErrLeaseLost) {
 		h.markLost(err)
 		return h.Err()

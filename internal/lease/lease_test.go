@@ -320,3 +320,29 @@ func TestConcurrentAcquireHasOneWinner(t *testing.T) {
 		t.Errorf("%d winners, %d LOCK_HELD; want 1 and 11", won.Load(), held.Load())
 	}
 }
+
+// refusingRenewals is a store whose renewals say the lease is lost while
+// its record, and so its writes, still accept the holder.
+type refusingRenewals struct{ *filestore.Store }
+
+func (refusingRenewals) Renew(context.Context, store.Lease, time.Duration) (store.Lease, error) {
+	return store.Lease{}, store.ErrLeaseLost
+}
+
+// TestLostLeaseWritesNothing: once the run knows its lease is lost, no
+// fenced write reaches the store, even one the store would still accept.
+func TestLostLeaseWritesNothing(t *testing.T) {
+	st := refusingRenewals{openStore(t)}
+	key := store.Key{Stack: "s", Environment: "preview", Scope: "pr-1"}
+	h, err := lease.Acquire(context.Background(), st, key, "run-a", lease.Config{TTL: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-h.Lost()
+	if err := h.WriteState(context.Background(), []byte(`{"version":4}`)); err == nil {
+		t.Fatal("a lost lease wrote the state")
+	}
+	if got, err := st.ReadState(context.Background(), key); err != nil || got != nil {
+		t.Fatalf("the store holds %q (%v), want no state", got, err)
+	}
+}
