@@ -87,6 +87,8 @@ func TestMCPArgv(t *testing.T) {
 		{name: "approver spelled otherwise", tool: apply, args: `{"Approved-By":"me"}`, code: errcode.EnvNotApproved},
 		{name: "approver on plan", tool: toolByName(t, "plan"), args: `{"approver":"me"}`, code: errcode.EnvNotApproved},
 		{name: "environment variables", tool: apply, args: `{"env":{"SPONSON_APPROVED_BY":"me"}}`, code: errcode.EnvNotApproved},
+		{name: "environment variables as environment", tool: apply, args: `{"environment":{"SPONSON_APPROVED_BY":"me"}}`, code: errcode.EnvNotApproved},
+		{name: "the CLI's flag name is not a parameter", tool: apply, args: `{"env":"preview"}`, code: errcode.Usage},
 		{name: "unknown parameter", tool: apply, args: `{"colour":"red"}`, code: errcode.Usage},
 		{name: "wrong type", tool: apply, args: `{"wait":"yes"}`, code: errcode.Usage},
 		{name: "destroy confirm", tool: toolByName(t, "destroy"), args: `{"scope":"s","confirm":"s"}`, want: []string{"destroy", "--json", "--scope=s"}, confirm: "s"},

@@ -157,12 +157,16 @@ func (t toolSpec) inputSchema() map[string]any {
 // toolArgs is a tool call's arguments, as the client sent them.
 type toolArgs map[string]json.RawMessage
 
-// approvalKey reports whether an argument name tries to approve the run or
-// to set the run's environment variables: an agent may do neither, whatever
-// the spelling.
-func approvalKey(name string) bool {
+// approvalKey reports whether an argument tries to approve the run or to
+// set the run's environment variables (an object under an env-like name):
+// an agent may do neither, whatever the spelling.
+func approvalKey(name string, value json.RawMessage) bool {
 	n := strings.NewReplacer("_", "", "-", "", " ", "").Replace(strings.ToLower(name))
-	return strings.Contains(n, "approv") || slices.Contains([]string{"env", "envs", "envvars", "environmentvariables", "environ"}, n)
+	if strings.Contains(n, "approv") {
+		return true
+	}
+	isObject := strings.HasPrefix(strings.TrimSpace(string(value)), "{")
+	return isObject && slices.Contains([]string{"env", "envs", "envvars", "environmentvariables", "environ", "environment"}, n)
 }
 
 // refuseApproval is the refusal of a call that carries an approver.
@@ -182,7 +186,7 @@ func (t toolSpec) argv(args toolArgs) (cli []string, confirm string, err error) 
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if approvalKey(k) {
+		if approvalKey(k, args[k]) {
 			return nil, "", refuseApproval(t.name, k)
 		}
 	}
@@ -192,7 +196,7 @@ func (t toolSpec) argv(args toolArgs) (cli []string, confirm string, err error) 
 		i := slices.IndexFunc(t.params, func(p toolParam) bool { return p.name == k })
 		if i < 0 {
 			return nil, "", errcode.New(errcode.Usage, "%s has no parameter %q", t.name, k).
-				WithHint("The tool's input schema lists its parameters.").With("parameter", k)
+				WithHint(fmt.Sprintf("The parameters of %s: %s.", t.name, strings.Join(t.paramNames(), ", "))).With("parameter", k)
 		}
 		p := t.params[i]
 		raw := args[k]
@@ -279,4 +283,12 @@ func contextFlags(args toolArgs) map[string]string {
 		}
 	}
 	return out
+}
+
+func (t toolSpec) paramNames() []string {
+	names := make([]string, 0, len(t.params))
+	for _, p := range t.params {
+		names = append(names, p.name)
+	}
+	return names
 }
