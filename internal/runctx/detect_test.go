@@ -86,9 +86,13 @@ func fakeSources(env map[string]string, git map[string]string) Sources {
 // gitOn is a local checkout of branch at sha; defaultBranch "" means the
 // clone did not record origin/HEAD, and branch "HEAD" is a detached HEAD.
 func gitOn(branch, sha, defaultBranch string) map[string]string {
+	ref := "refs/heads/" + branch
+	if branch == "HEAD" {
+		ref = "HEAD"
+	}
 	g := map[string]string{
-		"rev-parse --abbrev-ref HEAD": branch,
-		"rev-parse HEAD":              sha,
+		"rev-parse HEAD --symbolic-full-name HEAD": sha + "\n" + ref,
+		"rev-parse HEAD": sha,
 	}
 	if defaultBranch != "" {
 		g["symbolic-ref --short refs/remotes/origin/HEAD"] = "origin/" + defaultBranch

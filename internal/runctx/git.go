@@ -45,39 +45,55 @@ func gitCLI(dir string) func(args ...string) (string, error) {
 
 // localGit is the last source of Detect. Each field runs its own command, and
 // only when no earlier source answered it, so a CI run with every variable
-// set never starts git. It never answers the pull request: that would take gh
-// and the network.
+// set never starts git; the branch and the commit come from one command, and
+// once git has said there is no repository nothing more is asked
+// (docs/design.md §8: no start the run does not need). It never answers the
+// pull request: that would take gh and the network.
 type localGit struct {
 	run     func(args ...string) (string, error)
 	failure string // why branch gave no answer, for CTX_NULL
+	head    string // the commit branch read along with it
+	absent  bool   // git answered nothing: no repository, or no git
 }
 
 // branch is the checked-out branch; a detached HEAD (what CI checkouts and
-// `git checkout <sha>` produce) has none.
+// `git checkout <sha>` produce) has none. The same command reads the commit
+// (`rev-parse HEAD --symbolic-full-name HEAD` prints the commit, then the
+// ref HEAD points to, or HEAD when detached).
 func (g *localGit) branch() string {
 	if g.run == nil {
 		g.failure = "not available"
 		return ""
 	}
-	out, err := g.run("rev-parse", "--abbrev-ref", "HEAD")
+	out, err := g.run("rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
 	if err != nil {
 		// rev-parse fails on an unborn branch (a repository without commits
 		// yet); symbolic-ref still names it.
-		if b, serr := g.run("symbolic-ref", "--short", "-q", "HEAD"); serr == nil && b != "" {
-			return b
+		// Outside a repository there is nothing to ask it.
+		if !strings.Contains(err.Error(), "not a git repository") {
+			if b, serr := g.run("symbolic-ref", "--short", "-q", "HEAD"); serr == nil && b != "" {
+				return b
+			}
 		}
 		g.failure = err.Error()
+		g.absent = true
 		return ""
 	}
-	if out == "HEAD" || out == "" {
+	sha, ref, _ := strings.Cut(out, "\n")
+	g.head = strings.TrimSpace(sha)
+	ref = strings.TrimSpace(ref)
+	if ref == "HEAD" || ref == "" {
 		g.failure = "HEAD is detached (no branch checked out)"
 		return ""
 	}
-	return out
+	return strings.TrimPrefix(ref, "refs/heads/")
 }
 
 func (g *localGit) commit() string {
-	if g.run == nil {
+	if g.head != "" {
+		return g.head
+	}
+	if g.run == nil || g.absent {
 		return ""
 	}
 	out, err := g.run("rev-parse", "HEAD")
@@ -90,7 +106,7 @@ func (g *localGit) commit() string {
 // defaultBranch is what the clone recorded as the remote's default branch;
 // clones made by CI checkouts often lack it, hence "no answer" on failure.
 func (g *localGit) defaultBranch() string {
-	if g.run == nil {
+	if g.run == nil || g.absent {
 		return ""
 	}
 	out, err := g.run("symbolic-ref", "--short", "refs/remotes/origin/HEAD")

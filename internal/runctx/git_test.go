@@ -116,3 +116,29 @@ func TestProcessSourcesGit(t *testing.T) {
 		}
 	})
 }
+
+// TestLocalGitStarts: git is started only for what it can answer: once
+// outside a repository, once for the branch and commit of a checkout, and
+// once more for the remote's default branch (docs/design.md §8).
+func TestLocalGitStarts(t *testing.T) {
+	count := func(git map[string]string) []string {
+		t.Helper()
+		s := fakeSources(map[string]string{}, git)
+		inner := s.Git
+		var calls []string
+		s.Git = func(args ...string) (string, error) {
+			calls = append(calls, strings.Join(args, " "))
+			return inner(args...)
+		}
+		if _, err := Detect(Flags{Environment: "preview", Scope: "s"}, s); err != nil {
+			t.Fatal(err)
+		}
+		return calls
+	}
+	if calls := count(map[string]string{}); len(calls) != 1 {
+		t.Errorf("outside a repository git started %d times: %q", len(calls), calls)
+	}
+	if calls := count(gitOn("main", "abc123", "main")); len(calls) != 2 {
+		t.Errorf("in a checkout git started %d times: %q", len(calls), calls)
+	}
+}
