@@ -190,10 +190,20 @@ func TestE2EMCP(t *testing.T) {
 	mustCall("apply", slow)
 
 	// Destroy names its scope.
-	refused("destroy", map[string]any{"branch": "agent-work", "confirm": "branch-other"}, "USAGE")
-	destroyed := resultOf(mustCall("destroy", map[string]any{"branch": "agent-work", "confirm": "branch-agent-work"}))
+	refused("destroy", map[string]any{"branch": "agent-lock", "confirm": "branch-other"}, "USAGE")
+	destroyed := resultOf(mustCall("destroy", map[string]any{"branch": "agent-lock", "confirm": "branch-agent-lock", "variables": map[string]any{"sleep": "0"}}))
 	if destroyed["status"] != "destroyed" {
 		t.Errorf("destroy result %v", destroyed)
+	}
+
+	// The pull request of the agent's branch takes its scope over in CI.
+	pr := h.mustRun(dir, "apply", "--pr", "21", "--branch", "agent-work", "-var", "sleep=0", "-var", "input=one")
+	if !strings.Contains(pr.stderr, "inherited 2 resources from branch-agent-work") {
+		t.Errorf("the pull request did not take the branch's scope over:\n%s", pr.stderr)
+	}
+	taken := resultOf(mustCall("receipt", map[string]any{"pull_request": "21"}))
+	if taken["inheritedFrom"] != "branch-agent-work" {
+		t.Errorf("pr-21's receipt: %v", taken)
 	}
 	if err := session.Close(); err != nil {
 		t.Logf("closing: %v", err)
