@@ -176,7 +176,7 @@ func (r *runner) serveState() ([]string, error) {
 // from the environment, so both always initialise.
 func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) error {
 	if r.o.Command == Plan || work.backend != "" {
-		return sess.Init(ctx)
+		return r.init(ctx, sess)
 	}
 	dataDir := DataDir(r.o.Dir, r.key)
 	extra := []string{engine.FileIdentity(r.o.Engine), sess.Describe().Name, sess.Describe().Version, r.o.ProviderVersion}
@@ -191,7 +191,7 @@ func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) er
 	if err := engine.ForgetInit(dataDir); err != nil {
 		return errcode.Wrap(errcode.Internal, err, "clearing the init stamp in %s", dataDir)
 	}
-	if err := sess.Init(ctx); err != nil {
+	if err := r.init(ctx, sess); err != nil {
 		return err
 	}
 	if stamp, err = engine.InitStamp(r.o.Dir, dataDir, extra...); err != nil {
@@ -201,4 +201,22 @@ func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) er
 		r.warn(fmt.Sprintf("could not record the initialisation of %s (%v); the next run initialises again", dataDir, err))
 	}
 	return nil
+}
+
+// init runs the engine's init. A plan is read-only: the lock file init
+// writes into the user's directory is put back as it was when the run ends
+// (engine.LockGuard).
+func (r *runner) init(ctx context.Context, sess Engine) error {
+	if r.o.Command == Plan {
+		guard, err := engine.GuardLockFile(r.o.Dir)
+		if err != nil {
+			return errcode.Wrap(errcode.Internal, err, "reading the lock file in %s", r.o.Dir)
+		}
+		r.onRelease(func() {
+			if err := guard.Restore(); err != nil {
+				r.warn(fmt.Sprintf("could not restore %s as it was before the plan: %v", filepath.Join(r.o.Dir, engine.LockFileName), err))
+			}
+		})
+	}
+	return sess.Init(ctx)
 }
