@@ -104,3 +104,55 @@ func median(d []time.Duration) float64 {
 	slices.Sort(s)
 	return s[len(s)/2].Seconds()
 }
+
+// BenchmarkE2ENoChangeApply measures a no-change `sponson apply` of 50
+// instant resources against the bare engine's no-change `apply
+// -auto-approve` and against the careful pipeline a CI team writes by hand
+// (`init`, `plan -out`, `show -json`, `apply PLAN`), each on its own
+// initialised, applied copy of the configuration, the three side by side in
+// each iteration (issue 18 targets: ≤ 1.00× the pipeline, ≤ 2.0× bare).
+func BenchmarkE2ENoChangeApply(b *testing.B) {
+	if os.Getenv("SPONSON_E2E") != "1" {
+		b.Skip("set SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make bench does)")
+	}
+	h := e2eBench(b)
+	engine := os.Getenv("SPONSON_TEST_ENGINE")
+	vars := []string{"-var", "n=50", "-var", "delay=0"}
+	tf := func(dir string, args ...string) {
+		cmd := exec.Command(engine, args...)
+		cmd.Dir = dir
+		cmd.Env = h.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("engine %v: %v\n%s", args, err, out)
+		}
+	}
+	bareDir, pipeDir, wrapDir := h.workdir("testdata/count"), h.workdir("testdata/count"), h.workdir("testdata/count")
+	tf(bareDir, "init", "-input=false", "-no-color")
+	tf(bareDir, append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars...)...)
+	tf(pipeDir, "init", "-input=false", "-no-color")
+	tf(pipeDir, append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars...)...)
+	h.mustRun(wrapDir, append([]string{"apply", "--scope", "bench"}, vars...)...)
+
+	var bare, pipeline, wrapped []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		tf(bareDir, append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars...)...)
+		bare = append(bare, time.Since(start))
+
+		start = time.Now()
+		tf(pipeDir, "init", "-input=false", "-no-color")
+		tf(pipeDir, append([]string{"plan", "-input=false", "-no-color", "-out=plan.bin"}, vars...)...)
+		tf(pipeDir, "show", "-json", "plan.bin")
+		tf(pipeDir, "apply", "-input=false", "-no-color", "plan.bin")
+		pipeline = append(pipeline, time.Since(start))
+
+		start = time.Now()
+		h.mustRun(wrapDir, append([]string{"apply", "--scope", "bench"}, vars...)...)
+		wrapped = append(wrapped, time.Since(start))
+	}
+	b.ReportMetric(median(bare), "bare-s")
+	b.ReportMetric(median(pipeline), "pipeline-s")
+	b.ReportMetric(median(wrapped), "sponson-s")
+	b.ReportMetric(median(wrapped)/median(bare), "ratio-vs-bare")
+	b.ReportMetric(median(wrapped)/median(pipeline), "ratio-vs-pipeline")
+}
