@@ -71,6 +71,9 @@ func (s *Store) retire(ctx context.Context, k store.Key, names ...string) {
 // An identity the previous part held keeps its Since; a new one gets the
 // server's clock at the fence check.
 func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Receipt) error {
+	if err := s.ready(ctx, true); err != nil {
+		return err
+	}
 	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
@@ -160,6 +163,9 @@ func (s *Store) readBody(ctx context.Context, k store.Key, what string, pick fun
 // LatestReceipt returns the scope's latest receipt, nil if it has none. A
 // body that does not parse is an error, never an empty scope.
 func (s *Store) LatestReceipt(ctx context.Context, key store.Key) (*receipt.Receipt, error) {
+	if err := s.ready(ctx, false); err != nil {
+		return nil, err
+	}
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -213,6 +219,9 @@ func (s *Store) openState(k store.Key, doc, name, what string, data []byte) ([]b
 // WriteState replaces the scope's Terraform state, fenced by l: the sealed
 // state goes to a new body, then the pointer moves to it.
 func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) error {
+	if err := s.ready(ctx, true); err != nil {
+		return err
+	}
 	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
@@ -241,6 +250,9 @@ func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) err
 
 // ReadState returns the scope's Terraform state, nil if it has none.
 func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
+	if err := s.ready(ctx, false); err != nil {
+		return nil, err
+	}
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -253,6 +265,9 @@ func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
 
 // WriteRecord stores a record of the scope, fenced by l.
 func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, data []byte) error {
+	if err := s.ready(ctx, true); err != nil {
+		return err
+	}
 	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
@@ -283,6 +298,9 @@ func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, dat
 
 // ReadRecord returns a record, nil if there is none.
 func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]byte, error) {
+	if err := s.ready(ctx, false); err != nil {
+		return nil, err
+	}
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -296,6 +314,9 @@ func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]b
 // DeleteRecord removes a record, fenced by l; a missing record is not an
 // error (the fence is still checked).
 func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) error {
+	if err := s.ready(ctx, true); err != nil {
+		return err
+	}
 	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
@@ -322,6 +343,9 @@ func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) er
 // Quarantine stores quarantine/<runId>.tfstate[.sealed] without a fence: the
 // object is named by the run, so it replaces nothing but its own copy.
 func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, state []byte) error {
+	if err := s.ready(ctx, true); err != nil {
+		return err
+	}
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
@@ -341,6 +365,9 @@ func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, sta
 // ListQuarantine returns the quarantined states of key, oldest first (by the
 // server's Last-Modified).
 func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quarantined, error) {
+	if err := s.ready(ctx, false); err != nil {
+		return nil, err
+	}
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,9 @@ const DefaultGarbageAge = 24 * time.Hour
 // scope without a pointer is touched. It returns how many objects it
 // deleted.
 func (s *Store) CollectGarbage(ctx context.Context, env string, minAge time.Duration) (int, error) {
+	if err := s.ready(ctx, true); err != nil {
+		return 0, err
+	}
 	if err := store.CheckName("environment", env); err != nil {
 		return 0, err
 	}

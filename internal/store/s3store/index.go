@@ -404,6 +404,9 @@ func (s *Store) fetchEntry(ctx context.Context, k store.Key, old *entry, n need)
 // pointers name: each part is written before its pointer moves, in the same
 // fenced step as the receipt.
 func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error) {
+	if err := s.ready(ctx, false); err != nil {
+		return nil, err
+	}
 	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
 	}
@@ -444,6 +447,9 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 // List returns every scope of env that has a lease record or a receipt,
 // sorted by scope name. A receipt that does not parse fails the listing.
 func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, error) {
+	if err := s.ready(ctx, false); err != nil {
+		return nil, err
+	}
 	if err := store.CheckName("environment", env); err != nil {
 		return nil, err
 	}

@@ -317,8 +317,8 @@ func (c *counter) take() map[string]int {
 }
 
 // Owners and List of an environment cost a bounded number of requests, not
-// one per scope: a cold process reads the listing and the cached index, a
-// warm one the listing and what changed.
+// one per scope: a cold process reads the layout marker (once per Store),
+// the listing and the cached index, a warm one the listing and what changed.
 func TestOwnersRequestsAreBounded(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, nil)
@@ -353,15 +353,15 @@ func TestOwnersRequestsAreBounded(t *testing.T) {
 	if err != nil || len(sums) != scopes || sums[0].Latest == nil {
 		t.Fatalf("List = %d scopes, %v", len(sums), err)
 	}
-	if n := c.take(); n["LIST"] != 1 || n["GET"] != 1 || n["PUT"] != 0 {
-		t.Errorf("a cold List of %d scopes made %v requests, want one LIST and one GET", scopes, n)
+	if n := c.take(); n["LIST"] != 1 || n["GET"] != 2 || n["PUT"] != 0 {
+		t.Errorf("a cold List of %d scopes made %v requests, want one LIST and two GETs (layout, index)", scopes, n)
 	}
 	coldOwners := open(t, srv)
 	if got, err := coldOwners.Owners(t.Context(), "preview", nil); err != nil || len(got) != scopes*3 {
 		t.Fatalf("cold Owners = %d entries, %v", len(got), err)
 	}
-	if n := c.take(); n["LIST"] != 1 || n["GET"] != 1 || n["PUT"] != 0 {
-		t.Errorf("a cold Owners of %d scopes made %v requests, want one LIST and one GET", scopes, n)
+	if n := c.take(); n["LIST"] != 1 || n["GET"] != 2 || n["PUT"] != 0 {
+		t.Errorf("a cold Owners of %d scopes made %v requests, want one LIST and two GETs (layout, index)", scopes, n)
 	}
 
 	k := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-7"}

@@ -94,6 +94,9 @@ func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next
 // taken over and reported in Grant.Preempted. Losing the race for the
 // pointer to another contender reads it again and reports who won.
 func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl time.Duration) (store.Grant, error) {
+	if err := s.ready(ctx, true); err != nil {
+		return store.Grant{}, err
+	}
 	if err := store.CheckKey(key); err != nil {
 		return store.Grant{}, err
 	}
@@ -200,6 +203,9 @@ func (s *Store) fenced(ctx context.Context, l store.Lease, what string, mutate f
 
 // Renew extends l to ttl from the server's clock if l still holds the lease.
 func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	if err := s.ready(ctx, true); err != nil {
+		return store.Lease{}, err
+	}
 	if err := store.CheckKey(l.Key); err != nil {
 		return store.Lease{}, err
 	}
@@ -221,6 +227,9 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 // Release frees the lease if l still holds it; the token stays in the
 // pointer, so the next grant is token+1.
 func (s *Store) Release(ctx context.Context, l store.Lease) error {
+	if err := s.ready(ctx, true); err != nil {
+		return err
+	}
 	if err := store.CheckKey(l.Key); err != nil {
 		return err
 	}
@@ -236,6 +245,9 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 
 // ReadLease returns the lease record of key, the zero LeaseInfo if none.
 func (s *Store) ReadLease(ctx context.Context, key store.Key) (store.LeaseInfo, error) {
+	if err := s.ready(ctx, false); err != nil {
+		return store.LeaseInfo{}, err
+	}
 	if err := store.CheckKey(key); err != nil {
 		return store.LeaseInfo{}, err
 	}

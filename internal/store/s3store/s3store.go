@@ -1,8 +1,10 @@
 // Package s3store is the S3 store backend (`s3://BUCKET/PREFIX`): leases,
 // receipts and encrypted Terraform state as objects of a bucket, on AWS S3 or
 // any server with S3's conditional writes (If-None-Match: * on create,
-// If-Match: ETAG on overwrite). Layout, under PREFIX:
+// If-Match: ETAG on overwrite). Layout, under PREFIX (<scope> is
+// <S>/<name>, S the stack's segment; see scopeID):
 //
+//	@layout.json                        {"layout": 2}: the layout version (see Layout)
 //	<env>/.leases/<scope>.json          the scope's pointer: lease and current bodies
 //	<env>/<scope>/receipts/<runId>.<nonce>.json   receipt bodies (one kept per run)
 //	<env>/<scope>/owners/<nonce>.json   the scope's part of the ownership index
@@ -110,6 +112,12 @@ type Store struct {
 
 	mu   sync.Mutex
 	envs map[string]*envCache
+
+	// The layout check of ready: layoutChecked once no newer marker and no
+	// old pointers were found, layoutWritten once the marker is there.
+	layoutMu      sync.Mutex
+	layoutChecked bool
+	layoutWritten bool
 }
 
 // Option configures Open.

@@ -1,0 +1,160 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// Layout is the version of the object layout this package writes and reads
+// (docs/design.md §5.6). 1 was the layout before stacks, whose pointers were
+// <env>/.leases/<scope>.json; a newer one is refused.
+const Layout = 2
+
+// layoutObject is the layout marker under the prefix. "@" never occurs in
+// an environment name, so no scope's objects can take its name.
+const layoutObject = "@layout.json"
+
+// oldLayoutHint says what to do with a prefix written before stacks: the
+// S3 store has no `sponson migrate`.
+const oldLayoutHint = "`sponson migrate` does not move S3 scopes. Finish or release the runs of this prefix with the sponson that wrote it, " +
+	"then give this sponson a new prefix (s3://BUCKET/NEW-PREFIX) and adopt the scopes' resources there."
+
+type layoutDoc struct {
+	Layout int `json:"layout"`
+}
+
+// ready checks the prefix's layout once per Store, before its first
+// operation (Open makes no request): a marker of a newer layout is
+// STORE_LAYOUT_NEWER, pointers of the layout before stacks are
+// STORE_LAYOUT_OLD, never read as an empty prefix. A prefix without a
+// marker and without old pointers is new: the first write records the
+// marker (a read leaves it unwritten, so read-only credentials can look at
+// a new prefix). A failed check is tried again by the next operation.
+func (s *Store) ready(ctx context.Context, write bool) error {
+	s.layoutMu.Lock()
+	defer s.layoutMu.Unlock()
+	if s.layoutWritten || (s.layoutChecked && !write) {
+		return nil
+	}
+	for {
+		v, err := s.layoutVersion(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case v > Layout:
+			return store.NewerLayoutError(s.display, v, Layout)
+		case v == Layout:
+			s.layoutChecked, s.layoutWritten = true, true
+			return nil
+		case v > 0:
+			return errcode.As(store.OldLayoutError(s.display, fmt.Sprintf("its %s records layout %d", layoutObject, v))).WithHint(oldLayoutHint)
+		}
+		if !s.layoutChecked {
+			old, err := s.oldPointers(ctx)
+			if err != nil {
+				return err
+			}
+			if len(old) > 0 {
+				return errcode.As(store.OldLayoutError(s.display, fmt.Sprintf("%d scope pointer(s), e.g. %s", len(old), old[0]))).WithHint(oldLayoutHint)
+			}
+			s.layoutChecked = true
+		}
+		if !write {
+			return nil
+		}
+		doc, _ := json.Marshal(layoutDoc{Layout: Layout}) // cannot fail
+		_, err = s.putIf(ctx, s.prefix+layoutObject, doc, "", func(cur []byte) bool { return bytes.Equal(cur, doc) })
+		switch {
+		case err == nil:
+			s.layoutWritten = true
+			return nil
+		case !errors.Is(err, errPrecondition):
+			return err
+		}
+		// Another run wrote the marker first: read what it wrote.
+	}
+}
+
+// layoutVersion is the version the marker records, 0 without a marker.
+func (s *Store) layoutVersion(ctx context.Context) (int, error) {
+	key := s.prefix + layoutObject
+	o, err := s.get(ctx, key)
+	if errors.Is(err, errNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var doc layoutDoc
+	if err := json.Unmarshal(o.Data, &doc); err != nil || doc.Layout < 1 {
+		return 0, errcode.New(errcode.StoreUnavailable, "the layout marker s3://%s/%s is unreadable; restore it (it reads {\"layout\": %d})", s.bucket, key, Layout).With("store", s.display)
+	}
+	return doc.Layout, nil
+}
+
+// oldPointers lists the pointers of the layout before stacks,
+// <env>/.leases/<scope>.json directly under .leases (the stacks' pointers
+// are one level deeper), as <env>/.leases/<scope>.json: one listing of the
+// prefix's environments and one of each environment's .leases.
+func (s *Store) oldPointers(ctx context.Context) ([]string, error) {
+	envs, _, err := s.listDir(ctx, s.prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, envDir := range envs {
+		env := strings.TrimSuffix(strings.TrimPrefix(envDir, s.prefix), "/")
+		if store.CheckName("environment", env) != nil {
+			continue
+		}
+		_, objs, err := s.listDir(ctx, s.leasesPrefix(env))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			name, ok := strings.CutSuffix(strings.TrimPrefix(o, s.leasesPrefix(env)), ".json")
+			if ok && store.CheckName("scope", name) == nil {
+				out = append(out, strings.TrimPrefix(o, s.prefix))
+			}
+		}
+	}
+	return out, nil
+}
+
+// listDir lists prefix one level deep: the "directories" (common prefixes,
+// ending in "/") and the keys of the objects directly under it.
+func (s *Store) listDir(ctx context.Context, prefix string) (dirs, objs []string, err error) {
+	var token *string
+	for {
+		var page *s3.ListObjectsV2Output
+		err := s.do(ctx, "list "+prefix, func(ctx context.Context) error {
+			var err error
+			page, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &prefix, Delimiter: aws.String("/"), ContinuationToken: token})
+			return err
+		}, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, p := range page.CommonPrefixes {
+			dirs = append(dirs, aws.ToString(p.Prefix))
+		}
+		for _, o := range page.Contents {
+			objs = append(objs, aws.ToString(o.Key))
+		}
+		if !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
+			return dirs, objs, nil
+		}
+		token = page.NextContinuationToken
+	}
+}
