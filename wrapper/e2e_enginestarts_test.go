@@ -41,7 +41,8 @@ func starts(t *testing.T, log string) []string {
 
 // TestE2EEngineStarts: the engine starts only when needed (docs/design.md
 // §8). A second apply of an unchanged configuration neither reads the
-// engine's version (it is cached per binary) nor runs init; a
+// engine's version (it is cached per binary) nor runs init, and a plan
+// borrows the scope's initialised data directory; a
 // changed configuration (here a new module call) is initialised again, and
 // the module it installs is really used.
 func TestE2EEngineStarts(t *testing.T) {
@@ -62,6 +63,16 @@ func TestE2EEngineStarts(t *testing.T) {
 	if got := apply(); slices.Contains(got, "init") || slices.Contains(got, "version") {
 		t.Fatalf("an unchanged configuration was initialised again, or the version of a binary read before was read again: %v", got)
 	}
+	plan := func() []string {
+		t.Helper()
+		if r := h.run(dir, env, "plan", "--scope", "starts", "-var", "n=3"); r.exit != 0 {
+			t.Fatalf("plan: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+		}
+		return starts(t, log)
+	}
+	if got := plan(); !slices.Equal(got, []string{"plan", "show"}) {
+		t.Fatalf("a plan of a scope initialised for this configuration started %v, want plan and show only", got)
+	}
 
 	mod := filepath.Join(dir, "m")
 	if err := os.Mkdir(mod, 0o700); err != nil {
@@ -72,6 +83,9 @@ func TestE2EEngineStarts(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "m.tf"), []byte(`module "m" { source = "./m" }`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if got := plan(); !slices.Contains(got, "init") {
+		t.Fatalf("a plan of a configuration with a new module call did not initialise: %v", got)
 	}
 	if got := apply(); !slices.Contains(got, "init") {
 		t.Fatalf("a configuration with a new module call was not initialised again: %v", got)

@@ -130,3 +130,33 @@ func FileIdentity(path string) string {
 	}
 	return fmt.Sprintf("%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())
 }
+
+// BorrowInit makes dst, a new data directory, initialised as src is: the
+// backend configuration copied (the engine may rewrite it), the installed
+// providers and modules linked, read-only for what a plan does.
+func BorrowInit(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(src, "terraform.tfstate"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dst, "terraform.tfstate"), b, 0o600); err != nil {
+		return err
+	}
+	for _, sub := range []string{"providers", "modules"} {
+		from := filepath.Join(src, sub)
+		if _, err := os.Stat(from); os.IsNotExist(err) {
+			continue
+		}
+		abs, err := filepath.Abs(from)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(abs, filepath.Join(dst, sub)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

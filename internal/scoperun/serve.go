@@ -171,11 +171,12 @@ func (r *runner) serveState() ([]string, error) {
 // initIfNeeded runs the engine's init unless the scope's data directory is
 // already initialised for this configuration (docs/design.md §8: the engine
 // starts only when needed): the stamp init leaves there (engine.InitStamp)
-// still matches. A plan's data directory is new each run, and a
-// configuration with its own backend may take its backend configuration
-// from the environment, so both always initialise.
+// still matches. A plan's data directory is new each run: it borrows the
+// scope's when that is current, and initialises otherwise. A configuration
+// with its own backend may take its backend configuration from the
+// environment, so it always initialises.
 func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) error {
-	if r.o.Command == Plan || work.backend != "" {
+	if work.backend != "" {
 		return r.init(ctx, sess)
 	}
 	dataDir := DataDir(r.o.Dir, r.key)
@@ -185,7 +186,16 @@ func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) er
 		extra = append(extra, f, string(b))
 	}
 	stamp, err := engine.InitStamp(r.o.Dir, dataDir, extra...)
-	if err == nil && engine.InitCurrent(dataDir, stamp) {
+	current := err == nil && engine.InitCurrent(dataDir, stamp)
+	if r.o.Command == Plan {
+		// The plan's own data directory borrows what the scope's current
+		// one installed, rather than initialising it again.
+		if current && engine.BorrowInit(dataDir, filepath.Join(work.tmp, "data")) == nil {
+			return nil
+		}
+		return r.init(ctx, sess)
+	}
+	if current {
 		return nil
 	}
 	if err := engine.ForgetInit(dataDir); err != nil {
