@@ -658,7 +658,9 @@ func TestAccLeaseEphemeralResource_heldWhileUsed(t *testing.T) {
 	dir := t.TempDir()
 	useStore(t, dir)
 	out := t.TempDir()
-	leaseFile := filepath.Join(dir, testParentKey.Environment, testParentKey.Scope, "lease.json")
+	// The file store's layout (internal/store/filestore): parent leases have
+	// no stack, and live under the "_" stack segment.
+	leaseFile := filepath.Join(dir, "@stacks", testParentKey.Environment, store.StackSegment(testParentKey.Stack), testParentKey.Scope, "lease.json")
 
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },

@@ -84,6 +84,9 @@ func isolateContext(t *testing.T) {
 	for _, name := range []string{runctx.EnvEnvironment, runctx.EnvScope, runctx.EnvBranch, runctx.EnvCommit, runctx.EnvPullRequest} {
 		t.Setenv(name, "")
 	}
+	// The tests' configurations live in temporary directories outside any
+	// repository; they are all one stack.
+	t.Setenv("SPONSON_STACK", "acme/app")
 	useStore(t, t.TempDir())
 }
 
