@@ -14,11 +14,11 @@ import (
 // recognises which one it is.
 func tracingEngine(t *testing.T) (engine, log string) {
 	t.Helper()
-	real := os.Getenv("SPONSON_TEST_ENGINE")
+	target := os.Getenv("SPONSON_TEST_ENGINE")
 	dir := t.TempDir()
 	log = filepath.Join(dir, "starts.log")
-	engine = filepath.Join(dir, filepath.Base(real))
-	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", log, real)
+	engine = filepath.Join(dir, filepath.Base(target))
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", log, target)
 	if err := os.WriteFile(engine, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}

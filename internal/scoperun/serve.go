@@ -205,7 +205,8 @@ func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) er
 		return err
 	}
 	if stamp, err = engine.InitStamp(r.o.Dir, dataDir, extra...); err != nil {
-		return nil // the next run initialises again
+		r.warn(fmt.Sprintf("could not stamp the initialisation of %s (%v); the next run initialises again", dataDir, err))
+		return nil
 	}
 	if err := engine.RecordInit(dataDir, stamp); err != nil {
 		r.warn(fmt.Sprintf("could not record the initialisation of %s (%v); the next run initialises again", dataDir, err))

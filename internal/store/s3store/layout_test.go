@@ -13,12 +13,11 @@ import (
 )
 
 // wantLayoutCode fails unless err has code.
-func wantLayoutCode(t *testing.T, what string, err error, code errcode.Code) *errcode.Error {
+func wantLayoutCode(t *testing.T, what string, err error, code errcode.Code) {
 	t.Helper()
 	if !errcode.Is(err, code) {
 		t.Fatalf("%s = %v, want %s", what, err, code)
 	}
-	return errcode.As(err)
 }
 
 // A new prefix gets the marker with its first write, not with a read: read-
@@ -104,7 +103,8 @@ func TestLayoutNewerRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.Acquire(t.Context(), k1, "run-a", time.Minute)
-	e := wantLayoutCode(t, "Acquire", err, errcode.StoreLayoutNewer)
+	wantLayoutCode(t, "Acquire", err, errcode.StoreLayoutNewer)
+	e := errcode.As(err)
 	if !strings.Contains(e.Message, "layout 3") {
 		t.Errorf("message %q does not name the layout found", e.Message)
 	}
@@ -129,7 +129,8 @@ func TestLayoutOldRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.List(t.Context(), "preview")
-	e := wantLayoutCode(t, "List", err, errcode.StoreLayoutOld)
+	wantLayoutCode(t, "List", err, errcode.StoreLayoutOld)
+	e := errcode.As(err)
 	if !strings.Contains(e.Message, "preview/.leases/pr-1.json") || !strings.Contains(e.Hint, "sponson migrate") || !strings.Contains(e.Hint, "new prefix") {
 		t.Errorf("STORE_LAYOUT_OLD does not name the pointer or say what to do: %s (hint %q)", e.Message, e.Hint)
 	}
@@ -156,7 +157,8 @@ func TestLayoutMarkerUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.ReadLease(t.Context(), k1)
-	e := wantLayoutCode(t, "ReadLease", err, errcode.StoreUnavailable)
+	wantLayoutCode(t, "ReadLease", err, errcode.StoreUnavailable)
+	e := errcode.As(err)
 	if !strings.Contains(e.Message, layoutObject) {
 		t.Errorf("message %q does not name the marker", e.Message)
 	}
