@@ -51,8 +51,11 @@ func TestE2EUnlockStoppedRun(t *testing.T) {
 		t.Fatalf("unlock receipt %+v (ended %v)", rec.Unlocked, ended)
 	}
 
-	// The next run takes the lease at once.
-	h.mustRun(dir, "apply", "--scope", "pr-10", "-var", "sleep=0", "-var", "input=second")
+	// The next run takes the lease at once (and settles what the stopped
+	// run had in flight).
+	if r := h.applyAfterTakeover(dir, nil, []string{"--scope", "pr-10"}, "-var", "sleep=0", "-var", "input=second"); r.exit != 0 {
+		t.Fatalf("the run after the unlock: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
 	state := stateResources(t, dir, "preview", "pr-10")
 
 	if err := first.Process.Signal(syscall.SIGCONT); err != nil {
