@@ -11,6 +11,10 @@ tofu="$root/.tools/bin/tofu"
 empty_rc="$(mktemp)"
 trap 'rm -f "$empty_rc"' EXIT
 export TF_CLI_CONFIG_FILE="$empty_rc" SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu"
+# The S3 store's benchmarks run against versitygw (make tools builds it).
+gw="$root/.tools/bin/versitygw"
+[ -x "$gw" ] || { echo "no versitygw at $gw: run 'make tools' first" >&2; exit 1; }
+export SPONSON_TEST_VERSITYGW="$gw" SPONSON_REQUIRE_VERSITYGW=1
 out="$root/.tools/bench.txt"
 mkdir -p .tools
 cmd="go test -run '^\$' -bench . -benchtime 20x ./internal/store/... && go test -run '^\$' -bench E2E -benchtime 5x ./wrapper/"
