@@ -661,7 +661,14 @@ func testList(t *testing.T, x *suite) {
 	}
 	withReceipt := key(preview, "pr-10")
 	r := NewReceipt(withReceipt, leases[withReceipt].Lease.Holder, 2)
-	if err := x.s.WriteReceipt(t.Context(), leases[withReceipt].Lease, r); err != nil {
+	// Renewed first: on a wall-clock store the acquires above may have
+	// taken most of the TTL on a loaded machine.
+	renewed, err := x.s.Renew(t.Context(), leases[withReceipt].Lease, x.ttl)
+	if err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	leases[withReceipt] = store.Grant{Lease: renewed}
+	if err := x.s.WriteReceipt(t.Context(), renewed, r); err != nil {
 		t.Fatalf("WriteReceipt: %v", err)
 	}
 	x.release(t, leases[key(preview, "main")].Lease)
