@@ -20,6 +20,8 @@ cd "$work"
 # runs on may leak in.
 unset GITHUB_ACTIONS GITLAB_CI CIRCLECI BITBUCKET_BUILD_NUMBER SPONSON_CTX_PR SPONSON_CTX_BRANCH SPONSON_CTX_SCOPE
 export SPONSON_CTX_ENV=preview
+# A copy in a temporary directory is in no repository: name its stack.
+export SPONSON_STACK=demo/preview
 
 if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
 step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
@@ -33,7 +35,9 @@ run() { # run NAME ARGS...: one sponson run, engine output to logs/NAME.log
 	fi
 	grep -E '^(sponson |warning: )' "logs/$name.log"
 }
-state_sum() { sha256sum ".sponson/preview/$1/terraform.tfstate" | cut -c1-16; }
+# The embedded store keeps each scope under its stack (.sponson/@stacks/<env>/<stack>/<scope>);
+# the demo's directory is one stack.
+state_sum() { sha256sum .sponson/@stacks/preview/*/"$1"/terraform.tfstate | cut -c1-16; }
 
 step "working in $work"
 cat main.tf | sed -n '/^data/,$p'
