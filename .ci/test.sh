@@ -31,15 +31,17 @@ tier() {
 	local name=$1
 	shift
 	echo "== $name"
-	"$@" | .tools/bin/testsummary "$name" | tee -a "$root/.tools/test-summary.log"
+	# The raw stream stays in .tools/test-TIER.json (a timed-out test's
+	# goroutine dump is there); the summary goes to the log.
+	"$@" | tee "$root/.tools/test-$name.json" | .tools/bin/testsummary "$name" | tee -a "$root/.tools/test-summary.log"
 	local rc=("${PIPESTATUS[@]}")
-	if [ "${rc[0]}" -ne 0 ] || [ "${rc[1]}" -ne 0 ]; then
+	if [ "${rc[0]}" -ne 0 ] || [ "${rc[2]}" -ne 0 ]; then
 		status=1
 	fi
 }
 
 : >"$root/.tools/test-summary.log"
-tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig ./.ci/installsh
+tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig ./.ci/installsh ./.ci/testsummary
 tier acceptance env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -count=1 -json -run '^TestAcc' "$@" ./provider/... ./internal/fixtureprovider/...
 tier e2e-opentofu env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
