@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -42,7 +44,12 @@ type Config struct {
 	// before Take waits for it; true ends Take with that lease joined (the
 	// provider joins a lease its own run holds). Acquire ignores it.
 	Join func(store.LeaseInfo) bool
-	// Now is the clock; time.Now when nil.
+	// Clock sets the timers that pace the renewals, the poll and the run's
+	// own deadline, and tells the time when Now is nil; the real clock when
+	// nil. Tests hand in a clockwork.FakeClock and advance it instead of
+	// waiting, so that a loaded machine cannot make them miss a deadline.
+	Clock clockwork.Clock
+	// Now tells the time; Clock.Now when nil.
 	Now func() time.Time
 	// About describes this run for the lease record (store.WithHolder):
 	// others waiting for the lease see it.
@@ -59,8 +66,11 @@ func (c *Config) defaults() {
 	if c.PollInterval <= 0 {
 		c.PollInterval = 2 * time.Second
 	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = c.Clock.Now
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
@@ -27,54 +29,145 @@ func openStore(t *testing.T) *filestore.Store {
 	return st
 }
 
-// slowStore delays or blocks renewals and counts how many are in flight.
-type slowStore struct {
-	store.Store
-	renewDelay   time.Duration
-	renewBlocks  chan struct{} // when set, Renew waits on it and ignores ctx
-	releaseFails atomic.Int32  // Release fails this many times first
-	inFlight     atomic.Int32
-	maxInFlight  atomic.Int32
-	renewCalls   atomic.Int32
+// newClock returns the fake clock of one test: the lease's timers fire only
+// when the test advances it, so what the test checks does not depend on
+// how fast the machine runs.
+func newClock() *clockwork.FakeClock {
+	return clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 }
 
-func (s *slowStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
-	s.renewCalls.Add(1)
-	n := s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
+// openStoreAt returns a file store whose lease expiry is read from clock.
+func openStoreAt(t *testing.T, clock clockwork.Clock) *filestore.Store {
+	t.Helper()
+	st, err := filestore.Open(t.TempDir(), filestore.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// started waits until the renewal loop of a lease just acquired on clock
+// has set its first timer: advancing clock before that would move the time
+// the loop starts counting from.
+func started(t *testing.T, clock *clockwork.FakeClock) {
+	t.Helper()
+	if err := clock.BlockUntilContext(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gatedStore holds every renewal, ignoring its context, until the test
+// answers it, and records when on the lease's clock each was sent and how
+// many were in flight at once.
+type gatedStore struct {
+	store.Store
+	clock       clockwork.Clock
+	sent        chan *renewal
+	done        chan struct{} // closed when the test ends: held renewals fail
+	inFlight    atomic.Int32
+	maxInFlight atomic.Int32
+}
+
+// renewal is one renewal the gated store holds.
+type renewal struct {
+	at     time.Time // when it was sent, on the lease's clock
+	answer chan struct{}
+}
+
+// pass lets the renewal through to the store.
+func (r *renewal) pass() { close(r.answer) }
+
+// gate returns st with its renewals held. Renewals still held when the test
+// ends fail without reaching st, before its directory is removed (cleanups
+// run last-registered first).
+func gate(t *testing.T, st store.Store, clock clockwork.Clock) *gatedStore {
+	t.Helper()
+	g := &gatedStore{Store: st, clock: clock, sent: make(chan *renewal, 16), done: make(chan struct{})}
+	t.Cleanup(func() { close(g.done) })
+	return g
+}
+
+func (g *gatedStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	n := g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
 	for {
-		m := s.maxInFlight.Load()
-		if n <= m || s.maxInFlight.CompareAndSwap(m, n) {
+		m := g.maxInFlight.Load()
+		if n <= m || g.maxInFlight.CompareAndSwap(m, n) {
 			break
 		}
 	}
-	if s.renewBlocks != nil {
-		<-s.renewBlocks
+	r := &renewal{at: g.clock.Now(), answer: make(chan struct{})}
+	g.sent <- r
+	select {
+	case <-r.answer:
+		return g.Store.Renew(ctx, l, ttl)
+	case <-g.done:
+		return store.Lease{}, errors.New("the test ended")
 	}
-	time.Sleep(s.renewDelay)
-	return s.Store.Renew(ctx, l, ttl)
 }
 
-func (s *slowStore) Release(ctx context.Context, l store.Lease) error {
-	if s.releaseFails.Add(-1) >= 0 {
+// next waits for the next renewal h sends. It fails the test when h loses
+// its lease meanwhile, or when the test binary is about to time out (go
+// test -timeout): a renewal that never comes is then reported as such.
+func (g *gatedStore) next(t *testing.T, h *lease.Held) *renewal {
+	t.Helper()
+	select {
+	case r := <-g.sent:
+		return r
+	case <-h.Lost():
+		t.Fatalf("the lease was lost while a renewal was awaited: %v", h.Err())
+	case <-stuck(t):
+		t.Fatal("no renewal was sent")
+	}
+	return nil
+}
+
+// stuck is closed shortly before the test binary's own deadline, nil (never
+// ready) when it has none. It is no budget: a test still waiting then has
+// failed anyway; it only says what it was waiting for.
+func stuck(t *testing.T) <-chan time.Time {
+	d, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	return time.After(time.Until(d) * 9 / 10)
+}
+
+// lost waits until h has lost its lease.
+func lost(t *testing.T, h *lease.Held) {
+	t.Helper()
+	select {
+	case <-h.Lost():
+	case <-stuck(t):
+		t.Fatal("the lease was never lost")
+	}
+}
+
+// waitFor polls cond until it holds: for what the code under test does in
+// its own goroutine once the test advanced the clock.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	giveUp := stuck(t)
+	for !cond() {
+		select {
+		case <-giveUp:
+			t.Fatalf("still waiting for %s", what)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// flakyRelease fails the first releases.
+type flakyRelease struct {
+	store.Store
+	fails atomic.Int32 // Release fails this many times first
+}
+
+func (s *flakyRelease) Release(ctx context.Context, l store.Lease) error {
+	if s.fails.Add(-1) >= 0 {
 		return errors.New("store briefly unavailable")
 	}
 	return s.Store.Release(ctx, l)
-}
-
-// blockedStore returns a store whose renewals hang until the test ends.
-// Its cleanup unblocks them and waits until none is in flight, before the
-// store's directory is removed (cleanups run last-registered first).
-func blockedStore(t *testing.T, st store.Store) *slowStore {
-	t.Helper()
-	slow := &slowStore{Store: st, renewBlocks: make(chan struct{})}
-	t.Cleanup(func() {
-		close(slow.renewBlocks)
-		for slow.inFlight.Load() > 0 {
-			time.Sleep(time.Millisecond)
-		}
-	})
-	return slow
 }
 
 func TestAcquireReleaseAndHeld(t *testing.T) {
@@ -142,25 +235,28 @@ func TestWaitQueuesThenTimesOut(t *testing.T) {
 
 func TestTakeoverIsReportedAndTheOldHolderLosesItsLease(t *testing.T) {
 	t.Parallel()
-	st := openStore(t)
+	clock := newClock()
+	st := openStoreAt(t, clock)
 	ctx := context.Background()
 	// The first holder's renewals never get through: its lease expires.
-	slow := blockedStore(t, st)
-	old, err := lease.Acquire(ctx, slow, key, "run-old", lease.Config{TTL: 300 * time.Millisecond})
+	gated := gate(t, st, clock)
+	const ttl = time.Minute
+	old, err := lease.Acquire(ctx, gated, key, "run-old", lease.Config{TTL: ttl, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-old.Lost()
+	started(t, clock)
+	clock.Advance(ttl / 3)
+	gated.next(t, old)
+	clock.Advance(ttl - ttl/3)
+	lost(t, old)
 	if !errcode.Is(old.Err(), errcode.LockLost) {
 		t.Fatalf("old holder: %v, want LOCK_LOST", old.Err())
 	}
-	for {
-		if l, _ := st.ReadLease(ctx, key); !l.Live(time.Now()) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	if l, _ := st.ReadLease(ctx, key); l.Live(clock.Now()) {
+		t.Fatalf("lease %+v still live a TTL after its grant", l)
 	}
-	h, err := lease.Acquire(ctx, st, key, "run-new", lease.Config{TTL: time.Minute})
+	h, err := lease.Acquire(ctx, st, key, "run-new", lease.Config{TTL: ttl, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,80 +277,117 @@ func TestTakeoverIsReportedAndTheOldHolderLosesItsLease(t *testing.T) {
 	}
 }
 
-// TestRenewalIsPaced pins the rule that renewals never pile up: with a store
-// whose renewals take longer than TTL/3, at most one is in flight, and the
-// run's own writes are not queued behind them.
+// TestRenewalIsPaced pins the rule that renewals never pile up: each is
+// sent TTL/3 after the previous one was sent, but never before the previous
+// one was answered, so with a store whose renewal takes longer than TTL/3
+// at most one is in flight; and the run's own writes are not queued behind
+// them. The test is the store: it answers each renewal after as much time
+// on the lease's clock as it chooses.
 func TestRenewalIsPaced(t *testing.T) {
 	t.Parallel()
-	st := openStore(t)
-	// Renewals that take 0.36 TTL: longer than TTL/3, yet leaving each one
-	// 0.4 s of margin before the run's own deadline (0.8 TTL after a send).
-	ttl := 4500 * time.Millisecond
-	slow := &slowStore{Store: st, renewDelay: ttl * 36 / 100} // longer than TTL/3
+	clock := newClock()
+	st := openStoreAt(t, clock)
+	gated := gate(t, st, clock)
 	ctx := context.Background()
-	h, err := lease.Acquire(ctx, slow, key, "run-a", lease.Config{TTL: ttl})
+	const ttl = 15 * time.Minute
+	h, err := lease.Acquire(ctx, gated, key, "run-a", lease.Config{TTL: ttl, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * ttl)
-	var writes int
-	for time.Now().Before(deadline) {
-		if slow.inFlight.Load() == 1 {
-			// A write issued while a renewal is in flight completes
-			// without waiting for it.
-			done := make(chan error, 1)
-			go func() {
-				done <- st.WriteReceipt(ctx, h.Lease(), &receipt.Receipt{Version: 1, RunID: "run-a", Environment: key.Environment, Scope: key.Scope, Status: "running"})
-			}()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("write during a renewal: %v", err)
-				}
-				writes++
-			case <-time.After(ttl / 4):
-				if slow.inFlight.Load() == 1 {
-					t.Fatal("a receipt write waited behind an in-flight renewal")
-				}
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
+	defer h.Release(ctx)
+	granted := clock.Now()
+	started(t, clock)
+
+	// The first renewal is due TTL/3 after the grant was sent.
+	clock.Advance(ttl / 3)
+	first := gated.next(t, h)
+	if want := granted.Add(ttl / 3); !first.at.Equal(want) {
+		t.Errorf("first renewal sent at %s, want TTL/3 after the grant, %s", first.at, want)
 	}
-	h.Release(ctx)
-	if got := slow.maxInFlight.Load(); got != 1 {
+
+	// It takes 0.36 TTL, longer than TTL/3 and short of the run's own
+	// deadline (0.8 TTL after the grant): the next renewal falls due while
+	// it is in flight, and waits for it.
+	clock.Advance(ttl * 36 / 100)
+	// The run's own write goes through meanwhile; one queued behind the
+	// renewal would never return, since the renewal waits for this test.
+	rec := &receipt.Receipt{Version: 1, RunID: "run-a", Environment: key.Environment, Scope: key.Scope, Status: "running"}
+	if err := h.WriteReceipt(ctx, rec); err != nil {
+		t.Fatalf("write during a renewal: %v", err)
+	}
+	first.pass()
+	second := gated.next(t, h)
+	if got := h.Renewals(); got != 1 {
+		t.Errorf("the second renewal was sent with %d renewals done, want it after the first was answered", got)
+	}
+	if want := first.at.Add(ttl * 36 / 100); !second.at.Equal(want) {
+		t.Errorf("second renewal sent at %s, want as soon as the first, overdue, was answered: %s", second.at, want)
+	}
+
+	// A renewal answered sooner: the next one is due TTL/3 after this one
+	// was sent, not after it was answered.
+	clock.Advance(ttl / 10)
+	second.pass()
+	waitFor(t, "the second renewal to be counted", func() bool { return h.Renewals() == 2 })
+	clock.Advance(ttl/3 - ttl/10)
+	third := gated.next(t, h)
+	if want := second.at.Add(ttl / 3); !third.at.Equal(want) {
+		t.Errorf("third renewal sent at %s, want TTL/3 after the second was sent, %s", third.at, want)
+	}
+	third.pass()
+	waitFor(t, "the third renewal to be counted", func() bool { return h.Renewals() == 3 })
+
+	if got := gated.maxInFlight.Load(); got != 1 {
 		t.Errorf("%d renewals were in flight at once; at most one may be", got)
-	}
-	if slow.renewCalls.Load() < 2 {
-		t.Errorf("only %d renewals in %s with TTL %s", slow.renewCalls.Load(), 2*ttl, ttl)
 	}
 	if h.Err() != nil {
 		t.Errorf("slow but successful renewals lost the lease: %v", h.Err())
 	}
-	if writes == 0 {
-		t.Error("no write overlapped a renewal; the test proved nothing")
+	if l, _ := st.ReadLease(ctx, key); !l.ExpiresAt.Equal(third.at.Add(ttl)) {
+		t.Errorf("the store's lease expires at %s, want a TTL after the last renewal, %s", l.ExpiresAt, third.at.Add(ttl))
 	}
 }
 
 // TestUnansweringStoreStopsTheRunBeforeExpiry: when renewals hang (even
-// ignoring their context), the run stops itself with LOCK_LOST while its
-// lease is still valid in the store, so no other run can have taken over.
+// ignoring their context), the run stops itself with LOCK_LOST at its own
+// deadline, TTL/5 before its lease expires in the store, so no other run can
+// have taken over; and not a moment before.
 func TestUnansweringStoreStopsTheRunBeforeExpiry(t *testing.T) {
 	t.Parallel()
-	st := openStore(t)
-	slow := blockedStore(t, st)
+	clock := newClock()
+	st := openStoreAt(t, clock)
+	gated := gate(t, st, clock)
 	ctx := context.Background()
-	h, err := lease.Acquire(ctx, slow, key, "run-a", lease.Config{TTL: 1500 * time.Millisecond})
+	const ttl = 15 * time.Minute
+	h, err := lease.Acquire(ctx, gated, key, "run-a", lease.Config{TTL: ttl, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	expires := h.Lease().ExpiresAt
+	granted, expires := clock.Now(), h.Lease().ExpiresAt
+	started(t, clock)
+	clock.Advance(ttl / 3)
+	gated.next(t, h) // never answered
+
+	// Until its own deadline the run goes on.
+	selfStop := granted.Add(ttl - ttl/5)
+	clock.Advance(selfStop.Sub(clock.Now()) - time.Nanosecond)
+	if err := h.Check(); err != nil {
+		t.Fatalf("Check a nanosecond before the run's own deadline: %v", err)
+	}
 	select {
 	case <-h.Lost():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the run never stopped itself")
+		t.Fatalf("the run stopped before its own deadline: %v", h.Err())
+	default:
 	}
-	if stoppedAt := time.Now(); !stoppedAt.Before(expires) {
-		t.Errorf("stopped at %s, after the lease expired at %s", stoppedAt.Format(time.StampMilli), expires.Format(time.StampMilli))
+
+	clock.Advance(time.Nanosecond)
+	lost(t, h)
+	stoppedAt := clock.Now()
+	if !stoppedAt.Before(expires) {
+		t.Errorf("stopped at %s, after the lease expired at %s", stoppedAt, expires)
+	}
+	if l, _ := st.ReadLease(ctx, key); l.Holder != "run-a" || !l.Live(stoppedAt) {
+		t.Errorf("when the run stopped the store's lease was %+v, want still run-a's", l)
 	}
 	if !errcode.Is(h.Err(), errcode.LockLost) || errcode.As(h.Err()).Exit() != errcode.ExitLock {
 		t.Errorf("error %v, want LOCK_LOST with exit 3", h.Err())
@@ -269,8 +402,8 @@ func TestReleaseRetriesThenWarns(t *testing.T) {
 	ctx := context.Background()
 
 	st := openStore(t)
-	flaky := &slowStore{Store: st}
-	flaky.releaseFails.Store(2)
+	flaky := &flakyRelease{Store: st}
+	flaky.fails.Store(2)
 	h, err := lease.Acquire(ctx, flaky, key, "run-a", lease.Config{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -282,8 +415,8 @@ func TestReleaseRetriesThenWarns(t *testing.T) {
 		t.Errorf("lease still held by %q", l.Holder)
 	}
 
-	down := &slowStore{Store: openStore(t)}
-	down.releaseFails.Store(100)
+	down := &flakyRelease{Store: openStore(t)}
+	down.fails.Store(100)
 	h, err = lease.Acquire(ctx, down, key, "run-b", lease.Config{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -332,13 +465,17 @@ func (refusingRenewals) Renew(context.Context, store.Lease, time.Duration) (stor
 // TestLostLeaseWritesNothing: once the run knows its lease is lost, no
 // fenced write reaches the store, even one the store would still accept.
 func TestLostLeaseWritesNothing(t *testing.T) {
-	st := refusingRenewals{openStore(t)}
+	clock := newClock()
+	st := refusingRenewals{openStoreAt(t, clock)}
 	key := store.Key{Stack: "s", Environment: "preview", Scope: "pr-1"}
-	h, err := lease.Acquire(context.Background(), st, key, "run-a", lease.Config{TTL: 3 * time.Second})
+	const ttl = time.Minute
+	h, err := lease.Acquire(context.Background(), st, key, "run-a", lease.Config{TTL: ttl, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-h.Lost()
+	started(t, clock)
+	clock.Advance(ttl / 3)
+	lost(t, h)
 	if err := h.WriteState(context.Background(), []byte(`{"version":4}`)); err == nil {
 		t.Fatal("a lost lease wrote the state")
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
@@ -58,12 +60,15 @@ func (h *Held) renew() {
 		if selfStop.Before(wake) {
 			wake = selfStop
 		}
+		timer := h.cfg.Clock.NewTimer(max(wake.Sub(h.cfg.Now()), 0))
 		select {
 		case <-h.stop:
+			timer.Stop()
 			return
 		case <-h.lost:
+			timer.Stop()
 			return
-		case <-time.After(max(wake.Sub(h.cfg.Now()), 0)):
+		case <-timer.Chan():
 		}
 		if h.Check() != nil {
 			return
@@ -80,9 +85,11 @@ func (h *Held) renew() {
 func (h *Held) renewOnce() time.Time {
 	cur := h.Lease()
 	h.mu.Lock()
-	budget := max(time.Until(h.sched.SelfStop(h.validUntil)), time.Millisecond)
+	budget := max(h.sched.SelfStop(h.validUntil).Sub(h.cfg.Now()), time.Millisecond)
 	h.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	// The budget is on the lease's clock (Config.Clock): for the real one
+	// this is context.WithTimeout.
+	ctx, cancel := clockwork.WithTimeout(context.Background(), h.cfg.Clock, budget)
 	defer cancel()
 	type answer struct {
 		l   store.Lease
@@ -97,7 +104,7 @@ func (h *Held) renewOnce() time.Time {
 	// The store may ignore ctx; the run's deadline must not depend on it.
 	select {
 	case <-h.stop:
-	case <-time.After(budget):
+	case <-ctx.Done():
 		h.markLost(errors.New("the store did not answer the renewal before the run's own deadline"))
 	case a := <-answered:
 		switch {

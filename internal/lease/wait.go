@@ -65,7 +65,7 @@ func Take(ctx context.Context, st store.Store, key store.Key, holder string, cfg
 		case <-ctx.Done():
 			return Taken{}, errcode.Wrap(errcode.Interrupted, ctx.Err(), "stopped waiting for the lease of %s", key).
 				With("holder", held.Lease.Holder)
-		case <-time.After(min(cfg.PollInterval, waitUntil.Sub(now))):
+		case <-cfg.Clock.After(min(cfg.PollInterval, waitUntil.Sub(now))):
 		}
 	}
 }
