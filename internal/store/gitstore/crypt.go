@@ -1,11 +1,7 @@
 package gitstore
 
 import (
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
 )
 
@@ -20,7 +16,7 @@ const (
 	EnvStatePlaintext = statecrypt.EnvStatePlaintext
 	// EnvBudget is how long a contended or briefly unavailable remote is
 	// retried: a Go duration ("90s", "2m") or a number of seconds.
-	EnvBudget = "SPONSON_STORE_BUDGET"
+	EnvBudget = store.EnvBudget
 )
 
 // KeySize is the length of the state key: AES-256.
@@ -37,31 +33,22 @@ const keyHint = "Set " + EnvStateKey + " to 32 random bytes as hex or base64 (e.
 var hints = statecrypt.Hints{Key: keyHint, Restore: "Restore it from the branch's history."}
 
 // FromEnv returns the options the environment sets: the state key
-// (SPONSON_STATE_KEY), the plaintext opt-in (SPONSON_STATE_PLAINTEXT) and the
-// retry budget (SPONSON_STORE_BUDGET). A malformed value is a USAGE error, so
-// a typo never silently means "no key".
+// (SPONSON_STATE_KEY) and the plaintext opt-in (SPONSON_STATE_PLAINTEXT),
+// read by statecrypt.FromEnv, and the retry budget (SPONSON_STORE_BUDGET,
+// store.BudgetFromEnv). A malformed value is a USAGE error, so a typo never
+// silently means "no key".
 func FromEnv(getenv func(string) string) ([]Option, error) {
-	var opts []Option
-	if raw := strings.TrimSpace(getenv(EnvStateKey)); raw != "" {
-		key, err := ParseKey(raw)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, WithStateKey(key))
-	}
-	plain, err := statecrypt.PlaintextAllowed(getenv)
+	crypt, err := statecrypt.FromEnv(getenv, keyHint)
 	if err != nil {
 		return nil, err
 	}
-	if plain {
-		opts = append(opts, WithPlaintextState())
+	budget, err := store.BudgetFromEnv(getenv)
+	if err != nil {
+		return nil, err
 	}
-	if raw := strings.TrimSpace(getenv(EnvBudget)); raw != "" {
-		d, err := parseBudget(raw)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, WithBudget(d))
+	opts := []Option{WithStateKey(crypt.Key), WithBudget(budget)}
+	if crypt.Plaintext {
+		opts = append(opts, WithPlaintextState())
 	}
 	return opts, nil
 }
@@ -69,16 +56,6 @@ func FromEnv(getenv func(string) string) ([]Option, error) {
 // ParseKey decodes a state key: 64 hex digits, or base64 of 32 bytes. The
 // error never repeats the value.
 func ParseKey(raw string) ([]byte, error) { return statecrypt.ParseKey(raw, keyHint) }
-
-func parseBudget(raw string) (time.Duration, error) {
-	if secs, err := strconv.ParseFloat(raw, 64); err == nil && secs > 0 {
-		return time.Duration(secs * float64(time.Second)), nil
-	}
-	if d, err := time.ParseDuration(raw); err == nil && d > 0 {
-		return d, nil
-	}
-	return 0, errcode.New(errcode.Usage, "%s=%q is not a positive duration (e.g. 60s, 2m, or 90 for seconds)", EnvBudget, raw)
-}
 
 // keyID names a key without revealing it (statecrypt.KeyID).
 func keyID(key []byte) string { return statecrypt.KeyID(key) }

@@ -84,10 +84,6 @@ const (
 	TakeoverMargin = time.Second
 )
 
-// EnvBudget is how long a contended or unavailable bucket is retried: a Go
-// duration ("90s") or a number of seconds.
-const EnvBudget = "SPONSON_STORE_BUDGET"
-
 // keyHint is what to do when the state key is missing or wrong.
 const keyHint = "Set " + statecrypt.EnvStateKey + " to 32 random bytes as hex or base64 (e.g. `openssl rand -hex 32`), the same key for every run against this bucket; " +
 	"or, unsafe because anyone who can read the bucket reads the state, set " + statecrypt.EnvStatePlaintext + "=1."
@@ -163,35 +159,22 @@ func WithClock(now func() time.Time) Option {
 }
 
 // FromEnv returns the options the environment sets: the state key
-// (SPONSON_STATE_KEY), the plaintext opt-in (SPONSON_STATE_PLAINTEXT) and the
-// retry budget (SPONSON_STORE_BUDGET). A malformed value is a USAGE error,
-// never a silent default; a key is never repeated in an error.
+// (SPONSON_STATE_KEY) and the plaintext opt-in (SPONSON_STATE_PLAINTEXT),
+// read by statecrypt.FromEnv, and the retry budget (SPONSON_STORE_BUDGET,
+// store.BudgetFromEnv). A malformed value is a USAGE error, never a silent
+// default; a key is never repeated in an error.
 func FromEnv(getenv func(string) string) ([]Option, error) {
-	var opts []Option
-	if raw := strings.TrimSpace(getenv(statecrypt.EnvStateKey)); raw != "" {
-		key, err := statecrypt.ParseKey(raw, keyHint)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, WithStateKey(key))
-	}
-	plain, err := statecrypt.PlaintextAllowed(getenv)
+	crypt, err := statecrypt.FromEnv(getenv, keyHint)
 	if err != nil {
 		return nil, err
 	}
-	if plain {
-		opts = append(opts, WithPlaintextState())
+	budget, err := store.BudgetFromEnv(getenv)
+	if err != nil {
+		return nil, err
 	}
-	if raw := strings.TrimSpace(getenv(EnvBudget)); raw != "" {
-		d, err := time.ParseDuration(raw)
-		if err != nil {
-			secs, serr := strconv.ParseFloat(raw, 64)
-			d, err = time.Duration(secs*float64(time.Second)), serr
-		}
-		if err != nil || d <= 0 {
-			return nil, errcode.New(errcode.Usage, "%s=%q is not a positive duration (e.g. 60s, 2m, or 90 for seconds)", EnvBudget, raw)
-		}
-		opts = append(opts, WithBudget(d))
+	opts := []Option{WithStateKey(crypt.Key), WithBudget(budget)}
+	if crypt.Plaintext {
+		opts = append(opts, WithPlaintextState())
 	}
 	return opts, nil
 }

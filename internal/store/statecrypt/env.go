@@ -21,6 +21,37 @@ func EnvKeyFor(env string) string {
 	return EnvStateKey + "_" + strings.Trim(notAlnum.ReplaceAllString(strings.ToUpper(env), "_"), "_")
 }
 
+// Config is what the environment says about sealing a store's state.
+type Config struct {
+	// Key is the state key; nil when SPONSON_STATE_KEY is unset or empty.
+	Key []byte
+	// Plaintext is the explicit, unsafe opt-in to unsealed state.
+	Plaintext bool
+}
+
+// FromEnv reads the state key (SPONSON_STATE_KEY) and the plaintext opt-in
+// (SPONSON_STATE_PLAINTEXT) through getenv, which is ForEnvironment's for a
+// run in one environment, so both stores that seal state read the two the
+// same way. keyHint is the store's words for what to do about a bad key. A
+// malformed value is a USAGE error, so a typo never silently means "no key",
+// and the error never repeats the key.
+func FromEnv(getenv func(string) string, keyHint string) (Config, error) {
+	var c Config
+	if raw := strings.TrimSpace(getenv(EnvStateKey)); raw != "" {
+		key, err := ParseKey(raw, keyHint)
+		if err != nil {
+			return Config{}, err
+		}
+		c.Key = key
+	}
+	plain, err := PlaintextAllowed(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Plaintext = plain
+	return c, nil
+}
+
 // ForEnvironment returns getenv, except that SPONSON_STATE_KEY is answered
 // with env's own key where one is set (not empty).
 func ForEnvironment(env string, getenv func(string) string) func(string) string {
