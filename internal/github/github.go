@@ -5,16 +5,14 @@
 package github
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/hostapi"
 )
 
 // DefaultBaseURL is the API of github.com; GitHub Enterprise Server and
@@ -114,28 +112,19 @@ func (c *Client) OpenPullRequests(ctx context.Context, repo string) ([]int, erro
 }
 
 func (c *Client) base() (*url.URL, error) {
-	raw := strings.TrimSpace(c.BaseURL)
-	if raw == "" {
-		raw = DefaultBaseURL
-	}
-	u, err := url.Parse(strings.TrimSuffix(raw, "/"))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("GitHub API URL %q is not an http(s) URL", raw)
-	}
-	if u.User != nil {
-		return nil, errors.New("GitHub API URL must not hold credentials; set GITHUB_TOKEN")
-	}
-	if !strings.HasPrefix(u.Path, "/") {
-		u.Path = "/" + u.Path
-	}
-	return u, nil
+	return c.api().ParseBase(c.BaseURL, DefaultBaseURL, "; set GITHUB_TOKEN")
 }
 
-func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
+// api is the REST API as this client calls it: GitHub's media type and
+// version, the token as a bearer token.
+func (c *Client) api() *hostapi.API {
+	h := http.Header{}
+	h.Set("Accept", "application/vnd.github+json")
+	h.Set("X-GitHub-Api-Version", APIVersion)
+	if c.Token != "" {
+		h.Set("Authorization", "Bearer "+c.Token)
 	}
-	return &http.Client{Timeout: 30 * time.Second}
+	return &hostapi.API{Name: "GitHub API", Header: h, HTTP: c.HTTP, Hint: hint}
 }
 
 // get fetches one page into v and returns its Link header.
@@ -143,84 +132,29 @@ func (c *Client) get(ctx context.Context, u *url.URL, v any) (string, error) {
 	return c.do(ctx, http.MethodGet, u, nil, v, "a list of pull requests")
 }
 
-// do sends one request (body, when not nil, as JSON) and reads a 2xx answer
-// into v, which is what (in words, for the error); it returns the answer's
-// Link header.
+// do sends one request (hostapi.API.Do) and returns the answer's Link
+// header, which names the next page.
 func (c *Client) do(ctx context.Context, method string, u *url.URL, body, v any, what string) (string, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return "", fmt.Errorf("GitHub API %s %s: %w", method, u.Path, err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	h, err := c.api().Do(ctx, method, u, body, v, what)
 	if err != nil {
-		return "", fmt.Errorf("GitHub API %s %s: %w", method, u.Path, err)
+		return "", err
 	}
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", APIVersion)
-	req.Header.Set("User-Agent", "sponson")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := c.httpClient().Do(req)
-	if err != nil {
-		// A *url.Error names the URL, which never holds the token.
-		return "", fmt.Errorf("GitHub API: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return "", fmt.Errorf("GitHub API %s %s: reading the answer: %w", method, u.Path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return "", &StatusError{Status: resp.StatusCode, msg: statusMessage(method, u, resp, data)}
-	}
-	if v != nil {
-		if err := json.Unmarshal(data, v); err != nil {
-			return "", fmt.Errorf("GitHub API %s %s: the answer is not %s: %w", method, u.Path, what, err)
-		}
-	}
-	return resp.Header.Get("Link"), nil
+	return h.Get("Link"), nil
 }
 
-// StatusError is an answer outside 2xx.
-type StatusError struct {
-	Status int
-	msg    string
-}
-
-func (e *StatusError) Error() string { return e.msg }
-
-// statusMessage names the status and GitHub's own message, never the token.
-func statusMessage(method string, u *url.URL, resp *http.Response, body []byte) string {
-	msg := fmt.Sprintf("GitHub API %s %s: %s", method, u.Path, resp.Status)
-	var e struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Message != "" {
-		m := e.Message
-		if len(m) > 200 {
-			m = m[:200] + "…"
-		}
-		msg += ": " + m
-	}
+// hint says what to do about an answer outside 2xx.
+func hint(resp *http.Response) string {
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		msg += " (check GITHUB_TOKEN)"
+		return "check GITHUB_TOKEN"
 	case (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests) && resp.Header.Get("X-RateLimit-Remaining") == "0":
-		msg += " (rate limit exhausted until " + resetTime(resp.Header.Get("X-RateLimit-Reset")) + ")"
+		return "rate limit exhausted until " + resetTime(resp.Header.Get("X-RateLimit-Reset"))
 	case resp.StatusCode == http.StatusNotFound:
-		msg += " (check the repository, and that GITHUB_TOKEN may read its pull requests)"
+		return "check the repository, and that GITHUB_TOKEN may read its pull requests"
 	case resp.StatusCode == http.StatusForbidden:
-		msg += " (check that GITHUB_TOKEN has the permission this needs)"
+		return "check that GITHUB_TOKEN has the permission this needs"
 	}
-	return msg
+	return ""
 }
 
 func resetTime(v string) string {

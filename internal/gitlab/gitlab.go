@@ -5,17 +5,15 @@
 package gitlab
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/hostapi"
 )
 
 // DefaultBaseURL is the API of gitlab.com; GitLab CI names its own in
@@ -51,14 +49,6 @@ type Note struct {
 	Body   string `json:"body"`
 	System bool   `json:"system"`
 }
-
-// StatusError is an answer outside 2xx.
-type StatusError struct {
-	Status int
-	msg    string
-}
-
-func (e *StatusError) Error() string { return e.msg }
 
 // Notes lists the notes of merge request iid of project (its numeric id or
 // its URL-encoded path): GET /projects/:id/merge_requests/:iid/notes, every
@@ -133,94 +123,36 @@ func (c *Client) notesURL(project string, iid int) (*url.URL, error) {
 }
 
 func (c *Client) base() (*url.URL, error) {
-	raw := strings.TrimSpace(c.BaseURL)
-	if raw == "" {
-		raw = DefaultBaseURL
+	return c.api().ParseBase(c.BaseURL, DefaultBaseURL, "")
+}
+
+// api is the REST API as this client calls it: the token in the header its
+// kind asks for.
+func (c *Client) api() *hostapi.API {
+	h := http.Header{}
+	h.Set("Accept", "application/json")
+	switch {
+	case c.Token != "":
+		h.Set("PRIVATE-TOKEN", c.Token)
+	case c.JobToken != "":
+		h.Set("JOB-TOKEN", c.JobToken)
 	}
-	u, err := url.Parse(strings.TrimSuffix(raw, "/"))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("GitLab API URL %q is not an http(s) URL", raw)
-	}
-	if u.User != nil {
-		return nil, errors.New("GitLab API URL must not hold credentials")
-	}
-	return u, nil
+	return &hostapi.API{Name: "GitLab API", Header: h, HTTP: c.HTTP, Hint: c.hint}
 }
 
 func (c *Client) do(ctx context.Context, method string, u *url.URL, body, v any, what string) (http.Header, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
-	if err != nil {
-		return nil, fmt.Errorf("GitLab API %s %s: %w", method, u.EscapedPath(), err)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "sponson")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	switch {
-	case c.Token != "":
-		req.Header.Set("PRIVATE-TOKEN", c.Token)
-	case c.JobToken != "":
-		req.Header.Set("JOB-TOKEN", c.JobToken)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GitLab API: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return nil, fmt.Errorf("GitLab API %s %s: reading the answer: %w", method, u.EscapedPath(), err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, &StatusError{Status: resp.StatusCode, msg: c.statusMessage(method, u, resp, data)}
-	}
-	if v != nil {
-		if err := json.Unmarshal(data, v); err != nil {
-			return nil, fmt.Errorf("GitLab API %s %s: the answer is not %s: %w", method, u.EscapedPath(), what, err)
-		}
-	}
-	return resp.Header, nil
+	return c.api().Do(ctx, method, u, body, v, what)
 }
 
-// statusMessage names the status and GitLab's own message, never the token.
-func (c *Client) statusMessage(method string, u *url.URL, resp *http.Response, body []byte) string {
-	msg := fmt.Sprintf("GitLab API %s %s: %s", method, u.EscapedPath(), resp.Status)
-	var e struct {
-		Message any    `json:"message"`
-		Error   string `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil {
-		m := e.Error
-		if e.Message != nil {
-			m = fmt.Sprint(e.Message)
-		}
-		if len(m) > 200 {
-			m = m[:200] + "…"
-		}
-		if m != "" {
-			msg += ": " + m
-		}
-	}
+// hint says what to do about a refused note, which depends on the token's
+// kind.
+func (c *Client) hint(resp *http.Response) string {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		if c.Token == "" {
-			msg += " (CI_JOB_TOKEN may not write merge request notes on this GitLab; set SPONSON_GITLAB_TOKEN to a token with the api scope)"
-		} else {
-			msg += " (check that the token has the api scope and may comment on the merge request)"
+			return "CI_JOB_TOKEN may not write merge request notes on this GitLab; set SPONSON_GITLAB_TOKEN to a token with the api scope"
 		}
+		return "check that the token has the api scope and may comment on the merge request"
 	}
-	return msg
+	return ""
 }
