@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -190,59 +191,127 @@ func (s *Store) mergeIndex(ctx context.Context, env string, c *envCache, n need,
 	}
 	if n.receipt {
 		var doc listIndex
-		if !decodeIndex(o.Data, &doc) || doc.Version != indexVersion {
-			return nil
+		err := decodeIndex(o.Data, func(r io.Reader) error { return json.NewDecoder(r).Decode(&doc) })
+		if err != nil || doc.Version != indexVersion {
+			return nil //nolint:nilerr // a damaged cache is no cache
 		}
-		for id, row := range doc.Scopes {
-			if want[id] != row.ETag {
-				continue
-			}
-			e := c.scopes[id]
-			if e == nil || e.ETag != row.ETag {
-				e = &entry{ETag: row.ETag}
-				c.scopes[id] = e
-			}
-			p := row.Pointer
-			e.Pointer, e.receiptOK, e.ReceiptKey, e.Receipt = &p, true, p.Receipt, row.Receipt
-		}
+		c.takeList(doc, want)
 	} else {
 		doc, err := decodeOwnersIndex(o.Data)
 		if err != nil {
 			return nil //nolint:nilerr // a damaged cache is no cache
 		}
-		for id, row := range doc.Scopes {
-			if want[id] != row.ETag {
-				continue
-			}
-			e := c.scopes[id]
-			if e == nil || e.ETag != row.ETag {
-				e = &entry{ETag: row.ETag}
-				c.scopes[id] = e
-			}
-			owners := make([]store.Owner, len(row.Entries))
-			k, _ := keyOf(env, id) // once per scope: it checks the names
-			for i, r := range row.Entries {
-				run := r.RunID
-				if run == "" {
-					run = row.RunID
-				}
-				owners[i] = store.Owner{Stack: k.Stack, Scope: k.Scope, Identity: r.Identity, Address: r.Address, CreatedBy: r.CreatedBy, RunID: run, Since: time.Unix(0, r.Since).UTC()}
-			}
-			e.ownersOK, e.OwnersKey, e.Owners = true, row.Key, owners
-		}
+		c.takeOwners(env, doc, want)
 	}
 	c.etags[key] = o.ETag
 	return nil
 }
 
-// decodeIndex reads a gzipped JSON index into v; false when it does not
-// read (a damaged cache is no cache).
-func decodeIndex(data []byte, v any) bool {
+// entryFor is the cached entry of scope id at its pointer's etag: the one
+// held when it has that ETag, else a new empty one in its place.
+func (c *envCache) entryFor(id, etag string) *entry {
+	e := c.scopes[id]
+	if e == nil || e.ETag != etag {
+		e = &entry{ETag: etag}
+		c.scopes[id] = e
+	}
+	return e
+}
+
+// takeList takes the pointer and receipt of every row of a list index
+// whose ETag is the listed one.
+func (c *envCache) takeList(doc listIndex, want map[string]string) {
+	for id, row := range doc.Scopes {
+		if want[id] == row.ETag {
+			e, p := c.entryFor(id, row.ETag), row.Pointer
+			e.Pointer, e.receiptOK, e.ReceiptKey, e.Receipt = &p, true, p.Receipt, row.Receipt
+		}
+	}
+}
+
+// takeOwners takes the ownership part of every row of an owners index
+// whose ETag is the listed one.
+func (c *envCache) takeOwners(env string, doc ownersIndex, want map[string]string) {
+	for id, row := range doc.Scopes {
+		if want[id] != row.ETag {
+			continue
+		}
+		owners := make([]store.Owner, len(row.Entries))
+		k, _ := keyOf(env, id) // once per scope: it checks the names
+		for i, r := range row.Entries {
+			run := r.RunID
+			if run == "" {
+				run = row.RunID
+			}
+			owners[i] = store.Owner{Stack: k.Stack, Scope: k.Scope, Identity: r.Identity, Address: r.Address, CreatedBy: r.CreatedBy, RunID: run, Since: time.Unix(0, r.Since).UTC()}
+		}
+		e := c.entryFor(id, row.ETag)
+		e.ownersOK, e.OwnersKey, e.Owners = true, row.Key, owners
+	}
+}
+
+// listIndex is the list index of what the cache knows.
+func (c *envCache) listIndex() listIndex {
+	doc := listIndex{Version: indexVersion, Scopes: map[string]listRow{}}
+	for id, e := range c.scopes {
+		if e.Pointer != nil && e.receiptOK {
+			doc.Scopes[id] = listRow{ETag: e.ETag, Pointer: *e.Pointer, Receipt: e.Receipt}
+		}
+	}
+	return doc
+}
+
+// ownersIndex is the owners index of what the cache knows: a scope's run
+// once per row, and again only in an entry another run wrote.
+func (c *envCache) ownersIndex() ownersIndex {
+	doc := ownersIndex{Version: indexVersion, Scopes: map[string]ownersRow{}}
+	for id, e := range c.scopes {
+		if !e.ownersOK {
+			continue
+		}
+		row := ownersRow{ETag: e.ETag, Key: e.OwnersKey, Entries: make([]ownerRow, len(e.Owners))}
+		if len(e.Owners) > 0 {
+			row.RunID = e.Owners[0].RunID
+		}
+		for i, o := range e.Owners {
+			r := ownerRow{Identity: o.Identity, Address: o.Address, CreatedBy: o.CreatedBy, Since: o.Since.UnixNano()}
+			if o.RunID != row.RunID {
+				r.RunID = o.RunID
+			}
+			row.Entries[i] = r
+		}
+		doc.Scopes[id] = row
+	}
+	return doc
+}
+
+// encodeIndex writes a stored index: what write writes, gzipped for speed
+// rather than size (an index is written again whenever a read had to fetch
+// several entries). The list index is JSON in it, the owners index its
+// binary form (encodeOwnersIndex).
+func encodeIndex(write func(io.Writer) error) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if err := write(zw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeIndex reads a stored index that encodeIndex wrote: read gets the
+// uncompressed stream.
+func decodeIndex(data []byte, read func(io.Reader) error) error {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return false
+		return err
 	}
-	return json.NewDecoder(zr).Decode(v) == nil
+	return read(zr)
 }
 
 // saveIndex writes the stored index n needs back from the cache, for other
@@ -250,53 +319,18 @@ func decodeIndex(data []byte, v any) bool {
 // never interleave; a refused or failed write is ignored (a read-only
 // credential, a race).
 func (s *Store) saveIndex(ctx context.Context, env string, c *envCache, n need) {
-	var doc any
 	key := s.ownersIndexKey(env)
+	var data []byte
+	var err error
 	if n.receipt {
 		key = s.listIndexKey(env)
-		d := listIndex{Version: indexVersion, Scopes: map[string]listRow{}}
-		for id, e := range c.scopes {
-			if e.Pointer != nil && e.receiptOK {
-				d.Scopes[id] = listRow{ETag: e.ETag, Pointer: *e.Pointer, Receipt: e.Receipt}
-			}
-		}
-		doc = d
+		doc := c.listIndex()
+		data, err = encodeIndex(func(w io.Writer) error { return json.NewEncoder(w).Encode(doc) })
 	} else {
-		d := ownersIndex{Version: indexVersion, Scopes: map[string]ownersRow{}}
-		for id, e := range c.scopes {
-			if !e.ownersOK {
-				continue
-			}
-			row := ownersRow{ETag: e.ETag, Key: e.OwnersKey, Entries: make([]ownerRow, len(e.Owners))}
-			if len(e.Owners) > 0 {
-				row.RunID = e.Owners[0].RunID
-			}
-			for i, o := range e.Owners {
-				r := ownerRow{Identity: o.Identity, Address: o.Address, CreatedBy: o.CreatedBy, Since: o.Since.UnixNano()}
-				if o.RunID != row.RunID {
-					r.RunID = o.RunID
-				}
-				row.Entries[i] = r
-			}
-			d.Scopes[id] = row
-		}
-		doc = d
+		data, err = encodeOwnersIndex(c.ownersIndex())
 	}
-	var data []byte
-	switch d := doc.(type) {
-	case ownersIndex:
-		b, err := encodeOwnersIndex(d)
-		if err != nil {
-			return
-		}
-		data = b
-	default:
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-		if json.NewEncoder(zw).Encode(doc) != nil || zw.Close() != nil {
-			return
-		}
-		data = buf.Bytes()
+	if err != nil {
+		return
 	}
 	etag, err := s.putIf(ctx, key, data, c.etags[key], func(b []byte) bool { return bytes.Equal(b, data) })
 	if err == nil {
@@ -359,44 +393,59 @@ func (s *Store) fetchEntry(ctx context.Context, k store.Key, old *entry, n need)
 		if err != nil {
 			return nil, err
 		}
-		e := &entry{ETag: o.ETag, Pointer: &p}
-		switch {
-		case old != nil && old.ownersOK && old.OwnersKey == p.Owners:
-			e.ownersOK, e.OwnersKey, e.Owners = true, p.Owners, old.Owners
-		case p.Owners == "":
-			e.ownersOK = true
-		case n.owners:
-			b, err := s.get(ctx, s.scopeDir(k)+p.Owners)
-			if errors.Is(err, errNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			var doc ownersDoc
-			if err := json.Unmarshal(b.Data, &doc); err != nil {
-				return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s does not parse", s.scopeDir(k)+p.Owners)
-			}
-			e.ownersOK, e.OwnersKey, e.Owners = true, p.Owners, doc.Entries
+		if e, err := s.entryOf(ctx, k, o.ETag, p, old, n); e != nil || err != nil {
+			return e, err
 		}
-		switch {
-		case old != nil && old.receiptOK && old.ReceiptKey == p.Receipt:
-			e.receiptOK, e.ReceiptKey, e.Receipt = true, p.Receipt, old.Receipt
-		case p.Receipt == "":
-			e.receiptOK = true
-		case n.receipt:
-			b, err := s.get(ctx, s.scopeDir(k)+p.Receipt)
-			if errors.Is(err, errNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			e.receiptOK, e.ReceiptKey, e.Receipt = true, p.Receipt, b.Data
-		}
-		return e, nil
 	}
 	return nil, errcode.New(errcode.StoreContended, "the pointer of %s kept moving while it was read", k)
+}
+
+// entryOf is the entry of pointer p (whose ETag is etag) with what n needs
+// of the bodies it names, taken from old where old holds the same body. nil
+// when a body is gone: the pointer moved on after it was read.
+func (s *Store) entryOf(ctx context.Context, k store.Key, etag string, p pointer, old *entry, n need) (*entry, error) {
+	e := &entry{ETag: etag, Pointer: &p}
+	switch {
+	case old != nil && old.ownersOK && old.OwnersKey == p.Owners:
+		e.ownersOK, e.OwnersKey, e.Owners = true, p.Owners, old.Owners
+	case p.Owners == "":
+		e.ownersOK = true
+	case n.owners:
+		data, found, err := s.body(ctx, k, p.Owners)
+		if !found || err != nil {
+			return nil, err
+		}
+		var doc ownersDoc
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s does not parse", s.scopeDir(k)+p.Owners)
+		}
+		e.ownersOK, e.OwnersKey, e.Owners = true, p.Owners, doc.Entries
+	}
+	switch {
+	case old != nil && old.receiptOK && old.ReceiptKey == p.Receipt:
+		e.receiptOK, e.ReceiptKey, e.Receipt = true, p.Receipt, old.Receipt
+	case p.Receipt == "":
+		e.receiptOK = true
+	case n.receipt:
+		data, found, err := s.body(ctx, k, p.Receipt)
+		if !found || err != nil {
+			return nil, err
+		}
+		e.receiptOK, e.ReceiptKey, e.Receipt = true, p.Receipt, data
+	}
+	return e, nil
+}
+
+// body reads the body name of k's scope; found is false when it is gone.
+func (s *Store) body(ctx context.Context, k store.Key, name string) (data []byte, found bool, err error) {
+	b, err := s.get(ctx, s.scopeDir(k)+name)
+	if errors.Is(err, errNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b.Data, true, nil
 }
 
 // Owners returns the ledger entries of every scope of env whose identity is

@@ -2,8 +2,6 @@ package s3store
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -21,39 +19,30 @@ import (
 const ownersMagic = "sponson-owners/1\n"
 
 func encodeOwnersIndex(doc ownersIndex) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
-	// bufio.Writer keeps its first error and Flush returns it.
-	w := bufio.NewWriter(zw)
-	var tmp [binary.MaxVarintLen64]byte
-	uv := func(n uint64) { _, _ = w.Write(tmp[:binary.PutUvarint(tmp[:], n)]) }
-	str := func(s string) { uv(uint64(len(s))); _, _ = w.WriteString(s) }
-	_, _ = w.WriteString(ownersMagic)
-	uv(uint64(len(doc.Scopes)))
-	for id, row := range doc.Scopes {
-		str(id)
-		str(row.ETag)
-		str(row.Key)
-		str(row.RunID)
-		uv(uint64(len(row.Entries)))
-		for _, e := range row.Entries {
-			str(e.Identity)
-			str(e.Address)
-			str(e.CreatedBy)
-			str(e.RunID)
-			_, _ = w.Write(tmp[:binary.PutVarint(tmp[:], e.Since)])
+	return encodeIndex(func(zw io.Writer) error {
+		// bufio.Writer keeps its first error and Flush returns it.
+		w := bufio.NewWriter(zw)
+		var tmp [binary.MaxVarintLen64]byte
+		uv := func(n uint64) { _, _ = w.Write(tmp[:binary.PutUvarint(tmp[:], n)]) }
+		str := func(s string) { uv(uint64(len(s))); _, _ = w.WriteString(s) }
+		_, _ = w.WriteString(ownersMagic)
+		uv(uint64(len(doc.Scopes)))
+		for id, row := range doc.Scopes {
+			str(id)
+			str(row.ETag)
+			str(row.Key)
+			str(row.RunID)
+			uv(uint64(len(row.Entries)))
+			for _, e := range row.Entries {
+				str(e.Identity)
+				str(e.Address)
+				str(e.CreatedBy)
+				str(e.RunID)
+				_, _ = w.Write(tmp[:binary.PutVarint(tmp[:], e.Since)])
+			}
 		}
-	}
-	if err := w.Flush(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+		return w.Flush()
+	})
 }
 
 var errBadIndex = errors.New("not an owners index")
@@ -63,11 +52,15 @@ var errBadIndex = errors.New("not an owners index")
 const maxString = 1 << 20
 
 func decodeOwnersIndex(data []byte) (ownersIndex, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return ownersIndex{}, err
-	}
-	r := bufio.NewReader(zr)
+	var doc ownersIndex
+	err := decodeIndex(data, func(r io.Reader) (err error) {
+		doc, err = readOwnersIndex(bufio.NewReader(r))
+		return err
+	})
+	return doc, err
+}
+
+func readOwnersIndex(r *bufio.Reader) (ownersIndex, error) {
 	magic := make([]byte, len(ownersMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != ownersMagic {
 		return ownersIndex{}, errBadIndex
