@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Builds one pinned tool from the Go module proxy into a cache outside the
+# checkout, so that no release download (and no Terraform registry) is needed:
+#
+#   .ci/build-tool.sh tofu        OpenTofu, linked as .tools/bin/tofu
+#   .ci/build-tool.sh terraform   HashiCorp Terraform, linked as .tools/bin/terraform
+#   .ci/build-tool.sh versitygw   versitygw, linked as .tools/bin/versitygw
+#   .ci/build-tool.sh goreleaser  goreleaser, not linked
+#
+# The binary is ${XDG_CACHE_HOME:-$HOME/.cache}/sponson/TOOL/VERSION/TOOL, the
+# version $TOFU_VERSION, $TERRAFORM_VERSION, $VERSITYGW_VERSION or
+# $GORELEASER_VERSION when set, else the pin in the recipe below. A cold build
+# takes minutes on two cores; a warm one only checks that the binary runs.
+# A linked tool prints "<checkout>/.tools/bin/TOOL -> <binary>"; goreleaser
+# prints only the binary's path, which `make release-snapshot` runs. Exits 1
+# when the build fails or the binary does not run, 2 for an unknown tool.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+
+# A recipe sets name (for people), version, module, main (the package built,
+# relative to the module), ldflags, probe (arguments that show the binary
+# runs), link (yes: linked into .tools/bin), takes (a cold build, in words)
+# and how: "copy" copies the module and builds it as the main module, for
+# modules whose go.mod has replace directives `go install` refuses;
+# "install" is `go install module@version`. A copy build runs prepare in
+# the copy first.
+prepare() { :; }
+
+recipe() {
+	case "$1" in
+	tofu)
+		# OpenTofu's go.mod has a `replace`. Cold: 3-14 minutes.
+		name=OpenTofu version="${TOFU_VERSION:-v1.12.6}" module=github.com/opentofu/opentofu
+		main=./cmd/tofu ldflags="-s -w -X github.com/opentofu/opentofu/version.dev=no"
+		probe=(version -json) link=yes takes="several minutes" how=copy
+		;;
+	terraform)
+		# HashiCorp Terraform, so the e2e tier can run against both
+		# engines. Cold: 4-15 minutes.
+		name="HashiCorp Terraform" version="${TERRAFORM_VERSION:-v1.13.3}" module=github.com/hashicorp/terraform
+		main=. ldflags="-s -w -X github.com/hashicorp/terraform/version.dev=no"
+		probe=(version -json) link=yes takes="several minutes" how=copy
+		prepare() { patch_terraform "$@"; }
+		;;
+	versitygw)
+		# An S3-compatible server over a posix directory: the S3 store's
+		# end-to-end tests and benchmarks run against it on loopback. Its
+		# go.mod has replace directives. Cold: a few minutes.
+		name=versitygw version="${VERSITYGW_VERSION:-v1.8.0}" module=github.com/versity/versitygw
+		main=./cmd/versitygw ldflags="-s -w"
+		probe=(--version) link=yes takes="a few minutes" how=copy
+		;;
+	goreleaser)
+		# `make release-snapshot` and .ci/release-check.sh use it; the
+		# release workflow uses the same version through goreleaser-action.
+		# Cold: several minutes.
+		name=goreleaser version="${GORELEASER_VERSION:-v2.16.0}" module=github.com/goreleaser/goreleaser/v2
+		ldflags="-s -w -X main.version=$version"
+		probe=(--version) link=no takes="several minutes" how=install
+		;;
+	*)
+		echo "usage: $0 tofu|terraform|versitygw|goreleaser" >&2
+		exit 2
+		;;
+	esac
+}
+
+# patch_terraform SRC: Terraform's remote-state backends (azure, consul, cos,
+# gcs, kubernetes, oci, oss, pg, s3) and internal/legacy are nested modules
+# that the module zip leaves out, so the copy drops their imports from
+# internal/backend/init and their require/replace lines from go.mod. The http,
+# local, inmem, remote and cloud backends stay. Sponson never uses an engine
+# backend (it passes state through its own store), so the test build is
+# complete for what sponson does; it is not a build to hand to users.
+patch_terraform() {
+	local src=$1 b
+	local init="$src/internal/backend/init/init.go"
+	for b in azure consul cos gcs kubernetes oci oss pg s3; do
+		# The import line names the package path; the map entry names the
+		# constructor alias (backendAzure, backendGCS, backendPg, ...).
+		sed -i "\#internal/backend/remote-state/$b\"#d" "$init"
+		sed -i "\#github.com/hashicorp/terraform/internal/backend/remote-state/$b #d" "$src/go.mod"
+	done
+	sed -i -E '/return backend(Azure|Consul|Cos|GCS|Kubernetes|OCI|OSS|Pg|S3)\.New\(/d' "$init"
+	sed -i '\#github.com/hashicorp/terraform/internal/legacy #d' "$src/go.mod"
+	if grep -qE 'remote-state/(azure|consul|cos|gcs|kubernetes|oci|oss|pg|s3)"' "$init"; then
+		echo "could not drop the nested-module backends from $init" >&2
+		exit 1
+	fi
+}
+
+# build_copy: the module from the proxy's cache, copied (the cache is
+# read-only), patched and built as the main module.
+build_copy() {
+	local src_dir
+	src_dir=$(go mod download -json "$module@$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	if [ -z "$src_dir" ]; then
+		echo "could not download $module@$version from the Go module proxy" >&2
+		exit 1
+	fi
+	work=$(mktemp -d) # global: the trap runs after this function returns
+	trap 'rm -rf "$work"' EXIT
+	cp -r "$src_dir" "$work/src"
+	chmod -R u+w "$work/src"
+	prepare "$work/src"
+	(cd "$work/src" && go build -trimpath -ldflags "$ldflags" -o "$bin.tmp" "$main")
+	mv "$bin.tmp" "$bin"
+}
+
+build_install() {
+	GOBIN="$cache/tmp" go install -trimpath -ldflags "$ldflags" "$module@$version"
+	mv "$cache/tmp/$tool" "$bin"
+	rmdir "$cache/tmp"
+}
+
+[ $# -eq 1 ] || recipe ""
+tool=$1
+recipe "$tool"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/sponson/$tool/$version"
+bin="$cache/$tool"
+
+if [ ! -x "$bin" ]; then
+	echo "building $name $version into $cache (first time only; takes $takes)" >&2
+	mkdir -p "$cache"
+	"build_$how"
+fi
+if [ "$link" = yes ]; then
+	mkdir -p "$root/.tools/bin"
+	ln -sfn "$bin" "$root/.tools/bin/$tool"
+fi
+"$bin" "${probe[@]}" >/dev/null 2>&1 || { echo "$bin does not run" >&2; exit 1; }
+if [ "$link" = yes ]; then
+	echo "$root/.tools/bin/$tool -> $bin"
+else
+	echo "$bin"
+fi
