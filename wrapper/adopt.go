@@ -75,8 +75,8 @@ func runAdopt(cmd *cobra.Command, f *Factory, flags *RunFlags, workspace string)
 	p.line("%s", header(adopt.Command, c.Environment, c.Scope, runID))
 	res, err := adopt.Run(cmd.Context(), adopt.Options{
 		Dir: in.opts.Dir, Context: c, Store: in.opts.Store, Engine: in.opts.Engine,
-		ProviderBinary: in.opts.ProviderBinary, ProviderVersion: in.opts.ProviderVersion,
-		Lease: in.opts.Lease, RunID: runID, Workspace: workspace, EngineOut: engineOut,
+		ProviderVersion: in.opts.ProviderVersion,
+		Lease:           in.opts.Lease, RunID: runID, Workspace: workspace, EngineOut: engineOut,
 		Warn: func(s string) { warnOut.warn(s); o.warnings = append(o.warnings, s) },
 	})
 	r := AdoptResult{RunID: runID, Environment: c.Environment, Scope: c.Scope, Store: in.storeURL, Context: c, Receipt: res.Receipt}

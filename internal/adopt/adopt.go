@@ -32,6 +32,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/provider"
 )
 
 // Command is the receipt's command of an adoption.
@@ -43,11 +44,11 @@ type Options struct {
 	Context runctx.Context
 	Store   store.Store
 	Engine  string // the engine binary
-	// ProviderBinary and ProviderVersion serve the sponson provider to the
-	// engine, as in a run, so a configuration using it initialises.
-	ProviderBinary, ProviderVersion string
-	Lease                           lease.Config
-	RunID                           string
+	// ProviderVersion is the version of the provider this process serves
+	// to the engine, as in a run, so a configuration using it initialises.
+	ProviderVersion string
+	Lease           lease.Config
+	RunID           string
 	// Workspace is the backend's workspace to adopt ("default" when empty).
 	Workspace string
 	// EngineOut receives the engine's init output.
@@ -148,7 +149,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 }
 
 // pull reads the state of the configuration's own backend through the
-// engine, in a data directory and CLI configuration of its own, so the
+// engine, in a data directory of its own, so the
 // configuration's .terraform is left alone.
 func pull(ctx context.Context, o Options) ([]byte, receipt.Engine, error) {
 	tmp, err := os.MkdirTemp("", "sponson-adopt-")
@@ -156,15 +157,16 @@ func pull(ctx context.Context, o Options) ([]byte, receipt.Engine, error) {
 		return nil, receipt.Engine{}, errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
 	}
 	defer os.RemoveAll(tmp)
-	userCLI, unmerged := engine.UserCLIConfig(o.Engine, os.Getenv)
-	if len(unmerged) > 0 {
-		o.Warn(fmt.Sprintf("the CLI configuration files %s are JSON, which sponson cannot merge; they are not used", strings.Join(unmerged, ", ")))
-	}
-	cli, err := engine.WriteCLIConfig(filepath.Join(tmp, "cli"), o.ProviderBinary, o.ProviderVersion, userCLI)
+	srv, err := provider.ServeInProcess(ctx, o.ProviderVersion, o.Dir)
 	if err != nil {
-		return nil, receipt.Engine{}, errcode.Wrap(errcode.Internal, err, "writing the engine's CLI configuration")
+		return nil, receipt.Engine{}, errcode.Wrap(errcode.Internal, err, "serving the provider to the engine")
 	}
-	env := []string{"TF_DATA_DIR=" + filepath.Join(tmp, "data"), "TF_CLI_CONFIG_FILE=" + cli.File, "TF_WORKSPACE=" + o.Workspace,
+	defer srv.Close()
+	reattach, err := srv.Environ(os.Getenv(provider.ReattachEnvVar))
+	if err != nil {
+		return nil, receipt.Engine{}, errcode.Wrap(errcode.Usage, err, "reading %s", provider.ReattachEnvVar)
+	}
+	env := []string{"TF_DATA_DIR=" + filepath.Join(tmp, "data"), provider.ReattachEnvVar + "=" + reattach, "TF_WORKSPACE=" + o.Workspace,
 		// The provider must not write: no lease is handed over.
 		lease.EnvStore + "=", lease.EnvHolder + "=", lease.EnvToken + "="}
 	env = append(env, o.Context.Environ()...)

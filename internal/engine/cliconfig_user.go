@@ -8,13 +8,11 @@ import (
 	"strings"
 )
 
-// UserCLIConfig returns the CLI configuration files the engine binary would
-// read on its own, in the order it reads them, so that the configuration
-// sponson generates (and names in TF_CLI_CONFIG_FILE, which makes the engine
-// read nothing else) keeps the user's credentials, credentials_helper,
-// provider_installation mirrors, plugin_cache_dir and host blocks. The
-// locations are the engines' documented ones (checked against their
-// sources, OpenTofu 1.12 and Terraform 1.13):
+// UserCLIConfig returns the CLI configuration files the engine binary reads
+// on its own, in the order it reads them: their provider_installation and
+// plugin_cache_dir decide what init installs, so the init stamp covers them
+// (docs/design.md §8). The locations are the engines' documented ones
+// (checked against their sources, OpenTofu 1.12 and Terraform 1.13):
 //
 //   - TF_CLI_CONFIG_FILE, or the older TERRAFORM_CONFIG, alone when set;
 //   - else the main file: Terraform ~/.terraformrc; OpenTofu ~/.tofurc, or
@@ -24,10 +22,9 @@ import (
 //   - then every *.tfrc of the configuration directory, by name: ~/.terraform.d
 //     (OpenTofu: $XDG_CONFIG_HOME/opentofu when ~/.terraform.d does not exist).
 //
-// The configuration directory's *.tfrc.json files are JSON, which cannot be
-// merged with HCL; they are returned in skipped, except credentials.tfrc.json,
-// which the engine reads by itself whatever TF_CLI_CONFIG_FILE says.
-func UserCLIConfig(binary string, getenv func(string) string) (files, skipped []string) {
+// The configuration directory's *.tfrc.json files are returned in json,
+// except credentials.tfrc.json, which holds only credentials.
+func UserCLIConfig(binary string, getenv func(string) string) (files, json []string) {
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 	if p := getenv("TF_CLI_CONFIG_FILE"); p != "" {
 		return []string{p}, nil
@@ -82,8 +79,8 @@ func UserCLIConfig(binary string, getenv func(string) string) (files, skipped []
 		case strings.HasSuffix(n, ".tfrc"):
 			files = append(files, filepath.Join(dir, n))
 		case strings.HasSuffix(n, ".tfrc.json") && n != "credentials.tfrc.json":
-			skipped = append(skipped, filepath.Join(dir, n))
+			json = append(json, filepath.Join(dir, n))
 		}
 	}
-	return files, skipped
+	return files, json
 }

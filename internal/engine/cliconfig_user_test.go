@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,12 +18,12 @@ func TestUserCLIConfigLocations(t *testing.T) {
 	}
 	type layout map[string]string // path under the temporary root -> content
 	for _, tc := range []struct {
-		name    string
-		engine  string
-		files   layout
-		env     map[string]string // values may start with "ROOT/"
-		want    []string          // under the temporary root
-		skipped []string
+		name   string
+		engine string
+		files  layout
+		env    map[string]string // values may start with "ROOT/"
+		want   []string          // under the temporary root
+		json   []string
 	}{
 		{"terraform: .terraformrc and the config dir", "terraform",
 			layout{"home/.terraformrc": "", "home/.tofurc": "", "home/.terraform.d/b.tfrc": "", "home/.terraform.d/a.tfrc": "", "home/.terraform.d/credentials.tfrc.json": "{}", "home/.terraform.d/x.tfrc.json": "{}"},
@@ -69,7 +68,7 @@ func TestUserCLIConfigLocations(t *testing.T) {
 				}
 				env[k] = v
 			}
-			files, skipped := engine.UserCLIConfig("/usr/bin/"+tc.engine, func(k string) string { return env[k] })
+			files, json := engine.UserCLIConfig("/usr/bin/"+tc.engine, func(k string) string { return env[k] })
 			rel := func(ps []string) []string {
 				var out []string
 				for _, p := range ps {
@@ -81,46 +80,9 @@ func TestUserCLIConfigLocations(t *testing.T) {
 			if diff := cmp.Diff(tc.want, rel(files)); diff != "" {
 				t.Errorf("files (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.skipped, rel(skipped)); diff != "" {
-				t.Errorf("skipped (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.json, rel(json)); diff != "" {
+				t.Errorf("json (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestWriteCLIConfigMergesSeveralFiles: every block of every file of the
-// user's reaches the generated configuration, written with mode 0600.
-func TestWriteCLIConfigMergesSeveralFiles(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	a := filepath.Join(dir, "a.tfrc")
-	b := filepath.Join(dir, "b.tfrc")
-	if err := os.WriteFile(a, []byte("plugin_cache_dir = \"/cache\"\ncredentials_helper \"vault\" {\n  args = []\n}\nhost \"example.com\" {\n  services = {}\n}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(b, []byte("credentials \"app.terraform.io\" {\n  token = \"t\"\n}\nprovider_installation {\n  filesystem_mirror {\n    path = \"/mirror\"\n  }\n}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := engine.WriteCLIConfig(filepath.Join(dir, "out"), "/bin/true", "0.1.0", []string{a, filepath.Join(dir, "missing.tfrc"), b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := readText(t, cfg.File)
-	for _, want := range []string{`plugin_cache_dir = "/cache"`, `credentials_helper "vault"`, `host "example.com"`, `credentials "app.terraform.io"`, `path = "/mirror"`} {
-		if !strings.Contains(text, want) {
-			t.Errorf("lost %q:\n%s", want, text)
-		}
-	}
-	if n := countBlocks(text); n != 1 {
-		t.Errorf("%d provider_installation blocks:\n%s", n, text)
-	}
-	if fi, err := os.Stat(cfg.File); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("mode of %s: %v %v", cfg.File, fi.Mode(), err)
-	}
-	if fi, err := os.Stat(cfg.Dir); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("mode of %s: %v %v", cfg.Dir, fi.Mode(), err)
-	}
-	if cfg.Warning != "" {
-		t.Errorf("warning %q", cfg.Warning)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -35,12 +36,19 @@ type uiMessage struct {
 		IDKey   string `json:"id_key"`
 		IDValue string `json:"id_value"`
 	} `json:"hook"`
+	Outputs    map[string]uiOutput `json:"outputs"`
 	Diagnostic *struct {
 		Severity string `json:"severity"`
 		Summary  string `json:"summary"`
 		Detail   string `json:"detail"`
 		Address  string `json:"address"`
 	} `json:"diagnostic"`
+}
+
+// uiOutput is one root module output of an "outputs" message.
+type uiOutput struct {
+	Sensitive bool            `json:"sensitive"`
+	Value     json.RawMessage `json:"value"`
 }
 
 // uiStream turns the engine's machine-readable UI back into the lines a
@@ -103,8 +111,14 @@ func (s *uiStream) line(b []byte) {
 // render prints a message as the engine's human UI would show it.
 func (s *uiStream) render(m uiMessage) {
 	switch {
-	case m.Type == "version":
+	case m.Type == "version", m.Type == "planned_change":
+		// The human UI of an apply of a saved plan prints neither: the
+		// plan was shown when it was made.
 		return
+	case m.Type == "outputs":
+		renderOutputs(s.out, m.Outputs)
+	case m.Type == "change_summary":
+		fmt.Fprintf(s.out, "\n%s\n", m.Message)
 	case m.Diagnostic != nil:
 		d := m.Diagnostic
 		label := "Warning"
@@ -121,6 +135,32 @@ func (s *uiStream) render(m uiMessage) {
 		fmt.Fprintln(s.out)
 	case m.Message != "":
 		fmt.Fprintln(s.out, m.Message)
+	}
+}
+
+// renderOutputs prints the outputs as the human UI does after an apply:
+// sorted by name, sensitive values hidden.
+func renderOutputs(out io.Writer, outputs map[string]uiOutput) {
+	if len(outputs) == 0 {
+		return
+	}
+	names := make([]string, 0, len(outputs))
+	for name := range outputs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(out, "\nOutputs:")
+	fmt.Fprintln(out)
+	for _, name := range names {
+		o := outputs[name]
+		value := string(o.Value)
+		switch {
+		case o.Sensitive:
+			value = "<sensitive>"
+		case len(o.Value) == 0:
+			value = "(known after apply)"
+		}
+		fmt.Fprintf(out, "%s = %s\n", name, value)
 	}
 }
 

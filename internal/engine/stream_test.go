@@ -39,3 +39,23 @@ not json`
 		t.Errorf("text (-want +got):\n%s", d)
 	}
 }
+
+// An apply of a saved plan reads as the human UI's: no planned changes
+// repeated, the summary after a blank line, the outputs by name with
+// sensitive values hidden.
+func TestUIStreamReadsLikeTheHumanApply(t *testing.T) {
+	t.Parallel()
+	stream := `{"@level":"info","@message":"terraform_data.a: Plan to create","type":"planned_change","change":{"resource":{"addr":"terraform_data.a"},"action":"create"}}
+{"@level":"info","@message":"Apply complete! Resources: 1 added, 0 changed, 0 destroyed.","type":"change_summary","changes":{"add":1}}
+{"@level":"info","@message":"Outputs: 2","type":"outputs","outputs":{"z":{"sensitive":true,"type":"string","value":"s3cret"},"a":{"sensitive":false,"type":"string","value":"x"}}}
+`
+	var out strings.Builder
+	ui := newUIStream(&out, nil)
+	if _, err := ui.Write([]byte(stream)); err != nil {
+		t.Fatal(err)
+	}
+	want := "\nApply complete! Resources: 1 added, 0 changed, 0 destroyed.\n\nOutputs:\n\na = \"x\"\nz = <sensitive>\n"
+	if d := cmp.Diff(want, out.String()); d != "" {
+		t.Errorf("text (-want +got):\n%s", d)
+	}
+}

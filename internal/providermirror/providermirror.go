@@ -1,7 +1,7 @@
 // Package providermirror writes the sponson provider into a filesystem
 // mirror, for running tofu or terraform without the wrapper (air-gapped
 // teams, configurations that only use sponson_lease). The wrapper itself
-// needs no mirror from the user: it writes its own for each run
+// needs no mirror: it serves the provider from its own process
 // (docs/design.md §7.2).
 //
 // The mirror uses the engines' packed layout,

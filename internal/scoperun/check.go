@@ -86,7 +86,10 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		}
 	}
 	for _, p := range c.planned {
-		if p.Identity == "" && len(p.Unknown) > 0 && p.Creates() {
+		// An id the engine learns at apply is the usual case and needs no
+		// word; an identity attribute the policy named that is not known
+		// yet does.
+		if p.Identity == "" && len(p.Unknown) > 0 && p.Creates() && !(len(p.Unknown) == 1 && p.Unknown[0] == "id") {
 			r.info(fmt.Sprintf("identity of %s is unknown until apply (%s); it is recorded under its address until then", p.Address, strings.Join(p.Unknown, ", ")))
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -14,6 +13,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/statesrv"
 	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+	"github.com/sponson/terraform-provider-sponson/provider"
 )
 
 // engineRun is what serve produced: the engine session, the context it runs
@@ -94,7 +94,7 @@ func (r *runner) watchEngine(work workdir) {
 }
 
 // engineEnv is the engine's environment: its own data directory, the state
-// server, the CLI configuration that offers this binary as the provider,
+// server, the provider this process serves (TF_REATTACH_PROVIDERS),
 // the store and run context for the provider, and the lease hand-over.
 func (r *runner) engineEnv(work workdir) ([]string, error) {
 	dataDir := DataDir(r.o.Dir, r.key)
@@ -111,19 +111,15 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 		}
 		env = append(env, srvEnv...)
 	}
-	userCLI, unmerged := engine.UserCLIConfig(r.o.Engine, os.Getenv)
-	r.userCLI = userCLI
-	if len(unmerged) > 0 {
-		r.warn(fmt.Sprintf("the CLI configuration files %s are JSON, which sponson cannot merge; they are not used during sponson runs", strings.Join(unmerged, ", ")))
-	}
-	cli, err := engine.WriteCLIConfig(filepath.Join(work.tmp, "cli"), r.o.ProviderBinary, r.o.ProviderVersion, userCLI)
+	// The engine reads the user's CLI configuration by its own rules; the
+	// init stamp covers the files it would read.
+	files, json := engine.UserCLIConfig(r.o.Engine, os.Getenv)
+	r.userCLI = append(files, json...)
+	reattach, err := r.serveProvider()
 	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "writing the engine's CLI configuration")
+		return nil, err
 	}
-	if cli.Warning != "" {
-		r.warn(cli.Warning)
-	}
-	env = append(env, "TF_CLI_CONFIG_FILE="+cli.File)
+	env = append(env, provider.ReattachEnvVar+"="+reattach)
 	if r.o.StoreURL != "" {
 		// The provider's own lease-taking (sponson_lease during a plan, or
 		// anything without a hand-over) uses the run's store too.
@@ -137,6 +133,23 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 		env = append(env, lease.EnvStore+"=", lease.EnvHolder+"=", lease.EnvToken+"=")
 	}
 	return env, nil
+}
+
+// serveProvider serves the provider from this process for the run's engine
+// commands (provider.InProcess) until release, and returns the engine's
+// TF_REATTACH_PROVIDERS.
+func (r *runner) serveProvider() (string, error) {
+	srv, err := provider.ServeInProcess(context.Background(), r.o.ProviderVersion, r.o.Dir)
+	if err != nil {
+		return "", errcode.Wrap(errcode.Internal, err, "serving the provider to the engine")
+	}
+	r.onRelease(srv.Close)
+	reattach, err := srv.Environ(os.Getenv(provider.ReattachEnvVar))
+	if err != nil {
+		return "", errcode.Wrap(errcode.Usage, err, "reading %s", provider.ReattachEnvVar).
+			WithHint("Unset it, or set it to the JSON the provider you debug printed.")
+	}
+	return reattach, nil
 }
 
 // serveState starts the state server and places the backend override that

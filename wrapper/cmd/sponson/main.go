@@ -1,7 +1,8 @@
 // Command sponson is the Sponson CLI. The same binary is also the provider:
-// when the engine starts it through the dev_overrides directory sponson
-// generates, it is named terraform-provider-sponson and serves the provider,
-// so the wrapper and the provider it offers are always the same build.
+// under the wrapper it serves the provider from its own process
+// (docs/design.md §7.2), so the wrapper and the provider are always the same
+// build; started by an engine as terraform-provider-sponson (installed from
+// a mirror `sponson provider mirror` wrote), it serves the provider alone.
 package main
 
 import (
