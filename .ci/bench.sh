@@ -2,7 +2,8 @@
 # Runs every benchmark of the project in one go and writes BENCHMARKS.md:
 # store operations (p50/p99) per store, the foreign check from 10 to 1,000
 # scopes (10,000 on PostgreSQL), sixteen scopes at once against one, and
-# `sponson apply` against the bare engine at 10, 50 and 200 resources.
+# `sponson apply` against the bare engine at 10, 50 and 200 resources, on
+# OpenTofu and on HashiCorp Terraform.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -17,9 +18,12 @@ gw="$root/.tools/bin/versitygw"
 export SPONSON_TEST_VERSITYGW="$gw" SPONSON_REQUIRE_VERSITYGW=1
 out="$root/.tools/bench.txt"
 mkdir -p .tools
-cmd="go test -run '^\$' -bench . -benchtime 20x ./internal/store/... && go test -run '^\$' -bench E2E -benchtime 5x ./wrapper/"
+terraform="$root/.tools/bin/terraform"
+[ -x "$terraform" ] || { echo "no engine at $terraform: run 'make tools' first" >&2; exit 1; }
+cmd="go test -run '^\$' -bench . -benchtime 20x ./internal/store/... && go test -run '^\$' -bench E2E -benchtime 5x ./wrapper/ (SPONSON_TEST_ENGINE=tofu, then terraform)"
 {
 	go test -run '^$' -bench . -benchtime 20x ./internal/store/...
 	go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/
+	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/
 } | tee "$out"
 go run ./.ci/benchreport "$cmd" <"$out"

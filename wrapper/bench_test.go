@@ -15,18 +15,27 @@ import (
 // side in one run (docs/design.md §8 target: at most 1.10x). The bare side is
 // what a pipeline runs without sponson: `tofu init` then `tofu apply
 // -auto-approve`. Instant resources show sponson's fixed cost (a saved plan
-// read as JSON, then applied: three engine starts where the bare apply has
-// one, plus the store's fsyncs); slow ones (0.2 s each, parallelism 10) show
+// read as JSON, then applied: three engine starts after init where the bare
+// apply has one, plus the store's fsyncs); slow ones (0.2 s each, parallelism 10) show
 // it against work that takes time, as cloud resources do. Each iteration is
 // one pair; run with -benchtime Nx.
 func BenchmarkE2EApplyOverhead(b *testing.B) {
 	if os.Getenv("SPONSON_E2E") != "1" {
 		b.Skip("set SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make bench does)")
 	}
-	for _, n := range []int{10, 50, 200} {
-		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) { benchApplyOverhead(b, n, 0) })
-	}
-	b.Run("resources=50,create=0.2s", func(b *testing.B) { benchApplyOverhead(b, 50, 0.2) })
+	onEngine(b, func(b *testing.B) {
+		for _, n := range []int{10, 50, 200} {
+			b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) { benchApplyOverhead(b, n, 0) })
+		}
+		b.Run("resources=50,create=0.2s", func(b *testing.B) { benchApplyOverhead(b, 50, 0.2) })
+	})
+}
+
+// onEngine runs a benchmark under the name of the engine under test
+// (engine=opentofu or engine=terraform), so the rows of both engines can sit
+// in one report.
+func onEngine(b *testing.B, bench func(*testing.B)) {
+	b.Run("engine="+engineName(), bench)
 }
 
 func benchApplyOverhead(b *testing.B, n int, delay float64) {
@@ -66,6 +75,10 @@ func BenchmarkE2ESixteenScopes(b *testing.B) {
 	if os.Getenv("SPONSON_E2E") != "1" {
 		b.Skip("set SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make bench does)")
 	}
+	onEngine(b, benchSixteenScopes)
+}
+
+func benchSixteenScopes(b *testing.B) {
 	h := e2eBench(b)
 	var one, sixteen []time.Duration
 	for b.Loop() {
@@ -115,6 +128,10 @@ func BenchmarkE2ENoChangeApply(b *testing.B) {
 	if os.Getenv("SPONSON_E2E") != "1" {
 		b.Skip("set SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make bench does)")
 	}
+	onEngine(b, benchNoChangeApply)
+}
+
+func benchNoChangeApply(b *testing.B) {
 	h := e2eBench(b)
 	engine := os.Getenv("SPONSON_TEST_ENGINE")
 	vars := []string{"-var", "n=50", "-var", "delay=0"}

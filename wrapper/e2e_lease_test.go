@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -194,12 +195,7 @@ func TestE2EStoppedRunLosesItsLease(t *testing.T) {
 	}
 	// Stop it in the middle of the apply: its engine goes on and will try to
 	// write the state through the stopped run's state server.
-	waitFor(t, "the first run's apply", func() bool {
-		return strings.Contains(firstErr.String(), "terraform_data.slow: Provisioning with 'local-exec'")
-	})
-	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopMidApply(t, first, &firstErr, scopeDir)
 
 	// The run that takes over cannot vouch for the creates the stopped run
 	// has in flight: a person says they are gone, then it applies.
@@ -237,6 +233,31 @@ func TestE2EStoppedRunLosesItsLease(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "errored.tfstate")); err == nil {
 		t.Error("errored.tfstate was left in the configuration directory")
+	}
+}
+
+// stopMidApply stops (SIGSTOP) a run of testdata/slow in the middle of its
+// apply: while the slow resource's provisioner runs, and once the run's
+// checkpoint holds the fast create. A run stopped inside a file-store write
+// keeps the scope's mutex, and a run taking over would wait on it until it
+// gives up (after a TTL, STORE_CONTENDED, as the filestore tests show);
+// stopped here, the run is idle but for its renewals.
+func stopMidApply(t *testing.T, run *exec.Cmd, stderr *lockedBuffer, scopeDir string) {
+	t.Helper()
+	waitFor(t, "the run's apply", func() bool {
+		return strings.Contains(stderr.String(), "terraform_data.slow: Provisioning with 'local-exec'")
+	})
+	waitFor(t, "the run's checkpoint of the fast create", func() bool {
+		receipts, _ := filepath.Glob(filepath.Join(scopeDir, "receipts", "*.json"))
+		for _, p := range receipts {
+			if rec, _ := os.ReadFile(p); bytes.Contains(rec, []byte(`"completedCreates"`)) {
+				return true
+			}
+		}
+		return false
+	})
+	if err := run.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2,7 +2,6 @@ package wrapper_test
 
 import (
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 )
@@ -29,12 +28,7 @@ func TestE2EUnlockStoppedRun(t *testing.T) {
 			_ = c.Wait()
 		}
 	}(first)
-	waitFor(t, "the first run's apply", func() bool {
-		return strings.Contains(firstErr.String(), "terraform_data.slow: Provisioning with 'local-exec'")
-	})
-	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopMidApply(t, first, &firstErr, scopeDir(dir, "preview", "pr-10"))
 	stopped = true
 
 	if r := h.run(dir, nil, "unlock", "--scope", "pr-10", "--json"); r.exit != 2 || r.code(t) != "USAGE" {

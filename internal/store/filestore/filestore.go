@@ -180,8 +180,18 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 	if err := ensureDir(dir, s.root); err != nil {
 		return store.Grant{}, err
 	}
-	unlock, err := lockScope(ctx, dir, true)
+	// The mutex is held for a store operation, never for a lease's TTL: a
+	// holder that keeps it longer is stopped (SIGSTOP) or hung inside a
+	// write, and waiting on it without end would hang this run with it.
+	mctx, cancel := context.WithTimeout(ctx, ttl)
+	unlock, err := lockScope(mctx, dir, true)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return store.Grant{}, errcode.Wrap(errcode.StoreContended, err,
+				"the store's mutex of %s was held for longer than the lease TTL (%s): a process holding it is stopped or hung inside a store write", dir, ttl).
+				WithHint("Find the stopped or hung sponson process of this scope (ps) and continue or end it, then run again.")
+		}
 		return store.Grant{}, err
 	}
 	defer unlock()

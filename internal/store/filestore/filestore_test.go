@@ -551,3 +551,30 @@ func TestIntentRace(t *testing.T) {
 	}
 	storetest.IntentRace(t, 200, handles[0], handles[1])
 }
+
+// TestAcquireGivesUpOnAStoppedMutexHolder: a process stopped (SIGSTOP) in
+// the middle of a store write keeps the scope's mutex; an Acquire gives up
+// once it has waited a lease's TTL, with STORE_CONTENDED, instead of hanging
+// with it. Here the mutex is held for the whole call, so the call can only
+// end by giving up.
+func TestAcquireGivesUpOnAStoppedMutexHolder(t *testing.T) {
+	t.Parallel()
+	s, root, _ := open(t)
+	g := mustAcquire(t, s, pr1, "run-a")
+	if err := s.Release(t.Context(), g.Lease); err != nil {
+		t.Fatal(err)
+	}
+	mutex := filepath.Join(root, "@stacks", "preview", "acme_2fapp", "pr-1", ".mutex")
+	fd, err := unix.Open(mutex, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Acquire(t.Context(), pr1, "run-b", 50*time.Millisecond)
+	if got := errcode.As(err); got == nil || got.Code != errcode.StoreContended || !strings.Contains(got.Message, "stopped or hung") {
+		t.Fatalf("Acquire with the mutex held: %v, want STORE_CONTENDED naming a stopped or hung holder", err)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
@@ -36,5 +38,33 @@ func main() {
 		}
 		return
 	}
-	os.Exit(int(wrapper.Main()))
+	stop := profile(os.Getenv("SPONSON_CPUPROFILE"))
+	code := wrapper.Main()
+	stop()
+	os.Exit(int(code))
+}
+
+// profile writes a CPU profile of the whole command to path (for `go tool
+// pprof`; docs/design.md §8 says to profile before optimising), or does
+// nothing when path is empty.
+func profile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		// A run spends milliseconds of its own CPU: sample at 1 kHz, not
+		// the default 100 Hz (the runtime then notes once on stderr that
+		// the rate was already set).
+		runtime.SetCPUProfileRate(1000)
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: SPONSON_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
