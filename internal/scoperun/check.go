@@ -85,14 +85,7 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 			return nil, err
 		}
 	}
-	for _, p := range c.planned {
-		// An id the engine learns at apply is the usual case and needs no
-		// word; an identity attribute the policy named that is not known
-		// yet does.
-		if p.Identity == "" && len(p.Unknown) > 0 && p.Creates() && !(len(p.Unknown) == 1 && p.Unknown[0] == "id") {
-			r.info(fmt.Sprintf("identity of %s is unknown until apply (%s); it is recorded under its address until then", p.Address, strings.Join(p.Unknown, ", ")))
-		}
-	}
+	r.noteUnknownIdentities(c.planned)
 	// The foreign check: before the engine writes anything, no planned
 	// change may touch an object another scope of the environment owns.
 	// The owners it saw go into a saved plan.
@@ -112,6 +105,18 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		return nil, err
 	}
 	return c, nil
+}
+
+// noteUnknownIdentities says which creates have an identity attribute the
+// policy named that is not known until apply. An id the engine learns at
+// apply is the usual case and needs no word.
+func (r *runner) noteUnknownIdentities(planned []ownership.Planned) {
+	for _, p := range planned {
+		idOnly := len(p.Unknown) == 1 && p.Unknown[0] == "id"
+		if p.Identity == "" && len(p.Unknown) > 0 && p.Creates() && !idOnly {
+			r.info(fmt.Sprintf("identity of %s is unknown until apply (%s); it is recorded under its address until then", p.Address, strings.Join(p.Unknown, ", ")))
+		}
+	}
 }
 
 // planChanges reports whether a plan changes anything (a saved plan says

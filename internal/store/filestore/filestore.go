@@ -113,6 +113,9 @@ type Store struct {
 	root      string
 	now       func() time.Time
 	oldLayout bool // WithOldLayout: skip the layout check (migration only)
+	// patience is how long Acquire waits at least for a scope's mutex
+	// before it takes the holder for stopped or hung (WithMutexPatience).
+	patience time.Duration
 }
 
 // Option configures Open.
@@ -131,6 +134,11 @@ func WithClock(now func() time.Time) Option {
 // WithOldLayout opens a store whatever its layout, for Migrate alone.
 func WithOldLayout() Option { return func(s *Store) { s.oldLayout = true } }
 
+// WithMutexPatience sets how long Acquire waits at least for a scope's mutex
+// (a minute by default; a lease's TTL when that is longer) before it gives
+// up on its holder as stopped or hung.
+func WithMutexPatience(d time.Duration) Option { return func(s *Store) { s.patience = d } }
+
 // Open returns the store rooted at root, creating the directory if needed.
 // A store in the layout before stacks is STORE_LAYOUT_OLD and one in a
 // newer layout STORE_LAYOUT_NEWER: neither is ever read as empty.
@@ -142,7 +150,7 @@ func Open(root string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(abs, dirPerm); err != nil {
 		return nil, fsError("create the store directory", abs, err)
 	}
-	s := &Store{root: abs, now: time.Now}
+	s := &Store{root: abs, now: time.Now, patience: time.Minute}
 	for _, o := range opts {
 		o(s)
 	}
@@ -180,16 +188,18 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 	if err := ensureDir(dir, s.root); err != nil {
 		return store.Grant{}, err
 	}
-	// The mutex is held for a store operation, never for a lease's TTL: a
-	// holder that keeps it longer is stopped (SIGSTOP) or hung inside a
-	// write, and waiting on it without end would hang this run with it.
-	mctx, cancel := context.WithTimeout(ctx, ttl)
+	// The mutex is held for a store operation, never for a lease's TTL (nor
+	// a minute, whatever the contention): a holder that keeps it longer is
+	// stopped (SIGSTOP) or hung inside a write, and waiting on it without end
+	// would hang this run with it.
+	patience := max(ttl, s.patience)
+	mctx, cancel := context.WithTimeout(ctx, patience)
 	unlock, err := lockScope(mctx, dir, true)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return store.Grant{}, errcode.Wrap(errcode.StoreContended, err,
-				"the store's mutex of %s was held for longer than the lease TTL (%s): a process holding it is stopped or hung inside a store write", dir, ttl).
+				"the store's mutex of %s was held for longer than %s: a process holding it is stopped or hung inside a store write", dir, patience).
 				WithHint("Find the stopped or hung sponson process of this scope (ps) and continue or end it, then run again.")
 		}
 		return store.Grant{}, err

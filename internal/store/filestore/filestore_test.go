@@ -554,12 +554,17 @@ func TestIntentRace(t *testing.T) {
 
 // TestAcquireGivesUpOnAStoppedMutexHolder: a process stopped (SIGSTOP) in
 // the middle of a store write keeps the scope's mutex; an Acquire gives up
-// once it has waited a lease's TTL, with STORE_CONTENDED, instead of hanging
+// once it has waited its patience (a minute by default, here 50 ms), with
+// STORE_CONTENDED, instead of hanging
 // with it. Here the mutex is held for the whole call, so the call can only
 // end by giving up.
 func TestAcquireGivesUpOnAStoppedMutexHolder(t *testing.T) {
 	t.Parallel()
-	s, root, _ := open(t)
+	root := filepath.Join(t.TempDir(), ".sponson")
+	s, err := filestore.Open(root, filestore.WithMutexPatience(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	g := mustAcquire(t, s, pr1, "run-a")
 	if err := s.Release(t.Context(), g.Lease); err != nil {
 		t.Fatal(err)
@@ -573,7 +578,7 @@ func TestAcquireGivesUpOnAStoppedMutexHolder(t *testing.T) {
 	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Acquire(t.Context(), pr1, "run-b", 50*time.Millisecond)
+	_, err = s.Acquire(t.Context(), pr1, "run-b", 10*time.Millisecond)
 	if got := errcode.As(err); got == nil || got.Code != errcode.StoreContended || !strings.Contains(got.Message, "stopped or hung") {
 		t.Fatalf("Acquire with the mutex held: %v, want STORE_CONTENDED naming a stopped or hung holder", err)
 	}
