@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
@@ -313,13 +315,17 @@ func TestFaultOutageBeyondBudget(t *testing.T) {
 // TestFaultLeaseLostDuringOutage: the server is down longer than the lease's
 // TTL. The run stops itself (LOCK_LOST) by its own deadline while the store
 // is unreachable; when the server is back its stale write is refused by the
-// database clock and another run takes the lease over.
+// database clock and another run takes the lease over. The outage is real
+// (the server is stopped); the run's own time is a fake clock that the test
+// advances, so when it stops does not depend on the machine's speed.
 func TestFaultLeaseLostDuringOutage(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Own(t)
 	s := openStore(t, srv.DSN("postgres"), pgstore.WithBudget(30*time.Second))
-	const ttl = 1500 * time.Millisecond
-	held, err := lease.Acquire(t.Context(), s, pr1, "run-a", lease.Config{TTL: ttl})
+	renewing := &renewSent{Store: s, sent: make(chan struct{})}
+	clock := clockwork.NewFakeClock()
+	const ttl = time.Second // of the lease in the database, on its clock
+	held, err := lease.Acquire(t.Context(), renewing, pr1, "run-a", lease.Config{TTL: ttl, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,17 +333,35 @@ func TestFaultLeaseLostDuringOutage(t *testing.T) {
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-held.Lost():
-	case <-time.After(3 * ttl):
-		t.Fatal("the run did not stop itself while its store was unreachable")
+	// The renewal loop has set its first timer; the renewal it sends TTL/3
+	// on finds the server down, and the run's own deadline comes while
+	// the store is still unreachable.
+	if err := clock.BlockUntilContext(t.Context(), 1); err != nil {
+		t.Fatal(err)
 	}
+	clock.Advance(ttl / 3)
+	<-renewing.sent
+	clock.Advance(ttl - ttl/5 - ttl/3)
+	<-held.Lost()
 	if !errcode.Is(held.Err(), errcode.LockLost) {
 		t.Errorf("the run ended with %v, want LOCK_LOST", held.Err())
 	}
-	time.Sleep(ttl) // the lease is past its expiry by any clock
+	if n := held.Renewals(); n != 0 {
+		t.Errorf("%d renewals got through to a stopped server", n)
+	}
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
+	}
+	// The database's clock, which alone decides, passes the lease's expiry.
+	for {
+		n, err := srv.QueryInt(t.Context(), "postgres", "SELECT (clock_timestamp() >= $1)::int", l.ExpiresAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	err = s.WriteReceipt(t.Context(), l, storetest.NewReceipt(pr1, "run-a", 1))
 	if !errors.Is(err, store.ErrLeaseLost) {
@@ -354,4 +378,16 @@ func TestFaultLeaseLostDuringOutage(t *testing.T) {
 	if info, _ := s.ReadLease(t.Context(), pr1); info.Holder != "run-b" {
 		t.Errorf("the lost run's Release touched the new lease: %+v", info)
 	}
+}
+
+// renewSent closes sent when the first renewal is sent to its store.
+type renewSent struct {
+	store.Store
+	once sync.Once
+	sent chan struct{}
+}
+
+func (r *renewSent) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	r.once.Do(func() { close(r.sent) })
+	return r.Store.Renew(ctx, l, ttl)
 }
