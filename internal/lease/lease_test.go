@@ -201,20 +201,29 @@ func TestAcquireReleaseAndHeld(t *testing.T) {
 func TestWaitQueuesThenTimesOut(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	first, err := lease.Acquire(ctx, st, key, "run-a", lease.Config{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The waiting run polls on a fake clock. The test lets each poll
+	// through, and releases the lease once two polls found it held.
+	const poll = 2 * time.Second
+	clock := newClock()
 	var waits atomic.Int32
 	go func() {
-		for waits.Load() < 2 {
-			time.Sleep(5 * time.Millisecond)
+		for clock.BlockUntilContext(ctx, 1) == nil {
+			if waits.Load() >= 2 {
+				first.Release(ctx)
+				clock.Advance(poll)
+				return
+			}
+			clock.Advance(poll)
 		}
-		first.Release(ctx)
 	}()
 	h, err := lease.Acquire(ctx, st, key, "run-b", lease.Config{
-		TTL: time.Minute, Wait: true, WaitTimeout: time.Minute, PollInterval: 10 * time.Millisecond,
+		TTL: time.Minute, Wait: true, WaitTimeout: time.Minute, PollInterval: poll, Clock: clock,
 		OnWait: func(l store.LeaseInfo) {
 			if l.Holder != "run-a" {
 				t.Errorf("waiting for %q, want run-a", l.Holder)
@@ -226,10 +235,27 @@ func TestWaitQueuesThenTimesOut(t *testing.T) {
 		t.Fatalf("waiting acquire: %v", err)
 	}
 	defer h.Release(ctx)
+	if n := waits.Load(); n != 2 {
+		t.Errorf("acquired after %d polls found the lease held, want 2", n)
+	}
 
-	_, err = lease.Acquire(ctx, st, key, "run-c", lease.Config{TTL: time.Minute, Wait: true, WaitTimeout: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+	// A wait that outlasts its --wait-timeout polls every interval until then.
+	clock = newClock()
+	go func() {
+		for clock.BlockUntilContext(ctx, 1) == nil {
+			clock.Advance(poll)
+		}
+	}()
+	var polls int
+	_, err = lease.Acquire(ctx, st, key, "run-c", lease.Config{
+		TTL: time.Minute, Wait: true, WaitTimeout: 5 * poll, PollInterval: poll, Clock: clock,
+		OnWait: func(store.LeaseInfo) { polls++ },
+	})
 	if !errcode.Is(err, errcode.WaitTimeout) {
 		t.Fatalf("acquire with a short --wait-timeout: %v, want WAIT_TIMEOUT", err)
+	}
+	if polls != 5 {
+		t.Errorf("gave up after %d waits of %s, want 5 in a wait timeout of %s", polls, poll, 5*poll)
 	}
 }
 
