@@ -82,3 +82,26 @@ func TestE2EUserTerraformrcMirror(t *testing.T) {
 		t.Fatalf("the run succeeded without the user's mirror:\n%s", r.stderr)
 	}
 }
+
+// TestE2EMissingCLIConfigFile: TF_CLI_CONFIG_FILE names a file that does
+// not exist (as setup scripts leave it). The engine alone would warn on
+// every command, on stdout, which breaks `show -json`; the run works with no
+// CLI configuration, as the engine would, and says so once.
+func TestE2EMissingCLIConfigFile(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/cilog")
+	gone := filepath.Join(t.TempDir(), "gone.tfrc")
+	for _, cmd := range []string{"plan", "apply"} {
+		r := h.run(dir, []string{"TF_CLI_CONFIG_FILE=" + gone}, cmd, "--scope", "main")
+		if r.exit != 0 {
+			t.Fatalf("%s with a missing TF_CLI_CONFIG_FILE: exit %d\n%s%s", cmd, r.exit, r.stdout, r.stderr)
+		}
+		log := r.stdout + r.stderr
+		if n := strings.Count(log, gone); n != 1 {
+			t.Errorf("%s names the missing file %d times, want once:\n%s", cmd, n, log)
+		}
+		if strings.Contains(log, "problems with the CLI configuration") {
+			t.Errorf("%s shows the engine's warning about the missing file:\n%s", cmd, log)
+		}
+	}
+}

@@ -170,6 +170,14 @@ func pull(ctx context.Context, o Options) ([]byte, receipt.Engine, error) {
 		// The provider must not write: no lease is handed over.
 		lease.EnvStore + "=", lease.EnvHolder + "=", lease.EnvToken + "="}
 	env = append(env, o.Context.Environ()...)
+	missing, warning, err := engine.MissingCLIConfig(tmp, os.Getenv)
+	if err != nil {
+		return nil, receipt.Engine{}, errcode.Wrap(errcode.Internal, err, "writing an empty CLI configuration for the engine")
+	}
+	if warning != "" {
+		o.Warn(warning)
+	}
+	env = append(env, missing...)
 	out := o.EngineOut
 	if out == nil {
 		out = io.Discard

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -83,4 +84,31 @@ func UserCLIConfig(binary string, getenv func(string) string) (files, json []str
 		}
 	}
 	return files, json
+}
+
+// MissingCLIConfig stands in for a CLI configuration file the user names
+// (TF_CLI_CONFIG_FILE, or TERRAFORM_CONFIG) that does not exist. The engine
+// then reads no configuration, as it would, but it also prints a warning on
+// every command, on stdout, where it breaks `show -json` and `state pull`.
+// So the engine is given an empty file in dir instead, which configures the
+// same nothing, and the warning is said once (warning). env is what to add
+// to the engine's environment; both are empty when nothing is missing.
+func MissingCLIConfig(dir string, getenv func(string) string) (env []string, warning string, err error) {
+	name := "TF_CLI_CONFIG_FILE"
+	p := getenv(name)
+	if p == "" {
+		name, p = "TERRAFORM_CONFIG", getenv("TERRAFORM_CONFIG")
+	}
+	if p == "" {
+		return nil, "", nil
+	}
+	if _, err := os.Stat(p); err == nil || !os.IsNotExist(err) {
+		return nil, "", nil
+	}
+	empty := filepath.Join(dir, "empty.tfrc")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		return nil, "", err
+	}
+	return []string{"TF_CLI_CONFIG_FILE=" + empty},
+		fmt.Sprintf("%s names %s, which does not exist: the engine runs with no CLI configuration", name, p), nil
 }

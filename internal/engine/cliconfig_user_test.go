@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,6 +83,48 @@ func TestUserCLIConfigLocations(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.json, rel(json)); diff != "" {
 				t.Errorf("json (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A CLI configuration file the user names but that does not exist becomes
+// an empty one (the engine would read nothing, and warn on stdout); an
+// existing one, or none named, is left alone.
+func TestMissingCLIConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "own.tfrc")
+	if err := os.WriteFile(existing, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		empty bool
+	}{
+		{"none named", nil, false},
+		{"an existing file", map[string]string{"TF_CLI_CONFIG_FILE": existing}, false},
+		{"a missing file", map[string]string{"TF_CLI_CONFIG_FILE": filepath.Join(dir, "gone.tfrc")}, true},
+		{"a missing TERRAFORM_CONFIG", map[string]string{"TERRAFORM_CONFIG": filepath.Join(dir, "gone.tfrc")}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env, warning, err := engine.MissingCLIConfig(t.TempDir(), func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.empty {
+				if env != nil || warning != "" {
+					t.Fatalf("got %v %q, want nothing", env, warning)
+				}
+				return
+			}
+			if len(env) != 1 || !strings.HasPrefix(env[0], "TF_CLI_CONFIG_FILE=") || !strings.Contains(warning, "does not exist") {
+				t.Fatalf("got %v %q, want an empty file in TF_CLI_CONFIG_FILE and a warning", env, warning)
+			}
+			if b, err := os.ReadFile(strings.TrimPrefix(env[0], "TF_CLI_CONFIG_FILE=")); err != nil || len(b) != 0 {
+				t.Fatalf("the stand-in: %q %v", b, err)
 			}
 		})
 	}

@@ -115,6 +115,14 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 	// init stamp covers the files it would read.
 	files, json := engine.UserCLIConfig(r.o.Engine, os.Getenv)
 	r.userCLI = append(files, json...)
+	missing, warning, err := engine.MissingCLIConfig(work.tmp, os.Getenv)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "writing an empty CLI configuration for the engine")
+	}
+	if warning != "" {
+		r.warn(warning)
+	}
+	env = append(env, missing...)
 	reattach, err := r.serveProvider()
 	if err != nil {
 		return nil, err
