@@ -113,8 +113,8 @@ type Store struct {
 	root      string
 	now       func() time.Time
 	oldLayout bool // WithOldLayout: skip the layout check (migration only)
-	// patience is how long Acquire waits at least for a scope's mutex
-	// before it takes the holder for stopped or hung (WithMutexPatience).
+	// patience is how long an operation waits for a scope's mutex before
+	// it takes the holder for stopped or hung (WithMutexPatience).
 	patience time.Duration
 }
 
@@ -134,9 +134,9 @@ func WithClock(now func() time.Time) Option {
 // WithOldLayout opens a store whatever its layout, for Migrate alone.
 func WithOldLayout() Option { return func(s *Store) { s.oldLayout = true } }
 
-// WithMutexPatience sets how long Acquire waits at least for a scope's mutex
-// (a minute by default; a lease's TTL when that is longer) before it gives
-// up on its holder as stopped or hung.
+// WithMutexPatience sets how long an operation waits for a scope's mutex (a
+// minute by default; for Acquire, a lease's TTL when that is longer) before
+// it gives up on its holder as stopped or hung.
 func WithMutexPatience(d time.Duration) Option { return func(s *Store) { s.patience = d } }
 
 // Open returns the store rooted at root, creating the directory if needed.
@@ -188,20 +188,8 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 	if err := ensureDir(dir, s.root); err != nil {
 		return store.Grant{}, err
 	}
-	// The mutex is held for a store operation, never for a lease's TTL (nor
-	// a minute, whatever the contention): a holder that keeps it longer is
-	// stopped (SIGSTOP) or hung inside a write, and waiting on it without end
-	// would hang this run with it.
-	patience := max(ttl, s.patience)
-	mctx, cancel := context.WithTimeout(ctx, patience)
-	unlock, err := lockScope(mctx, dir, true)
-	cancel()
+	unlock, err := lockPatiently(ctx, dir, true, max(ttl, s.patience))
 	if err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return store.Grant{}, errcode.Wrap(errcode.StoreContended, err,
-				"the store's mutex of %s was held for longer than %s: a process holding it is stopped or hung inside a store write", dir, patience).
-				WithHint("Find the stopped or hung sponson process of this scope (ps) and continue or end it, then run again.")
-		}
 		return store.Grant{}, err
 	}
 	defer unlock()
@@ -689,7 +677,7 @@ func (s *Store) fenced(ctx context.Context, l store.Lease, write func(dir string
 		return store.Lost(l.Key, "the lease has no holder")
 	}
 	dir := s.scopeDir(l.Key)
-	unlock, err := lockScope(ctx, dir, false)
+	unlock, err := lockPatiently(ctx, dir, false, s.patience)
 	if errors.Is(err, fs.ErrNotExist) {
 		return store.Lost(l.Key, "the scope has no lease record")
 	}
@@ -741,6 +729,25 @@ func (s *Store) leasedDir(k store.Key) (string, error) {
 		return "", fsError("open", dir, err)
 	}
 	return dir, nil
+}
+
+// lockPatiently is lockScope waiting at most patience. The mutex is held for
+// a store operation, never for a lease's TTL (nor a minute, whatever the
+// contention): a holder that keeps it longer is stopped (SIGSTOP) or hung
+// inside a write, and waiting on it without end would hang this run with
+// it. That holds for every wait, not only Acquire's: `sponson unlock`, which
+// releases a stopped run's lease, and a run writing under its lease wait
+// for the same mutex.
+func lockPatiently(ctx context.Context, dir string, create bool, patience time.Duration) (unlock func(), err error) {
+	mctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	unlock, err = lockScope(mctx, dir, create)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, errcode.Wrap(errcode.StoreContended, err,
+			"the store's mutex of %s was held for longer than %s: a process holding it is stopped or hung inside a store write", dir, patience).
+			WithHint("Find the stopped or hung sponson process of this scope (ps) and continue or end it, then run again.")
+	}
+	return unlock, err
 }
 
 // lockScope takes the scope's mutex, waiting until ctx is done. ctx is only

@@ -583,3 +583,32 @@ func TestAcquireGivesUpOnAStoppedMutexHolder(t *testing.T) {
 		t.Fatalf("Acquire with the mutex held: %v, want STORE_CONTENDED naming a stopped or hung holder", err)
 	}
 }
+
+// TestReleaseAndWritesGiveUpOnAStoppedMutexHolder: not only Acquire. A
+// release (`sponson unlock` ending a stopped run's lease) and a fenced
+// write wait at most the patience for a mutex that stays held, with no
+// deadline of their own: before, they waited for as long as the holder
+// stayed stopped, and TestE2EUnlockStoppedRun with them.
+func TestReleaseAndWritesGiveUpOnAStoppedMutexHolder(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), ".sponson")
+	s, err := filestore.Open(root, filestore.WithMutexPatience(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustAcquire(t, s, pr1, "run-a")
+	release := holdMutex(t, root, pr1)
+	if err := s.Release(t.Context(), g.Lease); !errcode.Is(err, errcode.StoreContended) || !strings.Contains(err.Error(), "stopped or hung") {
+		t.Errorf("Release with the mutex held: %v, want STORE_CONTENDED naming a stopped or hung holder", err)
+	}
+	if err := s.WriteState(t.Context(), g.Lease, []byte("{}")); !errcode.Is(err, errcode.StoreContended) {
+		t.Errorf("WriteState with the mutex held: %v, want STORE_CONTENDED", err)
+	}
+	release()
+	if err := s.WriteState(t.Context(), g.Lease, []byte(`{"serial":2}`)); err != nil {
+		t.Errorf("WriteState once the mutex is free: %v", err)
+	}
+	if err := s.Release(t.Context(), g.Lease); err != nil {
+		t.Errorf("Release once the mutex is free: %v", err)
+	}
+}
