@@ -96,19 +96,15 @@ func (h *harness) ciRun(dir, line string, vars map[string]string) result {
 	for _, k := range names {
 		env = append(env, k+"="+vars[k])
 	}
-	cmd := exec.Command("bash", "-c", line)
-	cmd.Dir = dir
-	cmd.Env = env
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
+	cmd := h.guarded(dir, env, "bash", "-c", line)
+	stdout, stderr, err := h.runGuarded(cmd)
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		h.t.Fatalf("running %q: %v", line, err)
 	}
-	return result{exit: code, stdout: out.String(), stderr: errOut.String()}
+	return result{exit: code, stdout: stdout, stderr: stderr}
 }
 
 // checkCIRun checks the --json document of one job's run against what the

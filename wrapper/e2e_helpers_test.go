@@ -1,7 +1,6 @@
 package wrapper_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -107,6 +106,9 @@ type harness struct {
 	bin     string
 	lastDir string   // the directory workdir made last
 	env     []string // a clean environment: no CI variables of the machine leak in
+
+	mu     sync.Mutex
+	guards map[*exec.Cmd]*guard // of the commands started, for their hang guards
 }
 
 // workdir copies the *.tf files of a configuration directory into a fresh
@@ -165,9 +167,7 @@ func (r result) code(t *testing.T) string {
 func (h *harness) run(dir string, extraEnv []string, args ...string) result {
 	h.t.Helper()
 	cmd := h.command(dir, extraEnv, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
+	stdout, stderr, err := h.runGuarded(cmd)
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -175,14 +175,13 @@ func (h *harness) run(dir string, extraEnv []string, args ...string) result {
 	} else if err != nil {
 		h.t.Fatalf("running sponson: %v", err)
 	}
-	return result{exit: code, stdout: out.String(), stderr: errOut.String()}
+	return result{exit: code, stdout: stdout, stderr: stderr}
 }
 
+// command returns a sponson command in dir with extra environment entries,
+// under the hang guard (h.guarded).
 func (h *harness) command(dir string, extraEnv []string, args ...string) *exec.Cmd {
-	cmd := exec.Command(h.bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string{}, h.env...), extraEnv...)
-	return cmd
+	return h.guarded(dir, append(append([]string{}, h.env...), extraEnv...), h.bin, args...)
 }
 
 // mustRun runs sponson and fails the test unless it exits 0.

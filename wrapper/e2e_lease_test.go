@@ -241,7 +241,8 @@ func TestE2EStoppedRunLosesItsLease(t *testing.T) {
 // checkpoint holds the fast create. A run stopped inside a file-store write
 // keeps the scope's mutex, and a run taking over would wait on it until it
 // gives up (after a TTL, STORE_CONTENDED, as the filestore tests show);
-// stopped here, the run is idle but for its renewals.
+// stopped here, the run is idle but for its renewals, which take the mutex
+// too: stopOutsideMutex stops it where it holds none.
 func stopMidApply(t *testing.T, run *exec.Cmd, stderr *lockedBuffer, scopeDir string) {
 	t.Helper()
 	waitFor(t, "the run's apply", func() bool {
@@ -256,9 +257,7 @@ func stopMidApply(t *testing.T, run *exec.Cmd, stderr *lockedBuffer, scopeDir st
 		}
 		return false
 	})
-	if err := run.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopOutsideMutex(t, run.Process)
 }
 
 // parallel runs n sponson processes at once in dir and returns their results.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -22,9 +21,7 @@ func TestE2EMCP(t *testing.T) {
 	ctx := context.Background()
 
 	var progressMu lockedBuffer // every progress message, one a line
-	server := exec.Command(h.bin, "mcp", "--log-dir", t.TempDir())
-	server.Dir = dir
-	server.Env = h.env
+	server := h.guarded(dir, h.env, h.bin, "mcp", "--log-dir", t.TempDir())
 	var serverErr lockedBuffer
 	server.Stderr = &serverErr
 	t.Cleanup(func() {
