@@ -135,8 +135,9 @@ func WithClock(now func() time.Time) Option {
 func WithOldLayout() Option { return func(s *Store) { s.oldLayout = true } }
 
 // WithMutexPatience sets how long an operation waits for a scope's mutex (a
-// minute by default; for Acquire, a lease's TTL when that is longer) before
-// it gives up on its holder as stopped or hung.
+// minute by default, whatever the lease's TTL: a 15-minute TTL must not
+// mean a 15-minute hang) before it gives up on its holder as stopped or
+// hung.
 func WithMutexPatience(d time.Duration) Option { return func(s *Store) { s.patience = d } }
 
 // Open returns the store rooted at root, creating the directory if needed.
@@ -188,7 +189,7 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 	if err := ensureDir(dir, s.root); err != nil {
 		return store.Grant{}, err
 	}
-	unlock, err := lockPatiently(ctx, dir, true, max(ttl, s.patience))
+	unlock, err := lockPatiently(ctx, dir, true, s.patience)
 	if err != nil {
 		return store.Grant{}, err
 	}
@@ -732,7 +733,7 @@ func (s *Store) leasedDir(k store.Key) (string, error) {
 }
 
 // lockPatiently is lockScope waiting at most patience. The mutex is held for
-// a store operation, never for a lease's TTL (nor a minute, whatever the
+// a store operation, milliseconds (never a minute, whatever the
 // contention): a holder that keeps it longer is stopped (SIGSTOP) or hung
 // inside a write, and waiting on it without end would hang this run with
 // it. That holds for every wait, not only Acquire's: `sponson unlock`, which
