@@ -3,7 +3,9 @@ package wrapper_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -217,4 +219,81 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestE2EMCPSavedPlanAndEngineFlags: through the tools, plan with out and
+// apply its plan_file applies exactly the saved plan (the CLI's refusal of
+// a saved plan with variables comes back in the envelope), and an engine
+// flag (replace) reaches the engine.
+func TestE2EMCPSavedPlanAndEngineFlags(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/slow")
+	ctx := context.Background()
+	server := h.guarded(dir, h.env, h.bin, "mcp", "--log-dir", t.TempDir())
+	var serverErr lockedBuffer
+	server.Stderr = &serverErr
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: server}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var env map[string]any
+		if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &env); err != nil {
+			t.Fatalf("%s: the result is not an envelope: %v", name, err)
+		}
+		if ok, _ := env["ok"].(bool); ok == res.IsError {
+			t.Errorf("%s: isError %v with ok %v", name, res.IsError, ok)
+		}
+		return env
+	}
+	mustCall := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		env := call(name, args)
+		if env["ok"] != true {
+			t.Fatalf("%s %v: %v\nserver stderr:\n%s", name, args, env, serverErr.String())
+		}
+		r, _ := env["result"].(map[string]any)
+		return r
+	}
+
+	// The plan sets input "saved"; the configuration's default is "slow",
+	// so an apply that planned again without the variables would write that.
+	plan := filepath.Join(t.TempDir(), "agent.plan")
+	mustCall("plan", map[string]any{"branch": "agent-saved", "out": plan, "variables": map[string]any{"sleep": "0", "input": "saved"}})
+	if _, err := os.Stat(plan); err != nil {
+		t.Fatalf("plan with out wrote no plan file: %v", err)
+	}
+	if _, err := os.Stat(scopeDir(dir, "preview", "branch-agent-saved") + "/terraform.tfstate"); err == nil {
+		t.Fatal("plan with out wrote the scope's state")
+	}
+	env := call("apply", map[string]any{"branch": "agent-saved", "plan_file": plan, "variables": map[string]any{"input": "other"}})
+	if e, _ := env["error"].(map[string]any); env["ok"] != false || e["code"] != "USAGE" || !strings.Contains(fmt.Sprint(e["message"]), "saved plan") {
+		t.Fatalf("apply of a saved plan with variables: %v, want the CLI's USAGE refusal", env)
+	}
+	applied := mustCall("apply", map[string]any{"branch": "agent-saved", "plan_file": plan})
+	if applied["status"] != "applied" {
+		t.Fatalf("apply plan_file: %v", applied)
+	}
+	before := stateResources(t, dir, "preview", "branch-agent-saved")
+	for _, addr := range []string{"terraform_data.fast", "terraform_data.slow"} {
+		if got := dynamic(before[addr]["input"]); got != "saved" {
+			t.Errorf("%s input %v after apply plan_file, want the saved plan's \"saved\"", addr, got)
+		}
+	}
+
+	// replace reaches the engine: fast is created again, slow is kept.
+	mustCall("apply", map[string]any{"branch": "agent-saved", "replace": []string{"terraform_data.fast"}, "variables": map[string]any{"sleep": "0", "input": "saved"}})
+	after := stateResources(t, dir, "preview", "branch-agent-saved")
+	if after["terraform_data.fast"]["id"] == before["terraform_data.fast"]["id"] {
+		t.Errorf("replace did not replace terraform_data.fast (id %v)", after["terraform_data.fast"]["id"])
+	}
+	if after["terraform_data.slow"]["id"] != before["terraform_data.slow"]["id"] {
+		t.Errorf("replace of terraform_data.fast replaced terraform_data.slow too")
+	}
 }

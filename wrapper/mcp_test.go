@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 )
 
@@ -48,7 +49,11 @@ func TestMCPToolsMirrorFlags(t *testing.T) {
 				t.Errorf("tool %s: parameter %s sets --%s, which `sponson %s` does not have", tool.name, p.name, p.flag, tool.command)
 			}
 		}
+		mirrorEngineFlags(t, tool)
 		for flag := range tool.withheld {
+			if strings.HasPrefix(flag, "-") {
+				continue
+			}
 			if cmd.Flags().Lookup(flag) == nil {
 				t.Errorf("tool %s withholds --%s, which `sponson %s` does not have", tool.name, flag, tool.command)
 			}
@@ -66,6 +71,50 @@ func TestMCPToolsMirrorFlags(t *testing.T) {
 				t.Errorf("tool %s: --%s is both a parameter and withheld", tool.name, fl.Name)
 			}
 		})
+	}
+}
+
+// mirrorEngineFlags holds a run tool to engineflag's table: every engine
+// flag the command accepts is a parameter of the tool or withheld with a
+// reason, and every engine parameter is a flag the command accepts.
+func mirrorEngineFlags(t *testing.T, tool toolSpec) {
+	t.Helper()
+	if !slices.Contains([]string{engineflag.Plan, engineflag.Apply, engineflag.Destroy}, tool.command) {
+		for _, p := range tool.params {
+			if p.engine {
+				t.Errorf("tool %s: parameter %s is an engine flag, but `sponson %s` takes none", tool.name, p.name, tool.command)
+			}
+		}
+		return
+	}
+	accepted := engineflag.Names(tool.command)
+	params := map[string]string{}
+	for _, p := range tool.params {
+		if !p.engine {
+			continue
+		}
+		params[p.flag] = p.name
+		if !slices.Contains(accepted, p.flag) {
+			t.Errorf("tool %s: parameter %s sets %s, which `sponson %s` does not accept (engineflag)", tool.name, p.name, p.flag, tool.command)
+		}
+	}
+	for _, flag := range accepted {
+		_, param := params[flag]
+		why, withheld := tool.withheld[flag]
+		if !param && !withheld {
+			t.Errorf("`sponson %s %s` has no parameter in tool %s: add one to mcpTools, or withhold it with the reason", tool.command, flag, tool.name)
+		}
+		if param && withheld {
+			t.Errorf("tool %s: %s is both a parameter and withheld", tool.name, flag)
+		}
+		if withheld && strings.TrimSpace(why) == "" {
+			t.Errorf("tool %s withholds %s without a reason", tool.name, flag)
+		}
+	}
+	for flag := range tool.withheld {
+		if strings.HasPrefix(flag, "-") && !slices.Contains(accepted, flag) {
+			t.Errorf("tool %s withholds %s, which `sponson %s` does not accept", tool.name, flag, tool.command)
+		}
 	}
 }
 
@@ -94,6 +143,18 @@ func TestMCPArgv(t *testing.T) {
 		{name: "destroy confirm", tool: toolByName(t, "destroy"), args: `{"scope":"s","confirm":"s"}`, want: []string{"destroy", "--json", "--scope=s"}, confirm: "s"},
 		{name: "drift scopes", tool: toolByName(t, "drift"), args: `{"scopes":["b","a"],"variables":{"n":"1"}}`, want: []string{"drift", "--json", "--var=n=1", "b", "a"}},
 		{name: "a positional is never a flag", tool: toolByName(t, "output"), args: `{"name":"-raw"}`, code: errcode.Usage},
+		{name: "plan out and engine flags", tool: toolByName(t, "plan"), args: `{"out":"p.plan","replace":["a.b","c.d"],"refresh_only":true,"parallelism":3,"exclude":["e.f"]}`,
+			want: []string{"plan", "--json", "-exclude=e.f", "-out=p.plan", "-parallelism=3", "-refresh-only=true", "-replace=a.b", "-replace=c.d"}},
+		{name: "refresh false", tool: apply, args: `{"refresh":false,"lock_timeout":"30s"}`, want: []string{"apply", "--json", "-lock-timeout=30s", "-refresh=false"}},
+		{name: "apply a saved plan", tool: apply, args: `{"plan_file":"p.plan","branch":"feat"}`, want: []string{"apply", "--json", "--branch=feat", "p.plan"}},
+		// The CLI refuses a saved plan with variables or engine flags; the
+		// tool passes both for its envelope to say so.
+		{name: "saved plan with a variable", tool: apply, args: `{"plan_file":"p.plan","variables":{"a":"1"}}`, want: []string{"apply", "--json", "-var=a=1", "p.plan"}},
+		{name: "a plan file is never a flag", tool: apply, args: `{"plan_file":"-destroy"}`, code: errcode.Usage},
+		{name: "parallelism is a whole number", tool: apply, args: `{"parallelism":2.5}`, code: errcode.Usage},
+		{name: "parallelism is not a string", tool: apply, args: `{"parallelism":"4"}`, code: errcode.Usage},
+		{name: "destroy has no replace", tool: toolByName(t, "destroy"), args: `{"replace":["a.b"],"confirm":"s"}`, code: errcode.Usage},
+		{name: "plan has no plan_file", tool: toolByName(t, "plan"), args: `{"plan_file":"p.plan"}`, code: errcode.Usage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

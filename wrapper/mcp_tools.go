@@ -24,6 +24,7 @@ const (
 	kindString   paramKind = iota // --flag=VALUE
 	kindBool                      // --flag=true|false
 	kindDuration                  // a Go duration string, --flag=VALUE
+	kindInt                       // a whole number, --flag=N
 	kindStrings                   // an array of strings: the flag repeated
 	kindVars                      // an object of strings: the flag repeated with NAME=VALUE
 )
@@ -48,7 +49,8 @@ type toolSpec struct {
 	desc    string
 	params  []toolParam
 	// withheld are the command's flags no tool call may set, each with the
-	// reason; the person who starts the server sets them (see mcpFlags).
+	// reason: sponson's flags by name (the person who starts the server sets
+	// them, see NewCmdMCP), the engine's flags with their dash ("-chdir").
 	withheld map[string]string
 	// guarded: the tool runs the engine with the environment's
 	// credentials or reads its state (outputs can be secrets), so a
@@ -65,7 +67,29 @@ const (
 	whyApprover    = "an agent never approves its own run: the approver is the server's --approved-by (or SPONSON_APPROVED_BY in its environment), set by the person who started it"
 	whyEngine      = "the engine binary is the server's --engine (or SPONSON_ENGINE), chosen by the person who started it"
 	whyOlderCommit = "rolling a scope back is a person's decision on one run, never a tool call"
+
+	whyEngineChdir = "the directory parameter is the configuration directory (--chdir)"
+	whyNoOp        = "accepted by the CLI only so that a CI line runs unchanged; it changes nothing under sponson"
+	whyCompact     = "it only changes how the engine's log prints warnings; the tool result carries the log's tail"
+	whyExitcode    = "the envelope's result says whether the plan has changes; exit code 2 would make ok false for a plan that succeeded"
+	whyPlanNoLease = "plan takes no lease, and the CLI ignores -lock-timeout on plan"
 )
+
+// engineWithheld are the engine flags of every run tool that no tool call
+// sets, with the reason; TestMCPToolsMirrorFlags holds the tools to
+// engineflag's table, so a flag the CLI starts to accept is a parameter or
+// is withheld here.
+func engineWithheld(command string) map[string]string {
+	w := map[string]string{"-chdir": whyEngineChdir, "-no-color": whyNoOp, "-input": whyNoOp, "-lock": whyNoOp, "-compact-warnings": whyCompact}
+	switch command {
+	case "plan":
+		w["-detailed-exitcode"] = whyExitcode
+		w["-lock-timeout"] = whyPlanNoLease
+	default:
+		w["-auto-approve"] = whyNoOp
+	}
+	return w
+}
 
 var (
 	pStk = toolParam{name: "stack", flag: "stack", desc: "Stack name: one root module of one repository (default: the sponson_scope stack attribute, else the repository and the configuration's directory in it)."}
@@ -80,6 +104,14 @@ var (
 	pVarsEngine = toolParam{name: "variables", kind: kindVars, flag: "-var", engine: true, desc: "Input variables, NAME to VALUE, passed to the engine as -var NAME=VALUE."}
 	pVarFiles   = toolParam{name: "var_files", kind: kindStrings, flag: "-var-file", engine: true, desc: "Variable files passed to the engine as -var-file."}
 	pTargets    = toolParam{name: "targets", kind: kindStrings, flag: "-target", engine: true, desc: "Resource addresses the run is limited to (-target)."}
+	pReplace    = toolParam{name: "replace", kind: kindStrings, flag: "-replace", engine: true, desc: "Resource instance addresses to replace (-replace): destroyed and created again even when unchanged."}
+	pExclude    = toolParam{name: "exclude", kind: kindStrings, flag: "-exclude", engine: true, desc: "Resource addresses the run leaves out (-exclude; OpenTofu only, refused with USAGE on Terraform)."}
+	pRefreshO   = toolParam{name: "refresh_only", kind: kindBool, flag: "-refresh-only", engine: true, desc: "Only update the state to match the real objects (-refresh-only); the scope's ledger follows the state."}
+	pRefresh    = toolParam{name: "refresh", kind: kindBool, flag: "-refresh", engine: true, desc: "false skips reading the real objects before planning (-refresh=false)."}
+	pParallel   = toolParam{name: "parallelism", kind: kindInt, flag: "-parallelism", engine: true, desc: "Limit on the engine's concurrent operations (-parallelism=N, at least 1)."}
+	pLockTO     = toolParam{name: "lock_timeout", kind: kindDuration, flag: "-lock-timeout", engine: true, desc: "Wait up to this long for the scope's lease (-lock-timeout, a Go duration; the same as wait with wait_timeout, and refused together with them; 0s does not wait)."}
+	pOut        = toolParam{name: "out", flag: "-out", engine: true, desc: "Save the plan to this file (-out FILE; mode 0600, it holds the engine's plan, sensitive values included), for the apply tool's plan_file. A relative path is from the server's working directory."}
+	pPlanFile   = toolParam{name: "plan_file", positional: true, desc: "Apply exactly this saved plan of the plan tool's out (sponson apply FILE), or be refused when it went stale (PLAN_STALE). Give the same scope; variables and engine flags cannot change a saved plan and the CLI refuses them with it (USAGE)."}
 
 	pWait  = toolParam{name: "wait", kind: kindBool, flag: "wait", desc: "Wait for the scope's lease when another run holds it (progress notifications say who holds it and until when); without it a held lease is LOCK_HELD."}
 	pWaitT = toolParam{name: "wait_timeout", kind: kindDuration, flag: "wait-timeout", desc: "How long wait waits before WAIT_TIMEOUT, a Go duration such as 10m."}
@@ -90,25 +122,45 @@ var (
 	pGitLab  = toolParam{name: "gitlab_report", flag: "gitlab-report", desc: "Write GitLab's terraform report JSON to this file."}
 )
 
-func runToolParams(writes bool) []toolParam {
-	ps := []toolParam{pStk, pEnv, pSc, pPR, pBr, pCo, pDir, pSt, pVarsEngine, pVarFiles, pTargets, pSummary, pComment, pGitLab}
-	if writes {
-		ps = append(ps, pWait, pWaitT, pTTL)
+// runToolParams are the parameters of the run tool of command: the engine
+// flags are those engineflag accepts on it.
+func runToolParams(command string) []toolParam {
+	ps := []toolParam{pStk, pEnv, pSc, pPR, pBr, pCo, pDir, pSt, pVarsEngine, pVarFiles, pTargets, pExclude, pRefresh, pParallel, pSummary, pComment, pGitLab}
+	if command != "destroy" {
+		ps = append(ps, pReplace, pRefreshO)
+	}
+	switch command {
+	case "plan":
+		ps = append(ps, pOut)
+	case "apply":
+		ps = append(ps, pPlanFile)
+	}
+	if command != "plan" {
+		ps = append(ps, pWait, pWaitT, pTTL, pLockTO)
 	}
 	return ps
 }
 
+// withheldRun are the withheld flags of the run tool of command.
+func withheldRun(command string, own map[string]string) map[string]string {
+	w := engineWithheld(command)
+	for k, v := range own {
+		w[k] = v
+	}
+	return w
+}
+
 // mcpTools is the tool table of `sponson mcp`.
 var mcpTools = []toolSpec{
-	{name: "plan", command: "plan", guarded: true, readOnly: true, params: runToolParams(false),
-		withheld: map[string]string{"engine": whyEngine},
+	{name: "plan", command: "plan", guarded: true, readOnly: true, params: runToolParams("plan"),
+		withheld: withheldRun("plan", map[string]string{"engine": whyEngine}),
 		desc:     "Plan this branch's scope (sponson plan --json): what apply would change, refused early when it would change a resource another scope owns. Takes no lease and writes nothing."},
-	{name: "apply", command: "apply", guarded: true, params: runToolParams(true),
-		withheld: map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit},
+	{name: "apply", command: "apply", guarded: true, params: runToolParams("apply"),
+		withheld: withheldRun("apply", map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit}),
 		desc:     "Apply in this branch's scope (sponson apply --json) under the scope's lease; the receipt records the run. A local branch gives scope branch-<name>, which its pull request later takes over. Never approves itself: protected environments need the approver the server was started with."},
 	{name: "destroy", command: "destroy", guarded: true, confirm: true,
-		params:   append(runToolParams(true), toolParam{name: "confirm", desc: "The name of the scope to destroy (for example branch-my-feature), required: a destroy runs only when it names the scope the call resolves to."}),
-		withheld: map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit},
+		params:   append(runToolParams("destroy"), toolParam{name: "confirm", desc: "The name of the scope to destroy (for example branch-my-feature), required: a destroy runs only when it names the scope the call resolves to."}),
+		withheld: withheldRun("destroy", map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit}),
 		desc:     "Destroy everything the scope owns (sponson destroy --json). Needs confirm naming the scope."},
 	{name: "status", command: "status", readOnly: true, params: []toolParam{{name: "stack", flag: "stack", desc: "Show only this stack (default: every stack of the environment)."}, pEnv, pDir, pSt},
 		desc: "The environment's scopes (sponson status --json): each scope's last run, lease and owned resources."},
@@ -137,6 +189,8 @@ func (t toolSpec) inputSchema() map[string]any {
 		switch p.kind {
 		case kindBool:
 			s = map[string]any{"type": "boolean"}
+		case kindInt:
+			s = map[string]any{"type": "integer"}
 		case kindStrings:
 			s = map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
 		case kindVars:
@@ -239,6 +293,12 @@ func (p toolParam) values(raw json.RawMessage) ([]string, error) {
 			return nil, fmt.Errorf("want a boolean: %w", err)
 		}
 		return []string{fmt.Sprint(b)}, nil
+	case kindInt:
+		var n int
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return nil, fmt.Errorf("want a whole number: %w", err)
+		}
+		return []string{fmt.Sprint(n)}, nil
 	case kindStrings:
 		var ss []string
 		if err := json.Unmarshal(raw, &ss); err != nil {
