@@ -32,7 +32,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
-	"github.com/sponson/terraform-provider-sponson/provider"
 )
 
 // Command is the receipt's command of an adoption.
@@ -157,27 +156,16 @@ func pull(ctx context.Context, o Options) ([]byte, receipt.Engine, error) {
 		return nil, receipt.Engine{}, errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
 	}
 	defer os.RemoveAll(tmp)
-	srv, err := provider.ServeInProcess(ctx, o.ProviderVersion, o.Dir)
+	provEnv, stop, err := scoperun.ServeProvider(ctx, o.ProviderVersion, o.Dir, tmp, o.Warn)
 	if err != nil {
-		return nil, receipt.Engine{}, errcode.Wrap(errcode.Internal, err, "serving the provider to the engine")
+		return nil, receipt.Engine{}, err
 	}
-	defer srv.Close()
-	reattach, err := srv.Environ(os.Getenv(provider.ReattachEnvVar))
-	if err != nil {
-		return nil, receipt.Engine{}, errcode.Wrap(errcode.Usage, err, "reading %s", provider.ReattachEnvVar)
-	}
-	env := []string{"TF_DATA_DIR=" + filepath.Join(tmp, "data"), provider.ReattachEnvVar + "=" + reattach, "TF_WORKSPACE=" + o.Workspace,
+	defer stop()
+	env := []string{"TF_DATA_DIR=" + filepath.Join(tmp, "data"), "TF_WORKSPACE=" + o.Workspace,
 		// The provider must not write: no lease is handed over.
 		lease.EnvStore + "=", lease.EnvHolder + "=", lease.EnvToken + "="}
 	env = append(env, o.Context.Environ()...)
-	missing, warning, err := engine.MissingCLIConfig(tmp, os.Getenv)
-	if err != nil {
-		return nil, receipt.Engine{}, errcode.Wrap(errcode.Internal, err, "writing an empty CLI configuration for the engine")
-	}
-	if warning != "" {
-		o.Warn(warning)
-	}
-	env = append(env, missing...)
+	env = append(env, provEnv...)
 	out := o.EngineOut
 	if out == nil {
 		out = io.Discard

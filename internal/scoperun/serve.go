@@ -13,7 +13,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/statesrv"
 	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
-	"github.com/sponson/terraform-provider-sponson/provider"
 )
 
 // engineRun is what serve produced: the engine session, the context it runs
@@ -115,19 +114,12 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 	// init stamp covers the files it would read.
 	files, json := engine.UserCLIConfig(r.o.Engine, os.Getenv)
 	r.userCLI = append(files, json...)
-	missing, warning, err := engine.MissingCLIConfig(work.tmp, os.Getenv)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "writing an empty CLI configuration for the engine")
-	}
-	if warning != "" {
-		r.warn(warning)
-	}
-	env = append(env, missing...)
-	reattach, err := r.serveProvider()
+	provEnv, stop, err := ServeProvider(context.Background(), r.o.ProviderVersion, r.o.Dir, work.tmp, r.warn)
 	if err != nil {
 		return nil, err
 	}
-	env = append(env, provider.ReattachEnvVar+"="+reattach)
+	r.onRelease(stop)
+	env = append(env, provEnv...)
 	if r.o.StoreURL != "" {
 		// The provider's own lease-taking (sponson_lease during a plan, or
 		// anything without a hand-over) uses the run's store too.
@@ -141,23 +133,6 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 		env = append(env, lease.EnvStore+"=", lease.EnvHolder+"=", lease.EnvToken+"=")
 	}
 	return env, nil
-}
-
-// serveProvider serves the provider from this process for the run's engine
-// commands (provider.InProcess) until release, and returns the engine's
-// TF_REATTACH_PROVIDERS.
-func (r *runner) serveProvider() (string, error) {
-	srv, err := provider.ServeInProcess(context.Background(), r.o.ProviderVersion, r.o.Dir)
-	if err != nil {
-		return "", errcode.Wrap(errcode.Internal, err, "serving the provider to the engine")
-	}
-	r.onRelease(srv.Close)
-	reattach, err := srv.Environ(os.Getenv(provider.ReattachEnvVar))
-	if err != nil {
-		return "", errcode.Wrap(errcode.Usage, err, "reading %s", provider.ReattachEnvVar).
-			WithHint("Unset it, or set it to the JSON the provider you debug printed.")
-	}
-	return reattach, nil
 }
 
 // serveState starts the state server and places the backend override that
