@@ -107,6 +107,18 @@ func (s *StateOptions) scopeState(cmd *cobra.Command, f *Factory) (store.Store, 
 	return st, key, data, nil
 }
 
+// readScopeState reads the scope's state document for a command that only
+// reads it (list, show): the store is closed before it returns.
+func (s *StateOptions) readScopeState(cmd *cobra.Command, f *Factory) (store.Key, tfState, error) {
+	st, key, data, err := s.scopeState(cmd, f)
+	if err != nil {
+		return store.Key{}, nil, err
+	}
+	st.Close()
+	doc, err := parseTFState(data)
+	return key, doc, err
+}
+
 // tfState is a state document, kept whole so that what sponson does not
 // touch is written back as it was.
 type tfState map[string]any
@@ -197,13 +209,7 @@ func (s tfState) marshal() ([]byte, error) {
 func newStateList(f *Factory, out *outcome) *cobra.Command {
 	return stateCmd(out, "list [flags]", "List the resource instances of a scope's state", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
 		res := outcome{command: "state list"}
-		st, key, data, err := o.scopeState(cmd, f)
-		if err != nil {
-			res.err = err
-			return res
-		}
-		defer st.Close()
-		doc, err := parseTFState(data)
+		key, doc, err := o.readScopeState(cmd, f)
 		if err != nil {
 			res.err = err
 			return res
@@ -236,13 +242,7 @@ func newStateShow(f *Factory, out *outcome) *cobra.Command {
 			res.err = errcode.Wrap(errcode.Usage, err, "state show")
 			return res
 		}
-		st, key, data, err := o.scopeState(cmd, f)
-		if err != nil {
-			res.err = err
-			return res
-		}
-		defer st.Close()
-		doc, err := parseTFState(data)
+		key, doc, err := o.readScopeState(cmd, f)
 		if err != nil {
 			res.err = err
 			return res
