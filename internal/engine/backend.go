@@ -1,13 +1,9 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
-
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/sponson/terraform-provider-sponson/internal/rootmodule"
 )
 
 // DeclaredBackend returns the type of the backend the configuration in dir
@@ -16,32 +12,12 @@ import (
 // declaration and is skipped. Only the block structure is read; a file that
 // does not parse is left for the engine to report.
 func DeclaredBackend(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
+	files, err := rootmodule.Files(dir, OverrideFileName)
 	if err != nil {
 		return "", err
 	}
-	var names []string
-	for _, e := range entries {
-		n := e.Name()
-		if e.IsDir() || n == OverrideFileName || (!strings.HasSuffix(n, ".tf") && !strings.HasSuffix(n, ".tf.json")) {
-			continue
-		}
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parser := hclparse.NewParser()
 	found := ""
-	for _, n := range names {
-		path := filepath.Join(dir, n)
-		var f *hcl.File
-		if strings.HasSuffix(n, ".json") {
-			f, _ = parser.ParseJSONFile(path)
-		} else {
-			f, _ = parser.ParseHCLFile(path)
-		}
-		if f == nil || f.Body == nil {
-			continue
-		}
+	for _, f := range files {
 		top, _, _ := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "terraform"}}})
 		if top == nil {
 			continue

@@ -1,16 +1,11 @@
 package stack
 
 import (
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
-
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/rootmodule"
 )
 
 // Declared returns the `stack` attribute of the sponson_scope resources of
@@ -22,31 +17,12 @@ import (
 // sponson_scope resources naming different stacks. Files that do not parse
 // are left for the engine to report.
 func Declared(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
+	files, err := rootmodule.Files(dir)
 	if err != nil {
 		return "", errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", dir)
 	}
-	var names []string
-	for _, e := range entries {
-		n := e.Name()
-		if !e.IsDir() && (strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	parser := hclparse.NewParser()
 	found, where := "", ""
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		var f *hcl.File
-		if strings.HasSuffix(n, ".json") {
-			f, _ = parser.ParseJSONFile(p)
-		} else {
-			f, _ = parser.ParseHCLFile(p)
-		}
-		if f == nil || f.Body == nil {
-			continue
-		}
+	for _, f := range files {
 		top, _, _ := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "resource", LabelNames: []string{"type", "name"}}}})
 		if top == nil {
 			continue

@@ -1,0 +1,50 @@
+// Package rootmodule reads the files of a root module the way the wrapper
+// needs before the engine starts: its .tf and .tf.json files, in name order,
+// parsed for their block structure only. Parse errors are not reported: a
+// file is read as far as it parses, and the engine reports the errors in its
+// own words.
+package rootmodule
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+)
+
+// Files parses the configuration files of the root module in dir, except
+// those named in skip, in name order.
+func Files(dir string, skip ...string) ([]*hcl.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || slices.Contains(skip, n) || (!strings.HasSuffix(n, ".tf") && !strings.HasSuffix(n, ".tf.json")) {
+			continue
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parser := hclparse.NewParser()
+	var files []*hcl.File
+	for _, n := range names {
+		path := filepath.Join(dir, n)
+		var f *hcl.File
+		if strings.HasSuffix(n, ".json") {
+			f, _ = parser.ParseJSONFile(path)
+		} else {
+			f, _ = parser.ParseHCLFile(path)
+		}
+		if f != nil && f.Body != nil {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
