@@ -17,6 +17,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 )
 
@@ -230,12 +231,21 @@ func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t toolSpe
 	})
 	cmd := exec.CommandContext(ctx, s.self, argv...)
 	cmd.Env = s.childEnv()
+	// The keys go to the run on a pipe, never in its environment.
+	passed, err := secrets.Pass(cmd)
+	if err != nil {
+		return refusal(t, errcode.Wrap(errcode.Internal, err, "handing the keys to the run"))
+	}
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = io.MultiWriter(logf, s.f.ErrOut, prog)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = mcpInterruptGrace
-	runErr := cmd.Run()
+	runErr := cmd.Start()
+	passed()
+	if runErr == nil {
+		runErr = cmd.Wait()
+	}
 	prog.flush()
 	doc := bytes.TrimSpace(stdout.Bytes())
 	var env Envelope
