@@ -264,7 +264,8 @@ func TestE2EMCPSavedPlanAndEngineFlags(t *testing.T) {
 
 	// The plan sets input "saved"; the configuration's default is "slow",
 	// so an apply that planned again without the variables would write that.
-	plan := filepath.Join(t.TempDir(), "agent.plan")
+	// Inside the server's root: a path outside it is refused (mcp_confine.go).
+	plan := filepath.Join(dir, "agent.plan")
 	mustCall("plan", map[string]any{"branch": "agent-saved", "out": plan, "variables": map[string]any{"sleep": "0", "input": "saved"}})
 	if _, err := os.Stat(plan); err != nil {
 		t.Fatalf("plan with out wrote no plan file: %v", err)
