@@ -103,6 +103,11 @@ func TestE2EMCP(t *testing.T) {
 	if applied["scope"] != "branch-agent-work" || applied["status"] != "applied" {
 		t.Fatalf("apply result %v, want scope branch-agent-work applied", applied)
 	}
+	// The server is the run's actor; no approval was needed in preview,
+	// so none is recorded (issue 28 item 2).
+	if rec := latestReceipt(t, dir, "preview", "branch-agent-work"); !strings.HasPrefix(rec.Actor, "mcp:") || rec.ApprovedBy != "" {
+		t.Errorf("the agent's receipt: actor %q, approved by %q", rec.Actor, rec.ApprovedBy)
+	}
 	if !strings.Contains(progressMu.String(), "plan: Plan: 2 to add") || !strings.Contains(progressMu.String(), "apply: 2 of 2 resources done") {
 		t.Errorf("progress of the apply:\n%s", progressMu.String())
 	}

@@ -27,8 +27,10 @@ import (
 type MCPOptions struct {
 	// Root is the directory every path of a tool call must resolve inside
 	// (default: the repository of the working directory).
-	Root            string
-	ApprovedBy      string
+	Root       string
+	ApprovedBy string
+	// Actor is who every run of the server is recorded as started by.
+	Actor           string
 	AllowProduction bool
 	Engine          string
 	LogDir          string
@@ -92,6 +94,7 @@ the receipt written.`,
 	fs.StringVar(&opts.ApprovedBy, "approved-by", "", "the approver of every run this server starts in a protected environment: the person starting it (env SPONSON_APPROVED_BY); tool calls can never set one")
 	fs.BoolVar(&opts.AllowProduction, "allow-production", false, "let tool calls run in protected environments such as production (still only with --approved-by)")
 	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary of every run (env SPONSON_ENGINE)")
+	fs.StringVar(&opts.Actor, "actor", "", "who the receipts and leases of this server's runs name as their actor (default: mcp: and the user who starts it)")
 	fs.StringVar(&opts.Root, "root", "", "`DIR` every directory and file a tool call names must resolve inside, and whose sponson.hcl declares the environments (default: the repository of the working directory)")
 	fs.StringVar(&opts.LogDir, "log-dir", "", "where each tool call's full log goes (env SPONSON_MCP_LOG_DIR; default: sponson-mcp in the temporary directory)")
 	return cmd
@@ -316,7 +319,7 @@ func (s *mcpServer) childEnv(approve bool) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "SPONSON_JSON", "SPONSON_APPROVED_BY", "SPONSON_ENGINE":
+		case "SPONSON_JSON", "SPONSON_APPROVED_BY", "SPONSON_ENGINE", runctx.EnvActor:
 			continue
 		}
 		env = append(env, kv)
@@ -327,7 +330,21 @@ func (s *mcpServer) childEnv(approve bool) []string {
 	if s.opts.Engine != "" {
 		env = append(env, "SPONSON_ENGINE="+s.opts.Engine)
 	}
+	env = append(env, runctx.EnvActor+"="+s.actor())
 	return env
+}
+
+// actor is who the runs of this server are recorded as started by: its
+// --actor, else "mcp:" and the user (or the CI actor) who started it.
+func (s *mcpServer) actor() string {
+	if a := strings.TrimSpace(s.opts.Actor); a != "" {
+		return a
+	}
+	who := runctx.DetectJob(s.f.Getenv).Actor
+	if who == "" {
+		who = "unknown"
+	}
+	return "mcp:" + who
 }
 
 // logTail is the last n lines of the log at path, with its path.
