@@ -32,9 +32,15 @@ var runCommands = []string{engineflag.Plan, engineflag.Apply, engineflag.Destroy
 // `--`. The engine's global `-chdir=DIR` before the command moves behind it.
 // Other commands only learn the single-dash -var and -var-file.
 func NormalizeArgs(args []string) []string {
+	if len(args) > 0 && (args[0] == "-version" || args[0] == "--version" || args[0] == "-v") {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	at := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
 	if at < 0 {
 		return args
+	}
+	if engineCommandNames[args[at]] || args[at] == "show" || args[at] == "force-unlock" {
+		return normalizeEngineCommand(args, at)
 	}
 	if args[at] == "output" {
 		out := slices.Clone(args)
@@ -88,6 +94,40 @@ func NormalizeArgs(args []string) []string {
 			i++
 		}
 		out = append(out, "--"+engineArgFlag+"="+tok)
+	}
+	return out
+}
+
+// normalizeEngineCommand moves the engine's global -chdir=DIR behind the
+// command. An engine command reads its flags itself, in the engine's
+// grammar; show and force-unlock learn the engine's single-dash flags they
+// take (-json, -no-color, -force).
+func normalizeEngineCommand(args []string, at int) []string {
+	var out, moved []string
+	for _, a := range args[:at] {
+		if strings.HasPrefix(a, "-chdir=") {
+			moved = append(moved, "-"+a)
+			continue
+		}
+		out = append(out, a)
+	}
+	out = append(append(out, args[at]), moved...)
+	for i := at + 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || engineCommandNames[args[at]] {
+			return append(out, args[i:]...)
+		}
+		switch a {
+		case "-json", "-json=true":
+			a = "--" + showJSONFlag
+		case "-no-color", "-force", "-force=true":
+			a = "-" + a
+		default:
+			if strings.HasPrefix(a, "-chdir=") {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
 	}
 	return out
 }

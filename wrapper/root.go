@@ -49,6 +49,10 @@ func runWith(ctx context.Context, args []string, f *Factory, runF func(context.C
 	if err != nil && result.err == nil {
 		// Errors cobra returns itself: unknown commands and flags.
 		result.err = usageError(err)
+		var name string
+		if n, serr := fmt.Sscanf(err.Error(), "unknown command %q for \"sponson\"", &name); n == 1 && serr == nil {
+			result.err = unknownCommand(name)
+		}
 		if result.command == "" {
 			result.command = commandName(args)
 		}
@@ -92,7 +96,9 @@ func newCmdRoot(f *Factory, out *outcome, runF func(context.Context, *runInput) 
 request, main on the default branch, branch-<name> elsewhere. Each scope has its
 own state, receipts and lease; a run that lost its lease can write nothing.
 
-Use 'sponson apply' where a pipeline used 'terraform apply'.`,
+Use 'sponson apply' where a pipeline used 'terraform apply'.
+
+` + engineTableHelp(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -122,6 +128,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.`,
 	} {
 		root.AddCommand(c)
 	}
+	root.AddCommand(engineCommandsOf(f, out)...)
 	return root
 }
 

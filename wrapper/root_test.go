@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,13 @@ func TestNormalizeArgs(t *testing.T) {
 		{[]string{"apply", "--nope", "--target=a"}, []string{"apply", "--nope", "--engine-arg=-target=a"}},
 		{[]string{"gc", "-var", "a=1", "--yes"}, []string{"gc", "--var", "a=1", "--yes"}},
 		{[]string{"output", "-json", "url", "-raw", "--json", "-no-color"}, []string{"output", "--engine-json", "url", "--raw", "--json", "--no-color"}},
+		// Engine commands keep their flags; -chdir moves behind them.
+		{[]string{"-chdir=infra", "init", "-input=false", "-backend-config", "k=v"}, []string{"init", "--chdir=infra", "-input=false", "-backend-config", "k=v"}},
+		{[]string{"fmt", "-check", "-recursive"}, []string{"fmt", "-check", "-recursive"}},
+		{[]string{"-version"}, []string{"version"}},
+		{[]string{"--version", "-json"}, []string{"version", "-json"}},
+		{[]string{"show", "-json", "tfplan", "-no-color"}, []string{"show", "--engine-json", "tfplan", "--no-color"}},
+		{[]string{"force-unlock", "-force", "run-1", "--scope", "pr-1"}, []string{"force-unlock", "--force", "run-1", "--scope", "pr-1"}},
 	} {
 		if diff := cmp.Diff(tc.want, NormalizeArgs(tc.in)); diff != "" {
 			t.Errorf("NormalizeArgs(%q) (-want +got):\n%s", tc.in, diff)
@@ -157,5 +166,82 @@ func TestHumanErrorSaysWhatToDo(t *testing.T) {
 	}
 	if got := errOut.String(); !strings.HasPrefix(got, "error ENV_NOT_APPROVED:") || !strings.Contains(got, "hint: Pass --approved-by NAME") {
 		t.Errorf("stderr:\n%s", got)
+	}
+}
+
+func TestEngineCommandRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string // in the message or hint
+	}{
+		{[]string{"workspace", "select", "-or-create", "pr-1"}, "--scope"},
+		{[]string{"console"}, "state pull"},
+		{[]string{"taint", "a.b"}, "-replace"},
+		{[]string{"frobnicate"}, `"frobnicate" is not a sponson command`},
+		{[]string{"state", "push", "x.tfstate"}, "adopt"},
+		{[]string{"state"}, "needs a subcommand"},
+		{[]string{"state", "nope"}, `no subcommand "nope"`},
+		{[]string{"providers"}, "lock"},
+		{[]string{"metadata"}, "functions"},
+	} {
+		f, out, _ := testFactory(nil)
+		code := Run(context.Background(), append(tc.args, "--json"), f)
+		if code != errcode.ExitRefused {
+			t.Errorf("%q: exit %d, want 2\n%s", tc.args, code, out)
+			continue
+		}
+		var env struct {
+			OK    bool `json:"ok"`
+			Error struct{ Code, Message, Hint string }
+		}
+		if err := json.Unmarshal(out.Bytes(), &env); err != nil {
+			t.Fatalf("%q: not one JSON document: %v\n%s", tc.args, err, out)
+		}
+		if env.OK || env.Error.Code != "USAGE" || !strings.Contains(env.Error.Message+" "+env.Error.Hint, tc.want) {
+			t.Errorf("%q: %+v, want USAGE saying %q", tc.args, env, tc.want)
+		}
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	t.Parallel()
+	got := unifiedDiff("main.tf", "a\n  b = 1\nc\n", "a\nb = 1\nc\n")
+	want := "--- old/main.tf\n+++ new/main.tf\n@@ -1,3 +1,3 @@\n a\n-  b = 1\n+b = 1\n c\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unifiedDiff (-want +got):\n%s", diff)
+	}
+	if unifiedDiff("x", "same\n", "same\n") != "" {
+		t.Error("a diff of equal texts")
+	}
+}
+
+func TestAnnotationEscapes(t *testing.T) {
+	t.Parallel()
+	if got, want := escapeData("50% done\nnext"), "50%25 done%0Anext"; got != want {
+		t.Errorf("escapeData: %q, want %q", got, want)
+	}
+	if got, want := escapeProperty("a:b,c"), "a%3Ab%2Cc"; got != want {
+		t.Errorf("escapeProperty: %q, want %q", got, want)
+	}
+}
+
+// TestReadmeEngineTable keeps the README's table of engine commands the
+// one `sponson --help` prints.
+func TestReadmeEngineTable(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := engineTableHelp()
+	for _, r := range EngineCommandTable() {
+		row := fmt.Sprintf("| `%s` | %s |", strings.ReplaceAll(r.Command, "|", `\|`), r.Meaning)
+		if !strings.Contains(string(b), row+"\n") {
+			t.Errorf("README.md lacks the row\n%s", row)
+		}
+		if !strings.Contains(help, r.Command) {
+			t.Errorf("sponson --help lacks %q", r.Command)
+		}
 	}
 }

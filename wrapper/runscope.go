@@ -157,6 +157,13 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 // The plan file is read and its seal checked before anything runs: a
 // damaged file is refused (PLAN_CORRUPT) before the lease is taken.
 func (r *RunFlags) savedPlan(f *Factory, in *runInput) error {
+	if r.JSONPlan != "" {
+		p, err := filepath.Abs(r.JSONPlan)
+		if err != nil {
+			return errcode.Wrap(errcode.Usage, err, "--json-plan %q", r.JSONPlan)
+		}
+		in.opts.JSONPlan = p
+	}
 	if r.savePlan == "" && r.planFile == "" {
 		return nil
 	}

@@ -99,6 +99,9 @@ type Options struct {
 	RunID string
 	// SavePlan, in a plan, is where the saved plan goes (`plan -out`).
 	SavePlan string
+	// JSONPlan, in a plan, is where the engine's plan JSON goes, byte for
+	// byte (`plan --json-plan FILE`), for the tools that read it.
+	JSONPlan string
 	// Saved, in an apply, is the saved plan to apply instead of planning
 	// (`apply FILE`); the run refuses it with PLAN_STALE when it went
 	// stale. PlanKey is the seal key of saved plans (SPONSON_PLAN_KEY).
@@ -161,6 +164,12 @@ type Result struct {
 // (*engine.Session does).
 type PlanTexter interface {
 	ShowPlanText(ctx context.Context, path string) (string, error)
+}
+
+// PlanJSONer is an engine that also returns the bytes of a saved plan's
+// JSON as the engine printed them (*engine.Session does).
+type PlanJSONer interface {
+	ShowPlanJSON(ctx context.Context, path string) (*tfjson.Plan, []byte, error)
 }
 
 // NewRunID returns a fresh run id: "run-" and 8 hex digits.
