@@ -256,15 +256,41 @@ func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engine
 		r.Chdir = p.Chdir
 	}
 	if p.LockTimeoutSet && command != engineflag.Plan {
-		fs := cmd.Flags()
-		if fs.Changed("wait") || fs.Changed("wait-timeout") {
-			return errcode.New(errcode.Usage, "-lock-timeout=%s and --wait/--wait-timeout (or SPONSON_WAIT*) both say how long to wait for the scope's lease", p.LockTimeout).
-				WithHint("Give one: -lock-timeout=D is --wait --wait-timeout D.")
+		if err := r.mergeLockTimeout(cmd, p.LockTimeout); err != nil {
+			return err
 		}
-		r.Wait = p.LockTimeout > 0
-		r.WaitTimeout = p.LockTimeout
 	}
 	r.engine = p
+	return nil
+}
+
+// mergeLockTimeout folds -lock-timeout=D into the lease wait: it is --wait
+// --wait-timeout D. Given with --wait or --wait-timeout (or SPONSON_WAIT*),
+// the same wait has two bounds and the smaller wins; only a contradiction
+// is refused: --wait with -lock-timeout=0s, which says not to wait.
+func (r *RunFlags) mergeLockTimeout(cmd *cobra.Command, d time.Duration) error {
+	fs := cmd.Flags()
+	waitSet, timeoutSet := fs.Changed("wait"), fs.Changed("wait-timeout")
+	if !waitSet && !timeoutSet {
+		r.Wait, r.WaitTimeout = d > 0, d
+		return nil
+	}
+	if d == 0 {
+		if waitSet && r.Wait {
+			return errcode.New(errcode.Usage, "--wait (or SPONSON_WAIT) and -lock-timeout=0s contradict each other: one waits for the scope's lease, the other does not").
+				WithHint("Drop one: -lock-timeout=D is --wait --wait-timeout D.")
+		}
+		r.Wait = false
+		return nil
+	}
+	if waitSet && !r.Wait {
+		return errcode.New(errcode.Usage, "--wait=false (or SPONSON_WAIT) and -lock-timeout=%s contradict each other: one does not wait for the scope's lease, the other does", d).
+			WithHint("Drop one: -lock-timeout=D is --wait --wait-timeout D.")
+	}
+	r.Wait = true
+	if !timeoutSet || d < r.WaitTimeout {
+		r.WaitTimeout = d
+	}
 	return nil
 }
 

@@ -177,6 +177,7 @@ var mcpTools = []toolSpec{
 			{name: "variables", kind: kindVars, flag: "var", desc: "Input variables, NAME to VALUE, passed to the engine as -var NAME=VALUE."},
 			{name: "var_files", kind: kindStrings, flag: "var-file", desc: "Variable files passed to the engine as -var-file."},
 			pSummary,
+			{name: "allow_empty", kind: kindBool, flag: "allow-empty", desc: "Succeed when the environment has no scope to check (without it that is DRIFT_CHECK_FAILED: most often the wrong store, environment or directory)."},
 			{name: "scopes", kind: kindStrings, positional: true, desc: "Scopes to check (default: every scope of the environment)."}},
 		withheld: map[string]string{"engine": whyEngine},
 		desc:     "Refresh-only plans of the environment's scopes against the real infrastructure (sponson drift --json); changes nothing."},
