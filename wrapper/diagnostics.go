@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 )
 
 // writeDiagnostics prints the engine's diagnostics as the engine does
@@ -88,4 +90,23 @@ func escapeData(s string) string {
 
 func escapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// annotateOutcome repeats a command's warnings and error as GitHub Actions
+// annotations (GITHUB_ACTIONS=true), so that they show on the run's summary
+// page and not only in its log. Under plan -detailed-exitcode "changes
+// present" is no error.
+func annotateOutcome(f *Factory, o outcome) {
+	for _, w := range o.warnings {
+		annotate(f, "warning", "sponson "+o.command, w)
+	}
+	if o.err == nil {
+		return
+	}
+	e := errcode.As(o.err)
+	msg := e.Message
+	if e.Hint != "" {
+		msg += "\n" + e.Hint
+	}
+	annotate(f, "error", fmt.Sprintf("sponson %s: %s", o.command, e.Code), msg)
 }

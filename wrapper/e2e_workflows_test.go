@@ -138,3 +138,39 @@ func TestE2EWorkflowLines(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EValidateAnnotations: in a GitHub Actions job the engine's
+// diagnostics of validate are also annotations with the file (relative to
+// the checkout) and line the engine gives, and sponson's error one more.
+func TestE2EValidateAnnotations(t *testing.T) {
+	h := e2e(t)
+	checkout := t.TempDir()
+	infra := filepath.Join(checkout, "infra")
+	if err := os.Mkdir(infra, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := "terraform {\n  required_providers {\n    sponson = { source = \"sponson/sponson\" }\n  }\n}\n\nresource \"terraform_data\" \"x\" {\n  input = var.missing\n}\n"
+	if err := os.WriteFile(filepath.Join(infra, "main.tf"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": checkout, "SPONSON_CHDIR": "infra"}
+	if r := h.ciRun(checkout, "sponson init -input=false", vars); r.exit != 0 {
+		t.Fatalf("init: exit %d\n%s", r.exit, r.stderr)
+	}
+	r := h.ciRun(checkout, "sponson validate -no-color", vars)
+	if r.exit != 1 {
+		t.Fatalf("validate of an invalid configuration: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"::error file=infra/main.tf,line=8,col=",
+		"title=Reference to undeclared input variable::",
+		"::error title=sponson validate%3A ENGINE_FAILED::",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if !strings.Contains(r.stdout, "Error: Reference to undeclared input variable") || !strings.Contains(r.stdout, "on main.tf line 8") {
+		t.Errorf("validate does not print the diagnostic:\n%s", r.stdout)
+	}
+}

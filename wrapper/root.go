@@ -67,6 +67,7 @@ func runWith(ctx context.Context, args []string, f *Factory, runF func(context.C
 }
 
 func finish(f *Factory, jsonMode bool, o outcome) errcode.ExitCode {
+	annotateOutcome(f, o)
 	if jsonMode {
 		return writeEnvelope(f.Out, o)
 	}

@@ -245,3 +245,32 @@ func TestReadmeEngineTable(t *testing.T) {
 		}
 	}
 }
+
+// TestGitHubAnnotations: under GITHUB_ACTIONS=true an error and the
+// warnings of a command are also workflow commands on stderr, in --json
+// mode too, whose stdout stays one document.
+func TestGitHubAnnotations(t *testing.T) {
+	t.Parallel()
+	f, out, errOut := testFactory(map[string]string{"GITHUB_ACTIONS": "true"})
+	if code := Run(context.Background(), []string{"workspace", "select", "x", "--json"}, f); code != errcode.ExitRefused {
+		t.Fatalf("exit %d", code)
+	}
+	want := "::error title=sponson workspace%3A USAGE::sponson does not run the engine's \"workspace\" command%0AA scope replaces a workspace"
+	if !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks the annotation %q:\n%s", want, errOut)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(out.Bytes(), &env); err != nil {
+		t.Errorf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	annotateOutcome(f, outcome{command: "plan", warnings: []string{"50% of a warning"}})
+	if want := "::warning title=sponson plan::50%25 of a warning\n"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks the warning annotation %q:\n%s", want, errOut)
+	}
+	// Without GITHUB_ACTIONS, nothing.
+	f, _, errOut = testFactory(nil)
+	Run(context.Background(), []string{"workspace", "select", "x"}, f)
+	if strings.Contains(errOut.String(), "::error") {
+		t.Errorf("an annotation outside GitHub Actions:\n%s", errOut)
+	}
+}
