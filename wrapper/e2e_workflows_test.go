@@ -116,6 +116,12 @@ func TestE2EWorkflowLines(t *testing.T) {
 		{workflow: "engine", line: "sponson refresh", exit: 2, stderr: []string{"-refresh-only"}},
 		{workflow: "engine", line: "sponson force-unlock run-x", exit: 2, stderr: []string{"--reason"}},
 		{workflow: "engine", line: "sponson force-unlock -force run-x --scope pr-7 --reason stuck", stderr: []string{"not held"}},
+		// fmt on a file that is not formatted: -check fails naming it, fmt
+		// formats it.
+		{workflow: "engine", line: `printf 'locals {\n     x = 1\n}\n' > extra.tf && sponson fmt -check -diff`, exit: 1,
+			stdout: []string{"extra.tf", "-     x = 1", "+  x = 1"}, stderr: []string{"FMT_UNFORMATTED"}},
+		{workflow: "engine", line: "sponson fmt", stdout: []string{"extra.tf"}},
+		{workflow: "engine", line: "sponson fmt -check -recursive"},
 	}
 	for _, l := range lines {
 		r := h.ciRun(dir, l.line, vars)
