@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 )
 
 func TestNormalizeArgs(t *testing.T) {
@@ -272,5 +274,31 @@ func TestGitHubAnnotations(t *testing.T) {
 	Run(context.Background(), []string{"workspace", "select", "x"}, f)
 	if strings.Contains(errOut.String(), "::error") {
 		t.Errorf("an annotation outside GitHub Actions:\n%s", errOut)
+	}
+}
+
+// TestShowPlanFileWithoutJSON: a saved plan made before sponson kept the
+// plan's JSON is not shown as if it were empty.
+func TestShowPlanFileWithoutJSON(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "old.tfplan")
+	if err := savedplan.Write(path, &savedplan.File{Meta: savedplan.Meta{Environment: "preview", Scope: "pr-1"}, Plan: []byte("engine plan")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"show", "-json", path}, {"show", path}} {
+		f, out, _ := testFactory(nil)
+		code := Run(context.Background(), append(args, "--json"), f)
+		env := decode(t, out)
+		if code != errcode.ExitRefused || env.Error == nil || !strings.Contains(env.Error.Message, "holds no plan") {
+			t.Errorf("%q: exit %d, %+v", args, code, env.Error)
+		}
+	}
+	// And a file that is not a saved plan at all: PLAN_CORRUPT.
+	if err := os.WriteFile(path, []byte("tfplan of the engine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, out, _ := testFactory(nil)
+	if code := Run(context.Background(), []string{"show", "-json", path, "--json"}, f); code != errcode.ExitRefused || decode(t, out).Error.Code != errcode.PlanCorrupt {
+		t.Errorf("show of a file that is not a saved plan: exit %d\n%s", code, out)
 	}
 }
