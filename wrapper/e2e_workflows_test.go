@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -178,5 +179,24 @@ func TestE2EValidateAnnotations(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "Error: Reference to undeclared input variable") || !strings.Contains(r.stdout, "on main.tf line 8") {
 		t.Errorf("validate does not print the diagnostic:\n%s", r.stdout)
+	}
+}
+
+// TestE2EGitLabSections: in a GitLab CI job the engine's init, plan and
+// apply are collapsible sections of the log, each opened and closed.
+func TestE2EGitLabSections(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/outputs")
+	r := h.mustRunEnv(dir, []string{"GITLAB_CI=true"}, "apply", "--scope", "pr-1")
+	for _, name := range []string{"sponson_init", "sponson_plan", "sponson_apply"} {
+		start := regexp.MustCompile(`\x1b\[0Ksection_start:\d+:` + name + `\[collapsed=true\]\r\x1b\[0K`)
+		end := regexp.MustCompile(`\x1b\[0Ksection_end:\d+:` + name + `\r\x1b\[0K`)
+		s, e := start.FindStringIndex(r.stdout), end.FindStringIndex(r.stdout)
+		if s == nil || e == nil || e[0] < s[1] {
+			t.Errorf("section %s not opened and closed in the log:\n%q", name, r.stdout)
+		}
+	}
+	if r := h.mustRun(dir, "apply", "--scope", "pr-2"); strings.Contains(r.stdout, "section_start") {
+		t.Errorf("sections outside GitLab CI:\n%s", r.stdout)
 	}
 }

@@ -302,3 +302,21 @@ func TestShowPlanFileWithoutJSON(t *testing.T) {
 		t.Errorf("show of a file that is not a saved plan: exit %d\n%s", code, out)
 	}
 }
+
+func TestGitLabSections(t *testing.T) {
+	t.Parallel()
+	f, _, _ := testFactory(map[string]string{"GITLAB_CI": "true"})
+	f.now = func() time.Time { return time.Unix(1700000000, 0) }
+	var b bytes.Buffer
+	end := gitlabSections(f, &b)("plan", "engine plan")
+	b.WriteString("Plan: 1 to add\n")
+	end()
+	want := "\x1b[0Ksection_start:1700000000:sponson_plan[collapsed=true]\r\x1b[0Kengine plan\nPlan: 1 to add\n\x1b[0Ksection_end:1700000000:sponson_plan\r\x1b[0K\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("sections (-want +got):\n%s", diff)
+	}
+	f, _, _ = testFactory(nil)
+	if gitlabSections(f, &b) != nil {
+		t.Error("sections outside GitLab CI")
+	}
+}

@@ -246,6 +246,7 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	o.EngineOut = engineOut
 	o.Warn = warnOut.warn
 	o.Info = func(s string) { warnOut.line("%s", s) }
+	o.Section = gitlabSections(f, engineOut)
 	o.Job = runctx.DetectJob(f.Getenv)
 	if o.Host, _ = os.Hostname(); o.Host == "" {
 		o.Host = "unknown"

@@ -44,8 +44,13 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		if err := os.WriteFile(c.path, sp.Plan, 0o600); err != nil {
 			return nil, errcode.Wrap(errcode.Internal, err, "writing the saved plan for the engine")
 		}
-	} else if c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars); err != nil {
-		return nil, r.engineErr(ctx, err)
+	} else {
+		end := r.section("plan", "engine plan")
+		c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars)
+		end()
+		if err != nil {
+			return nil, r.engineErr(ctx, err)
+		}
 	}
 	pj, wantJSON := eng.sess.(PlanJSONer)
 	wantJSON = wantJSON && r.o.Command == Plan && (r.o.SavePlan != "" || r.o.JSONPlan != "")

@@ -95,6 +95,10 @@ type Options struct {
 	// Warn and Info report progress as it happens; either may be nil.
 	Warn func(string)
 	Info func(string)
+	// Section, when set, opens a named part of the engine's output (init,
+	// plan, apply) and returns the function that closes it: GitLab's
+	// collapsible log sections.
+	Section func(name, title string) (end func())
 	// RunID identifies the run; NewRunID when empty.
 	RunID string
 	// SavePlan, in a plan, is where the saved plan goes (`plan -out`).
@@ -297,6 +301,14 @@ func (r *runner) warn(msg string) {
 	if r.o.Warn != nil {
 		r.o.Warn(msg)
 	}
+}
+
+// section opens a part of the engine's output (Options.Section).
+func (r *runner) section(name, title string) func() {
+	if r.o.Section == nil {
+		return func() {}
+	}
+	return r.o.Section(name, title)
 }
 
 func (r *runner) info(msg string) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
@@ -109,4 +110,25 @@ func annotateOutcome(f *Factory, o outcome) {
 		msg += "\n" + e.Hint
 	}
 	annotate(f, "error", fmt.Sprintf("sponson %s: %s", o.command, e.Code), msg)
+}
+
+// gitlabSections returns the Section function of a run in a GitLab CI job
+// (GITLAB_CI=true), nil elsewhere: each phase of the engine's output (init,
+// plan, apply) becomes a collapsible section of the job's log. The markers
+// are GitLab's: section_start and section_end with the Unix time and a
+// name, each followed by a carriage return and an erase to the line's end
+// so that a terminal shows nothing of them.
+func gitlabSections(f *Factory, w io.Writer) func(name, title string) func() {
+	if f.Getenv("GITLAB_CI") != "true" {
+		return nil
+	}
+	now := f.now
+	if now == nil {
+		now = time.Now
+	}
+	return func(name, title string) func() {
+		id := "sponson_" + name
+		fmt.Fprintf(w, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n", now().Unix(), id, title)
+		return func() { fmt.Fprintf(w, "\x1b[0Ksection_end:%d:%s\r\x1b[0K\n", now().Unix(), id) }
+	}
 }
