@@ -164,6 +164,11 @@ func newEngineCmd(f *Factory, out *outcome, prefix string, ec engineCommand) *co
 	name := prefix + strings.Fields(ec.use)[0]
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	run := ec.flags(fs)
+	common := &commonEngineFlags{}
+	fs.StringVar(&common.chdir, "chdir", "", "the configuration directory (sponson's --chdir; env SPONSON_CHDIR)")
+	fs.StringVar(&common.engine, "engine", "", "the tofu or terraform binary (sponson's --engine; env SPONSON_ENGINE)")
+	fs.Bool("no-color", false, "no-op, accepted as the engine accepts it")
+	fs.Bool("input", false, "no-op: the engine never prompts under sponson")
 	var usage strings.Builder
 	fs.SetOutput(&usage)
 	fs.PrintDefaults()
@@ -173,7 +178,7 @@ func newEngineCmd(f *Factory, out *outcome, prefix string, ec engineCommand) *co
 		Long:               engineLong(name, ec.meaning, usage.String()),
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			*out = runEngineCommand(cmd, f, name, fs, run, ec.optionalEngine, args)
+			*out = runEngineCommand(cmd, f, name, fs, common, run, ec.optionalEngine, args)
 			return nil
 		},
 	}
@@ -201,9 +206,8 @@ type commonEngineFlags struct {
 	chdir, engine string
 }
 
-func runEngineCommand(cmd *cobra.Command, f *Factory, name string, fs *flag.FlagSet, run engineRun, optional bool, args []string) outcome {
+func runEngineCommand(cmd *cobra.Command, f *Factory, name string, fs *flag.FlagSet, common *commonEngineFlags, run engineRun, optional bool, args []string) outcome {
 	o := outcome{command: name}
-	var common commonEngineFlags
 	var rest []string
 	for _, a := range args {
 		if a == "--json" || strings.HasPrefix(a, "--json=") {
@@ -214,12 +218,6 @@ func runEngineCommand(cmd *cobra.Command, f *Factory, name string, fs *flag.Flag
 			return outcome{}
 		}
 		rest = append(rest, a)
-	}
-	if fs.Lookup("chdir") == nil {
-		fs.StringVar(&common.chdir, "chdir", "", "")
-		fs.StringVar(&common.engine, "engine", "", "")
-		fs.Bool("no-color", false, "")
-		fs.Bool("input", false, "")
 	}
 	if err := fs.Parse(rest); err != nil {
 		o.err = errcode.New(errcode.Usage, "sponson %s: %v", name, err).
