@@ -51,7 +51,11 @@ func runWith(ctx context.Context, args []string, f *Factory, runF func(context.C
 		result.err = usageError(err)
 		var name string
 		if n, serr := fmt.Sscanf(err.Error(), "unknown command %q for \"sponson\"", &name); n == 1 && serr == nil {
-			result.err = unknownCommand(name)
+			e := unknownCommand(name)
+			if s := root.SuggestionsFor(name); len(s) > 0 {
+				e.Hint = fmt.Sprintf("Did you mean `sponson %s`? ", s[0]) + e.Hint
+			}
+			result.err = e
 		}
 		if result.command == "" {
 			result.command = commandName(args)

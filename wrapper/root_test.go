@@ -181,6 +181,7 @@ func TestEngineCommandRefusals(t *testing.T) {
 		{[]string{"console"}, "state pull"},
 		{[]string{"taint", "a.b"}, "-replace"},
 		{[]string{"frobnicate"}, `"frobnicate" is not a sponson command`},
+		{[]string{"pan"}, "Did you mean `sponson plan`?"},
 		{[]string{"state", "push", "x.tfstate"}, "adopt"},
 		{[]string{"state"}, "needs a subcommand"},
 		{[]string{"state", "nope"}, `no subcommand "nope"`},
