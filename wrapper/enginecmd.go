@@ -174,7 +174,7 @@ func newEngineCmd(f *Factory, out *outcome, prefix string, ec engineCommand) *co
 	fs.PrintDefaults()
 	cmd := &cobra.Command{
 		Use:                ec.use + " [engine flags]",
-		Short:              strings.ToUpper(ec.meaning[:1]) + ec.meaning[1:],
+		Short:              "The engine's " + name + ", run as the engine would",
 		Long:               engineLong(name, ec.meaning, usage.String()),
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -798,7 +798,7 @@ func engineTableHelp() string {
 	var b strings.Builder
 	b.WriteString("Where a pipeline ran the engine, each engine command has this meaning:\n\n")
 	for _, r := range EngineCommandTable() {
-		fmt.Fprintf(&b, "  %-26s %s\n", r.Command, wrapText(r.Meaning, 29, 52))
+		fmt.Fprintf(&b, "  %-30s %s\n", r.Command, wrapText(r.Meaning, 33, 48))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

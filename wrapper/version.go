@@ -15,7 +15,9 @@ import (
 func NewCmdVersion(f *Factory, out *outcome) *cobra.Command {
 	for _, ec := range engineCommands() {
 		if ec.use == "version" {
-			return newEngineCmd(f, out, "", ec)
+			cmd := newEngineCmd(f, out, "", ec)
+			cmd.Short = "Print the version of sponson, of the provider it serves and of the engine"
+			return cmd
 		}
 	}
 	panic("no version in the engine commands")
