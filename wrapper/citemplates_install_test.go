@@ -79,9 +79,9 @@ func TestCITemplatesGitHubInstall(t *testing.T) {
 		}
 	}
 	// preview-plan, preview, preview-destroy, main, production-plan,
-	// production and gc.
-	if jobs != 7 {
-		t.Errorf("%d jobs run sponson, want 7", jobs)
+	// production, gc and drift.
+	if jobs != 8 {
+		t.Errorf("%d jobs run sponson, want 8", jobs)
 	}
 }
 

@@ -30,7 +30,7 @@ const (
 // must do.
 type ciExpect struct {
 	job      string
-	command  string // apply, destroy or gc
+	command  string // apply, destroy, gc or drift
 	env      string // the environment of the run
 	scope    string // apply and destroy: the scope the job must get
 	approver string // recorded in the receipt; production only
@@ -38,6 +38,8 @@ type ciExpect struct {
 	playedBy string
 	// collects are the scopes gc must destroy.
 	collects []string
+	// scopes is how many scopes drift must find in sync.
+	scopes int
 }
 
 // ---------------------------------------------------------------- GitHub
@@ -225,9 +227,11 @@ func ghScenarios() []ghEvent {
 		// Pull request 13 was closed too, but its destroy job failed: the
 		// GitHub API (a stand-in in the e2e test) lists no open pull request.
 		with(ghOnMain("schedule", map[string]any{"schedule": "23 3 * * *"}), "nightly",
-			ciExpect{job: "gc", command: "gc", env: "preview", collects: []string{"pr-13"}}),
+			ciExpect{job: "gc", command: "gc", env: "preview", collects: []string{"pr-13"}},
+			ciExpect{job: "drift", command: "drift", env: "production", scopes: 1}),
 		with(ghOnMain("workflow_dispatch", map[string]any{"inputs": map[string]any{}}), "gc by hand",
-			ciExpect{job: "gc", command: "gc", env: "preview", collects: nil}),
+			ciExpect{job: "gc", command: "gc", env: "preview", collects: nil},
+			ciExpect{job: "drift", command: "drift", env: "production", scopes: 1}),
 	}
 }
 
@@ -449,10 +453,10 @@ func checkSponsonLine(t *testing.T, l ciLine, x ciExpect) {
 			}
 		}
 	}
-	if x.command != "gc" && x.command != "plan" && !slices.Contains(words, "--wait") {
+	if x.command != "gc" && x.command != "plan" && x.command != "drift" && !slices.Contains(words, "--wait") {
 		t.Errorf("job %s: %q lacks --wait: a second run of the scope would fail with LOCK_HELD instead of queueing", l.job, l.line)
 	}
-	if x.env == "production" && x.command != "plan" {
+	if x.env == "production" && x.command != "plan" && x.command != "drift" {
 		if !slices.Contains(words, "--env") || words[slices.Index(words, "--env")+1] != "production" {
 			t.Errorf("job %s: %q does not name --env production", l.job, l.line)
 		}
@@ -725,6 +729,7 @@ func glScenarios() []glEvent {
 		// and collects nothing.
 		{name: "scheduled", vars: glOnMain("schedule"), expect: []ciExpect{
 			{job: "gc", command: "gc", env: "preview"},
+			{job: "drift", command: "drift", env: "production", scopes: 1},
 		}},
 	}
 }
@@ -1164,8 +1169,8 @@ func TestCITemplatesScopeRules(t *testing.T) {
 			continue
 		}
 		words := strings.Fields(lines[0].line)
-		if words[1] == "gc" {
-			continue
+		if words[1] == "gc" || words[1] == "drift" {
+			continue // they take no scope's lease of their own
 		}
 		if j.Concurrency.Group == "" || j.Concurrency.CancelInProgress {
 			t.Errorf("job %s: concurrency %+v; want a group per scope without cancel-in-progress (an apply is never cancelled half-way)", name, j.Concurrency)

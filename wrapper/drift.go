@@ -18,6 +18,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 )
 
@@ -26,6 +27,10 @@ type DriftOptions struct {
 	Env, Chdir, Store, Engine string
 	Vars, VarFiles            []string
 	Summary                   string
+	// AllowEmpty lets an environment without a scope to check pass: by
+	// default that is DRIFT_CHECK_FAILED, since it most often means the
+	// wrong store, environment or directory.
+	AllowEmpty bool
 	// Scopes are the scopes named on the command line; every scope of the
 	// environment with something to check when empty.
 	Scopes []string
@@ -54,6 +59,8 @@ engine) or failed. It changes nothing: it takes no lease, never writes a
 state or a receipt, and reads each scope's state the way plan does.
 
 Exit codes, for a nightly job to alert on: 0 when every scope is in sync;
+1 with DRIFT_CHECK_FAILED when the environment has no scope to check (the
+wrong store, environment or directory, most often; --allow-empty passes it);
 1 with DRIFT_DETECTED when a scope drifted; 1 with DRIFT_CHECK_FAILED when
 none drifted but a scope could not be checked; 2 when refused before
 running (usage, environment). --json prints every scope's finding either
@@ -82,12 +89,25 @@ for main, a nightly job per environment).`,
 	fs.StringArrayVar(&opts.Vars, "var", nil, "set a variable, `NAME=VALUE`, passed to the engine as -var (repeatable)")
 	fs.StringArrayVar(&opts.VarFiles, "var-file", nil, "load variables from a `FILE`, passed to the engine as -var-file (repeatable)")
 	fs.StringVar(&opts.Summary, "summary", "", "write the Markdown drift summary to `FILE` (env SPONSON_SUMMARY)")
+	fs.BoolVar(&opts.AllowEmpty, "allow-empty", false, "report success for an environment with no scope to check (env SPONSON_DRIFT_ALLOW_EMPTY; without it: DRIFT_CHECK_FAILED, as that usually means the wrong store, environment or directory)")
 	return cmd
+}
+
+// driftFlagEnv names the SPONSON_* variable of each flag of drift.
+var driftFlagEnv = map[string]string{
+	"env":         "SPONSON_CTX_ENV",
+	"chdir":       "SPONSON_CHDIR",
+	"store":       storeurl.EnvVar,
+	"engine":      "SPONSON_ENGINE",
+	"summary":     "SPONSON_SUMMARY",
+	"allow-empty": "SPONSON_DRIFT_ALLOW_EMPTY",
 }
 
 func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	o := outcome{command: "drift"}
-	if err := bindEnv(cmd.Flags(), map[string]string{"env": "SPONSON_CTX_ENV", "summary": "SPONSON_SUMMARY"}, f.Getenv); err != nil {
+	// Every flag its SPONSON_* variable, before the plan's flags are made
+	// from them.
+	if err := bindEnv(cmd.Flags(), driftFlagEnv, f.Getenv); err != nil {
 		o.err = err
 		return o
 	}
@@ -165,6 +185,9 @@ func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	}
 	p.line("sponson drift %s: %d in sync, %d drifted, %d failed", env, in2, dr, fa)
 	switch {
+	case len(targets) == 0 && !opts.AllowEmpty:
+		o.err = errcode.New(errcode.DriftCheckFailed, "no scope of stack %s in environment %s of store %s has anything to check: nothing was checked", in.opts.Context.Stack, env, in.storeURL).
+			WithHint("Check --store (SPONSON_STORE), --env (SPONSON_CTX_ENV) and --chdir (SPONSON_CHDIR): `sponson status` with the same settings lists the scopes. Pass --allow-empty when an environment without scopes is expected.")
 	case dr > 0:
 		o.err = errcode.New(errcode.DriftDetected, "%d of %d scopes of %s drifted: %s", dr, len(d.Scopes), env, scopesWith(d, summary.Drifted))
 	case fa > 0:

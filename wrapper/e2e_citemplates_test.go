@@ -148,6 +148,10 @@ func checkCIRun(t *testing.T, event string, l ciLine, x ciExpect, r result) {
 		if got, _ := rec["approvedBy"].(string); got != x.approver {
 			t.Errorf("%s: receipt approvedBy %q, want %q", what, got, x.approver)
 		}
+	case "drift":
+		if res["inSync"] != float64(x.scopes) || res["drifted"] != float64(0) || res["failed"] != float64(0) {
+			t.Errorf("%s: %v in sync, %v drifted, %v failed; want %d in sync\n%s", what, res["inSync"], res["drifted"], res["failed"], x.scopes, r.stdout)
+		}
 	case "gc":
 		var collected []string
 		scopes, _ := res["scopes"].([]any)

@@ -32,9 +32,15 @@ var runCommands = []string{engineflag.Plan, engineflag.Apply, engineflag.Destroy
 // `--`. The engine's global `-chdir=DIR` before the command moves behind it.
 // Other commands only learn the single-dash -var and -var-file.
 func NormalizeArgs(args []string) []string {
+	if len(args) > 0 && (args[0] == "-version" || args[0] == "--version" || args[0] == "-v") {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	at := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
 	if at < 0 {
 		return args
+	}
+	if engineCommandNames[args[at]] || args[at] == "show" || args[at] == "force-unlock" {
+		return normalizeEngineCommand(args, at)
 	}
 	if args[at] == "output" {
 		out := slices.Clone(args)
@@ -88,6 +94,40 @@ func NormalizeArgs(args []string) []string {
 			i++
 		}
 		out = append(out, "--"+engineArgFlag+"="+tok)
+	}
+	return out
+}
+
+// normalizeEngineCommand moves the engine's global -chdir=DIR behind the
+// command. An engine command reads its flags itself, in the engine's
+// grammar; show and force-unlock learn the engine's single-dash flags they
+// take (-json, -no-color, -force).
+func normalizeEngineCommand(args []string, at int) []string {
+	var out, moved []string
+	for _, a := range args[:at] {
+		if strings.HasPrefix(a, "-chdir=") {
+			moved = append(moved, "-"+a)
+			continue
+		}
+		out = append(out, a)
+	}
+	out = append(append(out, args[at]), moved...)
+	for i := at + 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || engineCommandNames[args[at]] {
+			return append(out, args[i:]...)
+		}
+		switch a {
+		case "-json", "-json=true":
+			a = "--" + showJSONFlag
+		case "-no-color", "-force", "-force=true":
+			a = "-" + a
+		default:
+			if strings.HasPrefix(a, "-chdir=") {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
 	}
 	return out
 }
@@ -216,15 +256,41 @@ func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engine
 		r.Chdir = p.Chdir
 	}
 	if p.LockTimeoutSet && command != engineflag.Plan {
-		fs := cmd.Flags()
-		if fs.Changed("wait") || fs.Changed("wait-timeout") {
-			return errcode.New(errcode.Usage, "-lock-timeout=%s and --wait/--wait-timeout (or SPONSON_WAIT*) both say how long to wait for the scope's lease", p.LockTimeout).
-				WithHint("Give one: -lock-timeout=D is --wait --wait-timeout D.")
+		if err := r.mergeLockTimeout(cmd, p.LockTimeout); err != nil {
+			return err
 		}
-		r.Wait = p.LockTimeout > 0
-		r.WaitTimeout = p.LockTimeout
 	}
 	r.engine = p
+	return nil
+}
+
+// mergeLockTimeout folds -lock-timeout=D into the lease wait: it is --wait
+// --wait-timeout D. Given with --wait or --wait-timeout (or SPONSON_WAIT*),
+// the same wait has two bounds and the smaller wins; only a contradiction
+// is refused: --wait with -lock-timeout=0s, which says not to wait.
+func (r *RunFlags) mergeLockTimeout(cmd *cobra.Command, d time.Duration) error {
+	fs := cmd.Flags()
+	waitSet, timeoutSet := fs.Changed("wait"), fs.Changed("wait-timeout")
+	if !waitSet && !timeoutSet {
+		r.Wait, r.WaitTimeout = d > 0, d
+		return nil
+	}
+	if d == 0 {
+		if waitSet && r.Wait {
+			return errcode.New(errcode.Usage, "--wait (or SPONSON_WAIT) and -lock-timeout=0s contradict each other: one waits for the scope's lease, the other does not").
+				WithHint("Drop one: -lock-timeout=D is --wait --wait-timeout D.")
+		}
+		r.Wait = false
+		return nil
+	}
+	if waitSet && !r.Wait {
+		return errcode.New(errcode.Usage, "--wait=false (or SPONSON_WAIT) and -lock-timeout=%s contradict each other: one does not wait for the scope's lease, the other does", d).
+			WithHint("Drop one: -lock-timeout=D is --wait --wait-timeout D.")
+	}
+	r.Wait = true
+	if !timeoutSet || d < r.WaitTimeout {
+		r.WaitTimeout = d
+	}
 	return nil
 }
 

@@ -120,7 +120,8 @@ func TestEngineFlagsRefused(t *testing.T) {
 		{"chdir conflict with env", []string{"apply", "-chdir=/b"}, map[string]string{"SPONSON_CHDIR": "/a"}, "contradicts", ""},
 		{"exclude on terraform", []string{"apply", "--engine", "terraform", "-exclude=a.b"}, nil, "OpenTofu flag", "-target"},
 		{"refresh-only with refresh=false", []string{"apply", "-refresh-only", "-refresh=false"}, nil, "contradict", ""},
-		{"lock-timeout and --wait", []string{"apply", "--wait", "-lock-timeout=1m"}, nil, "both say how long", ""},
+		{"--wait and lock-timeout 0s", []string{"apply", "--wait", "-lock-timeout=0s"}, nil, "contradict", "-lock-timeout=D is --wait"},
+		{"SPONSON_WAIT=false and lock-timeout", []string{"apply", "-lock-timeout=1m"}, map[string]string{"SPONSON_WAIT": "false"}, "contradict", ""},
 		{"lock=false from TF_CLI_ARGS", []string{"apply"}, map[string]string{"TF_CLI_ARGS": "-lock=false"}, "in TF_CLI_ARGS", "fences"},
 		{"state from TF_CLI_ARGS_apply", []string{"apply"}, map[string]string{"TF_CLI_ARGS_apply": "-state 'my state'"}, "-state=my state (in TF_CLI_ARGS_apply)", ""},
 		{"non-flag in TF_CLI_ARGS", []string{"apply"}, map[string]string{"TF_CLI_ARGS": "foo"}, "not a flag", ""},
@@ -134,6 +135,37 @@ func TestEngineFlagsRefused(t *testing.T) {
 			}
 			if !strings.Contains(env.Error.Message, tc.message) || !strings.Contains(env.Error.Hint, tc.hint) || env.Error.Hint == "" {
 				t.Errorf("error %q, hint %q; want %q and %q", env.Error.Message, env.Error.Hint, tc.message, tc.hint)
+			}
+		})
+	}
+}
+
+// TestLockTimeoutWithWait: -lock-timeout and --wait are one wait for the
+// scope's lease; given together, the smaller bound wins.
+func TestLockTimeoutWithWait(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		wait  bool
+		until time.Duration
+	}{
+		{"--wait and lock-timeout", []string{"--wait", "-lock-timeout=5m"}, nil, true, 5 * time.Minute},
+		{"--wait-timeout smaller", []string{"--wait", "--wait-timeout", "1m", "-lock-timeout=5m"}, nil, true, time.Minute},
+		{"lock-timeout smaller", []string{"--wait-timeout", "20m", "-lock-timeout=2m"}, nil, true, 2 * time.Minute},
+		{"SPONSON_WAIT and lock-timeout", []string{"-lock-timeout=30s"}, map[string]string{"SPONSON_WAIT": "true", "SPONSON_WAIT_TIMEOUT": "10s"}, true, 10 * time.Second},
+		{"--wait=false and lock-timeout 0s", []string{"--wait=false", "-lock-timeout=0s"}, nil, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"apply", "--chdir", t.TempDir(), "--scope", "pr-1"}, tc.args...)
+			in, env, code := captureRun(t, tc.env, args...)
+			if code != errcode.ExitOK || in == nil {
+				t.Fatalf("exit %d: %+v", code, env.Error)
+			}
+			if l := in.opts.Lease; l.Wait != tc.wait || (tc.wait && l.WaitTimeout != tc.until) {
+				t.Errorf("lease wait %v for %s; want %v for %s", l.Wait, l.WaitTimeout, tc.wait, tc.until)
 			}
 		})
 	}

@@ -80,6 +80,9 @@ environment "prod" {
 			if err := os.WriteFile(filepath.Join(dir, "sponson.hcl"), []byte(declaration), 0o600); err != nil {
 				t.Fatal(err)
 			}
+			if err := os.WriteFile(filepath.Join(dir, "main.tf"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			bin, starts := standInEngine(t)
 			env := maps.Clone(tc.env)
 			if env == nil {
@@ -138,6 +141,9 @@ func TestMergeQueueIsPlanOnly(t *testing.T) {
 		t.Run(command, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "main.tf"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			bin, starts := standInEngine(t)
 			f, out, _ := testFactory(env)
 			f.Lookup = engine.ProcessLookup()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/secrets"
@@ -30,6 +31,8 @@ type Factory struct {
 	// IsTerminal reports whether a writer is a terminal, where progress
 	// lines update in place; nil means never (tests, pipes).
 	IsTerminal func(io.Writer) bool
+	// now is the clock of the log's section markers; time.Now when nil.
+	now func() time.Time
 }
 
 // NewFactory returns the Factory of the real process.

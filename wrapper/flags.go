@@ -30,6 +30,8 @@ type RunFlags struct {
 	engine engineflag.Parsed
 	// savePlan is plan's -out FILE; planFile apply's saved plan FILE.
 	savePlan, planFile string
+	// JSONPlan is plan's --json-plan FILE: the engine's plan JSON.
+	JSONPlan string
 	// engineCommand names the engine command whose flags the command
 	// takes, when it is not the run's command (import applies).
 	engineCommand string
@@ -62,6 +64,9 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
 	fs.StringArray(engineArgFlag, nil, "an engine flag, in the engine's spelling (set by NormalizeArgs)")
 	_ = fs.MarkHidden(engineArgFlag)
+	if !writes {
+		fs.StringVar(&r.JSONPlan, "json-plan", "", "write the engine's plan JSON (`terraform show -json` of the plan, byte for byte) to `FILE`, mode 0600, for policy tools such as conftest; `sponson show -json PLANFILE` prints the same JSON later")
+	}
 	if writes {
 		fs.BoolVar(&r.Wait, "wait", false, "wait for the scope's lease when another run holds it (env SPONSON_WAIT; -lock-timeout=D also works)")
 		fs.DurationVar(&r.WaitTimeout, "wait-timeout", waitDefault, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")

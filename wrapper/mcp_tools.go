@@ -111,6 +111,7 @@ var (
 	pParallel   = toolParam{name: "parallelism", kind: kindInt, flag: "-parallelism", engine: true, desc: "Limit on the engine's concurrent operations (-parallelism=N, at least 1)."}
 	pLockTO     = toolParam{name: "lock_timeout", kind: kindDuration, flag: "-lock-timeout", engine: true, desc: "Wait up to this long for the scope's lease (-lock-timeout, a Go duration; the same as wait with wait_timeout, and refused together with them; 0s does not wait)."}
 	pOut        = toolParam{name: "out", flag: "-out", engine: true, desc: "Save the plan to this file (-out FILE; mode 0600, it holds the engine's plan, sensitive values included), for the apply tool's plan_file. A relative path is from the server's working directory."}
+	pJSONPlan   = toolParam{name: "json_plan", flag: "json-plan", desc: "Write the engine's plan JSON to this file (--json-plan FILE; mode 0600, it holds the plan's values), for policy tools. A relative path is from the server's working directory."}
 	pPlanFile   = toolParam{name: "plan_file", positional: true, desc: "Apply exactly this saved plan of the plan tool's out (sponson apply FILE), or be refused when it went stale (PLAN_STALE). Give the same scope; variables and engine flags cannot change a saved plan and the CLI refuses them with it (USAGE)."}
 
 	pWait  = toolParam{name: "wait", kind: kindBool, flag: "wait", desc: "Wait for the scope's lease when another run holds it (progress notifications say who holds it and until when); without it a held lease is LOCK_HELD."}
@@ -131,7 +132,7 @@ func runToolParams(command string) []toolParam {
 	}
 	switch command {
 	case "plan":
-		ps = append(ps, pOut)
+		ps = append(ps, pOut, pJSONPlan)
 	case "apply":
 		ps = append(ps, pPlanFile)
 	}
@@ -176,6 +177,7 @@ var mcpTools = []toolSpec{
 			{name: "variables", kind: kindVars, flag: "var", desc: "Input variables, NAME to VALUE, passed to the engine as -var NAME=VALUE."},
 			{name: "var_files", kind: kindStrings, flag: "var-file", desc: "Variable files passed to the engine as -var-file."},
 			pSummary,
+			{name: "allow_empty", kind: kindBool, flag: "allow-empty", desc: "Succeed when the environment has no scope to check (without it that is DRIFT_CHECK_FAILED: most often the wrong store, environment or directory)."},
 			{name: "scopes", kind: kindStrings, positional: true, desc: "Scopes to check (default: every scope of the environment)."}},
 		withheld: map[string]string{"engine": whyEngine},
 		desc:     "Refresh-only plans of the environment's scopes against the real infrastructure (sponson drift --json); changes nothing."},

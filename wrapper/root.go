@@ -54,6 +54,14 @@ func runWith(ctx context.Context, args []string, f *Factory, runF func(context.C
 	if err != nil && result.err == nil {
 		// Errors cobra returns itself: unknown commands and flags.
 		result.err = usageError(err)
+		var name string
+		if n, serr := fmt.Sscanf(err.Error(), "unknown command %q for \"sponson\"", &name); n == 1 && serr == nil {
+			e := unknownCommand(name)
+			if s := root.SuggestionsFor(name); len(s) > 0 {
+				e.Hint = fmt.Sprintf("Did you mean `sponson %s`? ", s[0]) + e.Hint
+			}
+			result.err = e
+		}
 		if result.command == "" {
 			result.command = commandName(args)
 		}
@@ -68,6 +76,7 @@ func runWith(ctx context.Context, args []string, f *Factory, runF func(context.C
 }
 
 func finish(f *Factory, jsonMode bool, o outcome) errcode.ExitCode {
+	annotateOutcome(f, o)
 	if jsonMode {
 		return writeEnvelope(f.Out, o)
 	}
@@ -97,7 +106,9 @@ func newCmdRoot(f *Factory, out *outcome, runF func(context.Context, *runInput) 
 request, main on the default branch, branch-<name> elsewhere. Each scope has its
 own state, receipts and lease; a run that lost its lease can write nothing.
 
-Use 'sponson apply' where a pipeline used 'terraform apply'.`,
+Use 'sponson apply' where a pipeline used 'terraform apply'.
+
+` + engineTableHelp(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -127,6 +138,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.`,
 	} {
 		root.AddCommand(c)
 	}
+	root.AddCommand(engineCommandsOf(f, out)...)
 	return root
 }
 

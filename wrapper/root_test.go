@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 )
 
 func TestNormalizeArgs(t *testing.T) {
@@ -28,6 +32,13 @@ func TestNormalizeArgs(t *testing.T) {
 		{[]string{"apply", "--nope", "--target=a"}, []string{"apply", "--nope", "--engine-arg=-target=a"}},
 		{[]string{"gc", "-var", "a=1", "--yes"}, []string{"gc", "--var", "a=1", "--yes"}},
 		{[]string{"output", "-json", "url", "-raw", "--json", "-no-color"}, []string{"output", "--engine-json", "url", "--raw", "--json", "--no-color"}},
+		// Engine commands keep their flags; -chdir moves behind them.
+		{[]string{"-chdir=infra", "init", "-input=false", "-backend-config", "k=v"}, []string{"init", "--chdir=infra", "-input=false", "-backend-config", "k=v"}},
+		{[]string{"fmt", "-check", "-recursive"}, []string{"fmt", "-check", "-recursive"}},
+		{[]string{"-version"}, []string{"version"}},
+		{[]string{"--version", "-json"}, []string{"version", "-json"}},
+		{[]string{"show", "-json", "tfplan", "-no-color"}, []string{"show", "--engine-json", "tfplan", "--no-color"}},
+		{[]string{"force-unlock", "-force", "run-1", "--scope", "pr-1"}, []string{"force-unlock", "--force", "run-1", "--scope", "pr-1"}},
 	} {
 		if diff := cmp.Diff(tc.want, NormalizeArgs(tc.in)); diff != "" {
 			t.Errorf("NormalizeArgs(%q) (-want +got):\n%s", tc.in, diff)
@@ -157,5 +168,156 @@ func TestHumanErrorSaysWhatToDo(t *testing.T) {
 	}
 	if got := errOut.String(); !strings.HasPrefix(got, "error ENV_NOT_APPROVED:") || !strings.Contains(got, "hint: Pass --approved-by NAME") {
 		t.Errorf("stderr:\n%s", got)
+	}
+}
+
+func TestEngineCommandRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string // in the message or hint
+	}{
+		{[]string{"workspace", "select", "-or-create", "pr-1"}, "--scope"},
+		{[]string{"console"}, "state pull"},
+		{[]string{"taint", "a.b"}, "-replace"},
+		{[]string{"frobnicate"}, `"frobnicate" is not a sponson command`},
+		{[]string{"pan"}, "Did you mean `sponson plan`?"},
+		{[]string{"state", "push", "x.tfstate"}, "adopt"},
+		{[]string{"state"}, "needs a subcommand"},
+		{[]string{"state", "nope"}, `no subcommand "nope"`},
+		{[]string{"providers"}, "lock"},
+		{[]string{"metadata"}, "functions"},
+	} {
+		f, out, _ := testFactory(nil)
+		code := Run(context.Background(), append(tc.args, "--json"), f)
+		if code != errcode.ExitRefused {
+			t.Errorf("%q: exit %d, want 2\n%s", tc.args, code, out)
+			continue
+		}
+		var env struct {
+			OK    bool `json:"ok"`
+			Error struct{ Code, Message, Hint string }
+		}
+		if err := json.Unmarshal(out.Bytes(), &env); err != nil {
+			t.Fatalf("%q: not one JSON document: %v\n%s", tc.args, err, out)
+		}
+		if env.OK || env.Error.Code != "USAGE" || !strings.Contains(env.Error.Message+" "+env.Error.Hint, tc.want) {
+			t.Errorf("%q: %+v, want USAGE saying %q", tc.args, env, tc.want)
+		}
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	t.Parallel()
+	got := unifiedDiff("main.tf", "a\n  b = 1\nc\n", "a\nb = 1\nc\n")
+	want := "--- old/main.tf\n+++ new/main.tf\n@@ -1,3 +1,3 @@\n a\n-  b = 1\n+b = 1\n c\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unifiedDiff (-want +got):\n%s", diff)
+	}
+	if unifiedDiff("x", "same\n", "same\n") != "" {
+		t.Error("a diff of equal texts")
+	}
+}
+
+func TestAnnotationEscapes(t *testing.T) {
+	t.Parallel()
+	if got, want := escapeData("50% done\nnext"), "50%25 done%0Anext"; got != want {
+		t.Errorf("escapeData: %q, want %q", got, want)
+	}
+	if got, want := escapeProperty("a:b,c"), "a%3Ab%2Cc"; got != want {
+		t.Errorf("escapeProperty: %q, want %q", got, want)
+	}
+}
+
+// TestReadmeEngineTable keeps the README's table of engine commands the
+// one `sponson --help` prints.
+func TestReadmeEngineTable(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := engineTableHelp()
+	for _, r := range EngineCommandTable() {
+		row := fmt.Sprintf("| `%s` | %s |", strings.ReplaceAll(r.Command, "|", `\|`), r.Meaning)
+		if !strings.Contains(string(b), row+"\n") {
+			t.Errorf("README.md lacks the row\n%s", row)
+		}
+		if !strings.Contains(help, r.Command) {
+			t.Errorf("sponson --help lacks %q", r.Command)
+		}
+	}
+}
+
+// TestGitHubAnnotations: under GITHUB_ACTIONS=true an error and the
+// warnings of a command are also workflow commands on stderr, in --json
+// mode too, whose stdout stays one document.
+func TestGitHubAnnotations(t *testing.T) {
+	t.Parallel()
+	f, out, errOut := testFactory(map[string]string{"GITHUB_ACTIONS": "true"})
+	if code := Run(context.Background(), []string{"workspace", "select", "x", "--json"}, f); code != errcode.ExitRefused {
+		t.Fatalf("exit %d", code)
+	}
+	want := "::error title=sponson workspace%3A USAGE::sponson does not run the engine's \"workspace\" command%0AA scope replaces a workspace"
+	if !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks the annotation %q:\n%s", want, errOut)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(out.Bytes(), &env); err != nil {
+		t.Errorf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	annotateOutcome(f, outcome{command: "plan", warnings: []string{"50% of a warning"}})
+	if want := "::warning title=sponson plan::50%25 of a warning\n"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks the warning annotation %q:\n%s", want, errOut)
+	}
+	// Without GITHUB_ACTIONS, nothing.
+	f, _, errOut = testFactory(nil)
+	Run(context.Background(), []string{"workspace", "select", "x"}, f)
+	if strings.Contains(errOut.String(), "::error") {
+		t.Errorf("an annotation outside GitHub Actions:\n%s", errOut)
+	}
+}
+
+// TestShowPlanFileWithoutJSON: a saved plan made before sponson kept the
+// plan's JSON is not shown as if it were empty.
+func TestShowPlanFileWithoutJSON(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "old.tfplan")
+	if err := savedplan.Write(path, &savedplan.File{Meta: savedplan.Meta{Environment: "preview", Scope: "pr-1"}, Plan: []byte("engine plan")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"show", "-json", path}, {"show", path}} {
+		f, out, _ := testFactory(nil)
+		code := Run(context.Background(), append(args, "--json"), f)
+		env := decode(t, out)
+		if code != errcode.ExitRefused || env.Error == nil || !strings.Contains(env.Error.Message, "holds no plan") {
+			t.Errorf("%q: exit %d, %+v", args, code, env.Error)
+		}
+	}
+	// And a file that is not a saved plan at all: PLAN_CORRUPT.
+	if err := os.WriteFile(path, []byte("tfplan of the engine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, out, _ := testFactory(nil)
+	if code := Run(context.Background(), []string{"show", "-json", path, "--json"}, f); code != errcode.ExitRefused || decode(t, out).Error.Code != errcode.PlanCorrupt {
+		t.Errorf("show of a file that is not a saved plan: exit %d\n%s", code, out)
+	}
+}
+
+func TestGitLabSections(t *testing.T) {
+	t.Parallel()
+	f, _, _ := testFactory(map[string]string{"GITLAB_CI": "true"})
+	f.now = func() time.Time { return time.Unix(1700000000, 0) }
+	var b bytes.Buffer
+	end := gitlabSections(f, &b)("plan", "engine plan")
+	b.WriteString("Plan: 1 to add\n")
+	end()
+	want := "\x1b[0Ksection_start:1700000000:sponson_plan[collapsed=true]\r\x1b[0Kengine plan\nPlan: 1 to add\n\x1b[0Ksection_end:1700000000:sponson_plan\r\x1b[0K\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("sections (-want +got):\n%s", diff)
+	}
+	f, _, _ = testFactory(nil)
+	if gitlabSections(f, &b) != nil {
+		t.Error("sections outside GitLab CI")
 	}
 }

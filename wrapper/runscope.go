@@ -157,6 +157,13 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 // The plan file is read and its seal checked before anything runs: a
 // damaged file is refused (PLAN_CORRUPT) before the lease is taken.
 func (r *RunFlags) savedPlan(f *Factory, in *runInput) error {
+	if r.JSONPlan != "" {
+		p, err := filepath.Abs(r.JSONPlan)
+		if err != nil {
+			return errcode.Wrap(errcode.Usage, err, "--json-plan %q", r.JSONPlan)
+		}
+		in.opts.JSONPlan = p
+	}
 	if r.savePlan == "" && r.planFile == "" {
 		return nil
 	}
@@ -239,6 +246,7 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	o.EngineOut = engineOut
 	o.Warn = warnOut.warn
 	o.Info = func(s string) { warnOut.line("%s", s) }
+	o.Section = gitlabSections(f, engineOut)
 	o.Job = runctx.DetectJob(f.Getenv)
 	if o.Host, _ = os.Hostname(); o.Host == "" {
 		o.Host = "unknown"

@@ -42,6 +42,9 @@ named with --scope, --pr or --branch) in the store, without the engine:
   rm ADDR...    forget instances: the scope gives them up (the objects stay,
                 warned about and recorded as released in the receipt)
   mv SRC DST    rename an instance or a resource; the scope keeps owning it
+  pull          print the scope's state document, as the engine's state pull
+  push          refused: it would replace the state behind the scope's
+                receipts and ledger
 
 rm and mv take the scope's lease (exit 3, LOCK_HELD, when a run holds it;
 --wait queues), write the state fenced by it, and write a receipt whose
@@ -53,8 +56,13 @@ its address. An ADDR without a key names
 every instance of the resource; module.NAME everything in the module. A
 configuration that keeps its own backend is refused: its state is not in the
 store.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			*out = outcome{command: "state", err: unknownSubcommand(cmd, args)}
+			return nil
+		},
 	}
-	for _, c := range []*cobra.Command{newStateList(f, out), newStateShow(f, out), newStateRm(f, out), newStateMv(f, out)} {
+	for _, c := range []*cobra.Command{newStatePull(f, out), newStatePush(out), newStateList(f, out), newStateShow(f, out), newStateRm(f, out), newStateMv(f, out)} {
 		cmd.AddCommand(c)
 	}
 	return cmd
@@ -231,6 +239,42 @@ func newStateList(f *Factory, out *outcome) *cobra.Command {
 		}
 		return res
 	})
+}
+
+func newStatePull(f *Factory, out *outcome) *cobra.Command {
+	return stateCmd(out, "pull [flags]", "Print the scope's state document, as the engine's state pull does", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
+		res := outcome{command: "state pull"}
+		st, key, data, err := o.scopeState(cmd, f)
+		if err != nil {
+			res.err = err
+			return res
+		}
+		st.Close()
+		if jsonWanted(cmd, f) {
+			doc, err := parseTFState(data)
+			if err != nil {
+				res.err = err
+				return res
+			}
+			res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "state": doc}
+			return res
+		}
+		_, _ = f.Out.Write(data)
+		return res
+	})
+}
+
+func newStatePush(out *outcome) *cobra.Command {
+	return &cobra.Command{
+		Use:                "push PATH",
+		Short:              "Refused: a state is not replaced behind the scope's lease and receipts",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			*out = outcome{command: "state push", err: errcode.New(errcode.Usage, "sponson does not push a state: it would replace the scope's state behind its lease, and its receipt's ledger would no longer match what the scope owns").
+				WithHint("Bring a state into a new scope with `sponson adopt`; repair one with `sponson state mv` and `state rm` (both fenced and recorded); `sponson import` adopts one object.")}
+			return nil
+		},
+	}
 }
 
 func jsonWanted(cmd *cobra.Command, f *Factory) bool {

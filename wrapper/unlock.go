@@ -23,6 +23,9 @@ type UnlockOptions struct {
 	Scope, Reason, By, Stack string
 	// ApprovedBy is the approver an unlock in a protected environment needs.
 	ApprovedBy string
+	// LockID is force-unlock's LOCK_ID: when set, the lease must be held
+	// by that run, or nothing is ended.
+	LockID string
 }
 
 // UnlockResult is the result part of unlock's envelope.
@@ -74,6 +77,12 @@ ended (ENV_NOT_APPROVED, exit 2, otherwise).`,
 			return nil
 		},
 	}
+	opts.bindUnlock(cmd)
+	return cmd
+}
+
+// bindUnlock binds the flags of unlock (and force-unlock) to opts.
+func (opts *UnlockOptions) bindUnlock(cmd *cobra.Command) {
 	opts.bind(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Scope, "scope", "", "the scope whose lease to end (required)")
@@ -81,6 +90,34 @@ ended (ENV_NOT_APPROVED, exit 2, otherwise).`,
 	fs.StringVar(&opts.Reason, "reason", "", "why the lease is ended, recorded in the receipt (required)")
 	fs.StringVar(&opts.By, "by", "", "who ends it, recorded in the receipt (default: the CI actor, or $USER)")
 	fs.StringVar(&opts.ApprovedBy, "approved-by", "", "approver of an unlock in a protected environment, one sponson.hcl allows (env SPONSON_APPROVED_BY)")
+}
+
+// NewCmdForceUnlock builds `sponson force-unlock`: the engine's command
+// name for unlock, with its LOCK_ID (the run holding the lease) and its
+// -force (a no-op: sponson never asks).
+func NewCmdForceUnlock(f *Factory, out *outcome) *cobra.Command {
+	cmd := NewCmdUnlock(f, out, nil)
+	opts := &UnlockOptions{}
+	cmd.ResetFlags()
+	opts.bindUnlock(cmd)
+	cmd.Flags().Bool("force", false, "no-op: sponson never asks for confirmation (the engine's -force)")
+	cmd.Use = "force-unlock [LOCK_ID] --scope S --reason TEXT [flags]"
+	cmd.Short = "The engine's force-unlock: sponson unlock, with the same rules"
+	cmd.Long = `force-unlock is sponson unlock under the engine's name: it ends the live lease
+of --scope, recording --reason (both required, as for unlock) and who ended
+it. LOCK_ID, when given, is the run id holding the lease (sponson status
+shows it): a lease held by another run is not ended.
+
+` + cmd.Long
+	cmd.Args = cobra.MaximumNArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			opts.LockID = args[0]
+		}
+		*out = runUnlock(cmd.Context(), cmd, f, opts)
+		out.command = "force-unlock"
+		return nil
+	}
 	return cmd
 }
 
@@ -139,6 +176,11 @@ func runUnlock(ctx context.Context, cmd *cobra.Command, f *Factory, opts *Unlock
 	}
 	if !l.Live(time.Now()) {
 		fmt.Fprintf(f.ErrOut, "the lease of %s is not held: nothing to unlock\n", key)
+		return o
+	}
+	if opts.LockID != "" && opts.LockID != l.Holder {
+		o.err = errcode.New(errcode.Usage, "the lease of %s is held by %s, not %s: nothing was ended", key, l.Holder, opts.LockID).
+			WithHint("Give the run id `sponson status` shows as the holder, or leave LOCK_ID out.")
 		return o
 	}
 	// Releasing with the holder's own id and token ends exactly that grant:

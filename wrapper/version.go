@@ -3,26 +3,39 @@ package wrapper
 import (
 	"fmt"
 	"runtime"
+	"sort"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 )
 
-// NewCmdVersion builds `sponson version`.
+// NewCmdVersion builds `sponson version` (and `-version`): sponson's version
+// and the engine's, as the engine's own version command prints it.
 func NewCmdVersion(f *Factory, out *outcome) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version of sponson and of the provider it serves",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			*out = outcome{command: "version", result: map[string]string{
-				"version": version.Version, "provider": version.Mirror(), "go": runtime.Version(), "platform": runtime.GOOS + "_" + runtime.GOARCH,
-			}}
-			if j, _ := cmd.Flags().GetBool("json"); !j && !wantsJSON(nil, f.Getenv) {
-				fmt.Fprintf(f.Out, "sponson %s (provider sponson/sponson %s, %s, %s/%s)\n", version.Version, version.Mirror(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			}
-			return nil
-		},
+	for _, ec := range engineCommands() {
+		if ec.use == "version" {
+			cmd := newEngineCmd(f, out, "", ec)
+			cmd.Short = "Print the version of sponson, of the provider it serves and of the engine"
+			return cmd
+		}
 	}
+	panic("no version in the engine commands")
+}
+
+func versionResult() map[string]any {
+	return map[string]any{"version": version.Version, "provider": version.Mirror(), "go": runtime.Version(), "platform": runtime.GOOS + "_" + runtime.GOARCH}
+}
+
+func versionLine() string {
+	return fmt.Sprintf("sponson %s (provider sponson/sponson %s, %s, %s/%s)", version.Version, version.Mirror(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// OnEvent receives the resource events of an apply as the engine
 	// reports them (see Event); nil ignores them.
 	OnEvent func(Event)
+	// KeepCLIArgs leaves the user's TF_CLI_ARGS* to the engine: the engine
+	// commands sponson runs as the engine would (init, validate, ...) read
+	// them as the engine does. A run reads them itself and clears them.
+	KeepCLIArgs bool
 }
 
 // Session drives one engine binary in one configuration directory through
@@ -55,7 +59,9 @@ type Session struct {
 
 // Open prepares the engine and reads its version.
 func Open(ctx context.Context, o Options) (*Session, error) {
-	clearCLIArgs()
+	if !o.KeepCLIArgs {
+		clearCLIArgs()
+	}
 	for _, kv := range o.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		if err := os.Setenv(k, v); err != nil {

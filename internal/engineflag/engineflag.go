@@ -77,7 +77,7 @@ var specs = []spec{
 	{name: "parallelism", kind: stringFlag, commands: "pad", value: "N", help: "limit the number of concurrent operations the engine runs"},
 	{name: "compact-warnings", kind: boolFlag, commands: "pad", help: "show warnings in compact form"},
 	{name: "no-color", kind: boolFlag, commands: "padi", help: "accepted; the engine's output under sponson is never colored"},
-	{name: "lock-timeout", kind: stringFlag, commands: "padi", value: "DURATION", help: "apply and destroy wait up to DURATION for the scope's lease (as --wait --wait-timeout DURATION; 0s, the engine's default, does not wait); plan takes no lease and ignores it"},
+	{name: "lock-timeout", kind: stringFlag, commands: "padi", value: "DURATION", help: "apply and destroy wait up to DURATION for the scope's lease (as --wait --wait-timeout DURATION, the smaller bound winning when both are given; 0s, the engine's default, does not wait); plan takes no lease and ignores it"},
 	{name: "var", kind: stringFlag, commands: "padi", value: "NAME=VALUE", help: "set a variable (repeatable; --var also works); -var and -var-file reach the engine in the order given"},
 	{name: "var-file", kind: stringFlag, commands: "padi", value: "FILE", help: "load variables from FILE (repeatable; --var-file also works)"},
 	{name: "auto-approve", kind: boolFlag, commands: "ad", help: "accepted; a sponson run never prompts"},

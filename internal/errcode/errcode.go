@@ -58,6 +58,7 @@ const (
 	DriftCheckFailed  Code = "DRIFT_CHECK_FAILED"
 	Interrupted       Code = "INTERRUPTED"
 	MirrorFailed      Code = "MIRROR_FAILED"
+	FmtUnformatted    Code = "FMT_UNFORMATTED"
 	Internal          Code = "INTERNAL"
 )
 
@@ -98,6 +99,7 @@ var table = []Spec{
 	{DriftDetected, ExitFailed, "`sponson drift` found a scope whose real objects changed outside the engine (the result lists each scope and what drifted). Nothing was changed.", "Apply the scope to bring the objects back to its configuration, or change the configuration to match, then run drift again."},
 	{DriftCheckFailed, ExitFailed, "`sponson drift` could not check a scope (the result names the scope and its error); no scope drifted among those checked.", "Read the scope's error; run `sponson plan` in that scope to see the engine's own output."},
 	{Interrupted, ExitFailed, "The run was interrupted by a signal.", "Run again; the lease expires if it could not be released."},
+	{FmtUnformatted, ExitFailed, "`sponson fmt -check` found files the engine's fmt would change (the message lists them).", "Run `sponson fmt` to format them, and commit the result."},
 	{MirrorFailed, ExitFailed, "`sponson provider mirror` could not write the provider mirror.", "Check that the directory is writable and has space; the message says which step failed."},
 	{Internal, ExitFailed, "An unexpected error; this is a bug in Sponson.", "Report it with the command line and the output."},
 }

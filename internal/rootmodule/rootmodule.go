@@ -48,3 +48,25 @@ func Files(dir string, skip ...string) ([]*hcl.File, error) {
 	}
 	return files, nil
 }
+
+// HasConfig reports whether dir holds a configuration file the engine
+// reads (.tf, .tf.json, and OpenTofu's .tofu, .tofu.json), other than those
+// named in skip. Both engines refuse to plan a directory with none.
+func HasConfig(dir string, skip ...string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || slices.Contains(skip, n) {
+			continue
+		}
+		for _, ext := range []string{".tf", ".tf.json", ".tofu", ".tofu.json"} {
+			if strings.HasSuffix(n, ext) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

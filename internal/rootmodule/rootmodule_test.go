@@ -48,3 +48,32 @@ func TestFiles(t *testing.T) {
 		t.Error("a missing directory read as an empty module")
 	}
 }
+
+func TestHasConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		files []string
+		want  bool
+	}{
+		{nil, false},
+		{[]string{"README.md", "x.tfvars", "terraform.tfstate"}, false},
+		{[]string{"sponson_backend_override.tf"}, false},
+		{[]string{"main.tf"}, true},
+		{[]string{"main.tf.json"}, true},
+		{[]string{"main.tofu"}, true},
+	} {
+		dir := t.TempDir()
+		for _, f := range tc.files {
+			if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Mkdir(filepath.Join(dir, "modules.tf"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		got, err := rootmodule.HasConfig(dir, "sponson_backend_override.tf")
+		if err != nil || got != tc.want {
+			t.Errorf("HasConfig with %q: %v, %v; want %v", tc.files, got, err, tc.want)
+		}
+	}
+}

@@ -103,6 +103,12 @@ type Touch struct {
 type File struct {
 	Meta Meta   `json:"meta"`
 	Plan []byte `json:"plan"`
+	// PlanJSON is the engine's `show -json` of Plan, byte for byte, and
+	// PlanText its text with the values the plan marks sensitive redacted:
+	// what `sponson show [-json] FILE` prints without an engine, so that
+	// the tools around a pipeline read the plan a reviewer approves.
+	PlanJSON []byte `json:"planJson,omitempty"`
+	PlanText string `json:"planText,omitempty"`
 }
 
 // Mark returns the mark of a state document (nil or empty: no state).

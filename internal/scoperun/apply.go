@@ -34,6 +34,7 @@ func (r *runner) apply(bg context.Context, eng *engineRun, c *checked, rec *rece
 func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, rec *receipt.Receipt) error {
 	r.setCompletions(startCompletions(bg, rec, r.held.WriteReceipt, r.warn))
 	defer r.setCompletions(nil)
+	defer r.section("apply", "engine apply")()
 	return eng.sess.Apply(eng.ctx, c.path)
 }
 

@@ -22,9 +22,13 @@ type checked struct {
 	path    string // the saved plan file
 	changed bool
 	plan    *tfjson.Plan
-	policy  ownership.Policy
-	planned []ownership.Planned
-	rules   ownership.Rules
+	// planJSON and planText are the engine's JSON and redacted text of the
+	// plan, for plan -out and --json-plan.
+	planJSON []byte
+	planText string
+	policy   ownership.Policy
+	planned  []ownership.Planned
+	rules    ownership.Rules
 }
 
 // planAndCheck is the sixth phase: the engine plans (a run that writes
@@ -40,10 +44,22 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		if err := os.WriteFile(c.path, sp.Plan, 0o600); err != nil {
 			return nil, errcode.Wrap(errcode.Internal, err, "writing the saved plan for the engine")
 		}
-	} else if c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars); err != nil {
-		return nil, r.engineErr(ctx, err)
+	} else {
+		end := r.section("plan", "engine plan")
+		c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars)
+		end()
+		if err != nil {
+			return nil, r.engineErr(ctx, err)
+		}
 	}
-	if c.plan, err = eng.sess.ShowPlan(eng.ctx, c.path); err != nil {
+	pj, wantJSON := eng.sess.(PlanJSONer)
+	wantJSON = wantJSON && r.o.Command == Plan && (r.o.SavePlan != "" || r.o.JSONPlan != "")
+	if wantJSON {
+		c.plan, c.planJSON, err = pj.ShowPlanJSON(eng.ctx, c.path)
+	} else {
+		c.plan, err = eng.sess.ShowPlan(eng.ctx, c.path)
+	}
+	if err != nil {
 		return nil, r.engineErr(ctx, err)
 	}
 	if r.o.Saved != nil {
@@ -52,9 +68,12 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 	}
 	r.res.Summary = engine.Summarize(c.plan)
 	r.res.Plan = c.plan
-	if pt, ok := eng.sess.(PlanTexter); ok && r.o.PlanText {
+	if pt, ok := eng.sess.(PlanTexter); ok && (r.o.PlanText || (r.o.Command == Plan && r.o.SavePlan != "")) {
 		if txt, err := pt.ShowPlanText(eng.ctx, c.path); err == nil {
-			r.res.PlanText = summary.Redact(txt, c.plan)
+			c.planText = summary.Redact(txt, c.plan)
+			if r.o.PlanText {
+				r.res.PlanText = c.planText
+			}
 		} else {
 			r.warn(fmt.Sprintf("the engine's text of the plan is not in the summary: %v", err))
 		}

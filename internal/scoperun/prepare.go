@@ -10,6 +10,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/rootmodule"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
@@ -32,6 +33,9 @@ func (r *runner) prepare(ctx context.Context) (work workdir, done bool, err erro
 	}
 	r.onRelease(func() { os.RemoveAll(tmp) })
 	r.started = time.Now()
+	if err := refuseNoConfig(r.o.Dir); err != nil {
+		return workdir{}, false, err
+	}
 
 	backend, err := engine.DeclaredBackend(r.o.Dir)
 	if err != nil {
@@ -55,6 +59,23 @@ func (r *runner) prepare(ctx context.Context) (work workdir, done bool, err erro
 		done, err = r.nothingToDestroy(ctx)
 	}
 	return work, done, err
+}
+
+// refuseNoConfig refuses a configuration directory that is missing or
+// holds no configuration file, as both engines do; without the refusal a
+// plan there is "no changes" and an apply would destroy all the scope owns.
+func refuseNoConfig(dir string) error {
+	ok, err := rootmodule.HasConfig(dir, engine.OverrideFileName)
+	if err != nil {
+		return errcode.Wrap(errcode.Usage, err, "cannot read the configuration directory %s", dir).
+			WithHint("Give the root module's directory with --chdir DIR (or -chdir=DIR, or SPONSON_CHDIR).")
+	}
+	if !ok {
+		return errcode.New(errcode.Usage, "%s holds no configuration files (.tf, .tf.json, .tofu): the engine refuses to run there", dir).
+			WithHint("Run sponson in the root module's directory, or give it with --chdir DIR (or -chdir=DIR, or SPONSON_CHDIR).").
+			With("directory", dir)
+	}
+	return nil
 }
 
 // nothingToDestroy reports (and says) when a destroy has nothing to do: the

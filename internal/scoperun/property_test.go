@@ -145,6 +145,11 @@ func newWorld(t *rapid.T) *world {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatalf("config dir: %v", err)
 	}
+	// The fake engine reads no configuration, but a run refuses a
+	// directory without one, as the engines do.
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), nil, 0o600); err != nil {
+		t.Fatalf("config: %v", err)
+	}
 	st, err := filestore.Open(filepath.Join(root, "store"))
 	if err != nil {
 		t.Fatalf("store: %v", err)

@@ -95,10 +95,17 @@ type Options struct {
 	// Warn and Info report progress as it happens; either may be nil.
 	Warn func(string)
 	Info func(string)
+	// Section, when set, opens a named part of the engine's output (init,
+	// plan, apply) and returns the function that closes it: GitLab's
+	// collapsible log sections.
+	Section func(name, title string) (end func())
 	// RunID identifies the run; NewRunID when empty.
 	RunID string
 	// SavePlan, in a plan, is where the saved plan goes (`plan -out`).
 	SavePlan string
+	// JSONPlan, in a plan, is where the engine's plan JSON goes, byte for
+	// byte (`plan --json-plan FILE`), for the tools that read it.
+	JSONPlan string
 	// Saved, in an apply, is the saved plan to apply instead of planning
 	// (`apply FILE`); the run refuses it with PLAN_STALE when it went
 	// stale. PlanKey is the seal key of saved plans (SPONSON_PLAN_KEY).
@@ -161,6 +168,12 @@ type Result struct {
 // (*engine.Session does).
 type PlanTexter interface {
 	ShowPlanText(ctx context.Context, path string) (string, error)
+}
+
+// PlanJSONer is an engine that also returns the bytes of a saved plan's
+// JSON as the engine printed them (*engine.Session does).
+type PlanJSONer interface {
+	ShowPlanJSON(ctx context.Context, path string) (*tfjson.Plan, []byte, error)
 }
 
 // NewRunID returns a fresh run id: "run-" and 8 hex digits.
@@ -288,6 +301,14 @@ func (r *runner) warn(msg string) {
 	if r.o.Warn != nil {
 		r.o.Warn(msg)
 	}
+}
+
+// section opens a part of the engine's output (Options.Section).
+func (r *runner) section(name, title string) func() {
+	if r.o.Section == nil {
+		return func() {}
+	}
+	return r.o.Section(name, title)
 }
 
 func (r *runner) info(msg string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -89,6 +90,14 @@ func (r *runner) previewSuccession(ctx context.Context, prev *receipt.Receipt) e
 // savePlan writes the saved plan of `plan -out`: the engine's plan and
 // what this run decided.
 func (r *runner) savePlan(c *checked) error {
+	if r.o.JSONPlan != "" {
+		// The plan's values, sensitive ones included: mode 0600, as the
+		// saved plan.
+		if err := writePrivate(r.o.JSONPlan, c.planJSON); err != nil {
+			return err
+		}
+		r.info(fmt.Sprintf("wrote the engine's plan JSON to %s (mode 0600: it holds the plan's values, sensitive ones included)", r.o.JSONPlan))
+	}
 	if r.o.SavePlan == "" {
 		return nil
 	}
@@ -120,7 +129,7 @@ func (r *runner) savePlan(c *checked) error {
 	for _, p := range c.planned {
 		m.Touches = append(m.Touches, savedplan.Touch{Address: p.Address, Identity: p.Identity, Actions: p.Actions, Keys: p.AllKeys()})
 	}
-	if err := savedplan.Write(r.o.SavePlan, &savedplan.File{Meta: m, Plan: data}, r.o.PlanKey); err != nil {
+	if err := savedplan.Write(r.o.SavePlan, &savedplan.File{Meta: m, Plan: data, PlanJSON: c.planJSON, PlanText: c.planText}, r.o.PlanKey); err != nil {
 		return err
 	}
 	r.info(fmt.Sprintf("saved the plan to %s (mode 0600: it holds the engine's plan, sensitive values included); `sponson apply %s` applies exactly this plan, or refuses it if it goes stale", r.o.SavePlan, r.o.SavePlan))
@@ -139,6 +148,30 @@ func (r *runner) warnUnauthenticated() {
 	}
 	r.warn(fmt.Sprintf("the saved plan of protected environment %s is not authenticated: without %s its seal is a checksum anyone who can write the file can recompute; set %s (hex, the same in the plan and apply jobs) so the apply proves it is the plan that was reviewed",
 		r.key.Environment, savedplan.KeyEnv, savedplan.KeyEnv))
+}
+
+// writePrivate writes data to path with mode 0600, atomically.
+func writePrivate(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return errcode.Wrap(errcode.Usage, err, "cannot write %s", path)
+	}
+	defer os.Remove(tmp.Name())
+	err = tmp.Chmod(0o600)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Close()
+	}
+	if err != nil {
+		tmp.Close()
+		return errcode.Wrap(errcode.Usage, err, "cannot write %s", path)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return errcode.Wrap(errcode.Usage, err, "cannot write %s", path)
+	}
+	return nil
 }
 
 // stale is PLAN_STALE with what changed.

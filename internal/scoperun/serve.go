@@ -225,5 +225,6 @@ func (r *runner) init(ctx context.Context, sess Engine) error {
 			}
 		})
 	}
+	defer r.section("init", "engine init")()
 	return sess.Init(ctx)
 }

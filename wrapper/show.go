@@ -1,0 +1,177 @@
+package wrapper
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
+)
+
+// showJSONFlag carries show's engine flag -json (NormalizeArgs).
+const showJSONFlag = "engine-json"
+
+// ShowOptions are the options of `sponson show`.
+type ShowOptions struct {
+	StateOptions
+	Engine     string
+	EngineJSON bool
+}
+
+// NewCmdShow builds `sponson show [-json] [PLANFILE]`.
+func NewCmdShow(f *Factory, out *outcome) *cobra.Command {
+	opts := &ShowOptions{}
+	cmd := &cobra.Command{
+		Use:   "show [-json] [PLANFILE] [flags]",
+		Short: "Show a saved plan as the engine does (its plan JSON with -json), or the scope's state",
+		Long: `Show prints a saved plan of ` + "`sponson plan -out PLANFILE`" + `, after its seal check
+(PLAN_CORRUPT when damaged, as for apply): with -json exactly the engine's
+plan JSON, as ` + "`terraform show -json`" + ` prints it for the engine's plan in the file,
+for conftest, Checkov, Infracost, tfcmt and the like; without, the engine's text
+of the plan, with every value the plan marks sensitive redacted. Both were made
+by the engine when the plan was, so showing a plan needs no engine and no
+configuration.
+
+Without PLANFILE it shows the scope's state (detected as for plan, or --scope,
+--pr, --branch) from the store, as the engine shows a state: this runs the
+engine in the configuration directory, which must be initialised
+(` + "`sponson init`" + `) for the providers' schemas.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			*out = runShow(cmd, f, opts, args)
+			return nil
+		},
+	}
+	opts.StateOptions.bind(cmd, false)
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary, to show a state (env SPONSON_ENGINE)")
+	fs.BoolVar(&opts.EngineJSON, showJSONFlag, false, "the engine's -json (set by NormalizeArgs)")
+	fs.Bool("no-color", false, "no-op: sponson's show prints no colour")
+	_ = fs.MarkHidden(showJSONFlag)
+	_ = fs.MarkHidden("no-color")
+	return cmd
+}
+
+func runShow(cmd *cobra.Command, f *Factory, opts *ShowOptions, args []string) outcome {
+	o := outcome{command: "show"}
+	jsonMode := jsonWanted(cmd, f)
+	if len(args) == 1 {
+		o.result, o.err = showPlanFile(f, args[0], opts.EngineJSON, jsonMode)
+		return o
+	}
+	if err := bindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR", "store": "SPONSON_STORE", "env": "SPONSON_CTX_ENV", "engine": "SPONSON_ENGINE"}, f.Getenv); err != nil {
+		o.err = err
+		return o
+	}
+	st, key, data, err := opts.scopeState(cmd, f)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	st.Close()
+	res := map[string]any{"stack": key.Stack, "environment": key.Environment, "scope": key.Scope}
+	o.result = res
+	if len(bytes.TrimSpace(data)) == 0 {
+		// What the engine shows when there is no state.
+		if opts.EngineJSON {
+			res["state"] = json.RawMessage(`{"format_version":"1.0"}`)
+			if !jsonMode {
+				fmt.Fprintln(f.Out, `{"format_version":"1.0"}`)
+			}
+		} else if !jsonMode {
+			fmt.Fprintln(f.Out, "No state.")
+		}
+		return o
+	}
+	dir, _ := filepath.Abs(orDot(opts.Chdir))
+	engOut := f.Out
+	if jsonMode {
+		engOut = f.ErrOut
+	}
+	warnOut := printer{w: f.ErrOut}
+	sess, stop, err := openEngine(cmd.Context(), f, dir, opts.Engine, engOut, func(s string) {
+		warnOut.warn(s)
+		o.warnings = append(o.warnings, s)
+	})
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer stop()
+	tmp, err := os.MkdirTemp("", "sponson-show-")
+	if err != nil {
+		o.err = errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
+		return o
+	}
+	defer os.RemoveAll(tmp)
+	path := filepath.Join(tmp, "terraform.tfstate")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		o.err = errcode.Wrap(errcode.Internal, err, "writing the scope's state for the engine")
+		return o
+	}
+	notInit := func(err error) error {
+		return errcode.As(err).WithHint("The engine reads the providers' schemas from the initialised configuration: run `sponson init` in " + dir + " first.")
+	}
+	if opts.EngineJSON {
+		raw, err := sess.ShowStateJSON(cmd.Context(), path)
+		if err != nil {
+			o.err = notInit(err)
+			return o
+		}
+		res["state"] = json.RawMessage(bytes.TrimSpace(raw))
+		if !jsonMode {
+			_, _ = f.Out.Write(raw)
+		}
+		return o
+	}
+	txt, err := sess.ShowText(cmd.Context(), path)
+	if err != nil {
+		o.err = notInit(err)
+		return o
+	}
+	res["text"] = txt
+	if !jsonMode {
+		fmt.Fprint(f.Out, txt)
+	}
+	return o
+}
+
+// showPlanFile shows a saved plan, after its seal check: the engine's plan
+// JSON or its text, both kept in the file since the plan was made.
+func showPlanFile(f *Factory, path string, engineJSON, jsonMode bool) (any, error) {
+	key, err := savedplan.Key(f.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := savedplan.Read(path, key)
+	if err != nil {
+		return nil, err
+	}
+	m := sp.Meta
+	res := map[string]any{"stack": m.Stack, "environment": m.Environment, "scope": m.Scope, "runId": m.RunID, "commit": m.Commit}
+	if engineJSON {
+		if len(sp.PlanJSON) == 0 {
+			return nil, errcode.New(errcode.Usage, "the saved plan %s holds no plan JSON: it was made by a sponson before `show`", path).
+				WithHint("Plan again with this sponson (`sponson plan -out FILE`).")
+		}
+		res["plan"] = json.RawMessage(bytes.TrimSpace(sp.PlanJSON))
+		if !jsonMode {
+			_, err = f.Out.Write(sp.PlanJSON)
+		}
+		return res, err
+	}
+	if sp.PlanText == "" {
+		return nil, errcode.New(errcode.Usage, "the saved plan %s holds no plan text: it was made by a sponson before `show`", path).
+			WithHint("Plan again with this sponson (`sponson plan -out FILE`).")
+	}
+	res["text"] = sp.PlanText
+	if !jsonMode {
+		_, err = fmt.Fprint(f.Out, sp.PlanText)
+	}
+	return res, err
+}
