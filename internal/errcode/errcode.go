@@ -58,6 +58,7 @@ const (
 	DriftCheckFailed  Code = "DRIFT_CHECK_FAILED"
 	Interrupted       Code = "INTERRUPTED"
 	MirrorFailed      Code = "MIRROR_FAILED"
+	StackCycle        Code = "STACK_CYCLE"
 	Internal          Code = "INTERNAL"
 )
 
@@ -99,6 +100,7 @@ var table = []Spec{
 	{DriftCheckFailed, ExitFailed, "`sponson drift` could not check a scope (the result names the scope and its error); no scope drifted among those checked.", "Read the scope's error; run `sponson plan` in that scope to see the engine's own output."},
 	{Interrupted, ExitFailed, "The run was interrupted by a signal.", "Run again; the lease expires if it could not be released."},
 	{MirrorFailed, ExitFailed, "`sponson provider mirror` could not write the provider mirror.", "Check that the directory is writable and has space; the message says which step failed."},
+	{StackCycle, ExitRefused, "The stacks of the repository depend on each other in a cycle (through the `after` of sponson_scope or the `stack` of sponson_outputs); the message names it. Nothing ran.", "Remove one dependency of the cycle: a stack cannot run before and after another."},
 	{Internal, ExitFailed, "An unexpected error; this is a bug in Sponson.", "Report it with the command line and the output."},
 }
 
