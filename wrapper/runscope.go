@@ -284,6 +284,7 @@ func closingLine(c scoperun.Command, r RunResult) string {
 func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long string, runF func(context.Context, *runInput) outcome) *cobra.Command {
 	var flags RunFlags
 	var review ReviewFlags
+	var sel StackSelection
 	cmd := &cobra.Command{
 		Use:   string(command) + " [flags]",
 		Short: short,
@@ -292,12 +293,17 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 			// A failure travels in *out, which Run prints (the envelope
 			// with --json) and turns into the exit code; RunE returns nil
 			// so that cobra adds nothing of its own.
+			if sel.wanted() {
+				*out = runStacksCommand(cmd, f, &flags, &review, &sel, command, args)
+				return nil
+			}
 			*out = runCommand(cmd, f, &flags, &review, command, args, runF)
 			return nil
 		},
 	}
 	flags.bind(cmd, command != scoperun.Plan)
 	review.bind(cmd)
+	sel.bind(cmd, command)
 	return cmd
 }
 

@@ -1,0 +1,346 @@
+package wrapper
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/stack"
+	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
+	"github.com/sponson/terraform-provider-sponson/internal/stackrun"
+)
+
+// StackSelection is how plan, apply and destroy run many stacks: --all, or
+// --changed [--base REF], with --parallelism.
+type StackSelection struct {
+	All bool
+	StacksOptions
+	Parallelism int
+}
+
+// defaultStackParallelism is how many stacks run at once by default.
+const defaultStackParallelism = 4
+
+// selectionFlags are the flags of StackSelection, which a stack's own run
+// does not take.
+var selectionFlags = []string{"all", "changed", "base", "parallelism"}
+
+func (s *StackSelection) bind(cmd *cobra.Command, command scoperun.Command) {
+	fs := cmd.Flags()
+	verb := string(command)
+	fs.BoolVar(&s.All, "all", false, verb+" every stack of the repository (or under --chdir), in dependency order (see `sponson stacks`)"+
+		map[bool]string{true: "; destroy goes in reverse order, dependents first", false: ""}[command == scoperun.Destroy])
+	if command != scoperun.Destroy {
+		s.StacksOptions.bind(cmd, verb)
+	}
+	fs.IntVar(&s.Parallelism, "parallelism", defaultStackParallelism, "with --all or --changed: how many stacks run at once (env SPONSON_PARALLELISM; the engine's own -parallelism, one dash, is passed to each stack)")
+}
+
+var selectionFlagEnv = map[string]string{"base": "SPONSON_BASE", "parallelism": "SPONSON_PARALLELISM"}
+
+// wanted reports whether the command runs many stacks.
+func (s *StackSelection) wanted() bool { return s.All || s.Changed }
+
+// StacksRunResult is the result part of the envelope of plan, apply and
+// destroy with --all or --changed.
+type StacksRunResult struct {
+	// Base is the revision --changed compared with.
+	Base   string           `json:"base,omitempty"`
+	Stacks []StackRunResult `json:"stacks"`
+}
+
+// StackRunResult is one stack's part of a run of many.
+type StackRunResult struct {
+	Stack     string   `json:"stack"`
+	Directory string   `json:"directory"`
+	Depth     int      `json:"depth"`
+	Reasons   []string `json:"reasons,omitempty"`
+	// Status is succeeded, failed or skipped; Because says why a stack was
+	// skipped.
+	Status   stackrun.Status `json:"status"`
+	Because  string          `json:"because,omitempty"`
+	ExitCode int             `json:"exitCode"`
+	// Result and Error are those of the stack's own run (the envelope of
+	// a single plan, apply or destroy).
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    *ErrorBody      `json:"error,omitempty"`
+	Warnings []string        `json:"warnings,omitempty"`
+}
+
+// runStacksCommand runs command over the selected stacks, each as its own
+// sponson process (each with its own engine environment, provider and
+// lease: a sponson process runs one engine session, internal/engine), in
+// the order of internal/stackrun.
+func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) outcome {
+	o := outcome{command: string(command), detailedExitcode: detailedRequested(cmd)}
+	if err := bindEnv(cmd.Flags(), selectionFlagEnv, f.Getenv); err != nil {
+		o.err = err
+		return o
+	}
+	if err := bindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR"}, f.Getenv); err != nil {
+		o.err = err
+		return o
+	}
+	if err := sel.check(cmd, f, flags, review, command, args); err != nil {
+		o.err = err
+		return o
+	}
+	sel.Chdir = flags.Chdir
+	res, warnings, err := selectStacks(cmd.Context(), f, &sel.StacksOptions)
+	o.warnings = warnings
+	if err != nil {
+		o.err = err
+		return o
+	}
+	jsonMode, _ := cmd.Flags().GetBool("json")
+	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
+	p := printer{w: f.Out}
+	if jsonMode {
+		p.w = f.ErrOut
+	}
+	lines := &lockedPrinter{p: p}
+	for _, w := range warnings {
+		lines.line("warning: %s", w)
+	}
+	self, err := f.Executable()
+	if err != nil {
+		o.err = errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")
+		return o
+	}
+	which := "--all"
+	if sel.Changed {
+		which = "--changed (since " + res.Base + ")"
+	}
+	lines.line("sponson %s %s · %d stacks · parallelism %d", command, which, len(res.Stacks), max(sel.Parallelism, 1))
+	child := childArgs(cmd, command, args)
+	results := map[string]*StackRunResult{}
+	skippedBecause := map[string]string{}
+	var mu sync.Mutex
+	status := stackrun.Run(cmd.Context(), res.Stacks, stackrun.Options{
+		Reverse:     command == scoperun.Destroy,
+		Parallelism: sel.Parallelism,
+		Run: func(ctx context.Context, s *stackgraph.Stack) bool {
+			r, output := runStackProcess(ctx, self, s, child)
+			mu.Lock()
+			results[s.Directory] = r
+			mu.Unlock()
+			if r.Status == stackrun.Failed {
+				lines.block(s.Directory, r, output)
+			}
+			return r.Status == stackrun.Succeeded
+		},
+		Event: func(e stackrun.Event) {
+			switch {
+			case e.Started:
+				lines.line("%s: %s started", e.Stack.Directory, command)
+			case e.Status == stackrun.Skipped:
+				mu.Lock()
+				skippedBecause[e.Stack.Directory] = e.Because
+				mu.Unlock()
+				lines.line("%s: skipped: %s", e.Stack.Directory, e.Because)
+			case e.Status == stackrun.Succeeded:
+				mu.Lock()
+				r := results[e.Stack.Directory]
+				mu.Unlock()
+				lines.line("%s: %s", e.Stack.Directory, stackClosingLine(command, r))
+			}
+		},
+	})
+	out := StacksRunResult{Base: res.Base, Stacks: []StackRunResult{}}
+	counts := map[stackrun.Status]int{}
+	var worst *StackRunResult
+	var failed, skipped []string
+	for _, s := range res.Stacks {
+		r := results[s.Directory]
+		if r == nil {
+			r = &StackRunResult{Status: status[s.Directory]}
+		}
+		r.Stack, r.Directory, r.Depth, r.Reasons = s.Name, s.Directory, s.Depth, s.Reasons
+		if r.Status == stackrun.Skipped {
+			r.Because = skippedBecause[s.Directory]
+			skipped = append(skipped, s.Directory)
+		}
+		counts[r.Status]++
+		if r.Status == stackrun.Failed {
+			failed = append(failed, s.Directory)
+			if worst == nil || r.ExitCode > worst.ExitCode {
+				worst = r
+			}
+		}
+		if r.Error == nil && r.Result != nil && command == scoperun.Plan {
+			var rr RunResult
+			if json.Unmarshal(r.Result, &rr) == nil && rr.Status == "changes" {
+				o.changes = true
+			}
+		}
+		for _, w := range r.Warnings {
+			o.warnings = append(o.warnings, s.Directory+": "+w)
+		}
+		out.Stacks = append(out.Stacks, *r)
+	}
+	o.result = out
+	lines.line("sponson %s %s: %d succeeded, %d failed, %d skipped", command, which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
+	switch {
+	case worst != nil:
+		o.err = stacksError(worst, failed, skipped)
+	case len(skipped) > 0:
+		o.err = errcode.New(errcode.Interrupted, "the run was interrupted before %s", strings.Join(skipped, ", ")).With("skipped", skipped)
+	}
+	return o
+}
+
+// check refuses what a run of many stacks cannot do.
+func (s *StackSelection) check(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, command scoperun.Command, args []string) error {
+	switch {
+	case s.All && s.Changed:
+		return errcode.New(errcode.Usage, "--all and --changed cannot be combined").WithHint("--all runs every stack; --changed those a change touches and their dependents.")
+	case s.Base != "" && !s.Changed:
+		return errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
+	case flags.Stack != "" || strings.TrimSpace(f.Getenv(stack.EnvVar)) != "":
+		return errcode.New(errcode.Usage, "--stack and %s name one stack; %s %s names each stack itself", stack.EnvVar, command, map[bool]string{true: "--all", false: "--changed"}[s.All]).
+			WithHint("Unset SPONSON_STACK, or run the one stack without --all.")
+	case len(args) > 0:
+		return errcode.New(errcode.Usage, "a saved plan FILE applies one stack; it cannot be given with --all or --changed")
+	case flags.savePlan != "":
+		return errcode.New(errcode.Usage, "-out saves the plan of one stack; it cannot be given with --all or --changed").
+			WithHint("Run plan -out FILE in each stack's directory, as a CI matrix from `sponson stacks --json` does.")
+	case review.Summary != "" || review.GitLabReport != "":
+		return errcode.New(errcode.Usage, "--summary and --gitlab-report write one stack's file; they cannot be given with --all or --changed").
+			WithHint("Each stack appends its summary to $GITHUB_STEP_SUMMARY, and --comment keeps one comment per stack.")
+	}
+	return nil
+}
+
+// childArgs is the command line of one stack's run: the user's flags and
+// engine flags as given, without the selection, --chdir, --stack and
+// --json, which runStackProcess sets.
+func childArgs(cmd *cobra.Command, command scoperun.Command, args []string) []string {
+	out := []string{string(command)}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "chdir", "json", "stack", "all", "changed", "base", "parallelism":
+			return
+		case engineArgFlag:
+			vals, _ := cmd.Flags().GetStringArray(engineArgFlag)
+			out = append(out, vals...)
+			return
+		}
+		out = append(out, "--"+fl.Name+"="+fl.Value.String())
+	})
+	return append(out, args...)
+}
+
+// runStackProcess runs one stack's command as a sponson process and reads
+// its envelope; output is what it printed for people.
+func runStackProcess(ctx context.Context, self string, s *stackgraph.Stack, args []string) (*StackRunResult, []byte) {
+	c := exec.CommandContext(ctx, self, append(append([]string{}, args...), "--chdir="+s.Dir, "--json")...)
+	// An interrupt reaches the stack's run as one: it stops its engine,
+	// releases its lease and writes its envelope.
+	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
+	c.WaitDelay = 2 * time.Minute
+	c.Env = append(os.Environ(), stack.EnvVar+"=")
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err := c.Run()
+	r := &StackRunResult{Status: stackrun.Succeeded}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.ExitCode = ee.ExitCode()
+	case err != nil:
+		r.Status, r.ExitCode = stackrun.Failed, int(errcode.ExitFailed)
+		r.Error = &ErrorBody{Code: errcode.Internal, Message: "cannot run sponson for " + s.Directory + ": " + err.Error()}
+		return r, stderr.Bytes()
+	}
+	var env struct {
+		OK     bool            `json:"ok"`
+		Result json.RawMessage `json:"result"`
+		Error  *ErrorBody      `json:"error"`
+		Warn   []string        `json:"warnings"`
+	}
+	if jerr := json.Unmarshal(stdout.Bytes(), &env); jerr != nil {
+		r.Status = stackrun.Failed
+		r.ExitCode = max(r.ExitCode, int(errcode.ExitFailed))
+		r.Error = &ErrorBody{Code: errcode.Internal, Message: fmt.Sprintf("the run of %s printed no JSON document (exit %d): %v", s.Directory, r.ExitCode, jerr)}
+		return r, stderr.Bytes()
+	}
+	r.Result, r.Error, r.Warnings = env.Result, env.Error, env.Warn
+	if !env.OK {
+		r.Status = stackrun.Failed
+	}
+	return r, stderr.Bytes()
+}
+
+// stackClosingLine is the line of a stack that succeeded: its own run's
+// closing line.
+func stackClosingLine(command scoperun.Command, r *StackRunResult) string {
+	var rr RunResult
+	if r == nil || json.Unmarshal(r.Result, &rr) != nil {
+		return string(command) + " succeeded"
+	}
+	return closingLine(command, rr)
+}
+
+// stacksError is the error of a run of many stacks: the code, hint and exit
+// code of the worst failure (the highest exit code), naming every stack
+// that failed or was skipped.
+func stacksError(worst *StackRunResult, failed, skipped []string) error {
+	code, msg, hint := errcode.Internal, "", ""
+	if worst.Error != nil {
+		code, msg, hint = worst.Error.Code, worst.Error.Message, worst.Error.Hint
+	}
+	text := fmt.Sprintf("%d stack(s) failed (%s); %s: %s", len(failed), strings.Join(failed, ", "), worst.Directory, msg)
+	if len(skipped) > 0 {
+		text += fmt.Sprintf("; skipped: %s", strings.Join(skipped, ", "))
+	}
+	e := errcode.New(code, "%s", text).With("failed", failed)
+	if hint != "" {
+		e.Hint = hint
+	}
+	if len(skipped) > 0 {
+		e = e.With("skipped", skipped)
+	}
+	return e
+}
+
+// lockedPrinter prints whole lines and blocks from several goroutines.
+type lockedPrinter struct {
+	mu sync.Mutex
+	p  printer
+}
+
+func (l *lockedPrinter) line(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.p.line(format, args...)
+}
+
+// block prints a failed stack's error and what its run printed, each line
+// prefixed with the stack's directory, in one piece.
+func (l *lockedPrinter) block(dir string, r *StackRunResult, output []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msg := fmt.Sprintf("exit %d", r.ExitCode)
+	if r.Error != nil {
+		msg = fmt.Sprintf("error %s: %s (exit %d)", r.Error.Code, r.Error.Message, r.ExitCode)
+	}
+	l.p.line("%s: failed: %s", dir, msg)
+	sc := bufio.NewScanner(bytes.NewReader(output))
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		l.p.line("%s | %s", dir, sc.Text())
+	}
+}
