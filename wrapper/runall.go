@@ -31,6 +31,26 @@ type StackSelection struct {
 	Parallelism int
 }
 
+// manyStacksHelp is the part of the help of plan, apply and destroy about
+// --all and --changed.
+func manyStacksHelp(command scoperun.Command) string {
+	order := "in dependency order (the order of `sponson stacks`): a stack starts once\nthe stacks it depends on succeeded"
+	which := "--all runs every stack of the repository (or under --chdir)"
+	if command == scoperun.Destroy {
+		order = "in reverse dependency order: a stack is destroyed once the stacks that\ndepend on it were"
+	} else {
+		which += ", --changed [--base REF]\nthe stacks a change touches and their dependents (see `sponson stacks --changed`)"
+	}
+	return which + ",\n" + order + ", stacks without a dependency between them at the same time\n" +
+		"(--parallelism N, default 4). Each stack runs as its own sponson process with\n" +
+		"the same flags, under its own lease; a failure skips the stacks that wait for\n" +
+		"it, never the others. One line per stack event; a failed stack's output is\n" +
+		"shown after its line, each line prefixed with its directory. The exit code is\n" +
+		"the worst of the stacks'; --json prints one document with a result per stack.\n" +
+		"--stack, -out, a saved plan FILE, --summary and --gitlab-report name one stack\n" +
+		"and are refused."
+}
+
 // defaultStackParallelism is how many stacks run at once by default.
 const defaultStackParallelism = 4
 
@@ -335,7 +355,8 @@ func (l *lockedPrinter) block(dir string, r *StackRunResult, output []byte) {
 	defer l.mu.Unlock()
 	msg := fmt.Sprintf("exit %d", r.ExitCode)
 	if r.Error != nil {
-		msg = fmt.Sprintf("error %s: %s (exit %d)", r.Error.Code, r.Error.Message, r.ExitCode)
+		first, _, _ := strings.Cut(r.Error.Message, "\n")
+		msg = fmt.Sprintf("error %s: %s (exit %d)", r.Error.Code, first, r.ExitCode)
 	}
 	l.p.line("%s: failed: %s", dir, msg)
 	sc := bufio.NewScanner(bytes.NewReader(output))

@@ -288,7 +288,7 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 	cmd := &cobra.Command{
 		Use:   string(command) + " [flags]",
 		Short: short,
-		Long:  long + "\n\n" + engineflag.Help(string(command)),
+		Long:  long + "\n\n" + manyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A failure travels in *out, which Run prints (the envelope
 			// with --json) and turns into the exit code; RunE returns nil

@@ -1,0 +1,320 @@
+package wrapper_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The three-stack repository of the multi-stack tests: stacks/network makes
+// a VPC id (a sensitive output beside it, and a FAIL file makes its plan
+// fail), stacks/app reads network's outputs through sponson_outputs, and
+// stacks/docs depends on nothing.
+var multiStack = map[string]string{
+	"stacks/network/main.tf": `terraform {
+  required_providers {
+    sponson = { source = "sponson/sponson" }
+  }
+}
+
+variable "cidr" {
+  type    = string
+  default = "10.0.0.0/16"
+}
+
+resource "sponson_scope" "this" {}
+
+resource "terraform_data" "vpc" {
+  input = "vpc-${sponson_scope.this.name}-${var.cidr}"
+  lifecycle {
+    precondition {
+      condition     = !fileexists("${path.module}/FAIL")
+      error_message = "network is told to fail."
+    }
+  }
+}
+
+output "vpc_id" {
+  value = terraform_data.vpc.output
+}
+
+output "secret" {
+  value     = "s3cr3t-${sponson_scope.this.name}"
+  sensitive = true
+}
+`,
+	"stacks/app/main.tf": `terraform {
+  required_providers {
+    sponson = { source = "sponson/sponson" }
+  }
+}
+
+resource "sponson_scope" "this" {}
+
+data "sponson_outputs" "net" {
+  stack = "stacks/network"
+}
+
+resource "terraform_data" "app" {
+  input = {
+    vpc  = data.sponson_outputs.net.values.vpc_id
+    from = data.sponson_outputs.net.read_scope
+  }
+}
+
+output "vpc" {
+  value = terraform_data.app.output.vpc
+}
+
+output "from" {
+  value = terraform_data.app.output.from
+}
+
+output "secret" {
+  value     = data.sponson_outputs.net.sensitive_values.secret
+  sensitive = true
+}
+`,
+	"stacks/docs/main.tf": `terraform {
+  required_providers {
+    sponson = { source = "sponson/sponson" }
+  }
+}
+
+resource "sponson_scope" "this" {}
+
+resource "terraform_data" "docs" {
+  input = "docs-${sponson_scope.this.name}"
+}
+`,
+	"modules/unused/main.tf": `variable "x" {}
+`,
+}
+
+// gitIn runs git in dir, failing the test on an error.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// repoWith makes a committed git repository (origin github.com/acme/infra,
+// branch main) holding files.
+func repoWith(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	gitIn(t, root, "init", "--quiet", "-b", "main")
+	gitIn(t, root, "remote", "add", "origin", "git@github.com:acme/infra.git")
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, ".gitignore"), []byte(".sponson/\n.terraform/\nFAIL\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, root, "add", "-A")
+	gitIn(t, root, "commit", "--quiet", "-m", "stacks")
+	return root
+}
+
+// stackRows are the stacks of a run or a listing, each as its directory
+// and the value of field (a list joined with "; ").
+func stackRows(t *testing.T, r result, field string) []string {
+	t.Helper()
+	res, _ := r.envelope(t)["result"].(map[string]any)
+	list, _ := res["stacks"].([]any)
+	var out []string
+	for _, s := range list {
+		m := s.(map[string]any)
+		var v string
+		switch x := m[field].(type) {
+		case float64:
+			v = strconv.Itoa(int(x))
+		case string:
+			v = x
+		case []any:
+			var parts []string
+			for _, e := range x {
+				parts = append(parts, e.(string))
+			}
+			v = strings.Join(parts, "; ")
+		}
+		out = append(out, m["directory"].(string)+" "+v)
+	}
+	return out
+}
+
+// appOutputs reads stacks/app's outputs in scope through `sponson output`.
+func appOutputs(t *testing.T, h *harness, root, storeFlag, scope string) map[string]any {
+	t.Helper()
+	r := h.mustRunEnv(root, []string{deriveStack}, "output", "--json", storeFlag, "--chdir", "stacks/app", "--scope", scope)
+	outs := r.envelope(t)["result"].(map[string]any)["outputs"].(map[string]any)
+	got := map[string]any{}
+	for k, v := range outs {
+		got[k] = v.(map[string]any)["value"]
+	}
+	return got
+}
+
+// lineIndex is the index of the first line of out containing s, -1 if none.
+func lineIndex(out, s string) int {
+	for i, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestE2EMultiStack: the three-stack repository on one file store.
+// `sponson stacks` orders it; apply --all applies network before app (which
+// reads network's outputs, the sensitive one staying sensitive) and docs
+// beside them; a pull request scope that did not apply network reads
+// main's, and its own once it has one; --changed lists a changed stack and
+// its dependent, saying why, and plans exactly those; a failing network
+// skips app and not docs, with the worst exit code; destroy --all destroys
+// app before network.
+func TestE2EMultiStack(t *testing.T) {
+	h := e2e(t)
+	root := repoWith(t, multiStack)
+	storeFlag := "--store=file://" + filepath.Join(t.TempDir(), "store")
+	env := []string{deriveStack}
+
+	// Discovery and order.
+	r := h.mustRunEnv(root, env, "stacks", "--json")
+	if d := cmp.Diff([]string{"stacks/docs 0", "stacks/network 0", "stacks/app 1"}, stackRows(t, r, "depth")); d != "" {
+		t.Errorf("stacks (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"stacks/docs ", "stacks/network ", "stacks/app stacks/network"}, stackRows(t, r, "needs")); d != "" {
+		t.Errorf("needs (-want +got):\n%s", d)
+	}
+
+	// apply --all in main: network before app; app reads network's outputs.
+	r = h.mustRunEnv(root, env, "apply", "--all", "--branch", "main", storeFlag, "--json")
+	if d := cmp.Diff([]string{"stacks/docs succeeded", "stacks/network succeeded", "stacks/app succeeded"}, stackRows(t, r, "status")); d != "" {
+		t.Errorf("apply --all (-want +got):\n%s\n%s", d, r.stderr)
+	}
+	if done, start := lineIndex(r.stderr, "stacks/network: sponson apply preview/main: applied"), lineIndex(r.stderr, "stacks/app: apply started"); done < 0 || start < done {
+		t.Errorf("app started (line %d) before network finished (line %d):\n%s", start, done, r.stderr)
+	}
+	got := appOutputs(t, h, root, storeFlag, "main")
+	if got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" || got["secret"] != "s3cr3t-main" {
+		t.Errorf("app's outputs in main = %v, want network's of main", got)
+	}
+	if strings.Contains(r.stderr, "s3cr3t") {
+		t.Errorf("the sensitive output of network shows in the log:\n%s", r.stderr)
+	}
+
+	// A pull request that did not apply network reads main's network; once
+	// it applies its own network, app reads that.
+	h.mustRunEnv(root, env, "apply", "--chdir", "stacks/app", "--pr", "7", storeFlag)
+	if got := appOutputs(t, h, root, storeFlag, "pr-7"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
+		t.Errorf("app's outputs in pr-7 without network = %v, want main's network", got)
+	}
+	h.mustRunEnv(root, env, "apply", "--chdir", "stacks/network", "--pr", "7", storeFlag, "-var", "cidr=10.7.0.0/16")
+	h.mustRunEnv(root, env, "apply", "--chdir", "stacks/app", "--pr", "7", storeFlag)
+	if got := appOutputs(t, h, root, storeFlag, "pr-7"); got["vpc"] != "vpc-pr-7-10.7.0.0/16" || got["from"] != "pr-7" {
+		t.Errorf("app's outputs in pr-7 with its network = %v, want pr-7's", got)
+	}
+	h.mustRunEnv(root, env, "destroy", "--all", "--pr", "7", storeFlag)
+
+	// --changed: a change of network lists network and app, not docs.
+	gitIn(t, root, "checkout", "--quiet", "-b", "feat")
+	netFile := filepath.Join(root, "stacks/network/main.tf")
+	if err := os.WriteFile(netFile, append(readFile(t, netFile), "\n# a change\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, root, "commit", "--quiet", "-am", "change network")
+	r = h.mustRunEnv(root, env, "stacks", "--changed", "--base", "main", "--json")
+	want := []string{"stacks/network changed: stacks/network/main.tf", "stacks/app depends on stacks/network, which is listed"}
+	if d := cmp.Diff(want, stackRows(t, r, "reasons")); d != "" {
+		t.Errorf("stacks --changed (-want +got):\n%s", d)
+	}
+	human := h.mustRunEnv(root, env, "stacks", "--changed", "--base", "main")
+	t.Logf("sponson stacks --changed --base main:\n%s", human.stdout)
+	if !strings.Contains(human.stdout, "stacks/network: changed: stacks/network/main.tf") {
+		t.Errorf("stacks --changed does not say why network is listed:\n%s", human.stdout)
+	}
+	r = h.mustRunEnv(root, env, "plan", "--changed", "--base", "main", "--pr", "8", storeFlag, "--json")
+	if d := cmp.Diff([]string{"stacks/network succeeded", "stacks/app succeeded"}, stackRows(t, r, "status")); d != "" {
+		t.Errorf("plan --changed (-want +got):\n%s\n%s", d, r.stderr)
+	}
+
+	// A failing network skips app, which waits for it, and not docs.
+	if err := os.WriteFile(filepath.Join(root, "stacks/network/FAIL"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = h.run(root, env, "plan", "--all", "--branch", "main", storeFlag, "--json")
+	if r.exit != 1 || r.code(t) != "ENGINE_FAILED" {
+		t.Errorf("plan --all with network failing: exit %d, %s; want 1, ENGINE_FAILED\n%s", r.exit, r.code(t), r.stderr)
+	}
+	if d := cmp.Diff([]string{"stacks/docs succeeded", "stacks/network failed", "stacks/app skipped"}, stackRows(t, r, "status")); d != "" {
+		t.Errorf("plan --all with network failing (-want +got):\n%s\n%s", d, r.stderr)
+	}
+	if d := cmp.Diff([]string{"stacks/docs ", "stacks/network ", "stacks/app it waits for stacks/network, which failed"}, stackRows(t, r, "because")); d != "" {
+		t.Errorf("why (-want +got):\n%s", d)
+	}
+	if !strings.Contains(r.stderr, "stacks/network | ") || !strings.Contains(r.stderr, "network is told to fail") {
+		t.Errorf("the log does not show network's own output:\n%s", r.stderr)
+	}
+	if err := os.Remove(filepath.Join(root, "stacks/network/FAIL")); err != nil {
+		t.Fatal(err)
+	}
+
+	// destroy --all: app before network.
+	r = h.mustRunEnv(root, env, "destroy", "--all", "--branch", "main", storeFlag, "--json")
+	if d := cmp.Diff([]string{"stacks/docs succeeded", "stacks/network succeeded", "stacks/app succeeded"}, stackRows(t, r, "status")); d != "" {
+		t.Errorf("destroy --all (-want +got):\n%s", d)
+	}
+	if done, start := lineIndex(r.stderr, "stacks/app: sponson destroy preview/main: destroyed"), lineIndex(r.stderr, "stacks/network: destroy started"); done < 0 || start < done {
+		t.Errorf("network's destroy started (line %d) before app's finished (line %d):\n%s", start, done, r.stderr)
+	}
+	if got := appOutputs(t, h, root, storeFlag, "main"); len(got) != 0 {
+		t.Errorf("app still has outputs after destroy --all: %v", got)
+	}
+}
+
+// TestE2EMultiStackCycle: stacks that wait for each other are refused
+// before any engine runs, naming the cycle.
+func TestE2EMultiStackCycle(t *testing.T) {
+	h := e2e(t)
+	root := repoWith(t, map[string]string{
+		"a/main.tf": `resource "sponson_scope" "this" {
+  after = ["b"]
+}
+`,
+		"b/main.tf": `resource "sponson_scope" "this" {}
+
+data "sponson_outputs" "a" {
+  stack = "a"
+}
+`,
+	})
+	for _, args := range [][]string{{"stacks", "--json"}, {"plan", "--all", "--json"}} {
+		r := h.run(root, []string{deriveStack}, args...)
+		if r.exit != 2 || r.code(t) != "STACK_CYCLE" {
+			t.Fatalf("%v: exit %d, %s; want 2, STACK_CYCLE\n%s\n%s", args, r.exit, r.code(t), r.stdout, r.stderr)
+		}
+		if msg := r.envelope(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "a → b → a") {
+			t.Errorf("%v: the refusal does not name the cycle: %s", args, msg)
+		}
+		if strings.Contains(r.stderr, "started") {
+			t.Errorf("%v: a stack ran:\n%s", args, r.stderr)
+		}
+	}
+}
