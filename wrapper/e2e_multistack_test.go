@@ -1,6 +1,7 @@
 package wrapper_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,5 +317,51 @@ data "sponson_outputs" "a" {
 		if strings.Contains(r.stderr, "started") {
 			t.Errorf("%v: a stack ran:\n%s", args, r.stderr)
 		}
+	}
+}
+
+// TestE2EMultiStackMatrix: `sponson stacks --json` is what a CI matrix
+// needs. Each entry runs as its own process, the entries of one depth at
+// the same time and the depths in order, as jobs of a matrix in layers do:
+// app, in the second layer, reads the network the first layer applied.
+func TestE2EMultiStackMatrix(t *testing.T) {
+	h := e2e(t)
+	root := repoWith(t, multiStack)
+	storeFlag := "--store=file://" + filepath.Join(t.TempDir(), "store")
+	env := []string{deriveStack}
+	var matrix struct {
+		Result struct {
+			Stacks []struct {
+				Stack, Directory string
+				Depth            int
+			}
+		}
+	}
+	r := h.mustRunEnv(root, env, "stacks", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &matrix); err != nil {
+		t.Fatal(err)
+	}
+	layers := map[int][]string{}
+	deepest := 0
+	for _, s := range matrix.Result.Stacks {
+		layers[s.Depth] = append(layers[s.Depth], s.Directory)
+		deepest = max(deepest, s.Depth)
+	}
+	if d := cmp.Diff(map[int][]string{0: {"stacks/docs", "stacks/network"}, 1: {"stacks/app"}}, layers); d != "" {
+		t.Fatalf("layers (-want +got):\n%s", d)
+	}
+	for depth := 0; depth <= deepest; depth++ {
+		jobs := layers[depth]
+		results := h.parallelEnv(root, len(jobs), env, func(i int) []string {
+			return []string{"apply", "--chdir", jobs[i], "--branch", "main", storeFlag}
+		})
+		for i, r := range results {
+			if r.exit != 0 {
+				t.Fatalf("job %s of layer %d: exit %d\n%s\n%s", jobs[i], depth, r.exit, r.stdout, r.stderr)
+			}
+		}
+	}
+	if got := appOutputs(t, h, root, storeFlag, "main"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
+		t.Errorf("app's outputs after the matrix = %v, want network's of main", got)
 	}
 }
