@@ -217,6 +217,16 @@ func TestE2EMultiStack(t *testing.T) {
 	if got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" || got["secret"] != "s3cr3t-main" {
 		t.Errorf("app's outputs in main = %v, want network's of main", got)
 	}
+	// app's receipt records the read as a dependency: stack, scope, serial.
+	rec := h.mustRunEnv(root, env, "receipt", "--json", storeFlag, "--chdir", "stacks/app", "--branch", "main").envelope(t)["result"].(map[string]any)
+	reads, _ := rec["reads"].([]any)
+	if len(reads) != 1 {
+		t.Fatalf("app's receipt reads = %v, want one", rec["reads"])
+	}
+	read := reads[0].(map[string]any)
+	if read["address"] != "data.sponson_outputs.net" || read["stack"] != "github.com/acme/infra//stacks/network" || read["scope"] != "main" || read["serial"].(float64) < 1 {
+		t.Errorf("app's receipt reads %v, want network's main state with its serial", read)
+	}
 	if strings.Contains(r.stderr, "s3cr3t") {
 		t.Errorf("the sensitive output of network shows in the log:\n%s", r.stderr)
 	}
