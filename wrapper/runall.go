@@ -39,7 +39,7 @@ func manyStacksHelp(command scoperun.Command) string {
 	if command == scoperun.Destroy {
 		order = "in reverse dependency order: a stack is destroyed once the stacks that\ndepend on it were"
 	} else {
-		which += ", --changed [--base REF]\nthe stacks a change touches and their dependents (see `sponson stacks --changed`)"
+		which += ", --changed [--base REF]\nthe stacks a change touches and their dependents (see `sponson stacks --changed`;\na -var-file of the command that changed touches every stack)"
 	}
 	return which + ",\n" + order + ", stacks without a dependency between them at the same time\n" +
 		"(--parallelism N, default 4). Each stack runs as its own sponson process with\n" +
@@ -119,6 +119,17 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 		return o
 	}
 	sel.Chdir = flags.Chdir
+	// The engine flags are checked once, before any stack runs.
+	ef, err := engineFlags(cmd, string(command), f.Getenv)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	for _, v := range ef.Vars {
+		if v.File {
+			sel.varFiles = append(sel.varFiles, v.Value)
+		}
+	}
 	res, warnings, err := selectStacks(cmd.Context(), f, &sel.StacksOptions)
 	o.warnings = warnings
 	if err != nil {

@@ -26,6 +26,9 @@ type StacksOptions struct {
 	// touch, and their dependents.
 	Changed bool
 	Base    string
+	// varFiles are the run's -var-file paths, which --changed counts as
+	// files of every stack (plan and apply only).
+	varFiles []string
 }
 
 // StacksResult is the result part of the envelope of `sponson stacks`.
@@ -171,7 +174,7 @@ func selectStacks(ctx context.Context, f *Factory, opts *StacksOptions) (*Stacks
 		if err != nil {
 			return nil, set.Warnings, err
 		}
-		res.Base, res.Stacks = base, set.Changed(files).Stacks
+		res.Base, res.Stacks = base, set.Changed(files, opts.varFiles...).Stacks
 	}
 	if res.Stacks == nil {
 		res.Stacks = []*stackgraph.Stack{}

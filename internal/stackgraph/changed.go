@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -16,8 +17,10 @@ import (
 // them. A file touches a stack when it is under the stack's directory (and
 // under no deeper stack's), under a local module the stack uses (followed
 // through modules of modules), or is a sponson.hcl in the stack's directory
-// or one above it (its environments).
-func (s *Set) Changed(files []string) *Set {
+// or one above it (its environments), or is one of varFiles (the run's
+// -var-file paths, relative to each stack's directory as the engine reads
+// them, or absolute).
+func (s *Set) Changed(files []string, varFiles ...string) *Set {
 	owner := func(f string) *Stack {
 		var best *Stack
 		for _, st := range s.Stacks {
@@ -61,6 +64,12 @@ func (s *Set) Changed(files []string) *Set {
 		}
 		if len(envs) > 0 {
 			add(st.Directory, "the environments changed: "+list(envs))
+		}
+		for _, vf := range varFiles {
+			p := s.repoPath(st.Directory, vf)
+			if slices.Contains(files, p) && !slices.Contains(own, p) {
+				add(st.Directory, "its -var-file "+vf+" changed: "+p)
+			}
 		}
 	}
 	// Dependents, in order: a stack's dependencies come before it.
@@ -106,6 +115,17 @@ func (s *Set) modules(st *Stack) []string {
 	walk(st.Directory, st.decl.modules)
 	sort.Strings(out)
 	return out
+}
+
+// repoPath is a file the configuration in dir names (relative to dir, or
+// absolute) as a path relative to the repository root.
+func (s *Set) repoPath(dir, name string) string {
+	if filepath.IsAbs(name) {
+		if rel, err := filepath.Rel(s.top, name); err == nil {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return path.Clean(path.Join(dir, filepath.ToSlash(name)))
 }
 
 // under reports whether the slash path f is dir or below it; everything is

@@ -179,6 +179,23 @@ func TestChanged(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", tt.name, d)
 		}
 	}
+	// A -var-file is relative to each stack's directory: a shared one
+	// outside every stack touches all that name it.
+	var got []string
+	for _, st := range set.Changed([]string{"env/preview.tfvars"}, "../../env/preview.tfvars").Stacks {
+		got = append(got, st.Directory+": "+strings.Join(st.Reasons, "; "))
+	}
+	want := []string{
+		".: changed: env/preview.tfvars",
+		"stacks/docs: its -var-file ../../env/preview.tfvars changed: env/preview.tfvars",
+		"stacks/ext: its -var-file ../../env/preview.tfvars changed: env/preview.tfvars",
+		"stacks/network: its -var-file ../../env/preview.tfvars changed: env/preview.tfvars",
+		"stacks/db: its -var-file ../../env/preview.tfvars changed: env/preview.tfvars; depends on stacks/network, which is listed",
+		"stacks/app: its -var-file ../../env/preview.tfvars changed: env/preview.tfvars; depends on stacks/db, which is listed; depends on stacks/network, which is listed",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("var files (-want +got):\n%s", d)
+	}
 	// Within the subset, db waits for nothing once network is not in it.
 	sub := set.Changed([]string{"stacks/db/main.tf"})
 	if d := cmp.Diff([]row{{"stacks/db", 0, []string{"stacks/network"}}, {"stacks/app", 1, []string{"stacks/db", "stacks/network"}}}, rows(sub)); d != "" {
