@@ -182,7 +182,8 @@ func lineIndex(out, s string) int {
 	return -1
 }
 
-// TestE2EMultiStack: the three-stack repository on one file store.
+// TestE2EMultiStack: the three-stack repository on one store (file and
+// PostgreSQL).
 // `sponson stacks` orders it; apply --all applies network before app (which
 // reads network's outputs, the sensitive one staying sensitive) and docs
 // beside them; a pull request scope that did not apply network reads
@@ -192,8 +193,16 @@ func lineIndex(out, s string) int {
 // app before network.
 func TestE2EMultiStack(t *testing.T) {
 	h := e2e(t)
+	t.Run("file", func(t *testing.T) {
+		multiStackScenario(t, h, "--store=file://"+filepath.Join(t.TempDir(), "store"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		multiStackScenario(t, h, "--store="+newPgE2E(t).url)
+	})
+}
+
+func multiStackScenario(t *testing.T, h *harness, storeFlag string) {
 	root := repoWith(t, multiStack)
-	storeFlag := "--store=file://" + filepath.Join(t.TempDir(), "store")
 	env := []string{deriveStack}
 
 	// Discovery and order.
