@@ -98,7 +98,7 @@ resource "terraform_data" "docs" {
 }
 
 // gitIn runs git in dir, failing the test on an error.
-func gitIn(t *testing.T, dir string, args ...string) string {
+func gitIn(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"}, args...)...)
 	cmd.Dir = dir
@@ -111,7 +111,7 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 
 // repoWith makes a committed git repository (origin github.com/acme/infra,
 // branch main) holding files.
-func repoWith(t *testing.T, files map[string]string) string {
+func repoWith(t testing.TB, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
 	gitIn(t, root, "init", "--quiet", "-b", "main")
