@@ -1,6 +1,7 @@
 package wrapper_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -8,8 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 )
 
 // The three-stack repository of the multi-stack tests: stacks/network makes
@@ -382,5 +388,63 @@ func TestE2EMultiStackMatrix(t *testing.T) {
 	}
 	if got := appOutputs(t, h, root, storeFlag, "main"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
 		t.Errorf("app's outputs after the matrix = %v, want network's of main", got)
+	}
+}
+
+// TestE2EMultiStackInterrupt: an interrupt of apply --all reaches the
+// running stacks as an interrupt (network, waiting for a lease another
+// holder keeps, ends INTERRUPTED and takes nothing), starts nothing more
+// (app is skipped), and the run still prints its one document.
+func TestE2EMultiStackInterrupt(t *testing.T) {
+	h := e2e(t)
+	root := repoWith(t, multiStack)
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	netKey := store.Key{Stack: "github.com/acme/infra//stacks/network", Environment: "preview", Scope: "main"}
+	g, err := st.Acquire(t.Context(), netKey, "someone-else", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := h.command(root, []string{deriveStack}, "apply", "--all", "--branch", "main", "--store=file://"+dir, "--wait", "--wait-timeout", "10m", "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// docs runs beside network; once it applied, network has started.
+	docsKey := store.Key{Stack: "github.com/acme/infra//stacks/docs", Environment: "preview", Scope: "main"}
+	for {
+		if rec, err := st.LatestReceipt(t.Context(), docsKey); err == nil && rec != nil && rec.Status == receipt.StatusApplied {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("apply --all ended before docs applied: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		case <-time.After(20 * time.Millisecond): // polling a condition, not a deadline
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	r := result{exit: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	if r.exit == 0 {
+		t.Fatalf("interrupted apply --all exited 0\n%s", r.stderr)
+	}
+	if d := cmp.Diff([]string{"stacks/docs succeeded", "stacks/network failed", "stacks/app skipped"}, stackRows(t, r, "status")); d != "" {
+		t.Errorf("statuses (-want +got):\n%s\n%s", d, r.stderr)
+	}
+	stacks := r.envelope(t)["result"].(map[string]any)["stacks"].([]any)
+	if e, _ := stacks[1].(map[string]any)["error"].(map[string]any); e["code"] != "INTERRUPTED" {
+		t.Errorf("network's error = %v, want INTERRUPTED", e)
+	}
+	if l, err := st.ReadLease(t.Context(), netKey); err != nil || l.Holder != "someone-else" || l.Token != g.Lease.Token {
+		t.Errorf("network's lease after the interrupt = %+v, %v; want the other holder's, untouched", l, err)
 	}
 }
