@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -19,6 +20,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
+	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
@@ -58,6 +60,8 @@ type outputsDataSourceModel struct {
 	Serial          types.Int64   `tfsdk:"serial"`
 	Values          types.Dynamic `tfsdk:"values"`
 	SensitiveValues types.Dynamic `tfsdk:"sensitive_values"`
+	Planned         types.Bool    `tfsdk:"planned"`
+	Provisional     types.List    `tfsdk:"provisional"`
 }
 
 func (d *outputsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -71,7 +75,8 @@ func (d *outputsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"It reads the stack's state in the run's scope, and in `main` when the stack has no state in " +
 			"that scope (it was never applied there, or was destroyed), so that a pull request that does " +
 			"not change the upstream stack reads main's. Runs of several stacks (`sponson plan --all`, " +
-			"`apply --all`) run the stack named here first. The stacks must share one store (`--store`): " +
+			"`apply --all`) run the stack named here first, and in `plan --all` this gives the values the " +
+			"stack's own plan will give (`planned`, `provisional`). The stacks must share one store (`--store`): " +
 			"with the default store each directory keeps its own `.sponson/`. Reading fails when the " +
 			"stack has no state in either scope.",
 		Attributes: map[string]schema.Attribute{
@@ -106,8 +111,25 @@ func (d *outputsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 				Computed: true,
 			},
 			"serial": schema.Int64Attribute{
-				MarkdownDescription: "The serial of the state read: it grows with every write of that state.",
+				MarkdownDescription: "The serial of the state read: it grows with every write of that state. " +
+					"With `planned`, that of the stack's applied state in this scope, 0 when it has none.",
 				Computed:            true,
+			},
+			"planned": schema.BoolAttribute{
+				MarkdownDescription: "True when the values are those the stack's own plan in the same " +
+					"`sponson plan --all` (or `--changed`) will give, rather than its applied state: a plan of " +
+					"many stacks plans the upstream first and hands its planned outputs on, so this plan shows " +
+					"the change the upstream's brings. False otherwise, and always in an apply, which reads " +
+					"the state the upstream's apply left.",
+				Computed: true,
+			},
+			"provisional": schema.ListAttribute{
+				MarkdownDescription: "With `planned`, the outputs whose value the upstream's plan knows only " +
+					"after its apply. Their values here are the upstream's applied ones (null when it has " +
+					"none), so this plan is provisional: the apply plans again with the real values. Empty " +
+					"otherwise.",
+				ElementType: types.StringType,
+				Computed:    true,
 			},
 			"values": schema.DynamicAttribute{
 				MarkdownDescription: "The stack's outputs that are not sensitive, as an object of their " +
@@ -163,12 +185,39 @@ func (d *outputsDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	if !fallback {
 		key.Scope = data.Scope.ValueString()
 	}
+	planned, isPlanned, err := d.data.plannedOutputs(key, fallback)
+	if err != nil {
+		resp.Diagnostics.AddError("Planned Outputs Not Read",
+			fmt.Sprintf("The sponson provider could not read the planned outputs of %s that this run of many "+
+				"stacks handed over. This is a bug in sponson; report it with the command line.\n\n%s", key, err))
+		return
+	}
 	st, found, err := readOutputs(ctx, states, key)
 	tried := []string{key.Scope}
 	if err == nil && !found && fallback && key.Scope != mainScope {
 		key.Scope = mainScope
 		tried = append(tried, key.Scope)
 		st, found, err = readOutputs(ctx, states, key)
+	}
+	if err == nil && isPlanned {
+		if key.Scope != planned.Scope {
+			st.Serial = 0 // the applied values are main's, the plan this scope's
+		}
+		// The upstream's plan says what its outputs will be; those it
+		// knows only after its apply keep their applied values.
+		applied := st.Outputs
+		st.Outputs = map[string]stateOutput{}
+		for name, o := range planned.Outputs {
+			st.Outputs[name] = stateOutput{Value: o.Value, Type: o.Type, Sensitive: o.Sensitive}
+		}
+		for _, name := range planned.Unknown {
+			if o, ok := applied[name]; ok {
+				st.Outputs[name] = o
+			} else {
+				st.Outputs[name] = stateOutput{Value: json.RawMessage("null"), Type: json.RawMessage(`"dynamic"`)}
+			}
+		}
+		key.Scope, found = planned.Scope, true
 	}
 	if err != nil {
 		resp.Diagnostics.Append(storeErrorDiag("Stack Outputs Not Read",
@@ -201,6 +250,12 @@ func (d *outputsDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	data.Serial = types.Int64Value(st.Serial)
 	data.Values = values
 	data.SensitiveValues = secrets
+	data.Planned = types.BoolValue(isPlanned)
+	provisional := []attr.Value{}
+	for _, name := range planned.Unknown {
+		provisional = append(provisional, types.StringValue(name))
+	}
+	data.Provisional = types.ListValueMust(types.StringType, provisional)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
 }
 
@@ -235,6 +290,17 @@ func (d *providerData) stateReader(ctx context.Context) (StateReader, func(), di
 	}
 	tflog.Debug(ctx, "Opened the store for sponson_outputs", map[string]any{"store_from": source})
 	return st, func() { st.Close() }, diags
+}
+
+// plannedOutputs returns the planned outputs of key's stack that the run
+// of many stacks this plan belongs to handed over (stackoutputs), if any.
+// Only a read of the run's own scope takes them: the run planned that one.
+func (d *providerData) plannedOutputs(key store.Key, ownScope bool) (stackoutputs.Planned, bool, error) {
+	dir := d.records.getenv(stackoutputs.EnvVar)
+	if dir == "" || !ownScope {
+		return stackoutputs.Planned{}, false, nil
+	}
+	return stackoutputs.Read(dir, key)
 }
 
 // stateOutputs is what sponson_outputs takes from a state document.

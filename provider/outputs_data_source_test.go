@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 )
@@ -108,6 +110,8 @@ func TestAccOutputsDataSource(t *testing.T) {
 			statecheck.ExpectKnownValue("data.sponson_outputs.net", at("values", "cidrs"),
 				knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("10.0.0.0/16"), knownvalue.StringExact("10.1.0.0/16")})),
 			statecheck.ExpectKnownValue("data.sponson_outputs.net", at("sensitive_values", "token"), knownvalue.StringExact("s3cr3t")),
+			statecheck.ExpectKnownValue("data.sponson_outputs.net", at("planned"), knownvalue.Bool(false)),
+			statecheck.ExpectKnownValue("data.sponson_outputs.net", at("provisional"), knownvalue.ListExact([]knownvalue.Check{})),
 			statecheck.ExpectKnownOutputValue("vpc", knownvalue.StringExact(vpc)),
 		}
 	}
@@ -163,6 +167,68 @@ func TestAccOutputsDataSource(t *testing.T) {
 }
 `,
 				ExpectError: regexp.MustCompile(`(?s)Stack Has No State.*stacks/db.*scope pr-42 nor in\s+main`),
+			},
+		},
+	})
+}
+
+// In a plan of many stacks, sponson_outputs gives the planned outputs the
+// run handed over for its own scope: the known ones as planned, those known
+// only after the upstream's apply with their applied values, listed as
+// provisional. A read of another scope takes the store's.
+func TestAccOutputsDataSource_planned(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext) // scope pr-42
+	storeDir, planned := t.TempDir(), t.TempDir()
+	useStore(t, storeDir)
+	t.Setenv(stackoutputs.EnvVar, planned)
+	app := outputsRepo(t)
+	writeState(t, storeDir, store.Key{Stack: networkStack, Environment: "preview", Scope: "main"}, networkState(3, "vpc-main"))
+	if err := stackoutputs.Write(planned, stackoutputs.Planned{Stack: networkStack, Environment: "preview", Scope: "pr-42",
+		Outputs: map[string]stackoutputs.Output{
+			"cidrs": {Value: json.RawMessage(`["10.9.0.0/16"]`), Type: json.RawMessage(`["list","string"]`)},
+			"token": {Value: json.RawMessage(`"n3w"`), Type: json.RawMessage(`"string"`), Sensitive: true},
+		},
+		Unknown: []string{"subnet", "vpc_id"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	at := func(p ...string) tfjsonpath.Path {
+		out := tfjsonpath.New(p[0])
+		for _, s := range p[1:] {
+			out = out.AtMapKey(s)
+		}
+		return out
+	}
+	const addr = "data.sponson_outputs.net"
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviderFactoriesFor(&sponsonProvider{version: "test", resolver: processResolver{dir: app}, workDir: app}),
+		Steps: []resource.TestStep{
+			{
+				Config: testAccOutputsConfig(""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, at("planned"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(addr, at("read_scope"), knownvalue.StringExact("pr-42")),
+					statecheck.ExpectKnownValue(addr, at("serial"), knownvalue.Int64Exact(0)),
+					statecheck.ExpectKnownValue(addr, at("provisional"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("subnet"), knownvalue.StringExact("vpc_id")})),
+					statecheck.ExpectKnownValue(addr, at("values", "cidrs"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("10.9.0.0/16")})),
+					// Known only after network's apply: main's applied value.
+					statecheck.ExpectKnownValue(addr, at("values", "vpc_id"), knownvalue.StringExact("vpc-main")),
+					statecheck.ExpectKnownValue(addr, at("values", "subnet"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(addr, at("sensitive_values", "token"), knownvalue.StringExact("n3w")),
+				},
+			},
+			{
+				Config: `data "sponson_outputs" "net" {
+  stack = "stacks/network"
+  scope = "main"
+}
+`,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, at("planned"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(addr, at("values", "vpc_id"), knownvalue.StringExact("vpc-main")),
+				},
 			},
 		},
 	})

@@ -3,6 +3,7 @@ package wrapper_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,10 @@ output "vpc_id" {
   value = terraform_data.vpc.output
 }
 
+output "cidr" {
+  value = var.cidr
+}
+
 output "secret" {
   value     = "s3cr3t-${sponson_scope.this.name}"
   sensitive = true
@@ -70,6 +75,7 @@ data "sponson_outputs" "net" {
 resource "terraform_data" "app" {
   input = {
     vpc  = data.sponson_outputs.net.values.vpc_id
+    cidr = data.sponson_outputs.net.values.cidr
     from = data.sponson_outputs.net.read_scope
   }
 }
@@ -166,6 +172,21 @@ func stackRows(t *testing.T, r result, field string) []string {
 	return out
 }
 
+// stackResult is the result of one stack's own run in the envelope of a
+// run of many.
+func stackResult(t *testing.T, r result, dir string) map[string]any {
+	t.Helper()
+	for _, s := range r.envelope(t)["result"].(map[string]any)["stacks"].([]any) {
+		m := s.(map[string]any)
+		if m["directory"] == dir {
+			res, _ := m["result"].(map[string]any)
+			return res
+		}
+	}
+	t.Fatalf("no stack %s in:\n%s", dir, r.stdout)
+	return nil
+}
+
 // appOutputs reads stacks/app's outputs in scope through `sponson output`.
 func appOutputs(t *testing.T, h *harness, root, storeFlag, scope string) map[string]any {
 	t.Helper()
@@ -246,6 +267,34 @@ func multiStackScenario(t *testing.T, h *harness, storeFlag string) {
 		t.Errorf("the sensitive output of network shows in the log:\n%s", r.stderr)
 	}
 
+	// A plan of many stacks hands network's planned outputs to app's plan:
+	// app's plan shows the change network's plan brings, and says which
+	// outputs it takes as they are until network's apply.
+	netFile := filepath.Join(root, "stacks/network/main.tf")
+	orig := readFile(t, netFile)
+	if err := os.WriteFile(netFile, bytes.Replace(orig, []byte("10.0.0.0/16"), []byte("10.9.0.0/16"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = h.mustRunEnv(root, env, "plan", "--all", "--branch", "main", storeFlag, "--json")
+	app := stackResult(t, r, "stacks/app")
+	if app["status"] != "changes" || fmt.Sprint(app["changes"]) != "[map[action:update address:terraform_data.app]]" {
+		t.Errorf("app's plan in plan --all = %v %v, want the update network's new cidr brings\n%s", app["status"], app["changes"], r.stderr)
+	}
+	if reads := fmt.Sprint(app["reads"]); !strings.Contains(reads, "planned:true") || !strings.Contains(reads, "provisional:[vpc_id]") {
+		t.Errorf("app's reads = %s, want network's planned outputs, vpc_id provisional", reads)
+	}
+	if !strings.Contains(r.stderr, "stacks/app: sponson plan preview/main: 0 to add, 1 to change, 0 to destroy; provisional: vpc_id of github.com/acme/infra//stacks/network known after its apply") {
+		t.Errorf("app's line does not say its plan is provisional:\n%s", r.stderr)
+	}
+	// app's plan alone reads network's applied state: no change.
+	alone := h.mustRunEnv(root, env, "plan", "--chdir", "stacks/app", "--branch", "main", storeFlag, "--json")
+	if got := alone.envelope(t)["result"].(map[string]any)["status"]; got != "unchanged" {
+		t.Errorf("app's plan alone = %v, want unchanged (network is not applied yet)", got)
+	}
+	if err := os.WriteFile(netFile, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	// A pull request that did not apply network reads main's network; once
 	// it applies its own network, app reads that.
 	h.mustRunEnv(root, env, "apply", "--chdir", "stacks/app", "--pr", "7", storeFlag)
@@ -261,7 +310,6 @@ func multiStackScenario(t *testing.T, h *harness, storeFlag string) {
 
 	// --changed: a change of network lists network and app, not docs.
 	gitIn(t, root, "checkout", "--quiet", "-b", "feat")
-	netFile := filepath.Join(root, "stacks/network/main.tf")
 	if err := os.WriteFile(netFile, append(readFile(t, netFile), "\n# a change\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -417,10 +465,13 @@ func TestE2EMultiStackInterrupt(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	// docs runs beside network; once it applied, network has started.
+	// docs runs beside network; once it applied and released its lease,
+	// network has started.
 	docsKey := store.Key{Stack: "github.com/acme/infra//stacks/docs", Environment: "preview", Scope: "main"}
 	for {
-		if rec, err := st.LatestReceipt(t.Context(), docsKey); err == nil && rec != nil && rec.Status == receipt.StatusApplied {
+		rec, err := st.LatestReceipt(t.Context(), docsKey)
+		l, lerr := st.ReadLease(t.Context(), docsKey)
+		if err == nil && lerr == nil && rec != nil && rec.Status == receipt.StatusApplied && l.Holder == "" {
 			break
 		}
 		select {

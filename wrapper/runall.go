@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
+	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/stackrun"
 )
 
@@ -157,6 +157,18 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 	}
 	lines.line("sponson %s %s · %d stacks · parallelism %d", command, which, len(res.Stacks), max(sel.Parallelism, 1))
 	child := childArgs(cmd, command, args)
+	childEnv := append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"=")
+	if command == scoperun.Plan {
+		// A stack's plan reads the planned outputs of the stacks it
+		// depends on (docs/design.md §6.4): they planned before it.
+		dir, err := os.MkdirTemp("", "sponson-planned-")
+		if err != nil {
+			o.err = errcode.Wrap(errcode.Internal, err, "creating the directory of the planned outputs")
+			return o
+		}
+		defer os.RemoveAll(dir)
+		childEnv = append(childEnv, stackoutputs.EnvVar+"="+dir)
+	}
 	results := map[string]*StackRunResult{}
 	skippedBecause := map[string]string{}
 	var mu sync.Mutex
@@ -164,7 +176,7 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 		Reverse:     command == scoperun.Destroy,
 		Parallelism: sel.Parallelism,
 		Run: func(ctx context.Context, s *stackgraph.Stack) bool {
-			r, output := runStackProcess(ctx, self, s, child)
+			r, output := runStackProcess(ctx, self, s, child, childEnv)
 			mu.Lock()
 			results[s.Directory] = r
 			mu.Unlock()
@@ -276,21 +288,22 @@ func childArgs(cmd *cobra.Command, command scoperun.Command, args []string) []st
 
 // runStackProcess runs one stack's command as a sponson process and reads
 // its envelope; output is what it printed for people.
-func runStackProcess(ctx context.Context, self string, s *stackgraph.Stack, args []string) (*StackRunResult, []byte) {
+func runStackProcess(ctx context.Context, self string, s *stackgraph.Stack, args, environ []string) (*StackRunResult, []byte) {
 	c := exec.CommandContext(ctx, self, append(append([]string{}, args...), "--chdir="+s.Dir, "--json")...)
 	// An interrupt reaches the stack's run as one: it stops its engine,
 	// releases its lease and writes its envelope.
 	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
 	c.WaitDelay = 2 * time.Minute
-	c.Env = append(os.Environ(), stack.EnvVar+"=")
+	c.Env = environ
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	err := c.Run()
 	r := &StackRunResult{Status: stackrun.Succeeded}
-	var ee *exec.ExitError
 	switch {
-	case errors.As(err, &ee):
-		r.ExitCode = ee.ExitCode()
+	case c.ProcessState != nil:
+		// It ran to its end (an interrupt that came as it finished makes
+		// Run return the context's error): its envelope says how.
+		r.ExitCode = c.ProcessState.ExitCode()
 	case err != nil:
 		r.Status, r.ExitCode = stackrun.Failed, int(errcode.ExitFailed)
 		r.Error = &ErrorBody{Code: errcode.Internal, Message: "cannot run sponson for " + s.Directory + ": " + err.Error()}

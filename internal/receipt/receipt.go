@@ -114,6 +114,11 @@ type StackRead struct {
 	Stack   string `json:"stack"`
 	Scope   string `json:"scope"`
 	Serial  int64  `json:"serial"`
+	// Planned is set when a plan of many stacks read the stack's planned
+	// outputs; Provisional lists those known only after its apply (the
+	// plan used their applied values).
+	Planned     bool     `json:"planned,omitempty"`
+	Provisional []string `json:"provisional,omitempty"`
 }
 
 // Completion is one create (with the new object's id) or delete the engine

@@ -152,7 +152,15 @@ func StackReads(p *tfjson.Plan) []receipt.StackRead {
 				continue
 			}
 			seen[r.Address] = true
-			out = append(out, receipt.StackRead{Address: r.Address, Stack: stack, Scope: scope, Serial: serial})
+			read := receipt.StackRead{Address: r.Address, Stack: stack, Scope: scope, Serial: serial}
+			read.Planned, _ = r.AttributeValues["planned"].(bool)
+			list, _ := r.AttributeValues["provisional"].([]any)
+			for _, e := range list {
+				if s, ok := e.(string); ok {
+					read.Provisional = append(read.Provisional, s)
+				}
+			}
+			out = append(out, read)
 		}
 		for _, c := range m.ChildModules {
 			walk(c)
