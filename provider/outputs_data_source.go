@@ -113,7 +113,7 @@ func (d *outputsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"serial": schema.Int64Attribute{
 				MarkdownDescription: "The serial of the state read: it grows with every write of that state. " +
 					"With `planned`, that of the stack's applied state in this scope, 0 when it has none.",
-				Computed:            true,
+				Computed: true,
 			},
 			"planned": schema.BoolAttribute{
 				MarkdownDescription: "True when the values are those the stack's own plan in the same " +
