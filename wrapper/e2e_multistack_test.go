@@ -295,6 +295,21 @@ func multiStackScenario(t *testing.T, h *harness, storeFlag string) {
 		t.Fatal(err)
 	}
 
+	// A saved plan of app is refused once network's outputs changed,
+	// naming the run that changed them.
+	saved := filepath.Join(t.TempDir(), "app.tfplan")
+	h.mustRunEnv(root, env, "plan", "--chdir", "stacks/app", "--branch", "main", storeFlag, "-out", saved)
+	netRun := h.mustRunEnv(root, env, "apply", "--chdir", "stacks/network", "--branch", "main", storeFlag, "-var", "cidr=10.5.0.0/16", "--json")
+	netRunID := netRun.envelope(t)["result"].(map[string]any)["runId"].(string)
+	r = h.run(root, env, "apply", saved, "--chdir", "stacks/app", "--branch", "main", storeFlag, "--json")
+	if r.exit != 2 || r.code(t) != "PLAN_STALE" {
+		t.Fatalf("apply of app's saved plan after network changed: exit %d, %s; want 2, PLAN_STALE\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	if msg := r.envelope(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "stacks/network") || !strings.Contains(msg, netRunID) {
+		t.Errorf("PLAN_STALE does not name network and its run %s: %s", netRunID, msg)
+	}
+	h.mustRunEnv(root, env, "apply", "--all", "--branch", "main", storeFlag)
+
 	// A pull request that did not apply network reads main's network; once
 	// it applies its own network, app reads that.
 	h.mustRunEnv(root, env, "apply", "--chdir", "stacks/app", "--pr", "7", storeFlag)

@@ -119,6 +119,9 @@ type StackRead struct {
 	// plan used their applied values).
 	Planned     bool     `json:"planned,omitempty"`
 	Provisional []string `json:"provisional,omitempty"`
+	// Named is set when the data source named the scope to read, so
+	// there was no fallback to main.
+	Named bool `json:"namedScope,omitempty"`
 }
 
 // Completion is one create (with the new object's id) or delete the engine

@@ -154,6 +154,8 @@ func StackReads(p *tfjson.Plan) []receipt.StackRead {
 			seen[r.Address] = true
 			read := receipt.StackRead{Address: r.Address, Stack: stack, Scope: scope, Serial: serial}
 			read.Planned, _ = r.AttributeValues["planned"].(bool)
+			named, _ := r.AttributeValues["scope"].(string)
+			read.Named = named != ""
 			list, _ := r.AttributeValues["provisional"].([]any)
 			for _, e := range list {
 				if s, ok := e.(string); ok {
