@@ -61,11 +61,13 @@ var selectionFlags = []string{"all", "changed", "base", "parallelism"}
 func (s *StackSelection) bind(cmd *cobra.Command, command scoperun.Command) {
 	fs := cmd.Flags()
 	verb := string(command)
-	fs.BoolVar(&s.All, "all", false, verb+" every stack of the repository (or under --chdir), in dependency order (see `sponson stacks`)"+
-		map[bool]string{true: "; destroy goes in reverse order, dependents first", false: ""}[command == scoperun.Destroy])
-	if command != scoperun.Destroy {
+	all := verb + " every stack of the repository (or under --chdir), in dependency order (the order sponson stacks lists)"
+	if command == scoperun.Destroy {
+		all += "; destroy goes in reverse order, dependents first"
+	} else {
 		s.StacksOptions.bind(cmd, verb)
 	}
+	fs.BoolVar(&s.All, "all", false, all)
 	fs.IntVar(&s.Parallelism, "parallelism", defaultStackParallelism, "with --all or --changed: how many stacks run at once (env SPONSON_PARALLELISM; the engine's own -parallelism, one dash, is passed to each stack)")
 }
 
@@ -253,7 +255,7 @@ func (s *StackSelection) check(cmd *cobra.Command, f *Factory, flags *RunFlags, 
 	case s.Base != "" && !s.Changed:
 		return errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
 	case flags.Stack != "" || strings.TrimSpace(f.Getenv(stack.EnvVar)) != "":
-		return errcode.New(errcode.Usage, "--stack and %s name one stack; %s %s names each stack itself", stack.EnvVar, command, map[bool]string{true: "--all", false: "--changed"}[s.All]).
+		return errcode.New(errcode.Usage, "--stack and %s name one stack; %s with --all or --changed names each stack itself", stack.EnvVar, command).
 			WithHint("Unset SPONSON_STACK, or run the one stack without --all.")
 	case len(args) > 0:
 		return errcode.New(errcode.Usage, "a saved plan FILE applies one stack; it cannot be given with --all or --changed")
