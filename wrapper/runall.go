@@ -62,13 +62,15 @@ func (s *StackSelection) bind(cmd *cobra.Command, command scoperun.Command) {
 	fs := cmd.Flags()
 	verb := string(command)
 	all := verb + " every stack of the repository (or under --chdir), in dependency order (the order sponson stacks lists)"
+	many := "with --all or --changed"
 	if command == scoperun.Destroy {
-		all += "; destroy goes in reverse order, dependents first"
+		all = "destroy every stack of the repository (or under --chdir), in reverse dependency order: dependents first"
+		many = "with --all"
 	} else {
 		s.StacksOptions.bind(cmd, verb)
 	}
 	fs.BoolVar(&s.All, "all", false, all)
-	fs.IntVar(&s.Parallelism, "parallelism", defaultStackParallelism, "with --all or --changed: how many stacks run at once (env SPONSON_PARALLELISM; the engine's own -parallelism, one dash, is passed to each stack)")
+	fs.IntVar(&s.Parallelism, "parallelism", defaultStackParallelism, many+": how many stacks run at once (env SPONSON_PARALLELISM; the engine's own -parallelism, one dash, is passed to each stack)")
 }
 
 var selectionFlagEnv = map[string]string{"base": "SPONSON_BASE", "parallelism": "SPONSON_PARALLELISM"}
