@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sponson/terraform-provider-sponson/internal/comment/commenttest"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
@@ -512,5 +513,66 @@ func TestE2EMultiStackInterrupt(t *testing.T) {
 	}
 	if l, err := st.ReadLease(t.Context(), netKey); err != nil || l.Holder != "someone-else" || l.Token != g.Lease.Token {
 		t.Errorf("network's lease after the interrupt = %+v, %v; want the other holder's, untouched", l, err)
+	}
+}
+
+// TestE2EMultiStackReview: a run of many stacks makes one review: one
+// sticky comment per pull request and environment (a diagram of the
+// stacks, a table, each stack's own summary), one step summary, one
+// --summary file and one GitLab report of all the stacks; a single-stack
+// run beside it keeps its own comment. No sensitive value appears.
+func TestE2EMultiStackReview(t *testing.T) {
+	h := e2e(t)
+	srv := commenttest.New("gh-token")
+	defer srv.Close()
+	root := repoWith(t, multiStack)
+	out := t.TempDir()
+	step := filepath.Join(out, "step-summary.md")
+	env := []string{deriveStack,
+		"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL=" + srv.URL,
+		"GITHUB_SERVER_URL=https://github.example", "GITHUB_RUN_ID=77", "GITHUB_STEP_SUMMARY=" + step,
+		"GITHUB_REF_NAME=7/merge", "GITHUB_HEAD_REF=feat-x", "GITHUB_EVENT_NAME=pull_request",
+		"SPONSON_STORE=file://" + filepath.Join(t.TempDir(), "store"),
+	}
+	h.mustRunEnv(root, env, "apply", "--all", "--pr", "7", "--comment", "--summary", filepath.Join(out, "apply.md"))
+	r := h.mustRunEnv(root, env, "plan", "--all", "--pr", "7", "--comment", "--summary", filepath.Join(out, "plan.md"),
+		"--gitlab-report", filepath.Join(out, "report.json"))
+	cs := srv.Comments("acme/infra#7")
+	if len(cs) != 1 {
+		t.Fatalf("%d comments after apply --all and plan --all, want one updated in place\n%s", len(cs), r.stderr)
+	}
+	body := cs[0].Body
+	for _, want := range []string{
+		"### sponson plan --all · preview · pr-7: 3 stacks", "```mermaid", "  s1 --> s2\n",
+		"| `stacks/app` | succeeded | no changes |",
+		"<details><summary><code>stacks/network</code>: no changes</summary>",
+		"sponson plan · preview · pr-7: no changes",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the comment lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "<!-- sponson-summary stack=github.com") {
+		t.Errorf("the review carries a stack's marker:\n%s", body)
+	}
+	if got := string(readFile(t, filepath.Join(out, "report.json"))); got != `{"create":0,"update":0,"delete":0}`+"\n" {
+		t.Errorf("GitLab report of the plan %s", got)
+	}
+	texts := map[string]string{"step": string(readFile(t, step)), "apply": string(readFile(t, filepath.Join(out, "apply.md"))), "plan": string(readFile(t, filepath.Join(out, "plan.md"))), "comment": body}
+	if n := strings.Count(texts["step"], "### sponson apply --all") + strings.Count(texts["step"], "### sponson plan --all"); n != 2 {
+		t.Errorf("the step summary holds %d reviews, want the 2 runs:\n%s", n, texts["step"])
+	}
+	if !strings.HasPrefix(texts["apply"], "### sponson apply --all · preview · pr-7: 3 stacks") || !strings.Contains(texts["apply"], "| `stacks/network` | succeeded | 2 to add, 0 to change, 0 to destroy |") {
+		t.Errorf("the --summary of apply --all:\n%s", texts["apply"])
+	}
+	for name, txt := range texts {
+		if strings.Contains(txt, "s3cr3t") {
+			t.Errorf("the %s holds network's sensitive output", name)
+		}
+	}
+	// A single-stack run keeps its own comment.
+	h.mustRunEnv(root, env, "plan", "--chdir", "stacks/app", "--pr", "7", "--comment")
+	if n := len(srv.Comments("acme/infra#7")); n != 2 {
+		t.Errorf("%d comments after a single-stack plan, want the review and the stack's own", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -47,8 +48,11 @@ func manyStacksHelp(command scoperun.Command) string {
 		"it, never the others. One line per stack event; a failed stack's output is\n" +
 		"shown after its line, each line prefixed with its directory. The exit code is\n" +
 		"the worst of the stacks'; --json prints one document with a result per stack.\n" +
-		"--stack, -out, a saved plan FILE, --summary and --gitlab-report name one stack\n" +
-		"and are refused."
+		"--stack, -out and a saved plan FILE name one stack and are refused. --summary,\n" +
+		"--comment, --gitlab-report and $GITHUB_STEP_SUMMARY get one review of all the\n" +
+		"stacks: a diagram of the stacks with what each changes, a table, and each\n" +
+		"stack's own summary (changes and failures first); the comment is one per pull\n" +
+		"request and environment, beside those of single-stack runs."
 }
 
 // defaultStackParallelism is how many stacks run at once by default.
@@ -91,6 +95,7 @@ type StackRunResult struct {
 	Stack     string   `json:"stack"`
 	Directory string   `json:"directory"`
 	Depth     int      `json:"depth"`
+	Needs     []string `json:"needs"`
 	Reasons   []string `json:"reasons,omitempty"`
 	// Status is succeeded, failed or skipped; Because says why a stack was
 	// skipped.
@@ -115,6 +120,10 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 		return o
 	}
 	if err := bindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR"}, f.Getenv); err != nil {
+		o.err = err
+		return o
+	}
+	if err := bindEnv(cmd.Flags(), reviewFlagEnv, f.Getenv); err != nil {
 		o.err = err
 		return o
 	}
@@ -161,18 +170,26 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 	}
 	lines.line("sponson %s %s · %d stacks · parallelism %d", command, which, len(res.Stacks), max(sel.Parallelism, 1))
 	child := childArgs(cmd, command, args)
-	childEnv := append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"=")
+	// The run's own directory: the stacks' summaries, and their planned
+	// outputs.
+	tmp, err := os.MkdirTemp("", "sponson-stacks-")
+	if err != nil {
+		o.err = errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
+		return o
+	}
+	defer os.RemoveAll(tmp)
+	childEnv := append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"="), reviewEnv...)
 	if command == scoperun.Plan {
 		// A stack's plan reads the planned outputs of the stacks it
 		// depends on (docs/design.md §6.4): they planned before it.
-		dir, err := os.MkdirTemp("", "sponson-planned-")
-		if err != nil {
+		planned := filepath.Join(tmp, "planned")
+		if err := os.Mkdir(planned, 0o700); err != nil {
 			o.err = errcode.Wrap(errcode.Internal, err, "creating the directory of the planned outputs")
 			return o
 		}
-		defer os.RemoveAll(dir)
-		childEnv = append(childEnv, stackoutputs.EnvVar+"="+dir)
+		childEnv = append(childEnv, stackoutputs.EnvVar+"="+planned)
 	}
+	wantReview := review.wanted(f.Getenv)
 	results := map[string]*StackRunResult{}
 	skippedBecause := map[string]string{}
 	var mu sync.Mutex
@@ -180,7 +197,11 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 		Reverse:     command == scoperun.Destroy,
 		Parallelism: sel.Parallelism,
 		Run: func(ctx context.Context, s *stackgraph.Stack) bool {
-			r, output := runStackProcess(ctx, self, s, child, childEnv)
+			args := child
+			if wantReview {
+				args = append(append([]string{}, child...), "--summary="+stackSummaryFile(tmp, s.Directory))
+			}
+			r, output := runStackProcess(ctx, self, s, args, childEnv)
 			mu.Lock()
 			results[s.Directory] = r
 			mu.Unlock()
@@ -215,7 +236,7 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 		if r == nil {
 			r = &StackRunResult{Status: status[s.Directory]}
 		}
-		r.Stack, r.Directory, r.Depth, r.Reasons = s.Name, s.Directory, s.Depth, s.Reasons
+		r.Stack, r.Directory, r.Depth, r.Needs, r.Reasons = s.Name, s.Directory, s.Depth, s.Needs, s.Reasons
 		if r.Status == stackrun.Skipped {
 			r.Because = skippedBecause[s.Directory]
 			skipped = append(skipped, s.Directory)
@@ -239,6 +260,7 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 		out.Stacks = append(out.Stacks, *r)
 	}
 	o.result = out
+	o.warnings = append(o.warnings, publishMany(cmd.Context(), f, review, command, which, tmp, out.Stacks)...)
 	lines.line("sponson %s %s: %d succeeded, %d failed, %d skipped", command, which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
 	switch {
 	case worst != nil:
@@ -264,9 +286,6 @@ func (s *StackSelection) check(cmd *cobra.Command, f *Factory, flags *RunFlags, 
 	case flags.savePlan != "":
 		return errcode.New(errcode.Usage, "-out saves the plan of one stack; it cannot be given with --all or --changed").
 			WithHint("Run plan -out FILE in each stack's directory, as a CI matrix from `sponson stacks --json` does.")
-	case review.Summary != "" || review.GitLabReport != "":
-		return errcode.New(errcode.Usage, "--summary and --gitlab-report write one stack's file; they cannot be given with --all or --changed").
-			WithHint("Each stack appends its summary to $GITHUB_STEP_SUMMARY, and --comment keeps one comment per stack.")
 	}
 	return nil
 }
@@ -278,7 +297,9 @@ func childArgs(cmd *cobra.Command, command scoperun.Command, args []string) []st
 	out := []string{string(command)}
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
 		switch fl.Name {
-		case "chdir", "json", "stack", "all", "changed", "base", "parallelism":
+		case "chdir", "json", "stack", "all", "changed", "base", "parallelism",
+			// The run composes one review of all stacks.
+			"summary", "comment", "gitlab-report":
 			return
 		case engineArgFlag:
 			vals, _ := cmd.Flags().GetStringArray(engineArgFlag)
