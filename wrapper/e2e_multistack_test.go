@@ -366,6 +366,16 @@ func multiStackScenario(t *testing.T, h *harness, storeFlag string) {
 		t.Fatal(err)
 	}
 
+	// destroy --all of network alone is refused while app, outside the
+	// run, still holds state in the scope.
+	r = h.run(root, env, "destroy", "--all", "--chdir", "stacks/network", "--branch", "main", storeFlag, "--json")
+	if r.exit != 2 || r.code(t) != "STACK_HAS_DEPENDENTS" {
+		t.Errorf("destroy --all of network alone: exit %d, %s; want 2, STACK_HAS_DEPENDENTS\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	if msg := r.envelope(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "stacks/app (it needs stacks/network)") {
+		t.Errorf("the refusal does not name app: %s", msg)
+	}
+
 	// destroy --all: app before network.
 	r = h.mustRunEnv(root, env, "destroy", "--all", "--branch", "main", storeFlag, "--json")
 	if d := cmp.Diff([]string{"stacks/docs succeeded", "stacks/network succeeded", "stacks/app succeeded"}, stackRows(t, r, "status")); d != "" {

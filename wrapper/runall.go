@@ -38,7 +38,7 @@ func manyStacksHelp(command scoperun.Command) string {
 	order := "in dependency order (the order of `sponson stacks`): a stack starts once\nthe stacks it depends on succeeded"
 	which := "--all runs every stack of the repository (or under --chdir)"
 	if command == scoperun.Destroy {
-		order = "in reverse dependency order: a stack is destroyed once the stacks that\ndepend on it were"
+		order = "in reverse dependency order: a stack is destroyed once the stacks that\ndepend on it were (and none is when a stack left out of the run depends on it\nand holds state in the scope: STACK_HAS_DEPENDENTS)"
 	} else {
 		which += ", --changed [--base REF]\nthe stacks a change touches and their dependents (see `sponson stacks --changed`;\na -var-file of the command that changed touches every stack)"
 	}
@@ -148,6 +148,16 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 	if err != nil {
 		o.err = err
 		return o
+	}
+	if command == scoperun.Destroy {
+		if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
+			o.err = err
+			return o
+		}
+		if err := checkDestroyDependents(cmd.Context(), f, flags, res); err != nil {
+			o.err = err
+			return o
+		}
 	}
 	jsonMode, _ := cmd.Flags().GetBool("json")
 	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)

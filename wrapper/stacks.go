@@ -35,7 +35,9 @@ type StacksOptions struct {
 type StacksResult struct {
 	// Root is the directory searched; Base the revision compared with
 	// (--changed only).
-	Root   string              `json:"root"`
+	Root string `json:"root"`
+	// Top is the repository's root, Root outside a repository.
+	Top    string              `json:"-"`
 	Base   string              `json:"base,omitempty"`
 	Stacks []*stackgraph.Stack `json:"stacks"`
 }
@@ -164,7 +166,7 @@ func selectStacks(ctx context.Context, f *Factory, opts *StacksOptions) (*Stacks
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &StacksResult{Root: dir, Stacks: set.Stacks}
+	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks}
 	if opts.Changed {
 		base := opts.Base
 		if base == "" {

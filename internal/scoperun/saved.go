@@ -176,7 +176,7 @@ func (r *runner) checkSavedReads(ctx context.Context, m savedplan.Meta) error {
 			if err != nil {
 				return err
 			}
-			if holdsSomething(state) {
+			if StateHolds(state) {
 				rec, err := r.o.Store.LatestReceipt(ctx, own)
 				if err != nil {
 					return err
@@ -282,10 +282,10 @@ func (r *runner) checkSavedState(ctx context.Context, m savedplan.Meta, prev, pr
 	return nil
 }
 
-// holdsSomething reports whether a state has resources or outputs: what
+// StateHolds reports whether a state has resources or outputs: what
 // sponson_outputs takes for a state (an empty one is a scope never applied
 // or destroyed, which it falls back from).
-func holdsSomething(state []byte) bool {
+func StateHolds(state []byte) bool {
 	var doc struct {
 		Outputs   map[string]json.RawMessage `json:"outputs"`
 		Resources []json.RawMessage          `json:"resources"`
