@@ -45,8 +45,9 @@ func manyStacksHelp(command scoperun.Command) string {
 	return which + ",\n" + order + ", stacks without a dependency between them at the same time\n" +
 		"(--parallelism N, default 4). Each stack runs as its own sponson process with\n" +
 		"the same flags, under its own lease; a failure skips the stacks that wait for\n" +
-		"it, never the others. One line per stack event; a failed stack's output is\n" +
-		"shown after its line, each line prefixed with its directory. The exit code is\n" +
+		"it, never the others. One line per stack event (on a terminal, a table of the\n" +
+		"stacks updated in place); a failed stack's output is shown after its line,\n" +
+		"each line prefixed with its directory. The exit code is\n" +
 		"the worst of the stacks'; --json prints one document with a result per stack.\n" +
 		"--stack, -out and a saved plan FILE name one stack and are refused. --summary,\n" +
 		"--comment, --gitlab-report and $GITHUB_STEP_SUMMARY get one review of all the\n" +
@@ -179,6 +180,9 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 		which = "--changed (since " + res.Base + ")"
 	}
 	lines.line("sponson %s %s · %d stacks · parallelism %d", command, which, len(res.Stacks), max(sel.Parallelism, 1))
+	if f.IsTerminal != nil && f.IsTerminal(p.w) {
+		lines.live(res.Stacks)
+	}
 	child := childArgs(cmd, command, args)
 	// The run's own directory: the stacks' summaries, and their planned
 	// outputs.
@@ -221,22 +225,36 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 			return r.Status == stackrun.Succeeded
 		},
 		Event: func(e stackrun.Event) {
+			dir := e.Stack.Directory
 			switch {
 			case e.Started:
-				lines.line("%s: %s started", e.Stack.Directory, command)
+				lines.event(dir, "running", "", fmt.Sprintf("%s: %s started", dir, command))
 			case e.Status == stackrun.Skipped:
 				mu.Lock()
-				skippedBecause[e.Stack.Directory] = e.Because
+				skippedBecause[dir] = e.Because
 				mu.Unlock()
-				lines.line("%s: skipped: %s", e.Stack.Directory, e.Because)
+				lines.event(dir, "skipped", e.Because, fmt.Sprintf("%s: skipped: %s", dir, e.Because))
 			case e.Status == stackrun.Succeeded:
 				mu.Lock()
-				r := results[e.Stack.Directory]
+				r := results[dir]
 				mu.Unlock()
-				lines.line("%s: %s", e.Stack.Directory, stackClosingLine(command, r))
+				closing := stackClosingLine(command, r)
+				lines.event(dir, "succeeded", closing, fmt.Sprintf("%s: %s", dir, closing))
+			case e.Status == stackrun.Failed:
+				// Its line and output came with its block (in a log), or
+				// above the table (on a terminal).
+				mu.Lock()
+				r := results[dir]
+				mu.Unlock()
+				note := ""
+				if r != nil && r.Error != nil {
+					note = string(r.Error.Code)
+				}
+				lines.event(dir, "failed", note, "")
 			}
 		},
 	})
+	lines.still()
 	out := StacksRunResult{Base: res.Base, Stacks: []StackRunResult{}}
 	counts := map[stackrun.Status]int{}
 	var worst *StackRunResult
@@ -395,16 +413,84 @@ func stacksError(worst *StackRunResult, failed, skipped []string) error {
 	return e
 }
 
-// lockedPrinter prints whole lines and blocks from several goroutines.
+// lockedPrinter prints the progress of a run of many stacks from several
+// goroutines: one line per stack event in a CI log, or on a terminal a live
+// table of the stacks, redrawn in place on every event, with what is printed
+// meanwhile (a failed stack's output) above it.
 type lockedPrinter struct {
 	mu sync.Mutex
 	p  printer
+	// rows is the live table; nil prints lines.
+	rows  []tableRow
+	width int
+	drawn int // the table's lines on the screen
+}
+
+type tableRow struct{ dir, state, note string }
+
+// live turns the table on for stacks.
+func (l *lockedPrinter) live(stacks []*stackgraph.Stack) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rows = []tableRow{}
+	for _, s := range stacks {
+		l.rows = append(l.rows, tableRow{dir: s.Directory, state: "waiting"})
+		l.width = max(l.width, len(s.Directory))
+	}
+	l.redraw()
+}
+
+// still leaves the table as it is on the screen, and prints lines below it
+// from now on.
+func (l *lockedPrinter) still() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rows, l.drawn = nil, 0
+}
+
+// event is one stack's event: its line in a log (none when line is ""),
+// its row on a terminal.
+func (l *lockedPrinter) event(dir, state, note, line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rows == nil {
+		if line != "" {
+			l.p.line("%s", line)
+		}
+		return
+	}
+	for i := range l.rows {
+		if l.rows[i].dir == dir {
+			l.rows[i].state, l.rows[i].note = state, note
+		}
+	}
+	l.redraw()
+}
+
+// clear erases the table from the screen.
+func (l *lockedPrinter) clear() {
+	if l.drawn > 0 {
+		fmt.Fprintf(l.p.w, "\x1b[%dA\x1b[J", l.drawn)
+		l.drawn = 0
+	}
+}
+
+func (l *lockedPrinter) redraw() {
+	l.clear()
+	for _, r := range l.rows {
+		fmt.Fprintf(l.p.w, "  %-*s  %-9s  %s\n", l.width, r.dir, r.state, r.note)
+	}
+	l.drawn = len(l.rows)
 }
 
 func (l *lockedPrinter) line(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.clear()
 	l.p.line(format, args...)
+	if l.rows != nil {
+		l.redraw()
+	}
 }
 
 // block prints a failed stack's error and what its run printed, each line
@@ -412,6 +498,7 @@ func (l *lockedPrinter) line(format string, args ...any) {
 func (l *lockedPrinter) block(dir string, r *StackRunResult, output []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.clear()
 	msg := fmt.Sprintf("exit %d", r.ExitCode)
 	if r.Error != nil {
 		first, _, _ := strings.Cut(r.Error.Message, "\n")
@@ -422,5 +509,8 @@ func (l *lockedPrinter) block(dir string, r *StackRunResult, output []byte) {
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
 		l.p.line("%s | %s", dir, sc.Text())
+	}
+	if l.rows != nil {
+		l.redraw()
 	}
 }
