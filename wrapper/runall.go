@@ -299,6 +299,19 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 	return o
 }
 
+// checkOne refuses the selection's flags on a run of one stack: before
+// --all, the engine read --parallelism (two dashes) as its own.
+func (s *StackSelection) checkOne(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("parallelism") {
+		return errcode.New(errcode.Usage, "--parallelism (two dashes) is how many stacks run at once with --all or --changed").
+			WithHint("For the engine's parallelism of one stack write -parallelism=N, with one dash.")
+	}
+	if cmd.Flags().Changed("base") {
+		return errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
+	}
+	return nil
+}
+
 // check refuses what a run of many stacks cannot do.
 func (s *StackSelection) check(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, command scoperun.Command, args []string) error {
 	switch {

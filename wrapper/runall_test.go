@@ -110,3 +110,19 @@ func TestRunAllTable(t *testing.T) {
 		t.Errorf("on a terminal the output is the table and the failed stack's block:\n%q", got)
 	}
 }
+
+// --parallelism (two dashes) is the stacks'; on one stack it is refused,
+// not passed to the engine or ignored, and -parallelism stays the engine's.
+func TestParallelismFlags(t *testing.T) {
+	t.Parallel()
+	if got := NormalizeArgs([]string{"plan", "--parallelism", "3", "-parallelism=2"}); strings.Join(got, " ") != "plan --parallelism 3 --engine-arg=-parallelism=2" {
+		t.Errorf("NormalizeArgs = %q", got)
+	}
+	f, _, errOut := testFactory(map[string]string{"SPONSON_STACK": ""})
+	for _, args := range [][]string{{"plan", "--parallelism", "3"}, {"apply", "--base", "main"}} {
+		errOut.Reset()
+		if code := Run(context.Background(), args, f); code != errcode.ExitRefused || !strings.Contains(errOut.String(), "USAGE") {
+			t.Errorf("%q: exit %d\n%s", args, code, errOut)
+		}
+	}
+}
