@@ -113,31 +113,59 @@ type StackRunResult struct {
 // runStacksCommand runs command over the selected stacks, each as its own
 // sponson process (each with its own engine environment, provider and
 // lease: a sponson process runs one engine session, internal/engine), in
-// the order of internal/stackrun.
+// the order of internal/stackrun: prepare, run, then report.
 func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) outcome {
 	o := outcome{command: string(command), detailedExitcode: detailedRequested(cmd)}
-	if err := bindEnv(cmd.Flags(), selectionFlagEnv, f.Getenv); err != nil {
-		o.err = err
-		return o
-	}
-	if err := bindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR"}, f.Getenv); err != nil {
-		o.err = err
-		return o
-	}
-	if err := bindEnv(cmd.Flags(), reviewFlagEnv, f.Getenv); err != nil {
-		o.err = err
-		return o
-	}
-	if err := sel.check(cmd, f, flags, review, command, args); err != nil {
-		o.err = err
-		return o
-	}
-	sel.Chdir = flags.Chdir
-	// The engine flags are checked once, before any stack runs.
-	ef, err := engineFlags(cmd, string(command), f.Getenv)
+	m, warnings, err := prepareMany(cmd, f, flags, review, sel, command, args)
+	o.warnings = warnings
 	if err != nil {
 		o.err = err
 		return o
+	}
+	defer os.RemoveAll(m.tmp)
+	status := m.run(cmd.Context())
+	m.report(cmd.Context(), &o, status)
+	return o
+}
+
+// manyRun is one run of many stacks.
+type manyRun struct {
+	f       *Factory
+	command scoperun.Command
+	review  *ReviewFlags
+	res     *StacksResult
+	// which names the selection for people: --all, or --changed since.
+	which       string
+	parallelism int
+	lines       *lockedPrinter
+	// self is the sponson binary; args and env the command line and
+	// environment of every stack's run; tmp the run's own directory (the
+	// stacks' summaries and planned outputs).
+	self, tmp  string
+	args, env  []string
+	wantReview bool
+
+	mu      sync.Mutex
+	results map[string]*StackRunResult
+	because map[string]string // why each skipped stack was skipped
+}
+
+// prepareMany refuses what cannot run before anything does (the flags, the
+// engine flags, a cycle, a destroy that would strand a dependent), finds the
+// stacks, and makes the run's directory.
+func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) (*manyRun, []string, error) {
+	for _, env := range []map[string]string{selectionFlagEnv, {"chdir": "SPONSON_CHDIR"}, reviewFlagEnv} {
+		if err := bindEnv(cmd.Flags(), env, f.Getenv); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := sel.check(cmd, f, flags, review, command, args); err != nil {
+		return nil, nil, err
+	}
+	sel.Chdir = flags.Chdir
+	ef, err := engineFlags(cmd, string(command), f.Getenv)
+	if err != nil {
+		return nil, nil, err
 	}
 	for _, v := range ef.Vars {
 		if v.File {
@@ -145,128 +173,131 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 		}
 	}
 	res, warnings, err := selectStacks(cmd.Context(), f, &sel.StacksOptions)
-	o.warnings = warnings
 	if err != nil {
-		o.err = err
-		return o
+		return nil, warnings, err
 	}
 	if command == scoperun.Destroy {
 		if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
-			o.err = err
-			return o
+			return nil, warnings, err
 		}
 		if err := checkDestroyDependents(cmd.Context(), f, flags, res); err != nil {
-			o.err = err
-			return o
+			return nil, warnings, err
 		}
-	}
-	jsonMode, _ := cmd.Flags().GetBool("json")
-	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
-	p := printer{w: f.Out}
-	if jsonMode {
-		p.w = f.ErrOut
-	}
-	lines := &lockedPrinter{p: p}
-	for _, w := range warnings {
-		lines.line("warning: %s", w)
 	}
 	self, err := f.Executable()
 	if err != nil {
-		o.err = errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")
-		return o
+		return nil, warnings, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")
 	}
-	which := "--all"
+	m := &manyRun{f: f, command: command, review: review, res: res, which: "--all", parallelism: max(sel.Parallelism, 1),
+		self: self, args: childArgs(cmd, command, args), wantReview: review.wanted(f.Getenv),
+		results: map[string]*StackRunResult{}, because: map[string]string{}}
 	if sel.Changed {
-		which = "--changed (since " + res.Base + ")"
+		m.which = "--changed (since " + res.Base + ")"
 	}
-	lines.line("sponson %s %s · %d stacks · parallelism %d", command, which, len(res.Stacks), max(sel.Parallelism, 1))
-	if f.IsTerminal != nil && f.IsTerminal(p.w) {
-		lines.live(res.Stacks)
+	if m.tmp, err = os.MkdirTemp("", "sponson-stacks-"); err != nil {
+		return nil, warnings, errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
 	}
-	child := childArgs(cmd, command, args)
-	// The run's own directory: the stacks' summaries, and their planned
-	// outputs.
-	tmp, err := os.MkdirTemp("", "sponson-stacks-")
-	if err != nil {
-		o.err = errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
-		return o
-	}
-	defer os.RemoveAll(tmp)
-	childEnv := append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"="), reviewEnv...)
+	m.env = append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"="), reviewEnv...)
 	if command == scoperun.Plan {
 		// A stack's plan reads the planned outputs of the stacks it
 		// depends on (docs/design.md §6.4): they planned before it.
-		planned := filepath.Join(tmp, "planned")
+		planned := filepath.Join(m.tmp, "planned")
 		if err := os.Mkdir(planned, 0o700); err != nil {
-			o.err = errcode.Wrap(errcode.Internal, err, "creating the directory of the planned outputs")
-			return o
+			os.RemoveAll(m.tmp)
+			return nil, warnings, errcode.Wrap(errcode.Internal, err, "creating the directory of the planned outputs")
 		}
-		childEnv = append(childEnv, stackoutputs.EnvVar+"="+planned)
+		m.env = append(m.env, stackoutputs.EnvVar+"="+planned)
 	}
-	wantReview := review.wanted(f.Getenv)
-	results := map[string]*StackRunResult{}
-	skippedBecause := map[string]string{}
-	var mu sync.Mutex
-	status := stackrun.Run(cmd.Context(), res.Stacks, stackrun.Options{
-		Reverse:     command == scoperun.Destroy,
-		Parallelism: sel.Parallelism,
-		Run: func(ctx context.Context, s *stackgraph.Stack) bool {
-			args := child
-			if wantReview {
-				args = append(append([]string{}, child...), "--summary="+stackSummaryFile(tmp, s.Directory))
-			}
-			r, output := runStackProcess(ctx, self, s, args, childEnv)
-			mu.Lock()
-			results[s.Directory] = r
-			mu.Unlock()
-			if r.Status == stackrun.Failed {
-				lines.block(s.Directory, r, output)
-			}
-			return r.Status == stackrun.Succeeded
-		},
-		Event: func(e stackrun.Event) {
-			dir := e.Stack.Directory
-			switch {
-			case e.Started:
-				lines.event(dir, "running", "", fmt.Sprintf("%s: %s started", dir, command))
-			case e.Status == stackrun.Skipped:
-				mu.Lock()
-				skippedBecause[dir] = e.Because
-				mu.Unlock()
-				lines.event(dir, "skipped", e.Because, fmt.Sprintf("%s: skipped: %s", dir, e.Because))
-			case e.Status == stackrun.Succeeded:
-				mu.Lock()
-				r := results[dir]
-				mu.Unlock()
-				closing := stackClosingLine(command, r)
-				lines.event(dir, "succeeded", closing, fmt.Sprintf("%s: %s", dir, closing))
-			case e.Status == stackrun.Failed:
-				// Its line and output came with its block (in a log), or
-				// above the table (on a terminal).
-				mu.Lock()
-				r := results[dir]
-				mu.Unlock()
-				note := ""
-				if r != nil && r.Error != nil {
-					note = string(r.Error.Code)
-				}
-				lines.event(dir, "failed", note, "")
-			}
-		},
+	jsonMode, _ := cmd.Flags().GetBool("json")
+	p := printer{w: f.Out}
+	if jsonMode || wantsJSON(nil, f.Getenv) {
+		p.w = f.ErrOut
+	}
+	m.lines = &lockedPrinter{p: p}
+	for _, w := range warnings {
+		m.lines.line("warning: %s", w)
+	}
+	m.lines.line("sponson %s %s · %d stacks · parallelism %d", command, m.which, len(res.Stacks), m.parallelism)
+	if f.IsTerminal != nil && f.IsTerminal(p.w) {
+		m.lines.live(res.Stacks)
+	}
+	return m, warnings, nil
+}
+
+// run runs every stack in order and says how each ended.
+func (m *manyRun) run(ctx context.Context) map[string]stackrun.Status {
+	status := stackrun.Run(ctx, m.res.Stacks, stackrun.Options{
+		Reverse:     m.command == scoperun.Destroy,
+		Parallelism: m.parallelism,
+		Run:         m.runStack,
+		Event:       m.event,
 	})
-	lines.still()
-	out := StacksRunResult{Base: res.Base, Stacks: []StackRunResult{}}
+	m.lines.still()
+	return status
+}
+
+// runStack runs one stack's sponson process.
+func (m *manyRun) runStack(ctx context.Context, s *stackgraph.Stack) bool {
+	args := m.args
+	if m.wantReview {
+		args = append(append([]string{}, m.args...), "--summary="+stackSummaryFile(m.tmp, s.Directory))
+	}
+	r, output := runStackProcess(ctx, m.self, s, args, m.env)
+	m.mu.Lock()
+	m.results[s.Directory] = r
+	m.mu.Unlock()
+	if r.Status == stackrun.Failed {
+		m.lines.block(s.Directory, r, output)
+	}
+	return r.Status == stackrun.Succeeded
+}
+
+func (m *manyRun) result(dir string) *StackRunResult {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.results[dir]
+}
+
+// event prints one stack event.
+func (m *manyRun) event(e stackrun.Event) {
+	dir := e.Stack.Directory
+	switch {
+	case e.Started:
+		m.lines.event(dir, "running", "", fmt.Sprintf("%s: %s started", dir, m.command))
+	case e.Status == stackrun.Skipped:
+		m.mu.Lock()
+		m.because[dir] = e.Because
+		m.mu.Unlock()
+		m.lines.event(dir, "skipped", e.Because, fmt.Sprintf("%s: skipped: %s", dir, e.Because))
+	case e.Status == stackrun.Succeeded:
+		closing := stackClosingLine(m.command, m.result(dir))
+		m.lines.event(dir, "succeeded", closing, fmt.Sprintf("%s: %s", dir, closing))
+	case e.Status == stackrun.Failed:
+		// Its line and output came with its block (in a log), or above
+		// the table (on a terminal).
+		note := ""
+		if r := m.result(dir); r != nil && r.Error != nil {
+			note = string(r.Error.Code)
+		}
+		m.lines.event(dir, "failed", note, "")
+	}
+}
+
+// report fills o from the stacks' results: a result per stack, the
+// review, the closing line, the worst error.
+func (m *manyRun) report(ctx context.Context, o *outcome, status map[string]stackrun.Status) {
+	out := StacksRunResult{Base: m.res.Base, Stacks: []StackRunResult{}}
 	counts := map[stackrun.Status]int{}
 	var worst *StackRunResult
 	var failed, skipped []string
-	for _, s := range res.Stacks {
-		r := results[s.Directory]
+	for _, s := range m.res.Stacks {
+		r := m.result(s.Directory)
 		if r == nil {
 			r = &StackRunResult{Status: status[s.Directory]}
 		}
 		r.Stack, r.Directory, r.Depth, r.Needs, r.Reasons = s.Name, s.Directory, s.Depth, s.Needs, s.Reasons
 		if r.Status == stackrun.Skipped {
-			r.Because = skippedBecause[s.Directory]
+			r.Because = m.because[s.Directory]
 			skipped = append(skipped, s.Directory)
 		}
 		counts[r.Status]++
@@ -276,7 +307,7 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 				worst = r
 			}
 		}
-		if r.Error == nil && r.Result != nil && command == scoperun.Plan {
+		if r.Error == nil && r.Result != nil && m.command == scoperun.Plan {
 			var rr RunResult
 			if json.Unmarshal(r.Result, &rr) == nil && rr.Status == "changes" {
 				o.changes = true
@@ -288,15 +319,14 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 		out.Stacks = append(out.Stacks, *r)
 	}
 	o.result = out
-	o.warnings = append(o.warnings, publishMany(cmd.Context(), f, review, command, which, tmp, out.Stacks)...)
-	lines.line("sponson %s %s: %d succeeded, %d failed, %d skipped", command, which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
+	o.warnings = append(o.warnings, publishMany(ctx, m.f, m.review, m.command, m.which, m.tmp, out.Stacks)...)
+	m.lines.line("sponson %s %s: %d succeeded, %d failed, %d skipped", m.command, m.which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
 	switch {
 	case worst != nil:
 		o.err = stacksError(worst, failed, skipped)
 	case len(skipped) > 0:
 		o.err = errcode.New(errcode.Interrupted, "the run was interrupted before %s", strings.Join(skipped, ", ")).With("skipped", skipped)
 	}
-	return o
 }
 
 // checkOne refuses the selection's flags on a run of one stack: before
