@@ -69,7 +69,9 @@ modules of modules), or a sponson.hcl in its directory or above; and every
 stack that depends on one of them. Each says why it is listed. --base
 defaults to the pull request's target branch on GitHub Actions
 (origin/$GITHUB_BASE_REF) and GitLab (the merge request's diff base), else
-the remote's default branch (origin/HEAD), else main.
+the remote's default branch (origin/HEAD), else main. On a push to the
+default branch pass the commit before the push (--base
+${{ github.event.before }}, $CI_COMMIT_BEFORE_SHA): the branch is its own base.
 
 --json gives {"stacks": [{"stack", "directory", "depth", "needs",
 "reasons"}]}: the list a GitHub Actions matrix (fromJSON) or a GitLab
