@@ -73,9 +73,10 @@ the remote's default branch (origin/HEAD), else main. On a push to the
 default branch pass the commit before the push (--base
 ${{ github.event.before }}, $CI_COMMIT_BEFORE_SHA): the branch is its own base.
 
---json gives {"stacks": [{"stack", "directory", "depth", "needs",
-"reasons"}]}: the list a GitHub Actions matrix (fromJSON) or a GitLab
-parent-child pipeline takes, one job per stack, a layer per depth.`,
+--json gives the envelope whose result.stacks is a list of {"stack",
+"directory", "depth", "needs", "reasons"}: what a GitHub Actions matrix
+(fromJSON) or a GitLab parent-child pipeline takes, one job per stack, a
+layer of jobs per depth.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out.command = "stacks"
