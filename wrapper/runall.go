@@ -22,6 +22,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/stackrun"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
 // StackSelection is how plan, apply and destroy run many stacks: --all, or
@@ -182,6 +183,14 @@ func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *Review
 		}
 		if err := checkDestroyDependents(cmd.Context(), f, flags, res); err != nil {
 			return nil, warnings, err
+		}
+	}
+	if flags.Store == "" && strings.TrimSpace(f.Getenv(storeurl.EnvVar)) == "" {
+		for _, s := range res.Stacks {
+			if len(s.Needs) > 0 {
+				warnings = append(warnings, "no --store (or "+storeurl.EnvVar+"): each stack keeps its own .sponson/ in its directory, so a stack's sponson_outputs cannot read another's outputs; give every stack one store")
+				break
+			}
 		}
 	}
 	self, err := f.Executable()

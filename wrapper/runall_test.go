@@ -77,6 +77,7 @@ func TestRunAllLines(t *testing.T) {
 		"a: plan started\na: sponson plan preview/main: no changes\n",
 		"fail: plan started\nfail: failed: error ENGINE_FAILED: boom (exit 1)\nfail | engine output of fail\n",
 		"b: skipped: it waits for fail, which failed\n",
+		"warning: no --store (or SPONSON_STORE): each stack keeps its own .sponson/",
 		"sponson plan --all: 1 succeeded, 1 failed, 1 skipped\n",
 	} {
 		if !strings.Contains(got, want) {
