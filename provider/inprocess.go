@@ -44,9 +44,14 @@ type InProcess struct {
 // only used without a hand-over from the wrapper) start there. The provider
 // reads the wrapper's hand-over from the process environment, which is the
 // engine's (engine.Open sets it). Close stops it.
-func ServeInProcess(ctx context.Context, version, dir string) (*InProcess, error) {
+//
+// states is the run's own store, opened by the wrapper: sponson_outputs reads
+// other stacks' states through it, with the state key the wrapper read
+// before it scrubbed the key from the environment (nil: the provider opens
+// the store the hand-over names).
+func ServeInProcess(ctx context.Context, version, dir string, states StateReader) (*InProcess, error) {
 	p := &sponsonProvider{version: version, resolver: processResolver{dir: dir}, getenv: os.Getenv,
-		openStore: storeurl.Open, now: time.Now, workDir: dir}
+		openStore: storeurl.Open, now: time.Now, workDir: dir, states: states}
 	server := providerserver.NewProtocol6(p)
 	ctx, cancel := context.WithCancel(ctx)
 	configs := make(chan *plugin.ReattachConfig, 1)

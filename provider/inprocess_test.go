@@ -10,7 +10,7 @@ import (
 // registry hosts, keeps the providers the user reattaches, and refuses a
 // value that is not the engines' JSON.
 func TestInProcessEnviron(t *testing.T) {
-	srv, err := ServeInProcess(context.Background(), "0.0.1", t.TempDir())
+	srv, err := ServeInProcess(context.Background(), "0.0.1", t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

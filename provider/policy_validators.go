@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // The validators of the sponson_scope policy and of sponson_lease. They are
@@ -34,6 +36,15 @@ var resourceTypePat = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 func checkResourceType(s string) string {
 	if !resourceTypePat.MatchString(s) {
 		return "is not a resource type name such as `vercel_project`"
+	}
+	return ""
+}
+
+// checkStackReference says what is wrong with a reference to a stack: a
+// directory of the repository or a full stack name, both stack names.
+func checkStackReference(s string) string {
+	if err := store.CheckStack(strings.Trim(s, "/")); err != nil {
+		return "is not a stack directory or name such as `stacks/network`"
 	}
 	return ""
 }

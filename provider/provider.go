@@ -80,6 +80,9 @@ type sponsonProvider struct {
 	openStore storeOpener
 	now       func() time.Time
 	workDir   string
+	// states reads other stacks' states for sponson_outputs; nil opens
+	// the store of each read (outputs_data_source.go).
+	states StateReader
 }
 
 // sponsonProviderModel is the provider block.
@@ -135,6 +138,7 @@ func (p *sponsonProvider) Configure(ctx context.Context, req provider.ConfigureR
 
 	data := &providerData{records: newScopeStore(p.getenv, p.openStore, p.now, p.workDir)}
 	data.leases = newLeaseManager(data.records)
+	data.states = p.states
 	if cfg.Store.IsUnknown() {
 		// Like an unknown environment, this fails only the writes.
 		data.records.urlErr = errcode.New(errcode.Usage, "the provider's store attribute is not known until apply").
@@ -189,6 +193,7 @@ func (p *sponsonProvider) EphemeralResources(_ context.Context) []func() ephemer
 func (p *sponsonProvider) DataSources(_ context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{
 		NewContextDataSource,
+		NewOutputsDataSource,
 	}
 }
 
@@ -246,6 +251,8 @@ type providerData struct {
 	err     error
 	records *scopeStore
 	leases  *leaseManager
+	// states is the run's store for sponson_outputs, nil without one.
+	states StateReader
 }
 
 // runContext returns the run context, or a diagnostic saying why there is

@@ -46,6 +46,7 @@ type scopeResourceModel struct {
 	Identity    types.Map    `tfsdk:"identity"`
 	Production  types.Object `tfsdk:"production"`
 	Parents     types.Map    `tfsdk:"parents"`
+	After       types.List   `tfsdk:"after"`
 }
 
 // productionAttrTypes are the attributes of the production policy, for null
@@ -107,6 +108,20 @@ func (r *scopeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 					"stack unless one is configured.",
 				Optional: true,
 				Computed: true,
+			},
+			"after": schema.ListAttribute{
+				MarkdownDescription: "The stacks of this repository that runs of several stacks (`sponson plan " +
+					"--all`, `apply --all`, `--changed`) must finish before this one, for a dependency that no " +
+					"`sponson_outputs` data source shows, for example `[\"stacks/network\"]`. Each is the " +
+					"stack's directory relative to the repository root, or a full stack name such as " +
+					"`github.com/acme/infra//stacks/network`. The wrapper reads it from the `.tf` files before " +
+					"any engine runs, so it must be a literal list of strings; a cycle between stacks is refused. " +
+					"It changes nothing else: the provider only records it.",
+				ElementType: types.StringType,
+				Optional:    true,
+				Validators: []validator.List{
+					stringListValidator{what: "stack", check: checkStackReference},
+				},
 			},
 			"name": schema.StringAttribute{
 				MarkdownDescription: "The name of the scope: the run's scope, `pr-<n>` inside a pull request, " +
@@ -412,6 +427,7 @@ func (r *scopeResource) ImportState(ctx context.Context, req resource.ImportStat
 		Identity:    types.MapNull(types.ListType{ElemType: types.StringType}),
 		Production:  types.ObjectNull(productionAttrTypes),
 		Parents:     types.MapNull(parentsElemType),
+		After:       types.ListNull(types.StringType),
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
 }

@@ -98,6 +98,38 @@ func TestAccScopeResource_basic(t *testing.T) {
 	})
 }
 
+// after records the stacks a run of many orders before this one; changing
+// it updates the scope in place, and a value that names no stack is refused.
+func TestAccScopeResource_after(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+	config := func(after string) string {
+		return "resource \"sponson_scope\" \"this\" {\n  after = " + after + "\n}\n"
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      config(`["../outside"]`),
+				ExpectError: regexp.MustCompile(`is not a stack directory or name`),
+			},
+			{
+				Config: config(`["stacks/network"]`),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sponson_scope.this", tfjsonpath.New("after"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("stacks/network")})),
+				},
+			},
+			{
+				Config: config(`["stacks/network", "github.com/acme/infra//stacks/db"]`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("sponson_scope.this", plancheck.ResourceActionUpdate)},
+				},
+			},
+		},
+	})
+}
+
 func TestAccScopeResource_otherScopeReplaces(t *testing.T) {
 	isolateContext(t)
 	onMain := runctx.Context{Stack: "acme/app", Environment: "preview", Scope: "main", Branch: "main", Source: runctx.SourceGit}

@@ -31,8 +31,9 @@ scope created (succession).
 apply FILE applies the saved plan of `+"`sponson plan -out FILE`"+` under the scope's
 lease instead of planning. Before anything is written it is refused with
 PLAN_STALE (exit 2), naming what changed, the run and scope that changed it and
-when, if the scope's state or its predecessor's changed since the plan, another
-scope has come to own or intend an object the plan touches, or the stack,
+when, if the scope's state or its predecessor's changed since the plan, the
+state of another stack whose outputs the plan read (sponson_outputs) changed,
+another scope has come to own or intend an object the plan touches, or the stack,
 environment, scope or commit differ; the ownership and approval checks run again
 on the plan itself. -var and engine flags cannot be given with FILE.`, runF)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -172,4 +173,56 @@ func benchNoChangeApply(b *testing.B) {
 	b.ReportMetric(median(wrapped), "sponson-s")
 	b.ReportMetric(median(wrapped)/median(bare), "ratio-vs-bare")
 	b.ReportMetric(median(wrapped)/median(pipeline), "ratio-vs-pipeline")
+}
+
+// BenchmarkE2ETenStacks measures `sponson plan --all` of a repository of ten
+// independent stacks (default parallelism 4) against the ten plans run one
+// after another, each `sponson plan --chdir` of one stack, on one file
+// store (issue 26). On two cores the gain is bounded by CPU: each plan is
+// an engine process of its own.
+func BenchmarkE2ETenStacks(b *testing.B) {
+	if os.Getenv("SPONSON_E2E") != "1" {
+		b.Skip("set SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make bench does)")
+	}
+	onEngine(b, benchTenStacks)
+}
+
+func benchTenStacks(b *testing.B) {
+	h := e2eBench(b)
+	files := map[string]string{}
+	var dirs []string
+	for i := range 10 {
+		d := fmt.Sprintf("stacks/s%02d", i)
+		dirs = append(dirs, d)
+		files[d+"/main.tf"] = fmt.Sprintf(`terraform {
+  required_providers {
+    sponson = { source = "sponson/sponson" }
+  }
+}
+
+resource "sponson_scope" "this" {}
+
+resource "terraform_data" "d" {
+  count = 10
+  input = "s%02d-${count.index}-${sponson_scope.this.name}"
+}
+`, i)
+	}
+	root := repoWith(b, files)
+	env := []string{deriveStack, "SPONSON_STORE=file://" + filepath.Join(b.TempDir(), "store")}
+	var all, sequential []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		h.mustRunEnv(root, env, "plan", "--all", "--branch", "main")
+		all = append(all, time.Since(start))
+
+		start = time.Now()
+		for _, d := range dirs {
+			h.mustRunEnv(root, env, "plan", "--chdir", d, "--branch", "main")
+		}
+		sequential = append(sequential, time.Since(start))
+	}
+	b.ReportMetric(median(all), "all-s")
+	b.ReportMetric(median(sequential), "sequential-s")
+	b.ReportMetric(median(all)/median(sequential), "ratio")
 }

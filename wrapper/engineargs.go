@@ -13,6 +13,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 )
 
 // engineArgFlag is the hidden flag that carries each engine flag, in the
@@ -158,6 +159,12 @@ func runFlagSet(command string) *pflag.FlagSet {
 	c := &cobra.Command{Use: command}
 	var r RunFlags
 	r.bind(c, command != engineflag.Plan)
+	if command != engineflag.Import {
+		// --parallelism (two dashes) is the stacks' own; -parallelism
+		// the engine's.
+		var s StackSelection
+		s.bind(c, scoperun.Command(command))
+	}
 	fs := c.Flags()
 	fs.Bool("json", false, "")
 	fs.BoolP("help", "h", false, "")

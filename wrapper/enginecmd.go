@@ -273,7 +273,7 @@ func openEngine(ctx context.Context, f *Factory, dir, engineFlag string, out io.
 	if err != nil {
 		return nil, nil, errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
 	}
-	env, stopProvider, err := scoperun.ServeProvider(context.Background(), version.Mirror(), dir, tmp, warn)
+	env, stopProvider, err := scoperun.ServeProvider(context.Background(), version.Mirror(), dir, tmp, nil, warn)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, nil, err

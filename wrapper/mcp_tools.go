@@ -142,9 +142,22 @@ func runToolParams(command string) []toolParam {
 	return ps
 }
 
+// whyOneStack withholds --all, --changed, --base and --parallelism.
+const whyOneStack = "a tool call runs one stack and returns its plan; run several by calling the tool once per stack, in the order of `sponson stacks --json`"
+
 // withheldRun are the withheld flags of the run tool of command.
 func withheldRun(command string, own map[string]string) map[string]string {
 	w := engineWithheld(command)
+	// A tool call runs one stack: an agent runs several by calling the
+	// tool per stack, in the order `sponson stacks` gives.
+	for _, k := range selectionFlags {
+		if k == "base" || k == "changed" {
+			if command == "destroy" {
+				continue
+			}
+		}
+		w[k] = whyOneStack
+	}
 	for k, v := range own {
 		w[k] = v
 	}

@@ -134,6 +134,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.
 		NewCmdMCP(f, out),
 		NewCmdProvider(f, out),
 		NewCmdMigrate(f, out, nil),
+		NewCmdStacks(f, out, nil),
 		NewCmdVersion(f, out),
 	} {
 		root.AddCommand(c)

@@ -19,6 +19,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
@@ -228,6 +229,27 @@ type RunResult struct {
 	Context runctx.Context   `json:"context"`
 	Receipt *receipt.Receipt `json:"receipt,omitempty"`
 	Running *store.LeaseInfo `json:"applyRunning,omitempty"`
+	// Reads are the other stacks' outputs the plan read (sponson_outputs):
+	// their state, or in a plan of many stacks their plan's outputs.
+	Reads []receipt.StackRead `json:"reads,omitempty"`
+}
+
+// handPlannedOutputs writes a plan's outputs where the run of many stacks
+// that started this one asked (stackoutputs.EnvVar), for the plans of the
+// stacks that read them; it returns a warning when it cannot.
+func handPlannedOutputs(f *Factory, command scoperun.Command, res *scoperun.Result, err error) string {
+	dir := f.Getenv(stackoutputs.EnvVar)
+	if dir == "" || command != scoperun.Plan || err != nil || res == nil || res.Plan == nil {
+		return ""
+	}
+	p, perr := stackoutputs.FromPlan(res.Key, res.Plan)
+	if perr == nil {
+		perr = stackoutputs.Write(dir, p)
+	}
+	if perr != nil {
+		return fmt.Sprintf("the planned outputs of this stack could not be handed to the stacks that read them (they read its applied state instead): %v", perr)
+	}
+	return ""
 }
 
 // runScope performs one run and renders its progress; the final outcome is
@@ -264,10 +286,14 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	}
 	res, err := scoperun.Run(ctx, o)
 	res.Warnings = append(append([]string{}, in.warnings...), res.Warnings...)
+	if w := handPlannedOutputs(f, o.Command, res, err); w != "" {
+		res.Warnings = append(res.Warnings, w)
+		warnOut.warn(w)
+	}
 	rr := RunResult{
 		RunID: res.RunID, Stack: res.Key.Stack, Environment: res.Key.Environment, Scope: res.Key.Scope, Status: res.Status,
 		Summary: res.Summary, Changes: summary.ChangesFromPlan(res.Plan), Engine: res.Engine, Store: in.storeURL,
-		Context: o.Context, Receipt: res.Receipt, Running: res.Running,
+		Context: o.Context, Receipt: res.Receipt, Running: res.Running, Reads: scoperun.StackReads(res.Plan),
 	}
 	warnings := res.Warnings
 	for _, w := range publish(ctx, f, in, res, err) {
@@ -285,10 +311,16 @@ func closingLine(c scoperun.Command, r RunResult) string {
 	where := r.Environment + "/" + r.Scope
 	switch c {
 	case scoperun.Plan:
+		line := fmt.Sprintf("sponson plan %s: %s", where, r.Summary)
 		if r.Summary.Empty() {
-			return fmt.Sprintf("sponson plan %s: no changes", where)
+			line = fmt.Sprintf("sponson plan %s: no changes", where)
 		}
-		return fmt.Sprintf("sponson plan %s: %s", where, r.Summary)
+		for _, read := range r.Reads {
+			if len(read.Provisional) > 0 {
+				line += fmt.Sprintf("; provisional: %s of %s known after its apply", strings.Join(read.Provisional, ", "), read.Stack)
+			}
+		}
+		return line
 	case scoperun.Destroy:
 		if r.Status == "nothing" {
 			return fmt.Sprintf("sponson destroy %s: nothing to destroy", where)
@@ -307,20 +339,30 @@ func closingLine(c scoperun.Command, r RunResult) string {
 func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long string, runF func(context.Context, *runInput) outcome) *cobra.Command {
 	var flags RunFlags
 	var review ReviewFlags
+	var sel StackSelection
 	cmd := &cobra.Command{
 		Use:   string(command) + " [flags]",
 		Short: short,
-		Long:  long + "\n\n" + engineflag.Help(string(command)),
+		Long:  long + "\n\n" + manyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A failure travels in *out, which Run prints (the envelope
 			// with --json) and turns into the exit code; RunE returns nil
 			// so that cobra adds nothing of its own.
+			if sel.wanted() {
+				*out = runStacksCommand(cmd, f, &flags, &review, &sel, command, args)
+				return nil
+			}
+			if err := sel.checkOne(cmd); err != nil {
+				*out = outcome{command: string(command), err: err}
+				return nil
+			}
 			*out = runCommand(cmd, f, &flags, &review, command, args, runF)
 			return nil
 		},
 	}
 	flags.bind(cmd, command != scoperun.Plan)
 	review.bind(cmd)
+	sel.bind(cmd, command)
 	return cmd
 }
 

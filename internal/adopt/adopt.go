@@ -157,7 +157,7 @@ func pull(ctx context.Context, o Options) ([]byte, receipt.Engine, error) {
 		return nil, receipt.Engine{}, errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
 	}
 	defer os.RemoveAll(tmp)
-	provEnv, stop, err := scoperun.ServeProvider(ctx, o.ProviderVersion, o.Dir, tmp, o.Warn)
+	provEnv, stop, err := scoperun.ServeProvider(ctx, o.ProviderVersion, o.Dir, tmp, o.Store, o.Warn)
 	if err != nil {
 		return nil, receipt.Engine{}, err
 	}

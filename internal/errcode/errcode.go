@@ -29,37 +29,39 @@ const (
 
 // The codes. Keep them in the order of Table.
 const (
-	Usage             Code = "USAGE"
-	CtxNull           Code = "CTX_NULL"
-	EnvNotApproved    Code = "ENV_NOT_APPROVED"
-	EnvUndeclared     Code = "ENV_UNDECLARED"
-	OlderCommit       Code = "OLDER_COMMIT"
-	LockHeld          Code = "LOCK_HELD"
-	LockLost          Code = "LOCK_LOST"
-	OwnedByOtherScope Code = "OWNED_BY_OTHER_SCOPE"
-	IdentityPolicy    Code = "IDENTITY_POLICY"
-	HandoverTaken     Code = "HANDOVER_TAKEN"
-	ScopeHasState     Code = "SCOPE_HAS_STATE"
-	StoreContended    Code = "STORE_CONTENDED"
-	StoreRejected     Code = "STORE_REJECTED"
-	StorePermission   Code = "STORE_PERMISSION"
-	StoreUnavailable  Code = "STORE_UNAVAILABLE"
-	ReceiptCorrupt    Code = "RECEIPT_CORRUPT"
-	ReceiptVersion    Code = "RECEIPT_VERSION"
-	StoreLayoutOld    Code = "STORE_LAYOUT_OLD"
-	StoreLayoutNewer  Code = "STORE_LAYOUT_NEWER"
-	WaitTimeout       Code = "WAIT_TIMEOUT"
-	EngineFailed      Code = "ENGINE_FAILED"
-	EngineNotFound    Code = "ENGINE_NOT_FOUND"
-	IntentUnresolved  Code = "INTENT_UNRESOLVED"
-	PlanStale         Code = "PLAN_STALE"
-	PlanCorrupt       Code = "PLAN_CORRUPT"
-	DriftDetected     Code = "DRIFT_DETECTED"
-	DriftCheckFailed  Code = "DRIFT_CHECK_FAILED"
-	Interrupted       Code = "INTERRUPTED"
-	MirrorFailed      Code = "MIRROR_FAILED"
-	FmtUnformatted    Code = "FMT_UNFORMATTED"
-	Internal          Code = "INTERNAL"
+	Usage              Code = "USAGE"
+	CtxNull            Code = "CTX_NULL"
+	EnvNotApproved     Code = "ENV_NOT_APPROVED"
+	EnvUndeclared      Code = "ENV_UNDECLARED"
+	OlderCommit        Code = "OLDER_COMMIT"
+	LockHeld           Code = "LOCK_HELD"
+	LockLost           Code = "LOCK_LOST"
+	OwnedByOtherScope  Code = "OWNED_BY_OTHER_SCOPE"
+	IdentityPolicy     Code = "IDENTITY_POLICY"
+	HandoverTaken      Code = "HANDOVER_TAKEN"
+	ScopeHasState      Code = "SCOPE_HAS_STATE"
+	StoreContended     Code = "STORE_CONTENDED"
+	StoreRejected      Code = "STORE_REJECTED"
+	StorePermission    Code = "STORE_PERMISSION"
+	StoreUnavailable   Code = "STORE_UNAVAILABLE"
+	ReceiptCorrupt     Code = "RECEIPT_CORRUPT"
+	ReceiptVersion     Code = "RECEIPT_VERSION"
+	StoreLayoutOld     Code = "STORE_LAYOUT_OLD"
+	StoreLayoutNewer   Code = "STORE_LAYOUT_NEWER"
+	WaitTimeout        Code = "WAIT_TIMEOUT"
+	EngineFailed       Code = "ENGINE_FAILED"
+	EngineNotFound     Code = "ENGINE_NOT_FOUND"
+	IntentUnresolved   Code = "INTENT_UNRESOLVED"
+	PlanStale          Code = "PLAN_STALE"
+	PlanCorrupt        Code = "PLAN_CORRUPT"
+	DriftDetected      Code = "DRIFT_DETECTED"
+	DriftCheckFailed   Code = "DRIFT_CHECK_FAILED"
+	Interrupted        Code = "INTERRUPTED"
+	FmtUnformatted     Code = "FMT_UNFORMATTED"
+	MirrorFailed       Code = "MIRROR_FAILED"
+	StackCycle         Code = "STACK_CYCLE"
+	StackHasDependents Code = "STACK_HAS_DEPENDENTS"
+	Internal           Code = "INTERNAL"
 )
 
 // Spec is one row of the table.
@@ -101,6 +103,8 @@ var table = []Spec{
 	{Interrupted, ExitFailed, "The run was interrupted by a signal.", "Run again; the lease expires if it could not be released."},
 	{FmtUnformatted, ExitFailed, "`sponson fmt -check` found files the engine's fmt would change (the message lists them).", "Run `sponson fmt` to format them, and commit the result."},
 	{MirrorFailed, ExitFailed, "`sponson provider mirror` could not write the provider mirror.", "Check that the directory is writable and has space; the message says which step failed."},
+	{StackCycle, ExitRefused, "The stacks of the repository depend on each other in a cycle (through the `after` of sponson_scope or the `stack` of sponson_outputs); the message names it. Nothing ran.", "Remove one dependency of the cycle: a stack cannot run before and after another."},
+	{StackHasDependents, ExitRefused, "`destroy --all` would destroy a stack that a stack outside the run depends on, and that stack still holds state in the scope; the message names it. Nothing ran.", "Destroy the dependent stacks first, or run destroy --all from a directory that holds them too (the repository root)."},
 	{Internal, ExitFailed, "An unexpected error; this is a bug in Sponson.", "Report it with the command line and the output."},
 }
 

@@ -71,6 +71,9 @@ type Receipt struct {
 	Engine             Engine              `json:"engine,omitzero"`
 	// Changes lists what the run's plan did to each resource address.
 	Changes []Change `json:"changes"`
+	// Reads lists the other stacks' states the run's sponson_outputs data
+	// sources read (docs/design.md §6.4): a dependency on each.
+	Reads []StackRead `json:"reads,omitempty"`
 	// Ledger lists every resource the scope owns after this run.
 	Ledger        []Entry    `json:"ledger"`
 	LockPreempted *Preempted `json:"lockPreempted,omitempty"`
@@ -105,6 +108,23 @@ type Receipt struct {
 	// Unlocked is set on the receipt `sponson unlock` writes when it ends a
 	// live lease by hand (break-glass): who did it, why, and whose lease.
 	Unlocked *Unlocked `json:"unlocked,omitempty"`
+}
+
+// StackRead is another stack's state a run read its outputs from.
+type StackRead struct {
+	// Address is the data source's address in the configuration.
+	Address string `json:"address"`
+	Stack   string `json:"stack"`
+	Scope   string `json:"scope"`
+	Serial  int64  `json:"serial"`
+	// Planned is set when a plan of many stacks read the stack's planned
+	// outputs; Provisional lists those known only after its apply (the
+	// plan used their applied values).
+	Planned     bool     `json:"planned,omitempty"`
+	Provisional []string `json:"provisional,omitempty"`
+	// Named is set when the data source named the scope to read, so
+	// there was no fallback to main.
+	Named bool `json:"namedScope,omitempty"`
 }
 
 // Completion is one create (with the new object's id) or delete the engine

@@ -72,6 +72,9 @@ type Meta struct {
 	Owners  []store.Owner `json:"owners"`
 	// ApprovalNeeded is set when the apply will need a named approver.
 	ApprovalNeeded bool `json:"approvalNeeded,omitempty"`
+	// Reads are the other stacks' states the plan's sponson_outputs read
+	// (docs/design.md §6.4): the apply refuses the plan when one changed.
+	Reads []receipt.StackRead `json:"reads,omitempty"`
 }
 
 // StateMark identifies one version of a state.

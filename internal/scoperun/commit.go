@@ -155,6 +155,7 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 		AllowedOlderCommit: r.olderCommit,
 		Engine:             r.res.Engine,
 		Changes:            Changes(plan),
+		Reads:              StackReads(plan),
 		// Carried forward: a run that fails before it can read the state
 		// forgets nothing the scope owned, intents of an earlier crash
 		// included.

@@ -14,8 +14,9 @@ import (
 // (TF_REATTACH_PROVIDERS, merged with the user's), and an empty CLI
 // configuration file in tmp in place of a missing one the user names. It
 // returns the engine's variables and the function that stops the provider;
-// warn hears what the user should know.
-func ServeProvider(ctx context.Context, version, dir, tmp string, warn func(string)) (env []string, stop func(), err error) {
+// warn hears what the user should know; states is the run's store, which
+// sponson_outputs reads other stacks' outputs from.
+func ServeProvider(ctx context.Context, version, dir, tmp string, states provider.StateReader, warn func(string)) (env []string, stop func(), err error) {
 	missing, warning, err := engine.MissingCLIConfig(tmp, os.Getenv)
 	if err != nil {
 		return nil, nil, errcode.Wrap(errcode.Internal, err, "writing an empty CLI configuration for the engine")
@@ -23,7 +24,7 @@ func ServeProvider(ctx context.Context, version, dir, tmp string, warn func(stri
 	if warning != "" {
 		warn(warning)
 	}
-	srv, err := provider.ServeInProcess(ctx, version, dir)
+	srv, err := provider.ServeInProcess(ctx, version, dir, states)
 	if err != nil {
 		return nil, nil, errcode.Wrap(errcode.Internal, err, "serving the provider to the engine")
 	}

@@ -2,6 +2,7 @@ package scoperun
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,7 +116,7 @@ func (r *runner) savePlan(c *checked) error {
 		Stack: r.key.Stack, Environment: r.key.Environment, Scope: r.key.Scope,
 		Commit: ctxt.Commit, Branch: ctxt.Branch, PullRequest: ctxt.PullRequest,
 		Engine: r.res.Engine, State: r.seen.state, ApprovalNeeded: r.res.NeedsApproval,
-		Touches: []savedplan.Touch{}, Owners: r.seen.owners,
+		Touches: []savedplan.Touch{}, Owners: r.seen.owners, Reads: StackReads(c.plan),
 	}
 	if m.Owners == nil {
 		m.Owners = []store.Owner{}
@@ -202,7 +203,50 @@ func (r *runner) checkSaved(ctx context.Context, prev *receipt.Receipt) error {
 	if err := r.checkSavedState(ctx, m, prev, pred); err != nil {
 		return err
 	}
+	if err := r.checkSavedReads(ctx, m); err != nil {
+		return err
+	}
 	return r.checkSavedOwners(ctx, m)
+}
+
+// checkSavedReads refuses a saved plan when another stack's outputs that
+// its sponson_outputs read changed since (docs/design.md §6.4): that
+// stack's state in the scope read has another serial, or a read that fell
+// back to main would now read the run's own scope. It names the run that
+// changed them.
+func (r *runner) checkSavedReads(ctx context.Context, m savedplan.Meta) error {
+	for _, read := range m.Reads {
+		key := store.Key{Stack: read.Stack, Environment: r.key.Environment, Scope: read.Scope}
+		if !read.Named && read.Scope != r.key.Scope {
+			own := store.Key{Stack: read.Stack, Environment: r.key.Environment, Scope: r.key.Scope}
+			state, err := r.o.Store.ReadState(ctx, own)
+			if err != nil {
+				return err
+			}
+			if StateHolds(state) {
+				rec, err := r.o.Store.LatestReceipt(ctx, own)
+				if err != nil {
+					return err
+				}
+				return stale("%s read the outputs of stack %s in %s, and that stack now has state in %s: %s", read.Address, read.Stack, read.Scope, r.key.Scope, ranAt(rec)).
+					With("changed", "reads").With("stack", read.Stack).With("run", runOf(rec))
+			}
+		}
+		state, err := r.o.Store.ReadState(ctx, key)
+		if err != nil {
+			return err
+		}
+		if now := savedplan.Mark(key.Scope, state); now.Serial != read.Serial {
+			rec, err := r.o.Store.LatestReceipt(ctx, key)
+			if err != nil {
+				return err
+			}
+			return stale("the outputs %s read from stack %s (scope %s, serial %d) changed since the plan was made at %s (now serial %d): %s",
+				read.Address, read.Stack, read.Scope, read.Serial, m.CreatedAt.Format(time.RFC3339), now.Serial, ranAt(rec)).
+				With("changed", "reads").With("stack", read.Stack).With("run", runOf(rec))
+		}
+	}
+	return nil
 }
 
 // checkSavedFor refuses a saved plan made for another stack, environment,
@@ -283,6 +327,17 @@ func (r *runner) checkSavedState(ctx context.Context, m savedplan.Meta, prev, pr
 			With("changed", "receipt").With("run", runOf(prev))
 	}
 	return nil
+}
+
+// StateHolds reports whether a state has resources or outputs: what
+// sponson_outputs takes for a state (an empty one is a scope never applied
+// or destroyed, which it falls back from).
+func StateHolds(state []byte) bool {
+	var doc struct {
+		Outputs   map[string]json.RawMessage `json:"outputs"`
+		Resources []json.RawMessage          `json:"resources"`
+	}
+	return json.Unmarshal(state, &doc) == nil && (len(doc.Outputs) > 0 || len(doc.Resources) > 0)
 }
 
 // checkSavedOwners refuses a saved plan when another scope has come to own

@@ -1,0 +1,143 @@
+package stackgraph
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Changed is the subset of the set that changed files touch, and every
+// stack that depends on one of those, each with its reasons, in the order
+// of the subset (depths recomputed within it: a changed stack whose
+// dependency did not change waits for nothing). files are paths relative
+// to the repository root, slash-separated, as `git diff --name-only` gives
+// them. A file touches a stack when it is under the stack's directory (and
+// under no deeper stack's), under a local module the stack uses (followed
+// through modules of modules), or is a sponson.hcl in the stack's directory
+// or one above it (its environments), or is one of varFiles (the run's
+// -var-file paths, relative to each stack's directory as the engine reads
+// them, or absolute).
+func (s *Set) Changed(files []string, varFiles ...string) *Set {
+	owner := func(f string) *Stack {
+		var best *Stack
+		for _, st := range s.Stacks {
+			if under(f, st.Directory) && (best == nil || len(st.Directory) > len(best.Directory)) {
+				best = st
+			}
+		}
+		return best
+	}
+	reasons := map[string][]string{}
+	add := func(dir, reason string) { reasons[dir] = append(reasons[dir], reason) }
+	for _, st := range s.Stacks {
+		var own, envs []string
+		mods := map[string][]string{}
+		modules := s.modules(st)
+		for _, f := range files {
+			if path.Base(f) == "sponson.hcl" && under(st.Directory, path.Dir(f)) {
+				envs = append(envs, f)
+				continue
+			}
+			if o := owner(f); o == st {
+				own = append(own, f)
+				continue
+			}
+			for _, m := range modules {
+				if under(f, m) {
+					mods[m] = append(mods[m], f)
+				}
+			}
+		}
+		if len(own) > 0 {
+			add(st.Directory, "changed: "+list(own))
+		}
+		names := make([]string, 0, len(mods))
+		for m := range mods {
+			names = append(names, m)
+		}
+		sort.Strings(names)
+		for _, m := range names {
+			add(st.Directory, fmt.Sprintf("its module %s changed: %s", m, list(mods[m])))
+		}
+		if len(envs) > 0 {
+			add(st.Directory, "the environments changed: "+list(envs))
+		}
+		for _, vf := range varFiles {
+			p := s.repoPath(st.Directory, vf)
+			if slices.Contains(files, p) && !slices.Contains(own, p) {
+				add(st.Directory, "its -var-file "+vf+" changed: "+p)
+			}
+		}
+	}
+	// Dependents, in order: a stack's dependencies come before it.
+	for _, st := range s.Stacks {
+		for _, n := range st.Needs {
+			if len(reasons[n]) > 0 {
+				add(st.Directory, "depends on "+n+", which is listed")
+			}
+		}
+	}
+	out := &Set{top: s.top, Warnings: s.Warnings}
+	for _, st := range s.Stacks {
+		if r := reasons[st.Directory]; len(r) > 0 {
+			c := *st
+			c.Reasons = r
+			out.Stacks = append(out.Stacks, &c)
+		}
+	}
+	_ = out.order() // a subset of an acyclic set is acyclic
+	return out
+}
+
+// modules returns the repository-relative directories of the local modules
+// st uses, transitively.
+func (s *Set) modules(st *Stack) []string {
+	seen := map[string]bool{}
+	var out []string
+	var walk func(from string, sources []string)
+	walk = func(from string, sources []string) {
+		for _, src := range sources {
+			m := moduleDir(from, src)
+			if seen[m] || strings.HasPrefix(m, "../") || m == ".." {
+				continue
+			}
+			seen[m] = true
+			out = append(out, m)
+			d, err := readDeclared(filepath.Join(s.top, filepath.FromSlash(m)))
+			if err == nil {
+				walk(m, d.modules)
+			}
+		}
+	}
+	walk(st.Directory, st.decl.modules)
+	sort.Strings(out)
+	return out
+}
+
+// repoPath is a file the configuration in dir names (relative to dir, or
+// absolute) as a path relative to the repository root.
+func (s *Set) repoPath(dir, name string) string {
+	if filepath.IsAbs(name) {
+		if rel, err := filepath.Rel(s.top, name); err == nil {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return path.Clean(path.Join(dir, filepath.ToSlash(name)))
+}
+
+// under reports whether the slash path f is dir or below it; everything is
+// under ".".
+func under(f, dir string) bool {
+	return dir == "." || f == dir || strings.HasPrefix(f, dir+"/")
+}
+
+// list names up to three files, then how many more.
+func list(files []string) string {
+	if len(files) <= 3 {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(files[:3], ", "), len(files)-3)
+}

@@ -1,0 +1,151 @@
+// Package stackoutputs hands the planned outputs of a stack's plan to the
+// stacks that read them in the same run of many (docs/design.md §4.7, §6.4):
+// `sponson plan --all` plans network, then app, whose sponson_outputs then
+// gives the values network's plan will give rather than network's last
+// applied ones, so app's plan shows the change network's brings.
+//
+// The parent run names a directory in EnvVar for every stack's plan; each
+// plan writes its outputs there (Write, mode 0600: they hold sensitive
+// values, as a saved plan does), and the provider of a later plan reads the
+// file of the stack it names (Read). The parent removes the directory when
+// the run ends.
+package stackoutputs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// EnvVar names the directory of a run's planned outputs.
+const EnvVar = "SPONSON_PLANNED_OUTPUTS"
+
+// Planned is what a stack's plan says its outputs will be.
+type Planned struct {
+	Stack       string `json:"stack"`
+	Environment string `json:"environment"`
+	Scope       string `json:"scope"`
+	// Outputs are the outputs known at plan time, in the state's notation.
+	Outputs map[string]Output `json:"outputs"`
+	// Unknown are the outputs known only after the apply, sorted.
+	Unknown []string `json:"unknown,omitempty"`
+}
+
+// Output is one output as a state records it: the value as JSON and its
+// type in cty's JSON notation.
+type Output struct {
+	Value     json.RawMessage `json:"value"`
+	Type      json.RawMessage `json:"type"`
+	Sensitive bool            `json:"sensitive,omitempty"`
+}
+
+// FromPlan reads the planned outputs of key's plan: the planned values'
+// outputs with their types (a type the engine leaves out is implied by the
+// value), and those whose value is known only after the apply.
+func FromPlan(key store.Key, p *tfjson.Plan) (Planned, error) {
+	out := Planned{Stack: key.Stack, Environment: key.Environment, Scope: key.Scope, Outputs: map[string]Output{}}
+	if p == nil {
+		return out, nil
+	}
+	for name, ch := range p.OutputChanges {
+		if ch != nil && unknown(ch.AfterUnknown) {
+			out.Unknown = append(out.Unknown, name)
+		}
+	}
+	sort.Strings(out.Unknown)
+	if p.PlannedValues == nil {
+		return out, nil
+	}
+	for name, o := range p.PlannedValues.Outputs {
+		if o == nil || slices.Contains(out.Unknown, name) {
+			continue
+		}
+		if ch := p.OutputChanges[name]; ch != nil && ch.Actions.Delete() {
+			continue
+		}
+		v, err := json.Marshal(o.Value)
+		if err != nil {
+			return out, fmt.Errorf("output %q: %w", name, err)
+		}
+		ty := o.Type
+		if ty == cty.NilType {
+			if ty, err = ctyjson.ImpliedType(v); err != nil {
+				return out, fmt.Errorf("output %q: %w", name, err)
+			}
+		}
+		t, err := ty.MarshalJSON()
+		if err != nil {
+			return out, fmt.Errorf("output %q: %w", name, err)
+		}
+		out.Outputs[name] = Output{Value: v, Type: t, Sensitive: o.Sensitive}
+	}
+	return out, nil
+}
+
+// unknown reports whether an after_unknown value says the whole output is
+// unknown, or any part of it.
+func unknown(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case []any:
+		for _, e := range x {
+			if unknown(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if unknown(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// file is the path of a stack's planned outputs in dir.
+func file(dir, stack string) string {
+	return filepath.Join(dir, store.StackSegment(stack)+".json")
+}
+
+// Write stores p in dir, readable by its owner only.
+func Write(dir string, p Planned) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	tmp := file(dir, p.Stack) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file(dir, p.Stack))
+}
+
+// Read returns the planned outputs of key's stack in dir; ok is false when
+// the run planned no such stack, or planned it in another environment or
+// scope.
+func Read(dir string, key store.Key) (p Planned, ok bool, err error) {
+	b, err := os.ReadFile(file(dir, key.Stack))
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, err
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, false, fmt.Errorf("the planned outputs of %s: %w", key.Stack, err)
+	}
+	return p, p.Stack == key.Stack && p.Environment == key.Environment && p.Scope == key.Scope, nil
+}

@@ -1,0 +1,74 @@
+package stackoutputs_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// A plan's planned outputs keep their types (or take the one their value
+// implies), their sensitivity, and list those known only after the apply;
+// a removed output is gone. Only the plan's own environment and scope read
+// them back.
+func TestFromPlanRoundTrip(t *testing.T) {
+	t.Parallel()
+	var plan tfjson.Plan
+	if err := json.Unmarshal([]byte(`{
+  "format_version": "1.2",
+  "planned_values": {"outputs": {
+    "cidr": {"sensitive": false, "type": "string", "value": "10.9.0.0/16"},
+    "zones": {"sensitive": false, "value": ["a", "b"]},
+    "token": {"sensitive": true, "type": "string", "value": "s3cr3t"},
+    "vpc_id": {"sensitive": false}
+  }},
+  "output_changes": {
+    "cidr": {"actions": ["update"], "before": "10.0.0.0/16", "after": "10.9.0.0/16", "after_unknown": false},
+    "vpc_id": {"actions": ["update"], "before": "vpc-1", "after_unknown": true},
+    "ids": {"actions": ["create"], "after": {"a": null}, "after_unknown": {"a": true}},
+    "old": {"actions": ["delete"], "before": "x", "after": null, "after_unknown": false}
+  }
+}`), &plan); err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key{Stack: "github.com/acme/infra//stacks/network", Environment: "preview", Scope: "pr-7"}
+	p, err := stackoutputs.FromPlan(key, &plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stackoutputs.Planned{Stack: key.Stack, Environment: "preview", Scope: "pr-7", Unknown: []string{"ids", "vpc_id"},
+		Outputs: map[string]stackoutputs.Output{
+			"cidr":  {Value: json.RawMessage(`"10.9.0.0/16"`), Type: json.RawMessage(`"string"`)},
+			"zones": {Value: json.RawMessage(`["a","b"]`), Type: json.RawMessage(`["tuple",["string","string"]]`)},
+			"token": {Value: json.RawMessage(`"s3cr3t"`), Type: json.RawMessage(`"string"`), Sensitive: true},
+		}}
+	if d := cmp.Diff(want, p); d != "" {
+		t.Fatalf("planned (-want +got):\n%s", d)
+	}
+	dir := t.TempDir()
+	if err := stackoutputs.Write(dir, p); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := stackoutputs.Read(dir, key)
+	if err != nil || !ok {
+		t.Fatalf("Read = %v, %v", ok, err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("read back (-want +got):\n%s", d)
+	}
+	entries, _ := os.ReadDir(dir)
+	if fi, err := os.Stat(filepath.Join(dir, entries[0].Name())); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the file's mode = %v, %v; want 0600 (it holds sensitive values)", fi.Mode(), err)
+	}
+	for _, other := range []store.Key{{Stack: key.Stack, Environment: "preview", Scope: "main"}, {Stack: key.Stack, Environment: "production", Scope: "pr-7"}, {Stack: "other", Environment: "preview", Scope: "pr-7"}} {
+		if _, ok, err := stackoutputs.Read(dir, other); ok || err != nil {
+			t.Errorf("Read(%v) = %v, %v; want nothing", other, ok, err)
+		}
+	}
+}

@@ -1,0 +1,568 @@
+package wrapper
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/stack"
+	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
+	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
+	"github.com/sponson/terraform-provider-sponson/internal/stackrun"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+)
+
+// StackSelection is how plan, apply and destroy run many stacks: --all, or
+// --changed [--base REF], with --parallelism.
+type StackSelection struct {
+	All bool
+	StacksOptions
+	Parallelism int
+}
+
+// manyStacksHelp is the part of the help of plan, apply and destroy about
+// --all and --changed.
+func manyStacksHelp(command scoperun.Command) string {
+	order := "in dependency order (the order of `sponson stacks`): a stack starts once\nthe stacks it depends on succeeded"
+	which := "--all runs every stack of the repository (or under --chdir)"
+	if command == scoperun.Destroy {
+		order = "in reverse dependency order: a stack is destroyed once the stacks that\ndepend on it were (and none is when a stack left out of the run depends on it\nand holds state in the scope: STACK_HAS_DEPENDENTS)"
+	} else {
+		which += ", --changed [--base REF]\nthe stacks a change touches and their dependents (see `sponson stacks --changed`;\na -var-file of the command that changed touches every stack)"
+	}
+	return which + ",\n" + order + ", stacks without a dependency between them at the same time\n" +
+		"(--parallelism N, default 4). Each stack runs as its own sponson process with\n" +
+		"the same flags, under its own lease; a failure skips the stacks that wait for\n" +
+		"it, never the others. One line per stack event (on a terminal, a table of the\n" +
+		"stacks updated in place); a failed stack's output is shown after its line,\n" +
+		"each line prefixed with its directory. The exit code is\n" +
+		"the worst of the stacks'; --json prints one document with a result per stack.\n" +
+		"--stack, -out and a saved plan FILE name one stack and are refused. --summary,\n" +
+		"--comment, --gitlab-report and $GITHUB_STEP_SUMMARY get one review of all the\n" +
+		"stacks: a diagram of the stacks with what each changes, a table, and each\n" +
+		"stack's own summary (changes and failures first); the comment is one per pull\n" +
+		"request and environment, beside those of single-stack runs."
+}
+
+// defaultStackParallelism is how many stacks run at once by default.
+const defaultStackParallelism = 4
+
+// selectionFlags are the flags of StackSelection, which a stack's own run
+// does not take.
+var selectionFlags = []string{"all", "changed", "base", "parallelism"}
+
+func (s *StackSelection) bind(cmd *cobra.Command, command scoperun.Command) {
+	fs := cmd.Flags()
+	verb := string(command)
+	all := verb + " every stack of the repository (or under --chdir), in dependency order (the order sponson stacks lists)"
+	many := "with --all or --changed"
+	if command == scoperun.Destroy {
+		all = "destroy every stack of the repository (or under --chdir), in reverse dependency order: dependents first"
+		many = "with --all"
+	} else {
+		s.StacksOptions.bind(cmd, verb)
+	}
+	fs.BoolVar(&s.All, "all", false, all)
+	fs.IntVar(&s.Parallelism, "parallelism", defaultStackParallelism, many+": how many stacks run at once (env SPONSON_PARALLELISM; the engine's own -parallelism, one dash, is passed to each stack)")
+}
+
+var selectionFlagEnv = map[string]string{"base": "SPONSON_BASE", "parallelism": "SPONSON_PARALLELISM"}
+
+// wanted reports whether the command runs many stacks.
+func (s *StackSelection) wanted() bool { return s.All || s.Changed }
+
+// StacksRunResult is the result part of the envelope of plan, apply and
+// destroy with --all or --changed.
+type StacksRunResult struct {
+	// Base is the revision --changed compared with.
+	Base   string           `json:"base,omitempty"`
+	Stacks []StackRunResult `json:"stacks"`
+}
+
+// StackRunResult is one stack's part of a run of many.
+type StackRunResult struct {
+	Stack     string   `json:"stack"`
+	Directory string   `json:"directory"`
+	Depth     int      `json:"depth"`
+	Needs     []string `json:"needs"`
+	Reasons   []string `json:"reasons,omitempty"`
+	// Status is succeeded, failed or skipped; Because says why a stack was
+	// skipped.
+	Status   stackrun.Status `json:"status"`
+	Because  string          `json:"because,omitempty"`
+	ExitCode int             `json:"exitCode"`
+	// Result and Error are those of the stack's own run (the envelope of
+	// a single plan, apply or destroy).
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    *ErrorBody      `json:"error,omitempty"`
+	Warnings []string        `json:"warnings,omitempty"`
+}
+
+// runStacksCommand runs command over the selected stacks, each as its own
+// sponson process (each with its own engine environment, provider and
+// lease: a sponson process runs one engine session, internal/engine), in
+// the order of internal/stackrun: prepare, run, then report.
+func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) outcome {
+	o := outcome{command: string(command), detailedExitcode: detailedRequested(cmd)}
+	m, warnings, err := prepareMany(cmd, f, flags, review, sel, command, args)
+	o.warnings = warnings
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer os.RemoveAll(m.tmp)
+	status := m.run(cmd.Context())
+	m.report(cmd.Context(), &o, status)
+	return o
+}
+
+// manyRun is one run of many stacks.
+type manyRun struct {
+	f       *Factory
+	command scoperun.Command
+	review  *ReviewFlags
+	res     *StacksResult
+	// which names the selection for people: --all, or --changed since.
+	which       string
+	parallelism int
+	lines       *lockedPrinter
+	// self is the sponson binary; args and env the command line and
+	// environment of every stack's run; tmp the run's own directory (the
+	// stacks' summaries and planned outputs).
+	self, tmp  string
+	args, env  []string
+	wantReview bool
+
+	mu      sync.Mutex
+	results map[string]*StackRunResult
+	because map[string]string // why each skipped stack was skipped
+}
+
+// prepareMany refuses what cannot run before anything does (the flags, the
+// engine flags, a cycle, a destroy that would strand a dependent), finds the
+// stacks, and makes the run's directory.
+func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) (*manyRun, []string, error) {
+	for _, env := range []map[string]string{selectionFlagEnv, {"chdir": "SPONSON_CHDIR"}, reviewFlagEnv} {
+		if err := bindEnv(cmd.Flags(), env, f.Getenv); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := sel.check(cmd, f, flags, review, command, args); err != nil {
+		return nil, nil, err
+	}
+	sel.Chdir = flags.Chdir
+	ef, err := engineFlags(cmd, string(command), f.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, v := range ef.Vars {
+		if v.File {
+			sel.varFiles = append(sel.varFiles, v.Value)
+		}
+	}
+	res, warnings, err := selectStacks(cmd.Context(), f, &sel.StacksOptions)
+	if err != nil {
+		return nil, warnings, err
+	}
+	if command == scoperun.Destroy {
+		if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
+			return nil, warnings, err
+		}
+		if err := checkDestroyDependents(cmd.Context(), f, flags, res); err != nil {
+			return nil, warnings, err
+		}
+	}
+	if flags.Store == "" && strings.TrimSpace(f.Getenv(storeurl.EnvVar)) == "" {
+		for _, s := range res.Stacks {
+			if len(s.Needs) > 0 {
+				warnings = append(warnings, "no --store (or "+storeurl.EnvVar+"): each stack keeps its own .sponson/ in its directory, so a stack's sponson_outputs cannot read another's outputs; give every stack one store")
+				break
+			}
+		}
+	}
+	self, err := f.Executable()
+	if err != nil {
+		return nil, warnings, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")
+	}
+	m := &manyRun{f: f, command: command, review: review, res: res, which: "--all", parallelism: max(sel.Parallelism, 1),
+		self: self, args: childArgs(cmd, command, args), wantReview: review.wanted(f.Getenv),
+		results: map[string]*StackRunResult{}, because: map[string]string{}}
+	if sel.Changed {
+		m.which = "--changed (since " + res.Base + ")"
+	}
+	if m.tmp, err = os.MkdirTemp("", "sponson-stacks-"); err != nil {
+		return nil, warnings, errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
+	}
+	m.env = append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"="), reviewEnv...)
+	if command == scoperun.Plan {
+		// A stack's plan reads the planned outputs of the stacks it
+		// depends on (docs/design.md §6.4): they planned before it.
+		planned := filepath.Join(m.tmp, "planned")
+		if err := os.Mkdir(planned, 0o700); err != nil {
+			os.RemoveAll(m.tmp)
+			return nil, warnings, errcode.Wrap(errcode.Internal, err, "creating the directory of the planned outputs")
+		}
+		m.env = append(m.env, stackoutputs.EnvVar+"="+planned)
+	}
+	jsonMode, _ := cmd.Flags().GetBool("json")
+	p := printer{w: f.Out}
+	if jsonMode || wantsJSON(nil, f.Getenv) {
+		p.w = f.ErrOut
+	}
+	m.lines = &lockedPrinter{p: p}
+	for _, w := range warnings {
+		m.lines.line("warning: %s", w)
+	}
+	m.lines.line("sponson %s %s · %d stacks · parallelism %d", command, m.which, len(res.Stacks), m.parallelism)
+	if f.IsTerminal != nil && f.IsTerminal(p.w) {
+		m.lines.live(res.Stacks)
+	}
+	return m, warnings, nil
+}
+
+// run runs every stack in order and says how each ended.
+func (m *manyRun) run(ctx context.Context) map[string]stackrun.Status {
+	status := stackrun.Run(ctx, m.res.Stacks, stackrun.Options{
+		Reverse:     m.command == scoperun.Destroy,
+		Parallelism: m.parallelism,
+		Run:         m.runStack,
+		Event:       m.event,
+	})
+	m.lines.still()
+	return status
+}
+
+// runStack runs one stack's sponson process.
+func (m *manyRun) runStack(ctx context.Context, s *stackgraph.Stack) bool {
+	args := m.args
+	if m.wantReview {
+		args = append(append([]string{}, m.args...), "--summary="+stackSummaryFile(m.tmp, s.Directory))
+	}
+	r, output := runStackProcess(ctx, m.self, s, args, m.env)
+	m.mu.Lock()
+	m.results[s.Directory] = r
+	m.mu.Unlock()
+	if r.Status == stackrun.Failed {
+		m.lines.block(s.Directory, r, output)
+	}
+	return r.Status == stackrun.Succeeded
+}
+
+func (m *manyRun) result(dir string) *StackRunResult {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.results[dir]
+}
+
+// event prints one stack event.
+func (m *manyRun) event(e stackrun.Event) {
+	dir := e.Stack.Directory
+	switch {
+	case e.Started:
+		m.lines.event(dir, "running", "", fmt.Sprintf("%s: %s started", dir, m.command))
+	case e.Status == stackrun.Skipped:
+		m.mu.Lock()
+		m.because[dir] = e.Because
+		m.mu.Unlock()
+		m.lines.event(dir, "skipped", e.Because, fmt.Sprintf("%s: skipped: %s", dir, e.Because))
+	case e.Status == stackrun.Succeeded:
+		closing := stackClosingLine(m.command, m.result(dir))
+		m.lines.event(dir, "succeeded", closing, fmt.Sprintf("%s: %s", dir, closing))
+	case e.Status == stackrun.Failed:
+		// Its line and output came with its block (in a log), or above
+		// the table (on a terminal).
+		note := ""
+		if r := m.result(dir); r != nil && r.Error != nil {
+			note = string(r.Error.Code)
+		}
+		m.lines.event(dir, "failed", note, "")
+	}
+}
+
+// report fills o from the stacks' results: a result per stack, the
+// review, the closing line, the worst error.
+func (m *manyRun) report(ctx context.Context, o *outcome, status map[string]stackrun.Status) {
+	out := StacksRunResult{Base: m.res.Base, Stacks: []StackRunResult{}}
+	counts := map[stackrun.Status]int{}
+	var worst *StackRunResult
+	var failed, skipped []string
+	for _, s := range m.res.Stacks {
+		r := m.result(s.Directory)
+		if r == nil {
+			r = &StackRunResult{Status: status[s.Directory]}
+		}
+		r.Stack, r.Directory, r.Depth, r.Needs, r.Reasons = s.Name, s.Directory, s.Depth, s.Needs, s.Reasons
+		if r.Status == stackrun.Skipped {
+			r.Because = m.because[s.Directory]
+			skipped = append(skipped, s.Directory)
+		}
+		counts[r.Status]++
+		if r.Status == stackrun.Failed {
+			failed = append(failed, s.Directory)
+			if worst == nil || r.ExitCode > worst.ExitCode {
+				worst = r
+			}
+		}
+		if r.Error == nil && r.Result != nil && m.command == scoperun.Plan {
+			var rr RunResult
+			if json.Unmarshal(r.Result, &rr) == nil && rr.Status == "changes" {
+				o.changes = true
+			}
+		}
+		for _, w := range r.Warnings {
+			o.warnings = append(o.warnings, s.Directory+": "+w)
+		}
+		out.Stacks = append(out.Stacks, *r)
+	}
+	o.result = out
+	o.warnings = append(o.warnings, publishMany(ctx, m.f, m.review, m.command, m.which, m.tmp, out.Stacks)...)
+	m.lines.line("sponson %s %s: %d succeeded, %d failed, %d skipped", m.command, m.which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
+	switch {
+	case worst != nil:
+		o.err = stacksError(worst, failed, skipped)
+	case len(skipped) > 0:
+		o.err = errcode.New(errcode.Interrupted, "the run was interrupted before %s", strings.Join(skipped, ", ")).With("skipped", skipped)
+	}
+}
+
+// checkOne refuses the selection's flags on a run of one stack: before
+// --all, the engine read --parallelism (two dashes) as its own.
+func (s *StackSelection) checkOne(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("parallelism") {
+		return errcode.New(errcode.Usage, "--parallelism (two dashes) is how many stacks run at once with --all or --changed").
+			WithHint("For the engine's parallelism of one stack write -parallelism=N, with one dash.")
+	}
+	if cmd.Flags().Changed("base") {
+		return errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
+	}
+	return nil
+}
+
+// check refuses what a run of many stacks cannot do.
+func (s *StackSelection) check(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, command scoperun.Command, args []string) error {
+	switch {
+	case s.All && s.Changed:
+		return errcode.New(errcode.Usage, "--all and --changed cannot be combined").WithHint("--all runs every stack; --changed those a change touches and their dependents.")
+	case s.Base != "" && !s.Changed:
+		return errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
+	case flags.Stack != "" || strings.TrimSpace(f.Getenv(stack.EnvVar)) != "":
+		return errcode.New(errcode.Usage, "--stack and %s name one stack; %s with --all or --changed names each stack itself", stack.EnvVar, command).
+			WithHint("Unset SPONSON_STACK, or run the one stack without --all.")
+	case len(args) > 0:
+		return errcode.New(errcode.Usage, "a saved plan FILE applies one stack; it cannot be given with --all or --changed")
+	case flags.savePlan != "":
+		return errcode.New(errcode.Usage, "-out saves the plan of one stack; it cannot be given with --all or --changed").
+			WithHint("Run plan -out FILE in each stack's directory, as a CI matrix from `sponson stacks --json` does.")
+	}
+	return nil
+}
+
+// childArgs is the command line of one stack's run: the user's flags and
+// engine flags as given, without the selection, --chdir, --stack and
+// --json, which runStackProcess sets.
+func childArgs(cmd *cobra.Command, command scoperun.Command, args []string) []string {
+	out := []string{string(command)}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "chdir", "json", "stack", "all", "changed", "base", "parallelism",
+			// The run composes one review of all stacks.
+			"summary", "comment", "gitlab-report":
+			return
+		case engineArgFlag:
+			vals, _ := cmd.Flags().GetStringArray(engineArgFlag)
+			out = append(out, vals...)
+			return
+		}
+		out = append(out, "--"+fl.Name+"="+fl.Value.String())
+	})
+	return append(out, args...)
+}
+
+// runStackProcess runs one stack's command as a sponson process and reads
+// its envelope; output is what it printed for people.
+func runStackProcess(ctx context.Context, self string, s *stackgraph.Stack, args, environ []string) (*StackRunResult, []byte) {
+	c := exec.CommandContext(ctx, self, append(append([]string{}, args...), "--chdir="+s.Dir, "--json")...)
+	// An interrupt reaches the stack's run as one: it stops its engine,
+	// releases its lease and writes its envelope.
+	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
+	c.WaitDelay = 2 * time.Minute
+	c.Env = environ
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err := c.Run()
+	r := &StackRunResult{Status: stackrun.Succeeded}
+	switch {
+	case c.ProcessState != nil:
+		// It ran to its end (an interrupt that came as it finished makes
+		// Run return the context's error): its envelope says how.
+		r.ExitCode = c.ProcessState.ExitCode()
+	case err != nil:
+		r.Status, r.ExitCode = stackrun.Failed, int(errcode.ExitFailed)
+		r.Error = &ErrorBody{Code: errcode.Internal, Message: "cannot run sponson for " + s.Directory + ": " + err.Error()}
+		return r, stderr.Bytes()
+	}
+	var env struct {
+		OK     bool            `json:"ok"`
+		Result json.RawMessage `json:"result"`
+		Error  *ErrorBody      `json:"error"`
+		Warn   []string        `json:"warnings"`
+	}
+	if jerr := json.Unmarshal(stdout.Bytes(), &env); jerr != nil {
+		r.Status = stackrun.Failed
+		r.ExitCode = max(r.ExitCode, int(errcode.ExitFailed))
+		r.Error = &ErrorBody{Code: errcode.Internal, Message: fmt.Sprintf("the run of %s printed no JSON document (exit %d): %v", s.Directory, r.ExitCode, jerr)}
+		return r, stderr.Bytes()
+	}
+	r.Result, r.Error, r.Warnings = env.Result, env.Error, env.Warn
+	if !env.OK {
+		r.Status = stackrun.Failed
+	}
+	return r, stderr.Bytes()
+}
+
+// stackClosingLine is the line of a stack that succeeded: its own run's
+// closing line.
+func stackClosingLine(command scoperun.Command, r *StackRunResult) string {
+	var rr RunResult
+	if r == nil || json.Unmarshal(r.Result, &rr) != nil {
+		return string(command) + " succeeded"
+	}
+	return closingLine(command, rr)
+}
+
+// stacksError is the error of a run of many stacks: the code, hint and exit
+// code of the worst failure (the highest exit code), naming every stack
+// that failed or was skipped.
+func stacksError(worst *StackRunResult, failed, skipped []string) error {
+	code, msg, hint := errcode.Internal, "", ""
+	if worst.Error != nil {
+		code, msg, hint = worst.Error.Code, worst.Error.Message, worst.Error.Hint
+	}
+	text := fmt.Sprintf("%d stack(s) failed (%s); %s: %s", len(failed), strings.Join(failed, ", "), worst.Directory, msg)
+	if len(skipped) > 0 {
+		text += fmt.Sprintf("; skipped: %s", strings.Join(skipped, ", "))
+	}
+	e := errcode.New(code, "%s", text).With("failed", failed)
+	if hint != "" {
+		e.Hint = hint
+	}
+	if len(skipped) > 0 {
+		e = e.With("skipped", skipped)
+	}
+	return e
+}
+
+// lockedPrinter prints the progress of a run of many stacks from several
+// goroutines: one line per stack event in a CI log, or on a terminal a live
+// table of the stacks, redrawn in place on every event, with what is printed
+// meanwhile (a failed stack's output) above it.
+type lockedPrinter struct {
+	mu sync.Mutex
+	p  printer
+	// rows is the live table; nil prints lines.
+	rows  []tableRow
+	width int
+	drawn int // the table's lines on the screen
+}
+
+type tableRow struct{ dir, state, note string }
+
+// live turns the table on for stacks.
+func (l *lockedPrinter) live(stacks []*stackgraph.Stack) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rows = []tableRow{}
+	for _, s := range stacks {
+		l.rows = append(l.rows, tableRow{dir: s.Directory, state: "waiting"})
+		l.width = max(l.width, len(s.Directory))
+	}
+	l.redraw()
+}
+
+// still leaves the table as it is on the screen, and prints lines below it
+// from now on.
+func (l *lockedPrinter) still() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rows, l.drawn = nil, 0
+}
+
+// event is one stack's event: its line in a log (none when line is ""),
+// its row on a terminal.
+func (l *lockedPrinter) event(dir, state, note, line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rows == nil {
+		if line != "" {
+			l.p.line("%s", line)
+		}
+		return
+	}
+	for i := range l.rows {
+		if l.rows[i].dir == dir {
+			l.rows[i].state, l.rows[i].note = state, note
+		}
+	}
+	l.redraw()
+}
+
+// clear erases the table from the screen.
+func (l *lockedPrinter) clear() {
+	if l.drawn > 0 {
+		fmt.Fprintf(l.p.w, "\x1b[%dA\x1b[J", l.drawn)
+		l.drawn = 0
+	}
+}
+
+func (l *lockedPrinter) redraw() {
+	l.clear()
+	for _, r := range l.rows {
+		fmt.Fprintf(l.p.w, "  %-*s  %-9s  %s\n", l.width, r.dir, r.state, r.note)
+	}
+	l.drawn = len(l.rows)
+}
+
+func (l *lockedPrinter) line(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	l.p.line(format, args...)
+	if l.rows != nil {
+		l.redraw()
+	}
+}
+
+// block prints a failed stack's error and what its run printed, each line
+// prefixed with the stack's directory, in one piece.
+func (l *lockedPrinter) block(dir string, r *StackRunResult, output []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	msg := fmt.Sprintf("exit %d", r.ExitCode)
+	if r.Error != nil {
+		first, _, _ := strings.Cut(r.Error.Message, "\n")
+		msg = fmt.Sprintf("error %s: %s (exit %d)", r.Error.Code, first, r.ExitCode)
+	}
+	l.p.line("%s: failed: %s", dir, msg)
+	sc := bufio.NewScanner(bytes.NewReader(output))
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		l.p.line("%s | %s", dir, sc.Text())
+	}
+	if l.rows != nil {
+		l.redraw()
+	}
+}

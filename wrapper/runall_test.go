@@ -1,0 +1,129 @@
+package wrapper
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// fakeSponson is a stand-in for the sponson binary each stack of a run of
+// many runs as: it prints a line of "engine output" and the envelope of a
+// plan with no changes, or of a failure in a directory named fail.
+const fakeSponson = `#!/bin/sh
+for a in "$@"; do case "$a" in --chdir=*) dir="${a#--chdir=}";; esac; done
+echo "engine output of $(basename "$dir")" >&2
+case "$dir" in
+*/fail) cat <<'EOF'
+{"ok":false,"command":"plan","error":{"code":"ENGINE_FAILED","message":"boom\nmore"},"exitCode":1}
+EOF
+exit 1;;
+esac
+cat <<'EOF'
+{"ok":true,"command":"plan","result":{"environment":"preview","scope":"main","status":"unchanged","summary":{"add":0,"change":0,"destroy":0}},"exitCode":0}
+EOF
+`
+
+// manyStacks writes stacks a and fail, and b after fail, and the fake
+// sponson; it returns the directory of the stacks and the fake's path.
+func manyStacks(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	// References name directories of the repository.
+	for _, args := range [][]string{{"init", "--quiet", dir}, {"-C", dir, "remote", "add", "origin", "git@github.com:acme/infra.git"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	for name, src := range map[string]string{
+		"a/main.tf":    `resource "sponson_scope" "s" {}`,
+		"fail/main.tf": `resource "sponson_scope" "s" {}`,
+		"b/main.tf":    `resource "sponson_scope" "s" { after = ["fail"] }`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin = filepath.Join(t.TempDir(), "sponson")
+	if err := os.WriteFile(bin, []byte(fakeSponson), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin
+}
+
+// In a log: one line per stack event, a failed stack's output after its
+// line, the dependent of the failed stack skipped, the worst exit code.
+func TestRunAllLines(t *testing.T) {
+	t.Parallel()
+	dir, bin := manyStacks(t)
+	f, out, _ := testFactory(map[string]string{"SPONSON_STACK": ""})
+	f.Executable = func() (string, error) { return bin, nil }
+	code := Run(context.Background(), []string{"plan", "--all", "--chdir", dir, "--parallelism", "1"}, f)
+	if code != errcode.ExitFailed {
+		t.Errorf("exit %d, want 1", code)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"sponson plan --all · 3 stacks · parallelism 1\n",
+		"a: plan started\na: sponson plan preview/main: no changes\n",
+		"fail: plan started\nfail: failed: error ENGINE_FAILED: boom (exit 1)\nfail | engine output of fail\n",
+		"b: skipped: it waits for fail, which failed\n",
+		"warning: no --store (or SPONSON_STORE): each stack keeps its own .sponson/",
+		"sponson plan --all: 1 succeeded, 1 failed, 1 skipped\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the log lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\x1b[") {
+		t.Errorf("terminal codes in a log:\n%q", got)
+	}
+}
+
+// On a terminal: a table of the stacks redrawn in place, a failed stack's
+// output above it, the table's last state left on the screen.
+func TestRunAllTable(t *testing.T) {
+	t.Parallel()
+	dir, bin := manyStacks(t)
+	f, out, _ := testFactory(map[string]string{"SPONSON_STACK": ""})
+	f.Executable = func() (string, error) { return bin, nil }
+	f.IsTerminal = func(io.Writer) bool { return true }
+	Run(context.Background(), []string{"plan", "--all", "--chdir", dir}, f)
+	got := out.String()
+	last := got[strings.LastIndex(got, "\x1b[J")+len("\x1b[J"):]
+	want := "  a     succeeded  sponson plan preview/main: no changes\n" +
+		"  fail  failed     ENGINE_FAILED\n" +
+		"  b     skipped    it waits for fail, which failed\n" +
+		"sponson plan --all: 1 succeeded, 1 failed, 1 skipped\n"
+	if last != want {
+		t.Errorf("the screen ends with\n%q\nwant\n%q", last, want)
+	}
+	if !strings.Contains(got, "fail | engine output of fail\n") || strings.Contains(got, "a: plan started") {
+		t.Errorf("on a terminal the output is the table and the failed stack's block:\n%q", got)
+	}
+}
+
+// --parallelism (two dashes) is the stacks'; on one stack it is refused,
+// not passed to the engine or ignored, and -parallelism stays the engine's.
+func TestParallelismFlags(t *testing.T) {
+	t.Parallel()
+	if got := NormalizeArgs([]string{"plan", "--parallelism", "3", "-parallelism=2"}); strings.Join(got, " ") != "plan --parallelism 3 --engine-arg=-parallelism=2" {
+		t.Errorf("NormalizeArgs = %q", got)
+	}
+	f, _, errOut := testFactory(map[string]string{"SPONSON_STACK": ""})
+	for _, args := range [][]string{{"plan", "--parallelism", "3"}, {"apply", "--base", "main"}} {
+		errOut.Reset()
+		if code := Run(context.Background(), args, f); code != errcode.ExitRefused || !strings.Contains(errOut.String(), "USAGE") {
+			t.Errorf("%q: exit %d\n%s", args, code, errOut)
+		}
+	}
+}

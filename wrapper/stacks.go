@@ -1,0 +1,267 @@
+package wrapper
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/stack"
+	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
+)
+
+// StacksOptions are the options of `sponson stacks`, and the stack
+// selection of plan, apply and destroy with --all or --changed.
+type StacksOptions struct {
+	Chdir string
+	// Changed keeps the stacks that changed files between Base and HEAD
+	// touch, and their dependents.
+	Changed bool
+	Base    string
+	// varFiles are the run's -var-file paths, which --changed counts as
+	// files of every stack (plan and apply only).
+	varFiles []string
+}
+
+// StacksResult is the result part of the envelope of `sponson stacks`.
+type StacksResult struct {
+	// Root is the directory searched; Base the revision compared with
+	// (--changed only).
+	Root string `json:"root"`
+	// Top is the repository's root, Root outside a repository.
+	Top    string              `json:"-"`
+	Base   string              `json:"base,omitempty"`
+	Stacks []*stackgraph.Stack `json:"stacks"`
+}
+
+var stacksFlagEnv = map[string]string{"chdir": "SPONSON_CHDIR", "base": "SPONSON_BASE"}
+
+// NewCmdStacks builds `sponson stacks`.
+func NewCmdStacks(f *Factory, out *outcome, runF func(context.Context, *StacksOptions) outcome) *cobra.Command {
+	opts := &StacksOptions{}
+	cmd := &cobra.Command{
+		Use:   "stacks [flags]",
+		Short: "List the repository's stacks in dependency order",
+		Long: `Stacks lists the stacks of the repository (or of the --chdir directory): every
+directory whose root module declares a sponson_scope resource, except hidden
+directories (.git, .terraform, .sponson). Each has its name (the same one its
+runs use), its directory relative to the repository root, the directories of
+the stacks it depends on, and its depth: 0 without dependencies, else one more
+than its deepest dependency. A stack depends on the stacks named in the after
+attribute of its sponson_scope and in the stack attribute of its
+sponson_outputs data sources, read from the files without running the engine
+(so they must be literal strings). A cycle is refused (exit 2, STACK_CYCLE),
+naming it. Stacks come by depth, then by directory: the order plan --all and
+apply --all run them in.
+
+--changed keeps the stacks whose files changed between --base and HEAD
+(` + "`git diff --name-only BASE...HEAD`" + `): a file under the stack's directory (and
+under no deeper stack's), under a local module it uses (followed through
+modules of modules), or a sponson.hcl in its directory or above; and every
+stack that depends on one of them. Each says why it is listed. --base
+defaults to the pull request's target branch on GitHub Actions
+(origin/$GITHUB_BASE_REF) and GitLab (the merge request's diff base), else
+the remote's default branch (origin/HEAD), else main. On a push to the
+default branch pass the commit before the push (--base
+${{ github.event.before }}, $CI_COMMIT_BEFORE_SHA): the branch is its own base.
+
+--json gives the envelope whose result.stacks is a list of {"stack",
+"directory", "depth", "needs", "reasons"}: what a GitHub Actions matrix
+(fromJSON) or a GitLab parent-child pipeline takes, one job per stack, a
+layer of jobs per depth.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out.command = "stacks"
+			if err := bindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv); err != nil {
+				*out = outcome{command: "stacks", err: err}
+				return nil
+			}
+			if runF != nil {
+				*out = runF(cmd.Context(), opts)
+				return nil
+			}
+			*out = runStacks(cmd, f, opts)
+			return nil
+		},
+	}
+	opts.bind(cmd, "list")
+	cmd.Flags().StringVar(&opts.Chdir, "chdir", "", "the directory to look for stacks in (env SPONSON_CHDIR; default: the repository root, else the working directory)")
+	return cmd
+}
+
+func (o *StacksOptions) bind(cmd *cobra.Command, verb string) {
+	fs := cmd.Flags()
+	fs.BoolVar(&o.Changed, "changed", false, verb+" only the stacks that changed between --base and HEAD, and the stacks that depend on them")
+	fs.StringVar(&o.Base, "base", "", "the revision --changed compares HEAD with (env SPONSON_BASE; default: the pull request's target branch, else origin/HEAD, else main)")
+}
+
+func runStacks(cmd *cobra.Command, f *Factory, opts *StacksOptions) outcome {
+	o := outcome{command: "stacks"}
+	if opts.Base != "" && !opts.Changed {
+		o.err = errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
+		return o
+	}
+	res, warnings, err := selectStacks(cmd.Context(), f, opts)
+	o.warnings = warnings
+	if err != nil {
+		o.err = err
+		return o
+	}
+	o.result = res
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+		return o
+	}
+	p := printer{w: f.ErrOut}
+	for _, w := range warnings {
+		p.warn(w)
+	}
+	writeStacks(f.Out, res)
+	return o
+}
+
+// selectStacks discovers the stacks of opts.Chdir's repository and, with
+// --changed, keeps the changed ones.
+func selectStacks(ctx context.Context, f *Factory, opts *StacksOptions) (*StacksResult, []string, error) {
+	dir := opts.Chdir
+	if dir == "" {
+		dir = "."
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
+	}
+	git := runctx.ProcessSources(dir).Git
+	top := dir
+	if t, err := git("rev-parse", "--show-toplevel"); err == nil && t != "" {
+		top = t
+		if opts.Chdir == "" {
+			dir = t
+		}
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	if t, err := filepath.EvalSymlinks(top); err == nil {
+		top = t
+	}
+	set, err := stackgraph.Discover(stackgraph.Options{
+		Root: dir, Top: top,
+		Name: func(d string) (string, error) {
+			declared, err := stack.Declared(d)
+			if err != nil {
+				return "", err
+			}
+			r, err := stack.Detect(d, "", declared, stack.Sources{Getenv: withoutStackVar(f.Getenv), Git: runctx.ProcessSources(d).Git})
+			return r.Name, err
+		},
+		Resolve: func(from, ref string) (stack.Reference, error) {
+			return stack.Resolve(from, ref, stack.Sources{Getenv: f.Getenv, Git: runctx.ProcessSources(from).Git})
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks}
+	if opts.Changed {
+		base := opts.Base
+		if base == "" {
+			base = defaultBase(f.Getenv, git)
+		}
+		files, err := changedFiles(ctx, top, base)
+		if err != nil {
+			return nil, set.Warnings, err
+		}
+		res.Base, res.Stacks = base, set.Changed(files, opts.varFiles...).Stacks
+	}
+	if res.Stacks == nil {
+		res.Stacks = []*stackgraph.Stack{}
+	}
+	return res, set.Warnings, nil
+}
+
+// withoutStackVar hides SPONSON_STACK, which names one run's stack, from the
+// naming of every stack of a repository.
+func withoutStackVar(getenv func(string) string) func(string) string {
+	return func(k string) string {
+		if k == stack.EnvVar {
+			return ""
+		}
+		return getenv(k)
+	}
+}
+
+// defaultBase is the revision --changed compares with when --base is not
+// given: the pull request's target branch, else the remote's default branch.
+func defaultBase(getenv func(string) string, git func(...string) (string, error)) string {
+	if b := getenv("GITHUB_BASE_REF"); b != "" {
+		return "origin/" + b
+	}
+	if sha := getenv("CI_MERGE_REQUEST_DIFF_BASE_SHA"); sha != "" {
+		return sha
+	}
+	if b := getenv("CI_MERGE_REQUEST_TARGET_BRANCH_NAME"); b != "" {
+		return "origin/" + b
+	}
+	if ref, err := git("symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"); err == nil && ref != "" {
+		return strings.TrimPrefix(ref, "refs/remotes/")
+	}
+	return "main"
+}
+
+// changedFiles lists the files changed between base and HEAD, relative to
+// the repository root: `git diff --name-only base...HEAD`, what the pull
+// request changed since it left base.
+func changedFiles(ctx context.Context, top, base string) ([]string, error) {
+	out, stderr, err := gitcli.Cmd{Dir: top, Args: []string{"diff", "--name-only", "--no-renames", "-z", base + "...HEAD", "--"}, Timeout: time.Minute}.Run(ctx)
+	if err != nil {
+		return nil, errcode.New(errcode.Usage, "cannot list the files changed between %s and HEAD: %s", base, strings.TrimSpace(stderr)).
+			WithHint("Pass --base REF naming a revision this checkout has (fetch it first: a shallow CI checkout may lack it, e.g. actions/checkout with fetch-depth: 0).")
+	}
+	var files []string
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// writeStacks prints the stacks as a table, then why each changed one is
+// listed.
+func writeStacks(w io.Writer, res *StacksResult) {
+	if len(res.Stacks) == 0 {
+		if res.Base != "" {
+			fmt.Fprintf(w, "no stack changed since %s\n", res.Base)
+		} else {
+			fmt.Fprintf(w, "no stacks under %s (a stack is a directory whose configuration declares sponson_scope)\n", res.Root)
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEPTH\tDIRECTORY\tSTACK\tNEEDS")
+	for _, s := range res.Stacks {
+		needs := strings.Join(s.Needs, ", ")
+		if needs == "" {
+			needs = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.Depth, s.Directory, s.Name, needs)
+	}
+	_ = tw.Flush()
+	if res.Base == "" {
+		return
+	}
+	fmt.Fprintf(w, "\nwhy each is listed (changes since %s):\n", res.Base)
+	for _, s := range res.Stacks {
+		for _, r := range s.Reasons {
+			fmt.Fprintf(w, "  %s: %s\n", s.Directory, r)
+		}
+	}
+}
