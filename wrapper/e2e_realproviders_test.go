@@ -81,7 +81,7 @@ func checkRealIDs(t *testing.T, dir, scope string) {
 		"local_sensitive_file.credentials": func(id string, _ map[string]any) bool { return id == sha1Hex(realPassword) },
 		"time_static.created":              func(id string, _ map[string]any) bool { return id == realCreated },
 		"random_pet.name":                  func(id string, _ map[string]any) bool { return strings.HasPrefix(id, scope+"-") },
-		"tls_private_key.deploy":           func(id string, a map[string]any) bool { return id == sha1Hex(fmt.Sprint(a["public_key_pem"])) },
+		"tls_private_key.deploy":           func(id string, a map[string]any) bool { return id == sha1DER(fmt.Sprint(a["public_key_pem"])) },
 		"null_resource.migrate":            func(id string, _ map[string]any) bool { return regexp.MustCompile(`^[0-9]+$`).MatchString(id) },
 		"terraform_data.app":               func(id string, _ map[string]any) bool { return uuidRE.MatchString(id) },
 		"sponson_scope.this":               func(string, map[string]any) bool { return true },
