@@ -21,39 +21,98 @@ import (
 // over HashiCorp's local, null, random, time and tls providers (installed
 // by internal/realproviders; the tests skip without them unless
 // SPONSON_REQUIRE_REAL_PROVIDERS=1) and terraform_data, whose ids are not
-// all identities (issue 24). The fixture provider's id-semantics resources
-// stand in for them in e2e_idsemantics_test.go, which runs everywhere.
+// all identities (issue 24). testdata/idsemantics is the same configuration
+// over the fixture provider's stand-ins, which mean the same by their ids;
+// its tests (TestE2EIDSemantics*) run the same scenarios everywhere.
 
 const (
-	realConfig = "testdata/realproviders"
-	// realCreated is the time_static of every scope: created in the same
+	// idCreated is the time_static of every scope: created in the same
 	// second, so with the same id.
-	realCreated = "2026-01-02T03:04:05Z"
-	// realPassword is the sensitive variable, the same in every scope: the
+	idCreated = "2026-01-02T03:04:05Z"
+	// idPassword is the sensitive variable, the same in every scope: the
 	// credentials files have the same content, so the same id.
-	realPassword = "preview-password"
-	realReadme   = "A preview environment of the app.\n"
+	idPassword = "preview-password"
+	idReadme   = "A preview environment of the app.\n"
 )
 
-// realEnv is fixtureEnv with the real providers' mirror in the CLI
-// configuration and the configuration's variables: out (the files'
-// directory, returned) and the sensitive db_password, as CI passes secrets.
-func realEnv(t *testing.T) (env []string, out string) {
-	t.Helper()
-	mirror := realproviders.Install(t)
-	cfg, err := fixtureprovider.WriteCLIConfig(t.TempDir(), fixtureprovider.Build(t), mirror)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out = t.TempDir()
-	return []string{
-		"TF_CLI_CONFIG_FILE=" + cfg,
-		"FIXTURE_DIR=" + t.TempDir(),
-		"TF_VAR_out=" + out,
-		"TF_VAR_created=" + realCreated,
-		"TF_VAR_db_password=" + realPassword,
-	}, out
+// idTier is one configuration of the id-semantics scenarios.
+type idTier struct {
+	config string
+	// env is the environment of the runs: the CLI configuration, and the
+	// variables created and db_password (as CI passes secrets); files
+	// reports whether a scope's README and credentials files exist.
+	env func(t *testing.T) (env []string, files func(scope string) (readme, credentials bool))
+	// ids are the state's resources, each with what its id must be.
+	ids map[string]func(scope, id string, attrs map[string]any) bool
+	pet string // the address of the name prefixed with the scope
 }
+
+var realTier = idTier{
+	config: "testdata/realproviders",
+	env: func(t *testing.T) ([]string, func(string) (bool, bool)) {
+		mirror := realproviders.Install(t)
+		cfg, err := fixtureprovider.WriteCLIConfig(t.TempDir(), fixtureprovider.Build(t), mirror)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		return append(idVars(), "TF_CLI_CONFIG_FILE="+cfg, "FIXTURE_DIR="+t.TempDir(), "TF_VAR_out="+out),
+			filesIn(out, "README.md", "credentials", "/")
+	},
+	ids: map[string]func(scope, id string, attrs map[string]any) bool{
+		// The SHA-1 of the content: equal files of two scopes share it.
+		"local_file.readme":                func(_, id string, _ map[string]any) bool { return id == sha1Hex(idReadme) },
+		"local_sensitive_file.credentials": func(_, id string, _ map[string]any) bool { return id == sha1Hex(idPassword) },
+		// The second it stands for.
+		"time_static.created": func(_, id string, _ map[string]any) bool { return id == idCreated },
+		// A generated name, with the prefix.
+		"random_pet.name": func(scope, id string, _ map[string]any) bool { return strings.HasPrefix(id, scope+"-") },
+		// The SHA-1 of the public key's DER.
+		"tls_private_key.deploy": func(_, id string, a map[string]any) bool { return id == sha1DER(fmt.Sprint(a["public_key_pem"])) },
+		// Random per creation.
+		"null_resource.migrate": func(_, id string, _ map[string]any) bool { return numberRE.MatchString(id) },
+		"terraform_data.app":    func(_, id string, _ map[string]any) bool { return uuidRE.MatchString(id) },
+		"sponson_scope.this":    func(scope, id string, _ map[string]any) bool { return id == "preview/"+scope },
+	},
+	pet: "random_pet.name",
+}
+
+var fixtureTier = idTier{
+	config: "testdata/idsemantics",
+	env: func(t *testing.T) ([]string, func(string) (bool, bool)) {
+		env, objects := fixtureEnv(t)
+		return append(env, idVars()...), filesIn(filepath.Join(objects, "files"), "README.md", "credentials", ".")
+	},
+	ids: map[string]func(scope, id string, attrs map[string]any) bool{
+		"fixture_file.readme":       func(_, id string, _ map[string]any) bool { return id == sha1Hex(idReadme) },
+		"fixture_file.credentials":  func(_, id string, _ map[string]any) bool { return id == sha1Hex(idPassword) },
+		"fixture_timestamp.created": func(_, id string, _ map[string]any) bool { return id == idCreated },
+		"fixture_pet.name":          func(scope, id string, _ map[string]any) bool { return strings.HasPrefix(id, scope+"-") },
+		"fixture_token.migrate":     func(_, id string, _ map[string]any) bool { return numberRE.MatchString(id) },
+		"terraform_data.app":        func(_, id string, _ map[string]any) bool { return uuidRE.MatchString(id) },
+		"sponson_scope.this":        func(scope, id string, _ map[string]any) bool { return id == "preview/"+scope },
+	},
+	pet: "fixture_pet.name",
+}
+
+func idVars() []string {
+	return []string{"TF_VAR_created=" + idCreated, "TF_VAR_db_password=" + idPassword}
+}
+
+// filesIn reports a scope's README and credentials files in dir, named
+// SCOPE + sep + name.
+func filesIn(dir, readme, credentials, sep string) func(string) (bool, bool) {
+	return func(scope string) (bool, bool) {
+		_, r := os.Stat(filepath.Join(dir, scope+sep+readme))
+		_, c := os.Stat(filepath.Join(dir, scope+sep+credentials))
+		return r == nil, c == nil
+	}
+}
+
+var (
+	uuidRE   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	numberRE = regexp.MustCompile(`^[0-9]+$`)
+)
 
 func sha1Hex(s string) string {
 	sum := sha1.Sum([]byte(s)) //nolint:gosec // see the import
@@ -70,46 +129,26 @@ func sha1DER(s string) string {
 	return sha1Hex(string(b.Bytes))
 }
 
-// checkRealIDs checks what each resource's id is in a scope's state, the
+// checkIDs checks what each resource's id is in a scope's state: the
 // semantics the ownership check has to live with.
-func checkRealIDs(t *testing.T, dir, scope string) {
+func (tier idTier) checkIDs(t *testing.T, dir, scope string) {
 	t.Helper()
 	res := stateResources(t, dir, "preview", scope)
-	want := map[string]func(id string, attrs map[string]any) bool{
-		// The SHA-1 of the content: equal files of two scopes share it.
-		"local_file.readme":                func(id string, _ map[string]any) bool { return id == sha1Hex(realReadme) },
-		"local_sensitive_file.credentials": func(id string, _ map[string]any) bool { return id == sha1Hex(realPassword) },
-		"time_static.created":              func(id string, _ map[string]any) bool { return id == realCreated },
-		"random_pet.name":                  func(id string, _ map[string]any) bool { return strings.HasPrefix(id, scope+"-") },
-		"tls_private_key.deploy":           func(id string, a map[string]any) bool { return id == sha1DER(fmt.Sprint(a["public_key_pem"])) },
-		"null_resource.migrate":            func(id string, _ map[string]any) bool { return regexp.MustCompile(`^[0-9]+$`).MatchString(id) },
-		"terraform_data.app":               func(id string, _ map[string]any) bool { return uuidRE.MatchString(id) },
-		"sponson_scope.this":               func(string, map[string]any) bool { return true },
-	}
-	for addr, ok := range want {
+	for addr, ok := range tier.ids {
 		a, found := res[addr]
 		if !found {
 			t.Errorf("%s: %s is not in the state", scope, addr)
 			continue
 		}
-		if id := fmt.Sprint(a["id"]); !ok(id, a) {
+		if id := fmt.Sprint(a["id"]); !ok(scope, id, a) {
 			t.Errorf("%s: %s has id %q, not of the semantics the tier expects", scope, addr, id)
 		}
 	}
 	for addr := range res {
-		if _, ok := want[addr]; !ok {
+		if _, ok := tier.ids[addr]; !ok {
 			t.Errorf("%s: unexpected resource %s in the state", scope, addr)
 		}
 	}
-}
-
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// realFiles reports which of a scope's two files exist.
-func realFiles(out, scope string) (readme, credentials bool) {
-	_, r := os.Stat(filepath.Join(out, scope, "README.md"))
-	_, c := os.Stat(filepath.Join(out, scope, "credentials"))
-	return r == nil, c == nil
 }
 
 // applyAtOnce applies every scope of args at the same moment and fails the
@@ -143,87 +182,89 @@ var threeScopes = [][]string{
 	{"--pr", "2", "--branch", "feat/two"},
 }
 
-// TestE2ERealProvidersSameContent: main, pr-1 and pr-2 apply at once with
-// equal file contents and the same creation second, so their local_file,
-// local_sensitive_file and time_static objects have equal ids. Each owns
-// its own, and each destroys alone: its files go, the others' stay, and no
-// destroy is refused over another scope's object.
-func TestE2ERealProvidersSameContent(t *testing.T) {
+func TestE2ERealProvidersSameContent(t *testing.T) { testSameContent(t, realTier) }
+func TestE2EIDSemanticsSameContent(t *testing.T)   { testSameContent(t, fixtureTier) }
+
+// testSameContent: main, pr-1 and pr-2 apply at once with equal file
+// contents and the same creation second, so their content-hash and
+// timestamp ids are equal. Each owns its own, applies again unrefused, and
+// destroys alone: its files go, the others' stay.
+func testSameContent(t *testing.T, tier idTier) {
 	h := e2e(t)
-	env, out := realEnv(t)
-	dir := h.workdir(realConfig)
+	env, files := tier.env(t)
+	dir := h.workdir(tier.config)
 	applyAtOnce(t, h, dir, env, threeScopes)
 
-	for _, scope := range []string{"main", "pr-1", "pr-2"} {
-		checkRealIDs(t, dir, scope)
+	scopes := []string{"main", "pr-1", "pr-2"}
+	for _, scope := range scopes {
+		tier.checkIDs(t, dir, scope)
 		rec := latestReceipt(t, dir, "preview", scope)
-		if rec.Status != receipt.StatusApplied || len(rec.Ledger) != 8 {
-			t.Errorf("%s: receipt %s with %d entries, want applied with 8", scope, rec.Status, len(rec.Ledger))
+		if rec.Status != receipt.StatusApplied || len(rec.Ledger) != len(tier.ids) {
+			t.Errorf("%s: receipt %s with %d entries, want applied with %d", scope, rec.Status, len(rec.Ledger), len(tier.ids))
 		}
-		if r, c := realFiles(out, scope); !r || !c {
+		if r, c := files(scope); !r || !c {
 			t.Errorf("%s: README %v, credentials %v after the apply", scope, r, c)
 		}
 	}
 
 	// A second apply of each changes nothing and is not refused.
 	for _, a := range threeScopes {
-		r := h.run(dir, env, append([]string{"apply", "--json"}, a...)...)
-		if r.exit != 0 {
+		if r := h.run(dir, env, append([]string{"apply", "--json"}, a...)...); r.exit != 0 {
 			t.Fatalf("second apply %v: exit %d %q\n%s\n%s", a, r.exit, r.code(t), r.stdout, r.stderr)
 		}
 	}
 
 	left := map[string]bool{"main": true, "pr-1": true, "pr-2": true}
-	for _, d := range []struct {
-		scope string
-		args  []string
-	}{
-		{"pr-1", threeScopes[1]},
-		{"main", threeScopes[0]},
-		{"pr-2", threeScopes[2]},
-	} {
-		r := h.run(dir, env, append([]string{"destroy", "--json"}, d.args...)...)
+	for _, i := range []int{1, 0, 2} {
+		scope := scopes[i]
+		r := h.run(dir, env, append([]string{"destroy", "--json"}, threeScopes[i]...)...)
 		if r.exit != 0 {
-			t.Fatalf("destroy %s: exit %d %q\n%s\n%s", d.scope, r.exit, r.code(t), r.stdout, r.stderr)
+			t.Fatalf("destroy %s: exit %d %q\n%s\n%s", scope, r.exit, r.code(t), r.stdout, r.stderr)
 		}
-		delete(left, d.scope)
-		if res := stateResources(t, dir, "preview", d.scope); len(res) != 0 {
-			t.Errorf("destroy %s left %v in its state", d.scope, res)
+		delete(left, scope)
+		if res := stateResources(t, dir, "preview", scope); len(res) != 0 {
+			t.Errorf("destroy %s left %v in its state", scope, res)
 		}
-		for _, scope := range []string{"main", "pr-1", "pr-2"} {
-			readme, creds := realFiles(out, scope)
-			if left[scope] != readme || left[scope] != creds {
-				t.Errorf("after destroying %s: %s's README %v, credentials %v; want %v", d.scope, scope, readme, creds, left[scope])
+		for _, other := range scopes {
+			readme, creds := files(other)
+			if left[other] != readme || left[other] != creds {
+				t.Errorf("after destroying %s: %s's README %v, credentials %v; want %v", scope, other, readme, creds, left[other])
 			}
 		}
 	}
 }
 
-// TestE2ERealProvidersSuccession: feat/x is applied as a branch, then its
-// pull request's first apply takes it over. random_pet's prefix is the
-// scope, so the takeover replaces the pet (a computed id, unknown until the
-// apply) and with it the null_resource and terraform_data that depend on
-// it, and the files whose path names the scope. It succeeds in one apply:
-// the new objects are pr-3's, the branch is superseded with an empty
-// ledger, and the replaced objects are in neither ledger.
-func TestE2ERealProvidersSuccession(t *testing.T) {
+func TestE2ERealProvidersSuccession(t *testing.T) { testSuccessionReplaces(t, realTier) }
+func TestE2EIDSemanticsSuccession(t *testing.T)   { testSuccessionReplaces(t, fixtureTier) }
+
+// testSuccessionReplaces: feat/x is applied as a branch, then its pull
+// request's first apply takes it over. The pet's prefix is the scope, so
+// the takeover replaces the pet (a computed id, unknown until the apply)
+// and with it what depends on it, and the files whose path names the
+// scope. It succeeds in one apply: the new objects are pr-3's, the branch
+// is superseded with an empty ledger, and the replaced pet is in neither
+// ledger.
+func testSuccessionReplaces(t *testing.T, tier idTier) {
 	h := e2e(t)
-	env, out := realEnv(t)
-	dir := h.workdir(realConfig)
+	env, files := tier.env(t)
+	dir := h.workdir(tier.config)
 	branch := []string{"--branch", "feat/x"}
 	pr := []string{"--pr", "3", "--branch", "feat/x"}
 	h.mustRunEnv(dir, env, append([]string{"apply"}, branch...)...)
-	checkRealIDs(t, dir, "branch-feat-x")
-	oldPet := fmt.Sprint(stateResources(t, dir, "preview", "branch-feat-x")["random_pet.name"]["id"])
+	tier.checkIDs(t, dir, "branch-feat-x")
+	oldPet := fmt.Sprint(stateResources(t, dir, "preview", "branch-feat-x")[tier.pet]["id"])
 
 	r := h.run(dir, env, append([]string{"apply", "--json"}, pr...)...)
 	if r.exit != 0 {
 		t.Fatalf("pr-3's first apply (the takeover): exit %d %q\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
 	}
-	checkRealIDs(t, dir, "pr-3")
+	tier.checkIDs(t, dir, "pr-3")
 	rec := latestReceipt(t, dir, "preview", "pr-3")
 	if rec.Status != receipt.StatusApplied || rec.InheritedFrom != "branch-feat-x" || rec.Inheriting != "" {
 		t.Errorf("pr-3: status %q, inheritedFrom %q, inheriting %q", rec.Status, rec.InheritedFrom, rec.Inheriting)
+	}
+	if len(rec.Ledger) != len(tier.ids) {
+		t.Errorf("pr-3 owns %d resources, want %d", len(rec.Ledger), len(tier.ids))
 	}
 	for _, e := range rec.Ledger {
 		if e.ID == oldPet {
@@ -234,32 +275,36 @@ func TestE2ERealProvidersSuccession(t *testing.T) {
 	if br.SupersededBy != "pr-3" || len(br.Ledger) != 0 {
 		t.Errorf("branch: supersededBy %q with %d entries", br.SupersededBy, len(br.Ledger))
 	}
-	if readme, creds := realFiles(out, "pr-3"); !readme || !creds {
+	if readme, creds := files("pr-3"); !readme || !creds {
 		t.Errorf("pr-3's files: README %v, credentials %v", readme, creds)
 	}
-	if readme, creds := realFiles(out, "branch-feat-x"); readme || creds {
+	if readme, creds := files("branch-feat-x"); readme || creds {
 		t.Errorf("the branch's files were not replaced: README %v, credentials %v", readme, creds)
 	}
 
-	// A second apply converges on nothing to do, and the two destroys are
-	// the successor's alone.
+	// A second apply has nothing to do, and each destroy removes only what
+	// is its own: the superseded branch nothing.
 	h.mustRunEnv(dir, env, append([]string{"apply"}, pr...)...)
 	h.mustRunEnv(dir, env, append([]string{"destroy"}, branch...)...)
-	if readme, creds := realFiles(out, "pr-3"); !readme || !creds {
+	if readme, creds := files("pr-3"); !readme || !creds {
 		t.Errorf("destroying the superseded branch deleted pr-3's files: README %v, credentials %v", readme, creds)
 	}
 	h.mustRunEnv(dir, env, append([]string{"destroy"}, pr...)...)
-	if readme, creds := realFiles(out, "pr-3"); readme || creds {
+	if readme, creds := files("pr-3"); readme || creds {
 		t.Errorf("destroying pr-3 left its files: README %v, credentials %v", readme, creds)
 	}
 }
 
-// TestE2ERealProvidersGC: of main, pr-1 and pr-2 (equal contents, the same
-// second), gc with only pull request 2 open destroys pr-1 alone.
-func TestE2ERealProvidersGC(t *testing.T) {
+func TestE2ERealProvidersGC(t *testing.T) { testGCSameContent(t, realTier) }
+func TestE2EIDSemanticsGC(t *testing.T)   { testGCSameContent(t, fixtureTier) }
+
+// testGCSameContent: of main, pr-1 and pr-2 (equal contents, the same
+// second), gc with only pull request 2 open destroys pr-1 alone and leaves
+// the others' files and states as they were.
+func testGCSameContent(t *testing.T, tier idTier) {
 	h := e2e(t)
-	env, out := realEnv(t)
-	dir := h.workdir(realConfig)
+	env, files := tier.env(t)
+	dir := h.workdir(tier.config)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	gitRun(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
 	src := t.TempDir()
@@ -281,11 +326,11 @@ func TestE2ERealProvidersGC(t *testing.T) {
 	if rows := gcRows(t, r); len(rows) != 1 || rows[0] != (gcRow{"pr-1", "destroyed", "pr-closed", ""}) {
 		t.Errorf("gc: %+v, want pr-1 destroyed alone", rows)
 	}
-	if readme, creds := realFiles(out, "pr-1"); readme || creds {
+	if readme, creds := files("pr-1"); readme || creds {
 		t.Errorf("gc left pr-1's files: README %v, credentials %v", readme, creds)
 	}
 	for _, s := range []string{"main", "pr-2"} {
-		if readme, creds := realFiles(out, s); !readme || !creds {
+		if readme, creds := files(s); !readme || !creds {
 			t.Errorf("gc deleted %s's files: README %v, credentials %v", s, readme, creds)
 		}
 		if after := string(readFile(t, filepath.Join(scopeDir(dir, "preview", s), "terraform.tfstate"))); after != before[s] {
