@@ -44,7 +44,8 @@ type idTier struct {
 	env func(t *testing.T) (env []string, files func(scope string) (readme, credentials bool))
 	// ids are the state's resources, each with what its id must be.
 	ids map[string]func(scope, id string, attrs map[string]any) bool
-	pet string // the address of the name prefixed with the scope
+	pet  string // the address of the name prefixed with the scope
+	file string // the address of the README
 }
 
 var realTier = idTier{
@@ -74,7 +75,8 @@ var realTier = idTier{
 		"terraform_data.app":    func(_, id string, _ map[string]any) bool { return uuidRE.MatchString(id) },
 		"sponson_scope.this":    func(scope, id string, _ map[string]any) bool { return id == "preview/"+scope },
 	},
-	pet: "random_pet.name",
+	pet:  "random_pet.name",
+	file: "local_file.readme",
 }
 
 var fixtureTier = idTier{
@@ -92,7 +94,8 @@ var fixtureTier = idTier{
 		"terraform_data.app":        func(_, id string, _ map[string]any) bool { return uuidRE.MatchString(id) },
 		"sponson_scope.this":        func(scope, id string, _ map[string]any) bool { return id == "preview/"+scope },
 	},
-	pet: "fixture_pet.name",
+	pet:  "fixture_pet.name",
+	file: "fixture_file.readme",
 }
 
 func idVars() []string {
@@ -187,8 +190,9 @@ func TestE2EIDSemanticsSameContent(t *testing.T)   { testSameContent(t, fixtureT
 
 // testSameContent: main, pr-1 and pr-2 apply at once with equal file
 // contents and the same creation second, so their content-hash and
-// timestamp ids are equal. Each owns its own, applies again unrefused, and
-// destroys alone: its files go, the others' stay.
+// timestamp ids are equal. Each owns its own, applies again unrefused
+// (pr-1 with -replace of its README too), and destroys alone: its files
+// go, the others' stay.
 func testSameContent(t *testing.T, tier idTier) {
 	h := e2e(t)
 	env, files := tier.env(t)
@@ -207,10 +211,19 @@ func testSameContent(t *testing.T, tier idTier) {
 		}
 	}
 
-	// A second apply of each changes nothing and is not refused.
+	// A second apply of each changes nothing and is not refused, and pr-1
+	// may replace its README, whose id main's and pr-2's share.
 	for _, a := range threeScopes {
 		if r := h.run(dir, env, append([]string{"apply", "--json"}, a...)...); r.exit != 0 {
 			t.Fatalf("second apply %v: exit %d %q\n%s\n%s", a, r.exit, r.code(t), r.stdout, r.stderr)
+		}
+	}
+	if r := h.run(dir, env, append([]string{"apply", "--json", "-replace", tier.file}, threeScopes[1]...)...); r.exit != 0 {
+		t.Fatalf("apply -replace %s in pr-1: exit %d %q\n%s\n%s", tier.file, r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	for _, scope := range scopes {
+		if r, c := files(scope); !r || !c {
+			t.Errorf("after pr-1's -replace: %s's README %v, credentials %v", scope, r, c)
 		}
 	}
 
