@@ -43,7 +43,7 @@ type idTier struct {
 	// reports whether a scope's README and credentials files exist.
 	env func(t *testing.T) (env []string, files func(scope string) (readme, credentials bool))
 	// ids are the state's resources, each with what its id must be.
-	ids map[string]func(scope, id string, attrs map[string]any) bool
+	ids  map[string]func(scope, id string, attrs map[string]any) bool
 	pet  string // the address of the name prefixed with the scope
 	file string // the address of the README
 }
