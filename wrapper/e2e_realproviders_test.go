@@ -58,7 +58,7 @@ var realTier = idTier{
 		}
 		out := t.TempDir()
 		return append(idVars(), "TF_CLI_CONFIG_FILE="+cfg, "FIXTURE_DIR="+t.TempDir(), "TF_VAR_out="+out),
-			filesIn(out, "README.md", "credentials", "/")
+			filesIn(out, "/")
 	},
 	ids: map[string]func(scope, id string, attrs map[string]any) bool{
 		// The SHA-1 of the content: equal files of two scopes share it.
@@ -83,7 +83,7 @@ var fixtureTier = idTier{
 	config: "testdata/idsemantics",
 	env: func(t *testing.T) ([]string, func(string) (bool, bool)) {
 		env, objects := fixtureEnv(t)
-		return append(env, idVars()...), filesIn(filepath.Join(objects, "files"), "README.md", "credentials", ".")
+		return append(env, idVars()...), filesIn(filepath.Join(objects, "files"), ".")
 	},
 	ids: map[string]func(scope, id string, attrs map[string]any) bool{
 		"fixture_file.readme":       func(_, id string, _ map[string]any) bool { return id == sha1Hex(idReadme) },
@@ -102,12 +102,12 @@ func idVars() []string {
 	return []string{"TF_VAR_created=" + idCreated, "TF_VAR_db_password=" + idPassword}
 }
 
-// filesIn reports a scope's README and credentials files in dir, named
-// SCOPE + sep + name.
-func filesIn(dir, readme, credentials, sep string) func(string) (bool, bool) {
+// filesIn reports whether a scope's README and credentials files exist in
+// dir, named SCOPE + sep + "README.md" and SCOPE + sep + "credentials".
+func filesIn(dir, sep string) func(string) (bool, bool) {
 	return func(scope string) (bool, bool) {
-		_, r := os.Stat(filepath.Join(dir, scope+sep+readme))
-		_, c := os.Stat(filepath.Join(dir, scope+sep+credentials))
+		_, r := os.Stat(filepath.Join(dir, scope+sep+"README.md"))
+		_, c := os.Stat(filepath.Join(dir, scope+sep+"credentials"))
 		return r == nil, c == nil
 	}
 }
