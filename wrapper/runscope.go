@@ -140,6 +140,7 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 			Lease:            lease.Config{TTL: r.LeaseTTL, Wait: r.Wait, WaitTimeout: r.WaitTimeout},
 			ApprovedBy:       approver,
 			Protected:        env.Protected,
+			Identity:         env.Identity,
 			AllowOlderCommit: r.AllowOlderCommit,
 			Vars:             r.engine.Vars,
 			EngineFlags:      r.engine.Flags,

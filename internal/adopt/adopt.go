@@ -16,12 +16,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
@@ -53,6 +50,9 @@ type Options struct {
 	// EngineOut receives the engine's init output.
 	EngineOut io.Writer
 	Warn      func(string)
+	// Identity is the environment's declared identity schemes
+	// (scoperun.Options.Identity).
+	Identity map[string][]string
 }
 
 // Result is what an adoption did.
@@ -116,11 +116,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := refuseOccupied(ctx, o.Store, key); err != nil {
 		return res, err
 	}
-	ledger, _ := ownership.Ledger(nil, objects, ownership.Policy{}, nil)
+	pol := ownership.Policy{Declared: o.Identity}
+	ledger, _ := ownership.Ledger(nil, objects, pol, nil)
 	for i := range ledger {
 		ledger[i].CreatedBy = receipt.CreatedByAdopted // Sponson did not create them
 	}
-	if err := refuseForeign(ctx, o.Store, key, ledger); err != nil {
+	if err := refuseForeign(ctx, o.Store, key, pol, objects); err != nil {
 		return res, err
 	}
 	sum := sha256.Sum256(state)
@@ -202,34 +203,12 @@ func refuseOccupied(ctx context.Context, st store.Store, key store.Key) error {
 }
 
 // refuseForeign refuses a state whose resources another scope of the
-// environment owns: adopting them would give them two owners.
-func refuseForeign(ctx context.Context, st store.Store, key store.Key, ledger []receipt.Entry) error {
-	var ids []string
-	for _, e := range ledger {
-		ids = append(ids, e.Identity)
-		ids = append(ids, e.Keys...)
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	owners, err := st.Owners(ctx, key.Environment, ids)
+// environment owns under any identity: adopting them would give them two
+// owners.
+func refuseForeign(ctx context.Context, st store.Store, key store.Key, pol ownership.Policy, objects []ownership.Object) error {
+	foreign, err := ownership.ForeignOwners(ctx, st, key, pol, objects)
 	if err != nil {
 		return err
 	}
-	var hits []string
-	for _, o := range owners {
-		if o.Scope != key.Scope || o.Stack != key.Stack {
-			where := "scope " + o.Scope
-			if o.Stack != key.Stack {
-				where += " of stack " + o.Stack
-			}
-			hits = append(hits, fmt.Sprintf("%s (%s)", o.Address, where))
-		}
-	}
-	if len(hits) == 0 {
-		return nil
-	}
-	sort.Strings(hits)
-	return errcode.New(errcode.OwnedByOtherScope, "the state to adopt holds resources other scopes of %s own: %s", key.Environment, strings.Join(hits, ", ")).
-		WithHint("Adopt the state into the scope that owns them, or remove them from that scope first.")
+	return ownership.ForeignObjectsError(key, "adopting the state", foreign)
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/storetest"
@@ -67,16 +67,26 @@ func TestRefuseForeign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := storetest.NewReceipt(other, "run-b", 2)
+	r := storetest.NewReceipt(other, "run-b", 0)
+	theirs := ownership.Object{Address: "terraform_data.a", Provider: "terraform.io/builtin/terraform", Type: "terraform_data", ID: "uuid-1"}
+	theirFile := ownership.Object{Address: "local_file.readme", Provider: "registry.opentofu.org/hashicorp/local", Type: "local_file", ID: "da39a3ee",
+		Attributes: map[string]any{"filename": "pr-1/README"}}
+	r.Ledger, _ = ownership.Ledger(nil, []ownership.Object{theirs, theirFile}, ownership.Policy{}, nil)
 	if err := st.WriteReceipt(ctx, g.Lease, r); err != nil {
 		t.Fatal(err)
 	}
 	key := store.Key{Stack: "acme/app", Environment: "preview", Scope: "main"}
-	mine := []receipt.Entry{{Identity: "unowned", Address: "x.y"}}
-	if err := refuseForeign(ctx, st, key, mine); err != nil {
+	mine := []ownership.Object{
+		{Address: "terraform_data.b", Provider: theirs.Provider, Type: "terraform_data", ID: "uuid-2"},
+		// Equal contents, one id: owned by address, never foreign.
+		{Address: "local_file.readme", Provider: "registry.opentofu.org/hashicorp/local", Type: "local_file", ID: "da39a3ee",
+			Attributes: map[string]any{"filename": "main/README"}},
+	}
+	if err := refuseForeign(ctx, st, key, ownership.Policy{}, mine); err != nil {
 		t.Errorf("unowned resources: %v", err)
 	}
-	err = refuseForeign(ctx, st, key, append(mine, r.Ledger[1]))
+	theirs.Address = "terraform_data.renamed"
+	err = refuseForeign(ctx, st, key, ownership.Policy{}, append(mine, theirs))
 	if !errcode.Is(err, errcode.OwnedByOtherScope) {
 		t.Fatalf("a resource of pr-1: %v, want OWNED_BY_OTHER_SCOPE", err)
 	}

@@ -17,6 +17,13 @@
 //	  approvers = ["alice", "bob"] # optional: who may approve
 //	}
 //
+// An `identity` map, at the top or in an environment (which wins for the
+// types it names), declares the identifying attributes of resource types:
+// every scope of the environment identifies their objects by them instead
+// of by id (docs/design.md §2.3 "Ledger and identity"):
+//
+//	identity = { local_file = ["filename"] }
+//
 // Without the file, preview and production are declared and production is
 // protected with no list of approvers (any named approver), which is what
 // Sponson did before environments were declared.
@@ -55,6 +62,9 @@ type Environment struct {
 	// Approvers, when not nil, are the only names a protected environment
 	// accepts as approver; nil accepts any name.
 	Approvers []string
+	// Identity maps a resource type to the attributes that identify its
+	// objects in this environment; nil when none is declared.
+	Identity map[string][]string
 }
 
 // Declared is the environments of a repository.
@@ -111,10 +121,12 @@ func Load(dir string) (Declared, error) {
 
 // file is the HCL schema of sponson.hcl.
 type file struct {
+	Identity     map[string][]string `hcl:"identity,optional"`
 	Environments []struct {
-		Name      string    `hcl:"name,label"`
-		Protected *bool     `hcl:"protected,optional"`
-		Approvers *[]string `hcl:"approvers,optional"`
+		Name      string              `hcl:"name,label"`
+		Protected *bool               `hcl:"protected,optional"`
+		Approvers *[]string           `hcl:"approvers,optional"`
+		Identity  map[string][]string `hcl:"identity,optional"`
 	} `hcl:"environment,block"`
 }
 
@@ -139,6 +151,7 @@ func Parse(src []byte, filename string) (Declared, error) {
 		return Declared{}, errcode.New(errcode.Usage, "%s", diags.Error()).WithHint(hint)
 	}
 	d := Declared{Source: filename}
+	var err error
 	for _, b := range f.Environments {
 		name := Normalize(b.Name)
 		if err := runctx.ValidName("environment", name); err != nil {
@@ -167,12 +180,40 @@ func Parse(src []byte, filename string) (Declared, error) {
 				return Declared{}, bad("environment %q lists no approvers, so no run could ever be approved; name at least one, or remove approvers to accept any name", name)
 			}
 		}
+		if e.Identity, err = identity(f.Identity, b.Identity); err != nil {
+			return Declared{}, bad("environment %q: %s", name, err)
+		}
 		d.Environments = append(d.Environments, e)
 	}
 	if len(d.Environments) == 0 {
 		return Declared{}, bad("no environment is declared")
 	}
 	return d, nil
+}
+
+// identity merges the identity schemes declared for all environments
+// (top) with one environment's (own, which wins per type), refusing an
+// empty list or a blank attribute name: either would identify objects by
+// nothing.
+func identity(top, own map[string][]string) (map[string][]string, error) {
+	if len(top) == 0 && len(own) == 0 {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for _, m := range []map[string][]string{top, own} {
+		for typ, attrs := range m {
+			if len(attrs) == 0 {
+				return nil, fmt.Errorf("identity of %s lists no attribute; name at least one, or leave the type out to identify its objects by id", typ)
+			}
+			for _, a := range attrs {
+				if strings.TrimSpace(a) == "" {
+					return nil, fmt.Errorf("identity of %s names a blank attribute", typ)
+				}
+			}
+			out[typ] = slices.Clone(attrs)
+		}
+	}
+	return out, nil
 }
 
 // Names are the declared environments' names, in the order declared.

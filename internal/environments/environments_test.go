@@ -57,6 +57,8 @@ func TestParseRefuses(t *testing.T) {
 		"no approvers":            {`environment "a" {` + "\n" + `protected = true` + "\n" + `approvers = [" "]` + "\n}", "no approvers"},
 		"production unprotected":  {`environment "production" { protected = false }`, "always protected"},
 		"protected not a boolean": {`environment "a" { protected = "maybe" }`, "a bool is required"},
+		"identity by nothing":     {`environment "a" { identity = { local_file = [] } }`, "lists no attribute"},
+		"identity blank":          {"identity = { local_file = [\" \"] }\nenvironment \"a\" {}", "blank attribute"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -66,6 +68,31 @@ func TestParseRefuses(t *testing.T) {
 				t.Fatalf("Parse(%q) error = %v, want USAGE mentioning %q", tc.src, err, tc.want)
 			}
 		})
+	}
+}
+
+// An identity declared for all environments applies to each; one declared
+// in an environment wins for the types it names.
+func TestParseIdentity(t *testing.T) {
+	t.Parallel()
+	d, err := Parse([]byte(`
+identity = { local_file = ["filename"], fixture_object = ["name"] }
+environment "preview" {}
+environment "production" {
+  identity = { local_file = ["filename", "content"] }
+}
+`), "sponson.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string][]string{
+		"preview":    {"local_file": {"filename"}, "fixture_object": {"name"}},
+		"production": {"local_file": {"filename", "content"}, "fixture_object": {"name"}},
+	}
+	for _, e := range d.Environments {
+		if diff := cmp.Diff(want[e.Name], e.Identity); diff != "" {
+			t.Errorf("identity of %s (-want +got):\n%s", e.Name, diff)
+		}
 	}
 }
 

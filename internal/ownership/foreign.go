@@ -49,11 +49,13 @@ func CheckForeign(ctx context.Context, idx Index, key store.Key, planned []Plann
 
 // CheckLate is the late-identity check: it looks up the identities that
 // became known during the apply (creates planned with an unknown
-// identifying attribute, now in ledger) in the ownership index. The objects
-// exist already, so a hit is reported (the run fails) rather than refused.
-// lookupErr is set when the index could not be read: the run says so and
-// goes on.
-func CheckLate(ctx context.Context, idx Index, key store.Key, planned []Planned, ledger []receipt.Entry) (hit, lookupErr error) {
+// identifying attribute, now in ledger) in the ownership index, except the
+// entries of scope except (as CheckForeign). Only the new object's own
+// identities count: what the change replaced was checked before the apply.
+// The objects exist already and the ledger records them, so a hit is
+// reported (the run fails) naming both owners, not refused. lookupErr is
+// set when the index could not be read: the run says so and goes on.
+func CheckLate(ctx context.Context, idx Index, key store.Key, planned []Planned, ledger []receipt.Entry, except string) (hit, lookupErr error) {
 	late := map[string]Planned{}
 	for _, p := range planned {
 		if p.Creates() && p.Identity == "" {
@@ -66,19 +68,47 @@ func CheckLate(ctx context.Context, idx Index, key store.Key, planned []Planned,
 	var known []Planned
 	for _, e := range ledger {
 		if p, ok := late[e.Address]; ok {
-			p.Identity = e.Identity
+			p.Identity, p.Keys = e.Identity, e.Keys
 			known = append(known, p)
 		}
 	}
-	owners, err := idx.Owners(ctx, key.Environment, Identities(known))
+	ids := Identities(known)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	owners, err := idx.Owners(ctx, key.Environment, ids)
 	if err != nil {
 		return nil, err
 	}
-	conflicts := Check(known, owners, key)
-	if len(conflicts) == 0 {
-		return nil, nil
+	if except != "" {
+		owners = slices.DeleteFunc(owners, func(o store.Owner) bool { return o.Scope == except && o.Stack == key.Stack })
 	}
-	return errcode.As(foreignError(key, conflicts)).WithHint("The apply created objects whose identity another scope already owns (their identity was unknown at plan time). Remove them from this configuration or from the other scope, then run again."), nil
+	return lateError(key, Check(known, owners, key)), nil
+}
+
+// lateError is the OWNED_BY_OTHER_SCOPE error of a late-identity hit: the
+// objects were created and this scope's ledger records them, so both
+// scopes are named and the way to keep one owner is said.
+func lateError(self store.Key, conflicts []Conflict) error {
+	if len(conflicts) == 0 {
+		return nil
+	}
+	var lines []string
+	var details []map[string]string
+	for _, c := range conflicts {
+		lines = append(lines, fmt.Sprintf("%s created %s, whose identity scope %s owns as %s (run %s)",
+			self.Scope, c.Change.Address, ownerName(self, c.Owner), c.Owner.Address, c.Owner.RunID))
+		details = append(details, map[string]string{
+			"address": c.Change.Address, "identity": c.Change.Identity, "owner": c.Owner.Scope, "ownerStack": c.Owner.Stack,
+			"ownerRun": c.Owner.RunID, "ownerAddress": c.Owner.Address, "ownedAs": c.Owner.CreatedBy,
+		})
+	}
+	first := conflicts[0]
+	return errcode.New(errcode.OwnedByOtherScope, "the apply created %d object(s) whose identity (unknown at plan time) another scope already owns; scope %s records them, so both scopes list them:\n  %s",
+		len(conflicts), self.Scope, strings.Join(lines, "\n  ")).
+		WithHint(fmt.Sprintf("Keep one owner: run `sponson state rm %s` in this scope (the object stays, owned by %s), or `sponson state rm %s` in %s, then apply again.",
+			first.Change.Address, ownerName(self, first.Owner), first.Owner.Address, ownerName(self, first.Owner))).
+		With("conflicts", details)
 }
 
 // ownerName names the owner of a conflict for self: its scope, and its

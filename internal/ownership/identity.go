@@ -9,10 +9,13 @@
 //
 //	<provider source>|<type>|<attr>=<canonical JSON value>[,...]
 //
-// The identifying attributes of a type are declared in the sponson_scope
-// resource's `identity` policy; where the engine's JSON exposes the
-// provider's own resource identity, that is used; otherwise the `id` of an
-// existing object.
+// The identity scheme of a type is, in this order (docs/design.md §2.3
+// "Ledger and identity"): the provider's own resource identity, where the
+// engine's JSON exposes one; the scheme the environment declares for the
+// type in sponson.hcl; the scheme the sponson_scope resource's `identity`
+// policy declares; the object's address within its scope for the types
+// whose id is not a global identity (addressOwned); otherwise the `id` of
+// an existing object.
 package ownership
 
 import (
@@ -23,6 +26,8 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // ScopeResourceType is the resource whose planned values carry the policy.
@@ -30,8 +35,13 @@ const ScopeResourceType = "sponson_scope"
 
 // Policy is what a configuration's sponson_scope resource declares.
 type Policy struct {
-	// Identity maps a resource type to its identifying attributes.
+	// Identity maps a resource type to its identifying attributes, as the
+	// scope's sponson_scope resource declares them.
 	Identity map[string][]string
+	// Declared maps a resource type to its identifying attributes as the
+	// environment declares them (sponson.hcl): every scope of the
+	// environment computes them alike, and they win over Identity.
+	Declared map[string][]string
 	// Sensitive maps a resource instance address to the attributes the plan
 	// marks sensitive; their identifying values are hashed with HashKey.
 	Sensitive map[string]map[string]bool
@@ -102,34 +112,20 @@ func ScopeValues(p *tfjson.Plan) []map[string]any {
 	return out
 }
 
-// Of returns the identity of an object of typ from provider with the given
-// attribute values. providerIdentity is the engine's resource identity of
-// the object, if it exposes one. unknown lists the identifying attributes
-// whose values are not known (yet); the identity is "" then.
-func (pol Policy) Of(provider, typ string, attrs map[string]any, unknownAttrs map[string]any, providerIdentity any) (identity string, unknown []string) {
-	if names, ok := pol.Identity[typ]; ok && len(names) > 0 {
-		parts := make([]string, 0, len(names))
-		for _, n := range names {
-			if isUnknown(unknownAttrs, n) {
-				unknown = append(unknown, n)
-				continue
-			}
-			v, present := attrs[n]
-			// Normalized first: a state's null of a dynamically typed
-			// attribute is a wrapper around null.
-			if v = Normalize(v); !present || v == nil {
-				unknown = append(unknown, n)
-				continue
-			}
-			parts = append(parts, n+"="+canonical(v))
-		}
-		if len(unknown) > 0 {
-			return "", unknown
-		}
-		return provider + "|" + typ + "|" + strings.Join(parts, ","), nil
-	}
+// Of returns the identity of the object at address of typ from provider
+// with the given attribute values. providerIdentity is the engine's
+// resource identity of the object, if it exposes one. unknown lists the
+// identifying attributes whose values are not known (yet); the identity is
+// "" then.
+func (pol Policy) Of(provider, typ, address string, attrs map[string]any, unknownAttrs map[string]any, providerIdentity any) (identity string, unknown []string) {
 	if m, ok := providerIdentity.(map[string]any); ok && len(m) > 0 {
 		return provider + "|" + typ + "|identity=" + canonical(m), nil
+	}
+	if names := pol.SchemeOf(typ); len(names) > 0 {
+		return byAttributes(provider, typ, names, attrs, unknownAttrs)
+	}
+	if IsAddressOwned(typ) {
+		return store.AddressIdentity(provider, typ, address), nil
 	}
 	if isUnknown(unknownAttrs, "id") {
 		return "", []string{"id"}
@@ -144,6 +140,44 @@ func (pol Policy) Of(provider, typ string, attrs map[string]any, unknownAttrs ma
 		return provider + "|" + typ + "|id=" + canonical(id), nil
 	}
 	return "", []string{"id"}
+}
+
+// SchemeOf returns the identifying attributes declared for typ: the
+// environment's, else the scope's policy's; nil for none.
+func (pol Policy) SchemeOf(typ string) []string {
+	if names := pol.Declared[typ]; len(names) > 0 {
+		return names
+	}
+	return pol.Identity[typ]
+}
+
+// base is the policy every scope of the environment shares: the declared
+// schemes without the scope's own policy.
+func (pol Policy) base() Policy {
+	return Policy{Declared: pol.Declared, Sensitive: pol.Sensitive, HashKey: pol.HashKey}
+}
+
+// byAttributes is the identity under a scheme of attribute names.
+func byAttributes(provider, typ string, names []string, attrs, unknownAttrs map[string]any) (identity string, unknown []string) {
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		if isUnknown(unknownAttrs, n) {
+			unknown = append(unknown, n)
+			continue
+		}
+		v, present := attrs[n]
+		// Normalized first: a state's null of a dynamically typed
+		// attribute is a wrapper around null.
+		if v = Normalize(v); !present || v == nil {
+			unknown = append(unknown, n)
+			continue
+		}
+		parts = append(parts, n+"="+canonical(v))
+	}
+	if len(unknown) > 0 {
+		return "", unknown
+	}
+	return provider + "|" + typ + "|" + strings.Join(parts, ","), nil
 }
 
 func isUnknown(unknownAttrs map[string]any, name string) bool {
@@ -288,19 +322,19 @@ func Identify(p *tfjson.Plan, pol Policy) []Planned {
 				pl.Actions = append(pl.Actions, string(x))
 			}
 		}
-		if names := pol.Identity[rc.Type]; len(names) > 0 {
+		if names := pol.SchemeOf(rc.Type); len(names) > 0 {
 			pl.Scheme = append([]string(nil), names...)
 		}
 		before, after := pol.values(rc, false)
 		if a.Delete() {
-			pl.Identity, pl.Unknown = pol.Of(rc.ProviderName, rc.Type, before, nil, rc.Change.BeforeIdentity)
+			pl.Identity, pl.Unknown = pol.Of(rc.ProviderName, rc.Type, rc.Address, before, nil, rc.Change.BeforeIdentity)
 		} else {
 			unknown, _ := rc.Change.AfterUnknown.(map[string]any)
-			pl.Identity, pl.Unknown = pol.Of(rc.ProviderName, rc.Type, after, unknown, rc.Change.AfterIdentity)
+			pl.Identity, pl.Unknown = pol.Of(rc.ProviderName, rc.Type, rc.Address, after, unknown, rc.Change.AfterIdentity)
 			if pl.Identity == "" && !pl.Creates() {
 				// An update in place keeps the object: its identity is the
 				// one it had before.
-				pl.Identity, pl.Unknown = pol.Of(rc.ProviderName, rc.Type, before, nil, rc.Change.BeforeIdentity)
+				pl.Identity, pl.Unknown = pol.Of(rc.ProviderName, rc.Type, rc.Address, before, nil, rc.Change.BeforeIdentity)
 			}
 		}
 		out = append(out, pl)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	tfjson "github.com/hashicorp/terraform-json"
+
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
@@ -47,7 +49,7 @@ func (pol Policy) identityOf(o Object) string {
 			sensitive[k] = true
 		}
 	}
-	id, _ := pol.Of(o.Provider, o.Type, pol.seal(o.Type, attrs, sensitive, false), nil, o.ProviderIdentity)
+	id, _ := pol.Of(o.Provider, o.Type, o.Address, pol.seal(o.Type, attrs, sensitive, false), nil, o.ProviderIdentity)
 	return id
 }
 
@@ -72,7 +74,11 @@ func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Plann
 		}
 	}
 	created, imported := map[string]bool{}, map[string]bool{}
+	movedFrom := map[string]string{}
 	for _, p := range planned {
+		if p.PreviousAddress != "" && p.PreviousAddress != p.Address {
+			movedFrom[p.Address] = p.PreviousAddress
+		}
 		if p.Creates() {
 			created[p.Address] = true
 		}
@@ -90,9 +96,9 @@ func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Plann
 			Type:      o.Type,
 			ID:        o.ID,
 			CreatedBy: receipt.CreatedBySponson,
-			Keys:      otherKeys(identity, []string{baseIdentity(o)}),
+			Keys:      otherKeys(identity, []string{pol.baseIdentity(o)}),
 		}
-		if names := pol.Identity[o.Type]; len(names) > 0 {
+		if names := pol.SchemeOf(o.Type); len(names) > 0 {
 			e.Scheme = append([]string(nil), names...)
 		}
 		if imported[o.Address] {
@@ -101,7 +107,14 @@ func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Plann
 		}
 		var old receipt.Entry
 		var ok bool
-		for _, k := range append([]string{e.Identity}, e.Keys...) {
+		keys := append([]string{e.Identity}, e.Keys...)
+		if from, moved := movedFrom[o.Address]; moved {
+			// An object owned by its address was owned at the old one.
+			was := o
+			was.Address = from
+			keys = append(keys, pol.IdentityOf(was))
+		}
+		for _, k := range keys {
 			if old, ok = known[k]; ok {
 				break
 			}
@@ -138,6 +151,24 @@ func Intents(planned []Planned) []receipt.Entry {
 		}
 		out = append(out, receipt.Entry{Identity: id, Address: p.Address, Provider: p.Provider, Type: p.Type, CreatedBy: receipt.CreatedByIntent,
 			Keys: otherKeys(id, p.Keys), Scheme: p.Scheme})
+	}
+	return out
+}
+
+// Moves returns the changes of a plan that only move an object (a `moved`
+// block with nothing else to do), which Identify leaves out, as Planned
+// entries without actions: Ledger needs them to find an object owned by
+// its address at the address it was moved from.
+func Moves(p *tfjson.Plan) []Planned {
+	var out []Planned
+	if p == nil {
+		return nil
+	}
+	for _, rc := range p.ResourceChanges {
+		if rc.Mode == tfjson.ManagedResourceMode && rc.Change != nil && rc.Change.Actions.NoOp() &&
+			rc.PreviousAddress != "" && rc.PreviousAddress != rc.Address {
+			out = append(out, Planned{Address: rc.Address, PreviousAddress: rc.PreviousAddress, Type: rc.Type, Provider: rc.ProviderName})
+		}
 	}
 	return out
 }

@@ -78,7 +78,7 @@ func TestPolicyAndIdentify(t *testing.T) {
 
 func TestProviderIdentityIsUsedWithoutADeclaration(t *testing.T) {
 	t.Parallel()
-	id, unknown := Policy{}.Of("p", "t", map[string]any{"id": "x"}, nil, map[string]any{"region": "eu", "name": "n"})
+	id, unknown := Policy{}.Of("p", "t", "t.a", map[string]any{"id": "x"}, nil, map[string]any{"region": "eu", "name": "n"})
 	if id != `p|t|identity={"name":"n","region":"eu"}` || unknown != nil {
 		t.Errorf("identity %q unknown %v", id, unknown)
 	}

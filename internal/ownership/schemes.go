@@ -103,10 +103,10 @@ func WithKeys(plan *tfjson.Plan, planned []Planned, own Policy, schemes []Scheme
 			out[i] = p
 			continue
 		}
-		pols := []Policy{{}, own}
+		pols := []Policy{own.base(), own}
 		for _, s := range schemes {
 			if s.Provider == p.Provider && s.Type == p.Type {
-				pols = append(pols, Policy{Identity: map[string][]string{s.Type: s.Attributes}, HashKey: own.HashKey})
+				pols = append(pols, Policy{Identity: map[string][]string{s.Type: s.Attributes}, Sensitive: own.Sensitive, HashKey: own.HashKey})
 			}
 		}
 		unknown, _ := rc.Change.AfterUnknown.(map[string]any)
@@ -121,11 +121,11 @@ func WithKeys(plan *tfjson.Plan, planned []Planned, own Policy, schemes []Scheme
 				}
 				before, after := pol.values(rc, all)
 				if before != nil {
-					id, _ := pol.Of(p.Provider, p.Type, before, nil, rc.Change.BeforeIdentity)
+					id, _ := pol.Of(p.Provider, p.Type, p.Address, before, nil, rc.Change.BeforeIdentity)
 					keys = append(keys, id)
 				}
 				if after != nil && !rc.Change.Actions.Delete() {
-					id, _ := pol.Of(p.Provider, p.Type, after, unknown, rc.Change.AfterIdentity)
+					id, _ := pol.Of(p.Provider, p.Type, p.Address, after, unknown, rc.Change.AfterIdentity)
 					keys = append(keys, id)
 				}
 			}
@@ -150,18 +150,17 @@ func otherKeys(primary string, keys []string) []string {
 	return out
 }
 
-// baseIdentity is an object's identity under the base scheme, the one that
-// needs no policy: "" when it has neither a provider identity nor an id.
-func baseIdentity(o Object) string {
-	return Policy{}.identityOf(o)
+// baseIdentity is an object's identity under the base scheme, the one every
+// scope of the environment computes alike (pol.base): "" when it has
+// neither a provider identity, nor a declared scheme, nor an id.
+func (pol Policy) baseIdentity(o Object) string {
+	return pol.base().identityOf(o)
 }
 
-// AllKeys returns the identity and the keys of a planned change.
+// AllKeys returns the identity and the keys of a planned change that other
+// scopes can own: its address identity, if it has one, is left out.
 func (p Planned) AllKeys() []string {
-	if p.Identity == "" {
-		return p.Keys
-	}
-	return append([]string{p.Identity}, p.Keys...)
+	return global(append([]string{p.Identity}, p.Keys...))
 }
 
 // Unmatchable refuses a policy that would record objects the scope owns
@@ -191,12 +190,12 @@ func Unmatchable(prev *receipt.Receipt, objects []Object, pol Policy, planned []
 	var lines []string
 	var addrs []string
 	for _, o := range objects {
-		names := pol.Identity[o.Type]
+		names := pol.SchemeOf(o.Type)
 		if !owned[o.Address] || deleted[o.Address] || len(names) == 0 {
 			continue
 		}
 		if id := pol.identityOf(o); id == "" {
-			_, missing := pol.Of(o.Provider, o.Type, o.Attributes, nil, o.ProviderIdentity)
+			_, missing := pol.Of(o.Provider, o.Type, o.Address, o.Attributes, nil, o.ProviderIdentity)
 			lines = append(lines, fmt.Sprintf("%s has no value for %s", o.Address, strings.Join(missing, ", ")))
 			addrs = append(addrs, o.Address)
 		}

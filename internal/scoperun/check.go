@@ -64,6 +64,7 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		}
 	}
 	c.policy = ownership.PolicyFromPlan(c.plan)
+	c.policy.Declared = r.o.Identity
 	// Sensitive identifying values are hashed with the environment's key.
 	kcfg := r.o.Lease
 	kcfg.About = r.holderInfo()
@@ -147,7 +148,7 @@ func (r *runner) planOutcome(c *checked) {
 // checkPolicy refuses a policy under which objects the scope owns would
 // lose an identity other scopes can match (ownership.Unmatchable).
 func (r *runner) checkPolicy(ctx context.Context, prev *receipt.Receipt, pol ownership.Policy, planned []ownership.Planned) error {
-	if prev == nil || len(pol.Identity) == 0 {
+	if prev == nil || len(pol.Identity) == 0 && len(pol.Declared) == 0 {
 		return nil
 	}
 	objects, err := r.currentState(ctx)

@@ -3,6 +3,7 @@ package scoperun
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,15 +14,16 @@ import (
 
 // record is the ninth phase: the receipt rec the checkpoint wrote is
 // completed from the state the engine left (the ledger), the outcome and
-// the late identity check, and written. It returns the run's error, in
-// this order: the engine's, a late identity hit, an unreadable state.
-func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.Receipt, applyErr error) error {
+// the late identity check, and written. It returns the run's error: the
+// engine's, else an unreadable state; a late identity hit of an apply that
+// otherwise succeeded comes back as lateErr, for after the handover.
+func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.Receipt, applyErr error) (lateErr, err error) {
 	// Without the state the checkpoint's ledger stays, intents included,
 	// for the next run to settle.
 	resources, readErr := r.currentState(bg)
 	if readErr == nil {
 		var notes []string
-		rec.Ledger, notes = ownership.Ledger(prev, resources, c.policy, c.planned)
+		rec.Ledger, notes = ownership.Ledger(prev, resources, c.policy, append(slices.Clone(c.planned), ownership.Moves(c.plan)...))
 		for _, n := range notes {
 			r.warn(n)
 		}
@@ -44,28 +46,26 @@ func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.
 	// Creates whose identity was unknown at plan time are checked now that
 	// it is known: the object exists already, so a hit is reported loudly
 	// (the run fails) instead of being refused.
-	lateErr, lookupErr := ownership.CheckLate(bg, r.o.Store, r.key, c.planned, rec.Ledger)
+	lateHit, lookupErr := ownership.CheckLate(bg, r.o.Store, r.key, c.planned, rec.Ledger, r.foreignExcept())
 	if lookupErr != nil {
 		r.warn(fmt.Sprintf("could not check the identities learned during the apply: %v", lookupErr))
 	}
-	if lateErr != nil && rec.Error == nil {
+	if lateHit != nil && rec.Error == nil {
 		rec.Status = receipt.StatusFailed
-		e := errcode.As(lateErr)
+		e := errcode.As(lateHit)
 		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
 	}
 	r.res.Status = rec.Status
 	if err := r.held.WriteReceipt(bg, rec); err != nil {
-		return err
+		return nil, err
 	}
 	switch {
 	case engineErr != nil:
-		return engineErr
-	case lateErr != nil:
-		return lateErr
+		return nil, engineErr
 	case readErr != nil:
-		return errcode.Wrap(errcode.Internal, readErr, "reading the state after the apply")
+		return nil, errcode.Wrap(errcode.Internal, readErr, "reading the state after the apply")
 	}
-	return nil
+	return lateHit, nil
 }
 
 // outcome sets the receipt's status and error: a failure of the engine or

@@ -68,7 +68,11 @@ type Options struct {
 	// Protected says the environment is declared protected (sponson.hcl):
 	// every apply and destroy needs a named approver, as in production.
 	Protected bool
-	Vars      []engine.VarArg
+	// Identity is the environment's declared identity schemes (sponson.hcl
+	// `identity`): resource type -> identifying attributes, for every
+	// scope of the environment alike.
+	Identity map[string][]string
+	Vars     []engine.VarArg
 	// EngineFlags are the user's engine flags for plan and apply
 	// (-target, -replace, -refresh-only, ...).
 	EngineFlags engine.Flags
@@ -263,10 +267,17 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.record(ctx, bg, chk, prev, rec, applyErr); err != nil {
+	lateErr, err := r.record(ctx, bg, chk, prev, rec, applyErr)
+	if err != nil {
 		return err
 	}
-	return r.finishSuccession(bg, rec)
+	// A late identity hit is reported once the handover is finished: the
+	// apply created what the receipt records, so the scope must be left as
+	// the receipt says (issue 24 item 2).
+	if err := r.finishSuccession(bg, rec); err != nil {
+		return err
+	}
+	return lateErr
 }
 
 func (r *runner) warn(msg string) {

@@ -115,7 +115,7 @@ func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlem
 			if o, ok := objects[e.Address]; ok && e.Identity == ownership.IntentIdentity(e.Provider, e.Type, e.Address) {
 				// Unknown at plan time, known from the state now; the run's
 				// record phase identifies it under the policy again.
-				e.Identity = ownership.Policy{}.IdentityOf(o)
+				e.Identity = ownership.Policy{Declared: r.o.Identity}.IdentityOf(o)
 			}
 		}
 		rec.Ledger = append(rec.Ledger, e)

@@ -27,13 +27,14 @@ type IndexRow struct{ Identity, Address, CreatedBy string }
 
 // IndexRows returns the rows of the ownership index for a receipt's ledger:
 // every entry under its identity and each of its keys, then one row per
-// identity scheme the entries were computed with. Every backend indexes
-// exactly these rows.
+// identity scheme the entries were computed with. Address identities are
+// left out: they name an object only within its scope. Every backend
+// indexes exactly these rows.
 func IndexRows(r *receipt.Receipt) []IndexRow {
 	var rows []IndexRow
 	seen := map[IndexRow]bool{}
 	add := func(row IndexRow) {
-		if row.Identity != "" && !seen[row] {
+		if row.Identity != "" && !IsAddressIdentity(row.Identity) && !seen[row] {
 			seen[row] = true
 			rows = append(rows, row)
 		}
@@ -71,4 +72,22 @@ func OwnersOf(k Key, r *receipt.Receipt, prev []Owner, now time.Time) []Owner {
 		out = append(out, Owner{Stack: k.Stack, Scope: k.Scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
 	}
 	return out
+}
+
+// AddressIdentity is the identity of an object whose type has no global
+// identity (ownership.AddressOwned): it is owned by its address within its
+// scope. Such identities are never rows of the ownership index, so no other
+// scope ever matches them (docs/design.md §2.3 "Ledger and identity").
+func AddressIdentity(provider, typ, address string) string {
+	return provider + "|" + typ + "|" + addressMark + address
+}
+
+const addressMark = "address:"
+
+// IsAddressIdentity reports whether identity is an AddressIdentity. The
+// provider source and the type hold no "|", so the mark is found right
+// after the second one, never inside an identifying value.
+func IsAddressIdentity(identity string) bool {
+	parts := strings.SplitN(identity, "|", 3)
+	return len(parts) == 3 && strings.HasPrefix(parts[2], addressMark)
 }
