@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +43,7 @@ type idTier struct {
 	// env is the environment of the runs: the CLI configuration, and the
 	// variables created and db_password (as CI passes secrets); files
 	// reports whether a scope's README and credentials files exist.
-	env func(t *testing.T) (env []string, files func(scope string) (readme, credentials bool))
+	env func(t *testing.T) (env []string, files previewFiles)
 	// ids are the state's resources, each with what its id must be.
 	ids  map[string]func(scope, id string, attrs map[string]any) bool
 	pet  string // the address of the name prefixed with the scope
@@ -54,7 +55,7 @@ type idTier struct {
 
 var realTier = idTier{
 	config: "testdata/realproviders",
-	env: func(t *testing.T) ([]string, func(string) (bool, bool)) {
+	env: func(t *testing.T) ([]string, previewFiles) {
 		mirror := realproviders.Install(t)
 		cfg, err := fixtureprovider.WriteCLIConfig(t.TempDir(), fixtureprovider.Build(t), mirror)
 		if err != nil {
@@ -62,7 +63,7 @@ var realTier = idTier{
 		}
 		out := t.TempDir()
 		return append(idVars(), "TF_CLI_CONFIG_FILE="+cfg, "FIXTURE_DIR="+t.TempDir(), "TF_VAR_out="+out),
-			filesIn(out, "/")
+			previewFiles{dir: out, sep: "/"}
 	},
 	ids: map[string]func(scope, id string, attrs map[string]any) bool{
 		// The SHA-1 of the content: equal files of two scopes share it.
@@ -89,9 +90,9 @@ var realTier = idTier{
 // time_static's do.
 var fixtureTier = idTier{
 	config: "testdata/idsemantics",
-	env: func(t *testing.T) ([]string, func(string) (bool, bool)) {
+	env: func(t *testing.T) ([]string, previewFiles) {
 		env, objects := fixtureEnv(t)
-		return append(env, idVars()...), filesIn(filepath.Join(objects, "files"), ".")
+		return append(env, idVars()...), previewFiles{dir: filepath.Join(objects, "files"), sep: ".", byName: true}
 	},
 	ids: map[string]func(scope, id string, attrs map[string]any) bool{
 		"fixture_file.readme":       func(_, id string, _ map[string]any) bool { return id == sha1Hex(idReadme) },
@@ -111,14 +112,32 @@ func idVars() []string {
 	return []string{"TF_VAR_created=" + idCreated, "TF_VAR_db_password=" + idPassword}
 }
 
-// filesIn reports whether a scope's README and credentials files exist in
-// dir, named SCOPE + sep + "README.md" and SCOPE + sep + "credentials".
-func filesIn(dir, sep string) func(string) (bool, bool) {
-	return func(scope string) (bool, bool) {
-		_, r := os.Stat(filepath.Join(dir, scope+sep+"README.md"))
-		_, c := os.Stat(filepath.Join(dir, scope+sep+"credentials"))
-		return r == nil, c == nil
+// previewFiles are the README and credentials files of the scopes, in dir
+// as SCOPE + sep + "README.md" and SCOPE + sep + "credentials".
+type previewFiles struct {
+	dir, sep string
+	// byName: the configuration's filename is the name in dir, not the path.
+	byName bool
+}
+
+func (f previewFiles) path(scope, name string) string {
+	return filepath.Join(f.dir, scope+f.sep+name)
+}
+
+// exist reports whether a scope's files exist.
+func (f previewFiles) exist(scope string) (readme, credentials bool) {
+	_, r := os.Stat(f.path(scope, "README.md"))
+	_, c := os.Stat(f.path(scope, "credentials"))
+	return r == nil, c == nil
+}
+
+// readmeFilename is the README's filename attribute in a scope's
+// configuration (variable readme_file).
+func (f previewFiles) readmeFilename(scope string) string {
+	if f.byName {
+		return scope + f.sep + "README.md"
 	}
+	return f.path(scope, "README.md")
 }
 
 var (
@@ -230,7 +249,7 @@ func testSameContent(t *testing.T, tier idTier) {
 		if rec.Status != receipt.StatusApplied || len(rec.Ledger) != len(tier.ids) {
 			t.Errorf("%s: receipt %s with %d entries, want applied with %d", scope, rec.Status, len(rec.Ledger), len(tier.ids))
 		}
-		if r, c := files(scope); !r || !c {
+		if r, c := files.exist(scope); !r || !c {
 			t.Errorf("%s: README %v, credentials %v after the apply", scope, r, c)
 		}
 	}
@@ -246,7 +265,7 @@ func testSameContent(t *testing.T, tier idTier) {
 		t.Fatalf("apply -replace %s in pr-1: exit %d %q\n%s\n%s", tier.file, r.exit, r.code(t), r.stdout, r.stderr)
 	}
 	for _, scope := range scopes {
-		if r, c := files(scope); !r || !c {
+		if r, c := files.exist(scope); !r || !c {
 			t.Errorf("after pr-1's -replace: %s's README %v, credentials %v", scope, r, c)
 		}
 	}
@@ -263,7 +282,7 @@ func testSameContent(t *testing.T, tier idTier) {
 			t.Errorf("destroy %s left %v in its state", scope, res)
 		}
 		for _, other := range scopes {
-			readme, creds := files(other)
+			readme, creds := files.exist(other)
 			if left[other] != readme || left[other] != creds {
 				t.Errorf("after destroying %s: %s's README %v, credentials %v; want %v", scope, other, readme, creds, left[other])
 			}
@@ -312,10 +331,10 @@ func testSuccessionReplaces(t *testing.T, tier idTier) {
 	if br.SupersededBy != "pr-3" || len(br.Ledger) != 0 {
 		t.Errorf("branch: supersededBy %q with %d entries", br.SupersededBy, len(br.Ledger))
 	}
-	if readme, creds := files("pr-3"); !readme || !creds {
+	if readme, creds := files.exist("pr-3"); !readme || !creds {
 		t.Errorf("pr-3's files: README %v, credentials %v", readme, creds)
 	}
-	if readme, creds := files("branch-feat-x"); readme || creds {
+	if readme, creds := files.exist("branch-feat-x"); readme || creds {
 		t.Errorf("the branch's files were not replaced: README %v, credentials %v", readme, creds)
 	}
 
@@ -323,11 +342,11 @@ func testSuccessionReplaces(t *testing.T, tier idTier) {
 	// is its own: the superseded branch nothing.
 	h.mustRunEnv(dir, env, append([]string{"apply"}, pr...)...)
 	h.mustRunEnv(dir, env, append([]string{"destroy"}, branch...)...)
-	if readme, creds := files("pr-3"); !readme || !creds {
+	if readme, creds := files.exist("pr-3"); !readme || !creds {
 		t.Errorf("destroying the superseded branch deleted pr-3's files: README %v, credentials %v", readme, creds)
 	}
 	h.mustRunEnv(dir, env, append([]string{"destroy"}, pr...)...)
-	if readme, creds := files("pr-3"); readme || creds {
+	if readme, creds := files.exist("pr-3"); readme || creds {
 		t.Errorf("destroying pr-3 left its files: README %v, credentials %v", readme, creds)
 	}
 }
@@ -364,15 +383,72 @@ func testGCSameContent(t *testing.T, tier idTier) {
 	if rows := gcRows(t, r); len(rows) != 1 || rows[0] != (gcRow{"pr-1", "destroyed", "pr-closed", ""}) {
 		t.Errorf("gc: %+v, want pr-1 destroyed alone", rows)
 	}
-	if readme, creds := files("pr-1"); readme || creds {
+	if readme, creds := files.exist("pr-1"); readme || creds {
 		t.Errorf("gc left pr-1's files: README %v, credentials %v", readme, creds)
 	}
 	for _, s := range []string{"main", "pr-2"} {
-		if readme, creds := files(s); !readme || !creds {
+		if readme, creds := files.exist(s); !readme || !creds {
 			t.Errorf("gc deleted %s's files: README %v, credentials %v", s, readme, creds)
 		}
 		if after := string(readFile(t, filepath.Join(scopeDir(dir, "preview", s), "terraform.tfstate"))); after != before[s] {
 			t.Errorf("gc changed %s's state", s)
 		}
+	}
+}
+
+func TestE2ERealProvidersDeclaredFilename(t *testing.T) { testDeclaredFilename(t, realTier) }
+func TestE2EIDSemanticsDeclaredFilename(t *testing.T)   { testDeclaredFilename(t, fixtureTier) }
+
+// testDeclaredFilename: with sponson.hcl identifying the README's type by
+// filename, main and pr-1 (equal contents, so equal ids) each own their
+// README by its filename; pr-1 pointing its README at main's file is
+// refused before anything is written, naming main; each destroys alone.
+func testDeclaredFilename(t *testing.T, tier idTier) {
+	h := e2e(t)
+	env, files := tier.env(t)
+	dir := h.workdir(tier.config)
+	typ, _, _ := strings.Cut(tier.file, ".")
+	hcl := fmt.Sprintf("identity = { %s = [\"filename\"] }\n\nenvironment \"preview\" {}\n", typ)
+	if err := os.WriteFile(filepath.Join(dir, "sponson.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Distinct seconds: this scenario is about the file alone. Given with
+	// -var only: OpenTofu refuses to apply a saved plan whose -var differs
+	// from a TF_VAR_ of the environment (Terraform does not).
+	env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, "TF_VAR_created=") })
+	mainArgs := append([]string{"-var", "created=2026-01-02T03:04:05Z"}, threeScopes[0]...)
+	prArgs := append([]string{"-var", "created=2026-01-02T03:04:06Z"}, threeScopes[1]...)
+	applyAtOnce(t, h, dir, env, [][]string{mainArgs, prArgs})
+	for _, scope := range []string{"main", "pr-1"} {
+		var identity string
+		for _, e := range latestReceipt(t, dir, "preview", scope).Ledger {
+			if e.Address == tier.file {
+				identity = e.Identity
+			}
+		}
+		if !strings.Contains(identity, "filename=") {
+			t.Errorf("%s: %s is owned as %q, not by its filename", scope, tier.file, identity)
+		}
+	}
+
+	mainReadme := files.path("main", "README.md")
+	r := h.run(dir, env, append([]string{"apply", "--json", "-var", "readme_file=" + files.readmeFilename("main"), "-var", "readme=pr-1 was here\n"}, prArgs...)...)
+	if r.exit != 1 || r.code(t) != "OWNED_BY_OTHER_SCOPE" || !strings.Contains(r.stdout, "scope main owns") {
+		t.Fatalf("pr-1 writing main's README: exit %d %q\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	if got := string(readFile(t, mainReadme)); got != idReadme {
+		t.Errorf("the refused apply changed main's README to %q", got)
+	}
+	if readme, creds := files.exist("pr-1"); !readme || !creds {
+		t.Errorf("the refused apply removed pr-1's own files: README %v, credentials %v", readme, creds)
+	}
+
+	h.mustRunEnv(dir, env, append([]string{"destroy"}, prArgs...)...)
+	if readme, creds := files.exist("main"); !readme || !creds {
+		t.Errorf("destroying pr-1 removed main's files: README %v, credentials %v", readme, creds)
+	}
+	h.mustRunEnv(dir, env, append([]string{"destroy"}, mainArgs...)...)
+	if readme, creds := files.exist("main"); readme || creds {
+		t.Errorf("destroying main left its files: README %v, credentials %v", readme, creds)
 	}
 }

@@ -17,6 +17,12 @@ variable "readme" {
   default     = "A preview environment of the app.\n"
 }
 
+variable "readme_file" {
+  description = "The README's filename; null is the scope's own."
+  type        = string
+  default     = null
+}
+
 variable "created" {
   description = "The creation time of the preview (RFC 3339); null is the time of the apply."
   type        = string
@@ -42,7 +48,7 @@ resource "fixture_pet" "name" {
 }
 
 resource "fixture_file" "readme" {
-  filename = "${local.scope}.README.md"
+  filename = coalesce(var.readme_file, "${local.scope}.README.md")
   content  = var.readme
 }
 

@@ -26,6 +26,12 @@ variable "readme" {
   default     = "A preview environment of the app.\n"
 }
 
+variable "readme_file" {
+  description = "The README's filename; null is the scope's own."
+  type        = string
+  default     = null
+}
+
 variable "created" {
   description = "The creation time of the preview (RFC 3339); null is the time of the apply."
   type        = string
@@ -51,7 +57,7 @@ resource "random_pet" "name" {
 }
 
 resource "local_file" "readme" {
-  filename = "${var.out}/${local.scope}/README.md"
+  filename = coalesce(var.readme_file, "${var.out}/${local.scope}/README.md")
   content  = var.readme
 }
 
