@@ -1,7 +1,6 @@
 package fixtureprovider
 
 import (
-	"context"
 	"regexp"
 	"testing"
 	"time"
@@ -30,7 +29,7 @@ func TestSecondID(t *testing.T) {
 // second, so two creates within one second get one id.
 func TestTimestampCreateUsesTheClock(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	r := &timestampResource{}
 	var sresp fwresource.SchemaResponse
 	r.Schema(ctx, fwresource.SchemaRequest{}, &sresp)
