@@ -233,3 +233,56 @@ func TestE2ESensitiveIdentityHashed(t *testing.T) {
 		refused(t, fmt.Sprintf("pr-2 with main's secret input (%s)", args[len(args)-1]), r, "main")
 	}
 }
+
+// TestE2EDeclaredIdentityScheme (issue 24 item 1): the environment declares
+// in sponson.hcl that a terraform_data's input identifies it; every scope
+// computes that identity, without any policy of its own, so a create of
+// the same input in another scope is refused before the engine writes,
+// another input is not, and the owner's ledger records the scheme.
+func TestE2EDeclaredIdentityScheme(t *testing.T) {
+	h := e2e(t)
+	env, _ := fixtureEnv(t)
+	dir := h.workdir("testdata/identity")
+	decl := "identity = { terraform_data = [\"input\"] }\nenvironment \"preview\" {}\nenvironment \"production\" {}\n"
+	if err := os.WriteFile(filepath.Join(dir, "sponson.hcl"), []byte(decl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", `data={a="x"}`)
+	if e := ledgerOf(t, dir, "main")[`terraform_data.d["a"]`]; !strings.HasSuffix(e.Identity, `|terraform_data|input="x"`) {
+		t.Fatalf("main's object is identified as %q, want by its input", e.Identity)
+	}
+	for _, cmd := range []string{"plan", "apply"} {
+		refused(t, cmd+" pr-2 creating main's input", h.run(dir, env, cmd, "--scope", "pr-2", "--json", "-var", `data={b="x"}`), "main")
+	}
+	h.mustRunEnv(dir, env, "apply", "--scope", "pr-2", "-var", `data={b="y"}`)
+	h.mustRunEnv(dir, env, "destroy", "--scope", "pr-2", "-var", `data={b="y"}`)
+	h.mustRunEnv(dir, env, "destroy", "--scope", "main", "-var", `data={a="x"}`)
+}
+
+// TestE2EDeclaredSchemeChangeReindexes (issue 24 item 1): main owns an
+// object indexed under its id; then sponson.hcl declares that the input
+// identifies terraform_data. The next run that writes re-indexes main under
+// the new scheme, under main's lease, before its own check: a create of
+// main's input in pr-2 is refused, not let through by a stale index.
+func TestE2EDeclaredSchemeChangeReindexes(t *testing.T) {
+	h := e2e(t)
+	env, _ := fixtureEnv(t)
+	dir := h.workdir("testdata/identity")
+	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", `data={a="x"}`)
+	before := ledgerOf(t, dir, "main")[`terraform_data.d["a"]`]
+	decl := "identity = { terraform_data = [\"input\"] }\nenvironment \"preview\" {}\nenvironment \"production\" {}\n"
+	if err := os.WriteFile(filepath.Join(dir, "sponson.hcl"), []byte(decl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "apply pr-2 creating main's input", h.run(dir, env, "apply", "--scope", "pr-2", "--json", "-var", `data={b="x"}`), "main")
+	after := ledgerOf(t, dir, "main")[`terraform_data.d["a"]`]
+	if !strings.HasSuffix(after.Identity, `|terraform_data|input="x"`) || after.ID != before.ID || after.CreatedBy != before.CreatedBy {
+		t.Fatalf("main's entry after the migration: %+v, was %+v", after, before)
+	}
+	// The migration is done once: main's own run plans no change.
+	r := h.mustRunEnv(dir, env, "plan", "--scope", "main", "--json", "-var", `data={a="x"}`)
+	if sum := r.envelope(t)["result"].(map[string]any)["summary"].(map[string]any); sum["add"] != 0.0 || sum["change"] != 0.0 {
+		t.Errorf("main's plan after the migration: %v", sum)
+	}
+	h.mustRunEnv(dir, env, "destroy", "--scope", "main", "-var", `data={a="x"}`)
+}

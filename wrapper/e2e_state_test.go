@@ -31,7 +31,13 @@ func TestE2EStateRmThenLedger(t *testing.T) {
 		t.Errorf("state show:\n%s", show)
 	}
 
-	h.mustRunEnv(dir, env, "state", "rm", "--scope", "pr-1", `fixture_object.o["b"]`)
+	rm := h.mustRunEnv(dir, env, "state", "rm", "--scope", "pr-1", `fixture_object.o["b"]`)
+	if !strings.Contains(rm.stderr, `fixture_object.o["b"] (id `) || !strings.Contains(rm.stderr, "is released") {
+		t.Errorf("state rm gave the object up silently:\n%s", rm.stderr)
+	}
+	if rel := latestReceipt(t, dir, "preview", "pr-1").Released; len(rel) != 1 || rel[0].Address != `fixture_object.o["b"]` {
+		t.Errorf("the receipt of state rm lists released %+v", rel)
+	}
 	l := ledgerOf(t, dir, "pr-1")
 	if _, ok := l[`fixture_object.o["b"]`]; ok || len(l) != 2 {
 		t.Fatalf("ledger after state rm: %v", identities(l))

@@ -192,6 +192,20 @@ func declaredEnvironment(dir, name string) (environments.Environment, error) {
 	return d.Lookup(name)
 }
 
+// declaredIdentity is the identity schemes the repository of dir declares
+// for env (sponson.hcl), for the commands that check ownership without a
+// run; none when the declaration cannot be read, which a run reports.
+func declaredIdentity(dir, env string) map[string][]string {
+	if dir == "" {
+		dir = "."
+	}
+	e, err := declaredEnvironment(dir, env)
+	if err != nil {
+		return nil
+	}
+	return e.Identity
+}
+
 // RunResult is the result part of the envelope of plan, apply and destroy.
 type RunResult struct {
 	RunID       string         `json:"runId"`

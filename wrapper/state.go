@@ -15,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
@@ -38,14 +39,17 @@ named with --scope, --pr or --branch) in the store, without the engine:
 
   list          the resource instances of the state (no lease)
   show ADDR     one instance's attributes, sensitive ones hidden (no lease)
-  rm ADDR...    forget instances: the scope gives them up (the objects stay)
+  rm ADDR...    forget instances: the scope gives them up (the objects stay,
+                warned about and recorded as released in the receipt)
   mv SRC DST    rename an instance or a resource; the scope keeps owning it
 
 rm and mv take the scope's lease (exit 3, LOCK_HELD, when a run holds it;
 --wait queues), write the state fenced by it, and write a receipt whose
 ledger matches the new state: an instance removed is no longer owned by the
 scope (its destroy will not delete it, and another scope may take it), an
-instance moved is owned under its new address. An ADDR without a key names
+instance moved is owned under its new address. An entry a stopped run left
+unresolved stays until 'sponson resolve' settles it, whatever rm or mv do at
+its address. An ADDR without a key names
 every instance of the resource; module.NAME everything in the module. A
 configuration that keeps its own backend is refused: its state is not in the
 store.`,
@@ -379,12 +383,21 @@ func stateChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string
 		rec.Ledger = nil
 		for _, e := range prev.Ledger {
 			to, touched := moved[e.Address]
+			open := e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved
 			switch {
-			case !touched:
+			case !touched || open:
+				// An open entry stands for an object no state holds: what
+				// is at its address in the state is another one.
 			case to == "":
-				continue // given up
+				rec.Released = append(rec.Released, e)
+				fmt.Fprintf(f.ErrOut, "warning: %s (id %s) is released: state rm took it out of the state without destroying it, so no scope owns it any more and no scope's destroy will delete it\n", e.Address, e.ID)
+				continue
 			default:
 				e.Address = to
+				if ownership.IsAddressIdentity(e.Identity) {
+					// Owned by its address: the address it has now.
+					e.Identity = store.AddressIdentity(e.Provider, e.Type, to)
+				}
 			}
 			rec.Ledger = append(rec.Ledger, e)
 		}

@@ -103,7 +103,7 @@ func WithKeys(plan *tfjson.Plan, planned []Planned, own Policy, schemes []Scheme
 			out[i] = p
 			continue
 		}
-		pols := []Policy{own.base(), own}
+		pols := []Policy{own.base(), own, own.plain()}
 		for _, s := range schemes {
 			if s.Provider == p.Provider && s.Type == p.Type {
 				pols = append(pols, Policy{Identity: map[string][]string{s.Type: s.Attributes}, Sensitive: own.Sensitive, HashKey: own.HashKey})
@@ -157,6 +157,15 @@ func (pol Policy) baseIdentity(o Object) string {
 	return pol.base().identityOf(o)
 }
 
+// plain is the policy of no declared scheme at all: the provider's identity
+// or the id, for the types whose id is a global identity. Every object is
+// also keyed by it, so that a scheme declared in sponson.hcl, or changed
+// there, still matches the objects of scopes that have not run since and
+// are indexed under their id.
+func (pol Policy) plain() Policy {
+	return Policy{Sensitive: pol.Sensitive, HashKey: pol.HashKey}
+}
+
 // AllKeys returns the identity and the keys of a planned change that other
 // scopes can own: its address identity, if it has one, is left out.
 func (p Planned) AllKeys() []string {
@@ -203,6 +212,6 @@ func Unmatchable(prev *receipt.Receipt, objects []Object, pol Policy, planned []
 	if len(lines) == 0 {
 		return nil
 	}
-	return errcode.New(errcode.IdentityPolicy, "the identity policy of sponson_scope names attributes that %d object(s) this scope owns do not have, so their ownership could not be matched; nothing was written:\n  %s", len(lines), strings.Join(lines, "\n  ")).
+	return errcode.New(errcode.IdentityPolicy, "the identity scheme (the sponson_scope policy, or sponson.hcl's identity) names attributes that %d object(s) this scope owns do not have, so their ownership could not be matched; nothing was written:\n  %s", len(lines), strings.Join(lines, "\n  ")).
 		With("addresses", addrs)
 }

@@ -38,6 +38,9 @@ func (r *runner) prepare(ctx context.Context) (work workdir, done bool, err erro
 		return workdir{}, false, errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", r.o.Dir)
 	}
 	r.ownBackend = backend != ""
+	if err := refuseEngineEncryption(r.o.Dir); err != nil {
+		return workdir{}, false, err
+	}
 	if backend != "" {
 		r.warn(fmt.Sprintf("the configuration declares its own %q backend: each scope gets its own workspace %s in it; state writes are guarded by the scope lease and the backend's own lock but are NOT fenced. Remove the backend block to let sponson serve a fenced state.", backend, Workspace(r.key)))
 	}
@@ -118,4 +121,29 @@ func (r *runner) checkStateWritable() error {
 		return e
 	}
 	return nil
+}
+
+// refuseEngineEncryption refuses a configuration that has the engine
+// encrypt its state (OpenTofu's `encryption` block, or its TF_ENCRYPTION
+// variable), before the lease: sponson reads the state the engine writes
+// for the ledger, the outputs, drift, succession and the ownership check,
+// and an encrypted state would silently leave the scope owning nothing
+// (docs/design.md §7.3 "The state server"). The store encrypts state at
+// rest itself.
+func refuseEngineEncryption(dir string) error {
+	declared, err := engine.DeclaresEncryption(dir)
+	if err != nil {
+		return errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", dir)
+	}
+	how := ""
+	switch {
+	case declared:
+		how = "the configuration declares the engine's own state encryption (a terraform { encryption { ... } } block)"
+	case os.Getenv("TF_ENCRYPTION") != "":
+		how = "TF_ENCRYPTION is set, which has OpenTofu encrypt its state and plans"
+	default:
+		return nil
+	}
+	return errcode.New(errcode.Usage, "%s: sponson reads the state the engine writes (ledger, outputs, drift, the ownership check) and cannot read an encrypted one, so the run is refused before anything is written", how).
+		WithHint("Remove the encryption block (or unset TF_ENCRYPTION) and let the store encrypt state at rest: set SPONSON_STATE_KEY with the git or S3 store (README, \"State keys\"), or rely on the encryption of your bucket or database server.")
 }

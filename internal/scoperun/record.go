@@ -96,11 +96,15 @@ func (r *runner) outcome(rec *receipt.Receipt, c *checked, engineErr, readErr er
 // quarantined state and the completions of the checkpoint.
 func (r *runner) keepUnaccounted(ledger []receipt.Entry, c *checked, resources []stateResource) []receipt.Entry {
 	inState := map[string]bool{}
+	idAt := map[string]string{}
 	for _, res := range resources {
 		inState[res.Address] = true
+		idAt[res.Address] = res.ID
 	}
 	for _, e := range r.unresolved {
-		if !inState[e.Address] {
+		// An unresolved entry stays until the object it stands for is
+		// accounted for: by its id, not by whatever is at its address.
+		if e.ID == "" || idAt[e.Address] != e.ID {
 			ledger = append(ledger, e)
 		}
 	}

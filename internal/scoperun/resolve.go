@@ -9,6 +9,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -25,6 +26,9 @@ type ResolveOptions struct {
 	// apply); empty with Gone.
 	ID   string
 	Gone bool
+	// Identity is the environment's declared identity schemes
+	// (Options.Identity), for the check of an id against other scopes.
+	Identity map[string][]string
 }
 
 // Resolve records, under the scope's lease, what a person found about the
@@ -52,10 +56,34 @@ func Resolve(ctx context.Context, o ResolveOptions) (*receipt.Receipt, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseForeignID(ctx, o, prev); err != nil {
+		return nil, err
+	}
 	if err := h.WriteReceipt(context.WithoutCancel(ctx), rec); err != nil {
 		return nil, err
 	}
 	return rec, nil
+}
+
+// refuseForeignID refuses an id another scope owns an object by: the next
+// apply would import that object, and two scopes would own it. The object
+// is checked again, under every identity it has, when it is imported
+// (settlement.adopt).
+func refuseForeignID(ctx context.Context, o ResolveOptions, prev *receipt.Receipt) error {
+	if o.ID == "" {
+		return nil
+	}
+	var objects []ownership.Object
+	for _, e := range prev.Ledger {
+		if isOpen(e) && slices.Contains(o.Addresses, e.Address) {
+			objects = append(objects, ownership.Object{Address: e.Address, Provider: e.Provider, Type: e.Type, ID: o.ID})
+		}
+	}
+	foreign, err := ownership.ForeignOwners(ctx, o.Store, o.Key, ownership.Policy{Declared: o.Identity}, objects)
+	if err != nil {
+		return err
+	}
+	return ownership.ForeignObjectsError(o.Key, fmt.Sprintf("resolving %s as id %s", strings.Join(o.Addresses, ", "), o.ID), foreign)
 }
 
 // resolved is prev with the person's word applied to the open entries at

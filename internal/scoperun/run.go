@@ -251,6 +251,9 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if prev, err = r.reindex(ctx, prev); err != nil {
+		return err
+	}
 	chk, err := r.planAndCheck(ctx, eng, work, prev)
 	if err != nil {
 		return err

@@ -217,6 +217,13 @@ func (s *settlement) settleOne(e receipt.Entry) {
 			st.Outcome = receipt.SettledAdopted
 			s.present[e.Address] = id
 		}
+	case present && e.CreatedBy == receipt.CreatedByUnresolved:
+		// Left unresolved by an earlier settlement: no run can have
+		// created it since, so an object at its address was put there
+		// (state mv, import) and is not the one it stands for.
+		st.Outcome = receipt.SettledUnresolved
+		st.Note = fmt.Sprintf("an object was put at its address after it was left unresolved (id %s); it is not known to be the one the stopped run created", inState)
+		s.keepUnresolved(e)
 	case present && (old == "" || inState != old):
 	case present:
 		st.Outcome = receipt.SettledUnresolved
@@ -238,7 +245,9 @@ func (s *settlement) keepUnresolved(e receipt.Entry) {
 // adopt imports the object id at e's address, after checking that no other
 // scope of the environment owns its identity; replacing says the state
 // holds the replaced object there, whose delete completed: it leaves the
-// state first. It returns why it did not adopt.
+// state first. Once imported, the object is checked under every identity
+// it has (ownership.ForeignOwners), and an object another scope owns
+// leaves the state again. It returns why it did not adopt.
 func (s *settlement) adopt(e receipt.Entry, id string, replacing bool) string {
 	r := s.r
 	if e.Identity != "" {
@@ -263,7 +272,43 @@ func (s *settlement) adopt(e receipt.Entry, id string, replacing bool) string {
 		}
 		return fmt.Sprintf("importing it by id %s failed: %s", id, firstLine(errcode.As(err).Error()))
 	}
-	return ""
+	return s.refuseForeignImport(e.Address)
+}
+
+// refuseForeignImport checks the object just imported at addr against the
+// other scopes of the environment, and takes it out of the state again
+// when one of them owns it: why, or "" when it is the scope's.
+func (s *settlement) refuseForeignImport(addr string) string {
+	r := s.r
+	resources, err := r.currentState(s.ctx)
+	if err != nil {
+		return s.dropImport(addr, fmt.Sprintf("the state could not be read to check its owners: %v", err))
+	}
+	var objects []ownership.Object
+	for _, res := range resources {
+		if res.Address == addr {
+			objects = append(objects, res)
+		}
+	}
+	foreign, err := ownership.ForeignOwners(s.ctx, r.o.Store, r.key, ownership.Policy{Declared: r.o.Identity}, objects)
+	if err != nil {
+		return s.dropImport(addr, fmt.Sprintf("its owners could not be read: %v", err))
+	}
+	if len(foreign[addr]) == 0 {
+		return ""
+	}
+	o := foreign[addr][0]
+	return s.dropImport(addr, fmt.Sprintf("%s: scope %s of stack %s owns that object as %s (run %s), so it was not adopted; give the id of this scope's own object, or --gone",
+		errcode.OwnedByOtherScope, o.Scope, o.Stack, o.Address, o.RunID))
+}
+
+// dropImport takes the object just imported at addr out of the state
+// again, and returns why, with what went wrong doing so.
+func (s *settlement) dropImport(addr, why string) string {
+	if err := s.eng.sess.StateRm(s.eng.ctx, addr); err != nil {
+		return why + fmt.Sprintf("; removing it from the state again failed: %s", firstLine(errcode.As(err).Error()))
+	}
+	return why
 }
 
 func (s *settlement) report() string {
