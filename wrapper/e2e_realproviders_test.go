@@ -1,6 +1,7 @@
 package wrapper_test
 
 import (
+	"context"
 	"crypto/sha1" //nolint:gosec // local_file's id is the SHA-1 of its content: the tests compute it to compare
 	"encoding/hex"
 	"encoding/pem"
@@ -17,6 +18,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/realproviders"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // The real-provider tier: testdata/realproviders, a preview configuration
@@ -176,9 +178,8 @@ func (tier idTier) requireAddressOwned(t *testing.T) {
 
 // checkIDs checks what each resource's id is in a scope's state: the
 // semantics the ownership check has to live with.
-func (tier idTier) checkIDs(t *testing.T, dir, scope string) {
+func (tier idTier) checkIDs(t *testing.T, scope string, res map[string]map[string]any) {
 	t.Helper()
-	res := stateResources(t, dir, "preview", scope)
 	for addr, ok := range tier.ids {
 		a, found := res[addr]
 		if !found {
@@ -230,22 +231,96 @@ var threeScopes = [][]string{
 func TestE2ERealProvidersSameContent(t *testing.T) { testSameContent(t, realTier) }
 func TestE2EIDSemanticsSameContent(t *testing.T)   { testSameContent(t, fixtureTier) }
 
+// stateReader is what the scenarios read back from a store.
+type stateReader interface {
+	LatestReceipt(ctx context.Context, key store.Key) (*receipt.Receipt, error)
+	ReadState(ctx context.Context, key store.Key) ([]byte, error)
+}
+
+// idStore is a store a scenario runs on: open returns the run's extra
+// arguments (--store) and environment, and a reader of the store, nil for
+// the embedded file store, which the tests read as files.
+type idStore struct {
+	name string
+	open func(t *testing.T) (args, env []string, read stateReader)
+}
+
+var idStores = []idStore{
+	{"file", func(*testing.T) ([]string, []string, stateReader) { return nil, nil, nil }},
+	{"git", func(t *testing.T) ([]string, []string, stateReader) {
+		bare, flag, env := gitRemote(t)
+		return []string{flag}, env, openBare(t, bare)
+	}},
+	{"postgres", func(t *testing.T) ([]string, []string, stateReader) {
+		p := newPgE2E(t)
+		return []string{"--store", p.url}, nil, p.check
+	}},
+	{"s3", func(t *testing.T) ([]string, []string, stateReader) {
+		p := newS3E2E(t, "ids")
+		return []string{"--store", p.url}, p.env, p.check
+	}},
+}
+
+// storeView reads one scenario's scopes back from its store.
+type storeView struct {
+	dir  string
+	read stateReader
+}
+
+func (v storeView) receipt(t *testing.T, scope string) *receipt.Receipt {
+	t.Helper()
+	if v.read == nil {
+		return latestReceipt(t, v.dir, "preview", scope)
+	}
+	r, err := v.read.LatestReceipt(t.Context(), store.Key{Stack: e2eStack, Environment: "preview", Scope: scope})
+	if err != nil || r == nil {
+		t.Fatalf("%s: latest receipt %v, %v", scope, r, err)
+	}
+	return r
+}
+
+func (v storeView) resources(t *testing.T, scope string) map[string]map[string]any {
+	t.Helper()
+	if v.read == nil {
+		return stateResources(t, v.dir, "preview", scope)
+	}
+	st, err := v.read.ReadState(t.Context(), store.Key{Stack: e2eStack, Environment: "preview", Scope: scope})
+	if err != nil {
+		t.Fatalf("%s: state: %v", scope, err)
+	}
+	return parseStateResources(t, st)
+}
+
 // testSameContent: main, pr-1 and pr-2 apply at once with equal file
 // contents and the same creation second, so their content-hash and
 // timestamp ids are equal. Each owns its own, applies again unrefused
 // (pr-1 with -replace of its README too), and destroys alone: its files
-// go, the others' stay.
+// go, the others' stay. On each store.
 func testSameContent(t *testing.T, tier idTier) {
-	h := e2e(t)
-	tier.requireAddressOwned(t)
-	env, files := tier.env(t)
-	dir := h.workdir(tier.config)
-	applyAtOnce(t, h, dir, env, threeScopes)
+	for _, st := range idStores {
+		t.Run(st.name, func(t *testing.T) {
+			h := e2e(t)
+			tier.requireAddressOwned(t)
+			env, files := tier.env(t)
+			dir := h.workdir(tier.config)
+			storeArgs, storeEnv, read := st.open(t)
+			env = append(env, storeEnv...)
+			view := storeView{dir: dir, read: read}
+			scopeArgs := func(i int, more ...string) []string {
+				return append(append(more, threeScopes[i]...), storeArgs...)
+			}
+			sameContentOn(t, h, tier, dir, env, files, view, scopeArgs)
+		})
+	}
+}
+
+func sameContentOn(t *testing.T, h *harness, tier idTier, dir string, env []string, files previewFiles, view storeView, scopeArgs func(i int, more ...string) []string) {
+	applyAtOnce(t, h, dir, env, [][]string{scopeArgs(0), scopeArgs(1), scopeArgs(2)})
 
 	scopes := []string{"main", "pr-1", "pr-2"}
 	for _, scope := range scopes {
-		tier.checkIDs(t, dir, scope)
-		rec := latestReceipt(t, dir, "preview", scope)
+		tier.checkIDs(t, scope, view.resources(t, scope))
+		rec := view.receipt(t, scope)
 		if rec.Status != receipt.StatusApplied || len(rec.Ledger) != len(tier.ids) {
 			t.Errorf("%s: receipt %s with %d entries, want applied with %d", scope, rec.Status, len(rec.Ledger), len(tier.ids))
 		}
@@ -256,12 +331,12 @@ func testSameContent(t *testing.T, tier idTier) {
 
 	// A second apply of each changes nothing and is not refused, and pr-1
 	// may replace its README, whose id main's and pr-2's share.
-	for _, a := range threeScopes {
-		if r := h.run(dir, env, append([]string{"apply", "--json"}, a...)...); r.exit != 0 {
-			t.Fatalf("second apply %v: exit %d %q\n%s\n%s", a, r.exit, r.code(t), r.stdout, r.stderr)
+	for i := range scopes {
+		if r := h.run(dir, env, scopeArgs(i, "apply", "--json")...); r.exit != 0 {
+			t.Fatalf("second apply of %s: exit %d %q\n%s\n%s", scopes[i], r.exit, r.code(t), r.stdout, r.stderr)
 		}
 	}
-	if r := h.run(dir, env, append([]string{"apply", "--json", "-replace", tier.file}, threeScopes[1]...)...); r.exit != 0 {
+	if r := h.run(dir, env, scopeArgs(1, "apply", "--json", "-replace", tier.file)...); r.exit != 0 {
 		t.Fatalf("apply -replace %s in pr-1: exit %d %q\n%s\n%s", tier.file, r.exit, r.code(t), r.stdout, r.stderr)
 	}
 	for _, scope := range scopes {
@@ -273,12 +348,12 @@ func testSameContent(t *testing.T, tier idTier) {
 	left := map[string]bool{"main": true, "pr-1": true, "pr-2": true}
 	for _, i := range []int{1, 0, 2} {
 		scope := scopes[i]
-		r := h.run(dir, env, append([]string{"destroy", "--json"}, threeScopes[i]...)...)
+		r := h.run(dir, env, scopeArgs(i, "destroy", "--json")...)
 		if r.exit != 0 {
 			t.Fatalf("destroy %s: exit %d %q\n%s\n%s", scope, r.exit, r.code(t), r.stdout, r.stderr)
 		}
 		delete(left, scope)
-		if res := stateResources(t, dir, "preview", scope); len(res) != 0 {
+		if res := view.resources(t, scope); len(res) != 0 {
 			t.Errorf("destroy %s left %v in its state", scope, res)
 		}
 		for _, other := range scopes {
@@ -307,14 +382,14 @@ func testSuccessionReplaces(t *testing.T, tier idTier) {
 	branch := []string{"--branch", "feat/x"}
 	pr := []string{"--pr", "3", "--branch", "feat/x"}
 	h.mustRunEnv(dir, env, append([]string{"apply"}, branch...)...)
-	tier.checkIDs(t, dir, "branch-feat-x")
+	tier.checkIDs(t, "branch-feat-x", stateResources(t, dir, "preview", "branch-feat-x"))
 	oldPet := fmt.Sprint(stateResources(t, dir, "preview", "branch-feat-x")[tier.pet]["id"])
 
 	r := h.run(dir, env, append([]string{"apply", "--json"}, pr...)...)
 	if r.exit != 0 {
 		t.Fatalf("pr-3's first apply (the takeover): exit %d %q\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
 	}
-	tier.checkIDs(t, dir, "pr-3")
+	tier.checkIDs(t, "pr-3", stateResources(t, dir, "preview", "pr-3"))
 	rec := latestReceipt(t, dir, "preview", "pr-3")
 	if rec.Status != receipt.StatusApplied || rec.InheritedFrom != "branch-feat-x" || rec.Inheriting != "" {
 		t.Errorf("pr-3: status %q, inheritedFrom %q, inheriting %q", rec.Status, rec.InheritedFrom, rec.Inheriting)
