@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1" //nolint:gosec // local_file's id is the SHA-1 of its content: the tests compute it to compare
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -293,9 +294,10 @@ func (v storeView) resources(t *testing.T, scope string) map[string]map[string]a
 
 // testSameContent: main, pr-1 and pr-2 apply at once with equal file
 // contents and the same creation second, so their content-hash and
-// timestamp ids are equal. Each owns its own, applies again unrefused
-// (pr-1 with -replace of its README too), and destroys alone: its files
-// go, the others' stay. On each store.
+// timestamp ids are equal. Each owns its own, reads its own outputs (the
+// sensitive one hidden unless asked for), applies again unrefused (pr-1
+// with -replace of its README too), and destroys alone: its files go, the
+// others' stay. On each store.
 func testSameContent(t *testing.T, tier idTier) {
 	for _, st := range idStores {
 		t.Run(st.name, func(t *testing.T) {
@@ -326,6 +328,28 @@ func sameContentOn(t *testing.T, h *harness, tier idTier, dir string, env []stri
 		}
 		if r, c := files.exist(scope); !r || !c {
 			t.Errorf("%s: README %v, credentials %v after the apply", scope, r, c)
+		}
+	}
+
+	// The outputs are each scope's own; the password only where asked for.
+	for i, scope := range scopes {
+		r := h.run(dir, env, scopeArgs(i, "output", "-json")...)
+		var got map[string]struct {
+			Sensitive bool `json:"sensitive"`
+			Value     any  `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &got); r.exit != 0 || err != nil {
+			t.Fatalf("output -json of %s: exit %d, %v\n%s\n%s", scope, r.exit, err, r.stdout, r.stderr)
+		}
+		if name := fmt.Sprint(got["name"].Value); !strings.HasPrefix(name, scope+"-") || got["created"].Value != idCreated {
+			t.Errorf("%s: outputs name %q, created %v", scope, name, got["created"].Value)
+		}
+		if pw := got["db_password"]; !pw.Sensitive || pw.Value != idPassword {
+			t.Errorf("%s: output db_password %+v, want the password, marked sensitive", scope, pw)
+		}
+		human := h.run(dir, env, scopeArgs(i, "output")...)
+		if human.exit != 0 || !strings.Contains(human.stdout, "db_password = <sensitive>") || strings.Contains(human.stdout, idPassword) {
+			t.Errorf("%s: human output (exit %d):\n%s", scope, human.exit, human.stdout)
 		}
 	}
 
