@@ -158,13 +158,22 @@ func Write(dir string, s Sources) (fixtureprovider.Mirror, error) {
 		if err != nil {
 			return fixtureprovider.Mirror{}, err
 		}
+		first := ""
 		for _, host := range Hosts {
 			pkg := filepath.Join(dir, host, "hashicorp", p.Name, p.Version, Platform)
 			if err := os.MkdirAll(pkg, 0o755); err != nil {
 				return fixtureprovider.Mirror{}, err
 			}
-			if err := os.WriteFile(filepath.Join(pkg, p.Binary()), b, 0o755); err != nil {
-				return fixtureprovider.Mirror{}, err
+			// The hosts share one file where the file system can link:
+			// each binary is some 20 MB.
+			bin := filepath.Join(pkg, p.Binary())
+			if first == "" || os.Link(first, bin) != nil {
+				if err := os.WriteFile(bin, b, 0o755); err != nil {
+					return fixtureprovider.Mirror{}, err
+				}
+			}
+			if first == "" {
+				first = bin
 			}
 			m.Include = append(m.Include, host+"/hashicorp/"+p.Name)
 		}

@@ -66,6 +66,7 @@ func TestWrite(t *testing.T) {
 		t.Errorf("mirrorAt differs from what Write returns (-at +write):\n%s", diff)
 	}
 	for _, p := range Providers {
+		var infos []os.FileInfo
 		for _, host := range Hosts {
 			bin := filepath.Join(dir, host, "hashicorp", p.Name, p.Version, "linux_amd64", "terraform-provider-"+p.Name+"_v"+p.Version)
 			fi, err := os.Stat(bin)
@@ -79,6 +80,11 @@ func TestWrite(t *testing.T) {
 			if got := string(readFile(t, bin)); got != content[p.Name] {
 				t.Errorf("%s holds %q, want %q (unpacked)", bin, got, content[p.Name])
 			}
+			infos = append(infos, fi)
+		}
+		// One file on disk for both hosts (a temporary directory can link).
+		if len(infos) == 2 && !os.SameFile(infos[0], infos[1]) {
+			t.Errorf("%s: the hosts' binaries are two files, not one linked", p.Name)
 		}
 	}
 }
