@@ -243,10 +243,7 @@ func TestE2EDeclaredIdentityScheme(t *testing.T) {
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/identity")
-	decl := "identity = { terraform_data = [\"input\"] }\nenvironment \"preview\" {}\nenvironment \"production\" {}\n"
-	if err := os.WriteFile(filepath.Join(dir, "sponson.hcl"), []byte(decl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	declareInputScheme(t, dir)
 	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", `data={a="x"}`)
 	if e := ledgerOf(t, dir, "main")[`terraform_data.d["a"]`]; !strings.HasSuffix(e.Identity, `|terraform_data|input="x"`) {
 		t.Fatalf("main's object is identified as %q, want by its input", e.Identity)
@@ -270,10 +267,7 @@ func TestE2EDeclaredSchemeChangeReindexes(t *testing.T) {
 	dir := h.workdir("testdata/identity")
 	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", `data={a="x"}`)
 	before := ledgerOf(t, dir, "main")[`terraform_data.d["a"]`]
-	decl := "identity = { terraform_data = [\"input\"] }\nenvironment \"preview\" {}\nenvironment \"production\" {}\n"
-	if err := os.WriteFile(filepath.Join(dir, "sponson.hcl"), []byte(decl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	declareInputScheme(t, dir)
 	refused(t, "apply pr-2 creating main's input", h.run(dir, env, "apply", "--scope", "pr-2", "--json", "-var", `data={b="x"}`), "main")
 	after := ledgerOf(t, dir, "main")[`terraform_data.d["a"]`]
 	if !strings.HasSuffix(after.Identity, `|terraform_data|input="x"`) || after.ID != before.ID || after.CreatedBy != before.CreatedBy {
@@ -285,4 +279,14 @@ func TestE2EDeclaredSchemeChangeReindexes(t *testing.T) {
 		t.Errorf("main's plan after the migration: %v", sum)
 	}
 	h.mustRunEnv(dir, env, "destroy", "--scope", "main", "-var", `data={a="x"}`)
+}
+
+// declareInputScheme writes a sponson.hcl in dir declaring that a
+// terraform_data's input identifies it, in every environment.
+func declareInputScheme(t *testing.T, dir string) {
+	t.Helper()
+	decl := "identity = { terraform_data = [\"input\"] }\nenvironment \"preview\" {}\nenvironment \"production\" {}\n"
+	if err := os.WriteFile(filepath.Join(dir, "sponson.hcl"), []byte(decl), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -103,6 +103,11 @@ func TestE2EMCP(t *testing.T) {
 	if applied["scope"] != "branch-agent-work" || applied["status"] != "applied" {
 		t.Fatalf("apply result %v, want scope branch-agent-work applied", applied)
 	}
+	// The server is the run's actor; no approval was needed in preview,
+	// so none is recorded (issue 28 item 2).
+	if rec := latestReceipt(t, dir, "preview", "branch-agent-work"); !strings.HasPrefix(rec.Actor, "mcp:") || rec.ApprovedBy != "" {
+		t.Errorf("the agent's receipt: actor %q, approved by %q", rec.Actor, rec.ApprovedBy)
+	}
 	if !strings.Contains(progressMu.String(), "plan: Plan: 2 to add") || !strings.Contains(progressMu.String(), "apply: 2 of 2 resources done") {
 		t.Errorf("progress of the apply:\n%s", progressMu.String())
 	}
@@ -264,7 +269,8 @@ func TestE2EMCPSavedPlanAndEngineFlags(t *testing.T) {
 
 	// The plan sets input "saved"; the configuration's default is "slow",
 	// so an apply that planned again without the variables would write that.
-	plan := filepath.Join(t.TempDir(), "agent.plan")
+	// Inside the server's root: a path outside it is refused (mcp_confine.go).
+	plan := filepath.Join(dir, "agent.plan")
 	mustCall("plan", map[string]any{"branch": "agent-saved", "out": plan, "variables": map[string]any{"sleep": "0", "input": "saved"}})
 	if _, err := os.Stat(plan); err != nil {
 		t.Fatalf("plan with out wrote no plan file: %v", err)

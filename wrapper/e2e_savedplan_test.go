@@ -203,3 +203,26 @@ func TestE2ESavedPlanSuccession(t *testing.T) {
 		t.Errorf("pr-42: inheritedFrom %q, %d entries", rec.InheritedFrom, len(rec.Ledger))
 	}
 }
+
+// TestE2ESavedPlanUnauthenticatedInProduction (issue 28 item 5): without
+// SPONSON_PLAN_KEY a saved plan of a protected environment is sealed by a
+// checksum only; its plan and its apply say so, and with the key neither
+// does.
+func TestE2ESavedPlanUnauthenticatedInProduction(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/released")
+	plan := filepath.Join(t.TempDir(), "prod.tfplan")
+	const warning = "is not authenticated"
+	p := h.mustRun(dir, "plan", "--env", "production", "--scope", "main", "-out", plan)
+	a := h.mustRun(dir, "apply", "--env", "production", "--scope", "main", "--approved-by", "alice", plan)
+	for what, r := range map[string]result{"plan": p, "apply": a} {
+		if !strings.Contains(r.stderr, warning) {
+			t.Errorf("%s of production without a plan key does not warn:\n%s", what, r.stderr)
+		}
+	}
+	key := []string{"SPONSON_PLAN_KEY=" + strings.Repeat("9", 64)}
+	p = h.mustRunEnv(dir, key, "plan", "--env", "production", "--scope", "main", "-out", plan)
+	if strings.Contains(p.stderr, warning) {
+		t.Errorf("a keyed plan warns:\n%s", p.stderr)
+	}
+}

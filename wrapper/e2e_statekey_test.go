@@ -66,3 +66,34 @@ func TestE2EStateKeyPerEnvironment(t *testing.T) {
 		t.Errorf("a job with only the preview key read production's state:\n%s", r.stdout)
 	}
 }
+
+// TestE2EWrongStateKeyRefusedFirst (issue 28 item 4): a state sealed with
+// one key and a run given another is refused before the lease and the
+// engine, naming both keys by their ids, for plan and apply alike; the
+// scope's lease stays free.
+func TestE2EWrongStateKeyRefusedFirst(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/envdump")
+	_, flag, _ := gitRemote(t)
+	marks := t.TempDir()
+	right := "SPONSON_STATE_KEY=" + strings.Repeat("1", 64)
+	h.mustRunEnv(dir, []string{right}, "apply", flag, "--scope", "pr-1", "-var", "dir="+marks)
+	if err := os.Remove(filepath.Join(marks, "env")); err != nil {
+		t.Fatal(err)
+	}
+	wrong := []string{"SPONSON_STATE_KEY=" + strings.Repeat("2", 64)}
+	for _, cmd := range []string{"plan", "apply"} {
+		r := h.run(dir, wrong, cmd, flag, "--scope", "pr-1", "--json", "-var", "dir="+marks)
+		if r.exit != 2 || r.code(t) != "USAGE" || !strings.Contains(r.stdout, "encrypted with key") {
+			t.Fatalf("%s with another key: exit %d %q, want 2 USAGE naming the key\n%s\n%s", cmd, r.exit, r.code(t), r.stdout, r.stderr)
+		}
+		if strings.Contains(r.stderr, "Initializing") {
+			t.Errorf("%s: the engine ran:\n%s", cmd, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(marks, "env")); err == nil {
+		t.Error("the provisioner ran again under the wrong key")
+	}
+	// The lease is free: the right key's run goes ahead at once.
+	h.mustRunEnv(dir, []string{right}, "apply", flag, "--scope", "pr-1", "-var", "dir="+marks)
+}

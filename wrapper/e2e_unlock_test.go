@@ -71,3 +71,35 @@ func TestE2EUnlockStoppedRun(t *testing.T) {
 		t.Errorf("the unlocked run replaced the latest receipt: %s %s %s", rec.RunID, rec.Command, rec.Status)
 	}
 }
+
+// TestE2EUnlockInProductionNeedsAnApprover (issue 28 item 3): ending a live
+// production apply's lease is break-glass on production: without an
+// approver it is refused (ENV_NOT_APPROVED) and the lease stays; with one
+// the lease is ended and the receipt records the approver.
+func TestE2EUnlockInProductionNeedsAnApprover(t *testing.T) {
+	h := e2e(t)
+	dir := h.workdir("testdata/slow")
+	first := h.command(dir, nil, "apply", "--env", "production", "--scope", "main", "--approved-by", "alice", "--json", "-var", "sleep=4", "-var", "input=first")
+	var firstOut, firstErr lockedBuffer
+	first.Stdout, first.Stderr = &firstOut, &firstErr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = first.Process.Signal(syscall.SIGCONT)
+		_ = first.Wait()
+	}()
+	stopMidApply(t, first, &firstErr, scopeDir(dir, "production", "main"))
+
+	r := h.run(dir, nil, "unlock", "--env", "production", "--scope", "main", "--reason", "stuck", "--json")
+	if r.exit != 2 || r.code(t) != "ENV_NOT_APPROVED" {
+		t.Fatalf("unlock of production without an approver: exit %d %q\n%s", r.exit, r.code(t), r.stdout)
+	}
+	if r := h.run(dir, nil, "apply", "--env", "production", "--scope", "main", "--approved-by", "alice", "--json", "-var", "sleep=0"); r.exit != 3 || r.code(t) != "LOCK_HELD" {
+		t.Fatalf("the refused unlock ended the lease: exit %d %q", r.exit, r.code(t))
+	}
+	h.mustRun(dir, "unlock", "--env", "production", "--scope", "main", "--reason", "stuck", "--by", "Ada", "--approved-by", "alice", "--json")
+	if rec := latestReceipt(t, dir, "production", "main"); rec.Unlocked == nil || rec.ApprovedBy != "alice" || rec.Unlocked.By != "Ada" {
+		t.Fatalf("the unlock's receipt: approved by %q, %+v", rec.ApprovedBy, rec.Unlocked)
+	}
+}

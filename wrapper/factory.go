@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 )
 
 // Factory is what commands need from the outside world; tests build their
@@ -37,7 +38,7 @@ func NewFactory() *Factory {
 		In:         os.Stdin,
 		Out:        os.Stdout,
 		ErrOut:     os.Stderr,
-		Getenv:     os.Getenv,
+		Getenv:     secrets.Getenv,
 		Executable: os.Executable,
 		Lookup:     engine.ProcessLookup(),
 		IsTerminal: isTerminal,

@@ -15,15 +15,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/sponson/terraform-provider-sponson/internal/environments"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 )
 
 // MCPOptions are the flags of `sponson mcp`: what the person who starts the
 // server decides for every tool call, and no tool call can change.
 type MCPOptions struct {
-	ApprovedBy      string
+	// Root is the directory every path of a tool call must resolve inside
+	// (default: the repository of the working directory).
+	Root       string
+	ApprovedBy string
+	// Actor is who every run of the server is recorded as started by.
+	Actor           string
 	AllowProduction bool
 	Engine          string
 	LogDir          string
@@ -58,6 +65,14 @@ person who starts it, and a tool call carrying an approver is refused with
 ENV_NOT_APPROVED. Protected environments such as production are refused unless the
 server was started with --allow-production. destroy needs confirm naming the scope.
 
+The server decides its rules at start: its root (--root, default the
+repository of its working directory) and the environments that root's
+sponson.hcl declares. Every directory and file a call names (directory,
+var_files, summary, out, plan_file, gitlab_report) must resolve inside the
+root, symlinks resolved, and a directory with a sponson.hcl of its own is
+refused (USAGE): a call can never unprotect an environment. The approver
+reaches a run only in a protected environment.
+
 Long runs send progress notifications (waiting for a lease: who holds it, until
 when; the engine's init, plan and apply with resource counts). Cancelling a call
 interrupts its run as SIGINT does: the state is flushed, the lease released and
@@ -79,6 +94,8 @@ the receipt written.`,
 	fs.StringVar(&opts.ApprovedBy, "approved-by", "", "the approver of every run this server starts in a protected environment: the person starting it (env SPONSON_APPROVED_BY); tool calls can never set one")
 	fs.BoolVar(&opts.AllowProduction, "allow-production", false, "let tool calls run in protected environments such as production (still only with --approved-by)")
 	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary of every run (env SPONSON_ENGINE)")
+	fs.StringVar(&opts.Actor, "actor", "", "who the receipts and leases of this server's runs name as their actor (default: mcp: and the user who starts it)")
+	fs.StringVar(&opts.Root, "root", "", "`DIR` every directory and file a tool call names must resolve inside, and whose sponson.hcl declares the environments (default: the repository of the working directory)")
 	fs.StringVar(&opts.LogDir, "log-dir", "", "where each tool call's full log goes (env SPONSON_MCP_LOG_DIR; default: sponson-mcp in the temporary directory)")
 	return cmd
 }
@@ -88,6 +105,11 @@ type mcpServer struct {
 	f    *Factory
 	opts *MCPOptions
 	self string
+	// cwd is the server's working directory, root the directory every
+	// path of a call resolves inside, decl the environments root declares:
+	// all decided at start (mcp_confine.go).
+	cwd, root string
+	decl      environments.Declared
 }
 
 // serveMCP serves the tools on the Factory's input and output until the
@@ -103,7 +125,10 @@ func serveMCP(ctx context.Context, f *Factory, opts *MCPOptions) error {
 	if err := os.MkdirAll(opts.LogDir, 0o700); err != nil {
 		return errcode.Wrap(errcode.Usage, err, "--log-dir %q", opts.LogDir)
 	}
-	s := &mcpServer{f: f, opts: opts, self: self}
+	s, err := newMCPServer(f, opts, self)
+	if err != nil {
+		return err
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sponson", Version: version.Version}, &mcp.ServerOptions{
 		Instructions: "Sponson runs OpenTofu or Terraform per scope: a local branch is scope branch-<name>, its pull request takes it over. Results are the CLI's --json envelope. You cannot approve runs in protected environments; ask the person running this server.",
 	})
@@ -127,6 +152,24 @@ func serveMCP(ctx context.Context, f *Factory, opts *MCPOptions) error {
 	return nil
 }
 
+// newMCPServer decides the server's rules: its working directory, root and
+// declared environments.
+func newMCPServer(f *Factory, opts *MCPOptions, self string) (*mcpServer, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "reading the working directory")
+	}
+	root, err := mcpRoot(cwd, opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	decl, err := environments.Load(root)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpServer{f: f, opts: opts, self: self, cwd: cwd, root: root, decl: decl}, nil
+}
+
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
@@ -142,12 +185,16 @@ func (s *mcpServer) handler(t toolSpec) mcp.ToolHandler {
 		}
 		argv, confirm, err := t.argv(args)
 		if err == nil {
+			err = s.confine(t.name, args)
+		}
+		if err == nil {
 			err = s.check(t, args, confirm)
 		}
 		if err != nil {
 			return refusal(t, err), nil
 		}
-		return s.run(ctx, req, t, argv), nil
+		_, approve := s.protected(args)
+		return s.run(ctx, req, t, argv, approve), nil
 	}
 }
 
@@ -156,15 +203,11 @@ func (s *mcpServer) handler(t toolSpec) mcp.ToolHandler {
 // confirmation does not name its scope.
 func (s *mcpServer) check(t toolSpec, args toolArgs, confirm string) error {
 	c := contextFlags(args)
-	dir, err := filepath.Abs(orDefault(c["directory"], "."))
-	if err != nil {
-		return errcode.Wrap(errcode.Usage, err, "directory %q", c["directory"])
-	}
+	dir := s.abs(orDefault(c["directory"], "."))
 	if t.guarded && !s.opts.AllowProduction {
-		name := orDefault(c["environment"], orDefault(s.f.Getenv("SPONSON_CTX_ENV"), runctx.DefaultEnvironment))
-		// An environment that is not declared is the command's to refuse
-		// (ENV_UNDECLARED), with its hint.
-		if env, err := declaredEnvironment(dir, name); err == nil && env.Protected {
+		// Protected as the server's declaration says; an environment that
+		// is not declared is the command's to refuse (ENV_UNDECLARED).
+		if env, protected := s.protected(args); protected {
 			return errcode.New(errcode.EnvNotApproved, "%s in %s is refused: the environment is protected and this MCP server was not started with --allow-production", t.name, env.Name).
 				WithHint("Agents do not run in protected environments on their own. A person who may approves by restarting the server with `sponson mcp --allow-production --approved-by NAME`, or runs the command themselves.").
 				With("environment", env.Name)
@@ -214,7 +257,10 @@ func refusal(t toolSpec, err error) *mcp.CallToolResult {
 // the engine's output) goes to the call's log, to the server's stderr and
 // through progress notifications to the client. Cancellation sends it
 // SIGINT.
-func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t toolSpec, argv []string) *mcp.CallToolResult {
+//
+// The server's approver goes to the run only where the call's environment
+// is protected, so a receipt names an approver only where one was needed.
+func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t toolSpec, argv []string, approve bool) *mcp.CallToolResult {
 	logf, err := os.CreateTemp(s.opts.LogDir, t.name+"-*.log")
 	if err != nil {
 		return refusal(t, errcode.Wrap(errcode.Internal, err, "creating the call's log in %s", s.opts.LogDir))
@@ -229,13 +275,22 @@ func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t toolSpe
 		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Message: p.message, Progress: p.progress, Total: p.total})
 	})
 	cmd := exec.CommandContext(ctx, s.self, argv...)
-	cmd.Env = s.childEnv()
+	cmd.Env = s.childEnv(approve)
+	// The keys go to the run on a pipe, never in its environment.
+	passed, err := secrets.Pass(cmd)
+	if err != nil {
+		return refusal(t, errcode.Wrap(errcode.Internal, err, "handing the keys to the run"))
+	}
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = io.MultiWriter(logf, s.f.ErrOut, prog)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = mcpInterruptGrace
-	runErr := cmd.Run()
+	runErr := cmd.Start()
+	passed()
+	if runErr == nil {
+		runErr = cmd.Wait()
+	}
 	prog.flush()
 	doc := bytes.TrimSpace(stdout.Bytes())
 	var env Envelope
@@ -259,23 +314,37 @@ func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t toolSpe
 
 // childEnv is the environment of a tool's process: the server's, with the
 // approver and engine of its flags, and no SPONSON_JSON (--json is passed).
-func (s *mcpServer) childEnv() []string {
+func (s *mcpServer) childEnv(approve bool) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "SPONSON_JSON", "SPONSON_APPROVED_BY", "SPONSON_ENGINE":
+		case "SPONSON_JSON", "SPONSON_APPROVED_BY", "SPONSON_ENGINE", runctx.EnvActor:
 			continue
 		}
 		env = append(env, kv)
 	}
-	if s.opts.ApprovedBy != "" {
+	if s.opts.ApprovedBy != "" && approve {
 		env = append(env, "SPONSON_APPROVED_BY="+s.opts.ApprovedBy)
 	}
 	if s.opts.Engine != "" {
 		env = append(env, "SPONSON_ENGINE="+s.opts.Engine)
 	}
+	env = append(env, runctx.EnvActor+"="+s.actor())
 	return env
+}
+
+// actor is who the runs of this server are recorded as started by: its
+// --actor, else "mcp:" and the user (or the CI actor) who started it.
+func (s *mcpServer) actor() string {
+	if a := strings.TrimSpace(s.opts.Actor); a != "" {
+		return a
+	}
+	who := runctx.DetectJob(s.f.Getenv).Actor
+	if who == "" {
+		who = "unknown"
+	}
+	return "mcp:" + who
 }
 
 // logTail is the last n lines of the log at path, with its path.

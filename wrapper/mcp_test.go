@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -236,7 +238,23 @@ func TestProgressWriter(t *testing.T) {
 // transport: what it refuses itself never starts a process.
 func TestMCPServerRefuses(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	decl := "environment \"preview\" {}\nenvironment \"staging\" {\n  protected = true\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "sponson.hcl"), []byte(decl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "sponson.hcl"), []byte(`environment "staging" {}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(dir, "escape")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name string
 		tool string
@@ -248,10 +266,18 @@ func TestMCPServerRefuses(t *testing.T) {
 		{"production plan", "plan", map[string]any{"directory": dir, "environment": "Production"}, errcode.EnvNotApproved},
 		{"destroy without confirm", "destroy", map[string]any{"directory": dir, "scope": "branch-x"}, errcode.Usage},
 		{"destroy confirming another scope", "destroy", map[string]any{"directory": dir, "scope": "branch-x", "confirm": "branch-y"}, errcode.Usage},
+		// The server's rules cannot be widened (issue 28 item 2).
+		{"directory outside the root", "plan", map[string]any{"directory": "/etc"}, errcode.Usage},
+		{"var file outside the root", "plan", map[string]any{"directory": dir, "var_files": []string{"/etc/hostname"}}, errcode.Usage},
+		{"summary outside the root", "plan", map[string]any{"directory": dir, "summary": "/tmp/sponson-mcp-summary.md"}, errcode.Usage},
+		{"out through a symlink out of the root", "plan", map[string]any{"directory": dir, "out": filepath.Join(dir, "escape", "plan.tfplan")}, errcode.Usage},
+		{"plan file upwards", "apply", map[string]any{"directory": dir, "plan_file": "../../plan.tfplan"}, errcode.Usage},
+		{"own sponson.hcl unprotecting staging", "apply", map[string]any{"directory": filepath.Join(dir, "sub"), "environment": "staging"}, errcode.Usage},
+		{"staging is protected by the root", "apply", map[string]any{"directory": dir, "environment": "staging"}, errcode.EnvNotApproved},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			session := connectInProcess(t, &MCPOptions{ApprovedBy: "bob", LogDir: t.TempDir()})
+			session := connectInProcess(t, &MCPOptions{ApprovedBy: "bob", LogDir: t.TempDir(), Root: dir})
 			res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args})
 			if err != nil {
 				t.Fatal(err)
@@ -272,7 +298,10 @@ func connectInProcess(t *testing.T, opts *MCPOptions) *mcp.ClientSession {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	st, ct := mcp.NewInMemoryTransports()
-	s := &mcpServer{f: &Factory{Getenv: func(string) string { return "" }, ErrOut: &bytes.Buffer{}}, opts: opts, self: "/nonexistent/sponson"}
+	s, err := newMCPServer(&Factory{Getenv: func(string) string { return "" }, ErrOut: &bytes.Buffer{}}, opts, "/nonexistent/sponson")
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sponson"}, nil)
 	for _, tool := range mcpTools {
 		srv.AddTool(&mcp.Tool{Name: tool.name, InputSchema: tool.inputSchema()}, s.handler(tool))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 )
 
 // Main runs the sponson command line of the real process.
@@ -41,6 +42,10 @@ func runWith(ctx context.Context, args []string, f *Factory, runF func(context.C
 			code = finish(f, jsonMode, result)
 		}
 	}()
+	if err := secrets.Err(); err != nil {
+		// The keys given cannot be read: no command may run without them.
+		return finish(f, jsonMode, outcome{command: commandName(args), err: err})
+	}
 	root := newCmdRoot(f, &result, runF)
 	root.SetArgs(args)
 	root.SetOut(f.Out)

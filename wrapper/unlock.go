@@ -21,6 +21,8 @@ import (
 type UnlockOptions struct {
 	StoreFlags
 	Scope, Reason, By, Stack string
+	// ApprovedBy is the approver an unlock in a protected environment needs.
+	ApprovedBy string
 }
 
 // UnlockResult is the result part of unlock's envelope.
@@ -54,7 +56,13 @@ is required; --by defaults to the CI actor or $USER). It is refused without a
 reason, and it needs --scope: a break-glass action never guesses the scope.
 A scope whose lease is free has nothing to unlock. This is sponson's
 counterpart of the engine's force-unlock, which sponson's own lock does not
-need otherwise: its leases expire.`,
+need otherwise: its leases expire.
+
+In a protected environment (production, or one sponson.hcl protects) ending
+a run's lease is break-glass on that environment: it needs --approved-by
+(env SPONSON_APPROVED_BY) from the environment's approvers, as an apply
+does, and the receipt records the approver with who, why and which run was
+ended (ENV_NOT_APPROVED, exit 2, otherwise).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out.command = "unlock"
@@ -72,6 +80,7 @@ need otherwise: its leases expire.`,
 	bindStack(cmd, &opts.Stack, stackFlagHelp)
 	fs.StringVar(&opts.Reason, "reason", "", "why the lease is ended, recorded in the receipt (required)")
 	fs.StringVar(&opts.By, "by", "", "who ends it, recorded in the receipt (default: the CI actor, or $USER)")
+	fs.StringVar(&opts.ApprovedBy, "approved-by", "", "approver of an unlock in a protected environment, one sponson.hcl allows (env SPONSON_APPROVED_BY)")
 	return cmd
 }
 
@@ -116,6 +125,11 @@ func runUnlock(ctx context.Context, cmd *cobra.Command, f *Factory, opts *Unlock
 		return o
 	}
 	key := store.Key{Stack: stk.Name, Environment: env, Scope: opts.Scope}
+	approver, err := unlockApprover(f, dir, env, opts.ApprovedBy)
+	if err != nil {
+		o.err = err
+		return o
+	}
 	res := UnlockResult{Stack: key.Stack, Environment: key.Environment, Scope: key.Scope}
 	o.result = &res
 	l, err := st.ReadLease(ctx, key)
@@ -172,7 +186,7 @@ func runUnlock(ctx context.Context, cmd *cobra.Command, f *Factory, opts *Unlock
 	}
 	rec.RunID, rec.Command, rec.Changes = id, "unlock", []receipt.Change{}
 	rec.StartedAt, rec.FinishedAt = now, now
-	rec.ApprovedBy = ""
+	rec.ApprovedBy = approver
 	rec.Unlocked = &receipt.Unlocked{By: by, Reason: reason, Holder: l.Holder, Token: l.Token, At: now}
 	if err := st.WriteReceipt(ctx, g.Lease, rec); err != nil {
 		o.err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
@@ -181,4 +195,32 @@ func runUnlock(ctx context.Context, cmd *cobra.Command, f *Factory, opts *Unlock
 	res.Receipt = id
 	fmt.Fprintf(f.ErrOut, "recorded in receipt %s: unlocked by %s: %s\n", id, by, reason)
 	return o
+}
+
+// unlockApprover is the approver an unlock in env needs: in a protected
+// environment one of its approvers, from --approved-by or
+// SPONSON_APPROVED_BY; "" elsewhere. Ending a production apply's lease
+// leaves its creates for a person to settle, so it is approved as an apply.
+func unlockApprover(f *Factory, dir, env, flag string) (string, error) {
+	decl, err := declaredEnvironment(dir, env)
+	if err != nil {
+		return "", err
+	}
+	if !decl.Protected {
+		return "", nil
+	}
+	name := flag
+	if strings.TrimSpace(name) == "" {
+		name = f.Getenv("SPONSON_APPROVED_BY")
+	}
+	approver, err := decl.Approve(name)
+	if err != nil {
+		e := errcode.As(err)
+		e.Message = "unlock: " + e.Message
+		if e.Hint == "" {
+			e = e.WithHint("Pass --approved-by NAME (or set SPONSON_APPROVED_BY): ending a run's lease in a protected environment is approved as its apply is.")
+		}
+		return "", e
+	}
+	return approver, nil
 }

@@ -18,7 +18,7 @@ import "github.com/sponson/terraform-provider-sponson/internal/store"
 //
 // The table lists the five HashiCorp utility providers' types (read from
 // their state: local 2.9.0, null 3.3.1, random 3.9.0, time 0.14.2, tls
-// 4.2.1) whose id is not a global identity, with what their id is:
+// 4.2.1) whose id is not a global identity, with what their id is.
 var addressOwned = map[string]string{
 	// Content hashes: equal contents, one id.
 	"local_file":           "SHA-1 of the content",

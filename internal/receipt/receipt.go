@@ -63,6 +63,9 @@ type Receipt struct {
 	// run of an ancestor of it is refused (OLDER_COMMIT).
 	Commit     string `json:"commit,omitempty"`
 	ApprovedBy string `json:"approvedBy,omitempty"`
+	// Actor is who started the run: the CI actor, the user, or an MCP
+	// server's --actor (runctx.DetectJob).
+	Actor string `json:"actor,omitempty"`
 	// AllowedOlderCommit is set when the run was given --allow-older-commit.
 	AllowedOlderCommit *AllowedOlderCommit `json:"allowOlderCommit,omitempty"`
 	Engine             Engine              `json:"engine,omitzero"`

@@ -26,6 +26,19 @@ func DetectJob(getenv func(string) string) Job {
 	if getenv == nil {
 		return Job{}
 	}
+	j := detectJob(getenv)
+	// SPONSON_ACTOR names who runs, over what the CI system says: an MCP
+	// server records itself as the actor of every run it starts.
+	if a := strings.TrimSpace(getenv(EnvActor)); a != "" {
+		j.Actor = a
+	}
+	return j
+}
+
+// EnvActor overrides the actor DetectJob finds.
+const EnvActor = "SPONSON_ACTOR"
+
+func detectJob(getenv func(string) string) Job {
 	env := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	switch {
 	case isTrue(env("GITHUB_ACTIONS")):

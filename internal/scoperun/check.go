@@ -48,6 +48,7 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 	}
 	if r.o.Saved != nil {
 		c.changed = planChanges(c.plan)
+		r.warnUnauthenticated()
 	}
 	r.res.Summary = engine.Summarize(c.plan)
 	r.res.Plan = c.plan

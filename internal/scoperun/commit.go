@@ -151,6 +151,7 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 		PullRequest:        c.PullRequest,
 		Commit:             c.Commit,
 		ApprovedBy:         r.o.ApprovedBy,
+		Actor:              r.o.Job.Actor,
 		AllowedOlderCommit: r.olderCommit,
 		Engine:             r.res.Engine,
 		Changes:            Changes(plan),

@@ -48,6 +48,9 @@ func (r *runner) prepare(ctx context.Context) (work workdir, done bool, err erro
 	if err := r.checkStateWritable(); err != nil {
 		return workdir{}, false, err
 	}
+	if err := r.checkStateKey(ctx); err != nil {
+		return workdir{}, false, err
+	}
 	if r.o.Command == Destroy {
 		done, err = r.nothingToDestroy(ctx)
 	}
@@ -116,6 +119,22 @@ func (r *runner) checkStateWritable() error {
 		return nil
 	}
 	if err := c.CheckState(r.key); err != nil {
+		e := errcode.As(err)
+		e.Message = fmt.Sprintf("%s %s: %s; nothing was run", r.o.Command, r.key, e.Message)
+		return e
+	}
+	return nil
+}
+
+// checkStateKey reads the scope's state before the lease, in a store that
+// seals state, so that a state the given key cannot open (another key, or
+// none) is refused naming the key it was sealed with, before the lease and
+// the engine (where it failed as ENGINE_FAILED).
+func (r *runner) checkStateKey(ctx context.Context) error {
+	if _, ok := r.o.Store.(store.StateChecker); !ok || r.ownBackend {
+		return nil
+	}
+	if _, err := r.o.Store.ReadState(ctx, r.key); errcode.Is(err, errcode.Usage) {
 		e := errcode.As(err)
 		e.Message = fmt.Sprintf("%s %s: %s; nothing was run", r.o.Command, r.key, e.Message)
 		return e

@@ -124,7 +124,21 @@ func (r *runner) savePlan(c *checked) error {
 		return err
 	}
 	r.info(fmt.Sprintf("saved the plan to %s (mode 0600: it holds the engine's plan, sensitive values included); `sponson apply %s` applies exactly this plan, or refuses it if it goes stale", r.o.SavePlan, r.o.SavePlan))
+	r.warnUnauthenticated()
 	return nil
+}
+
+// warnUnauthenticated says, in a protected environment, that a saved plan
+// without SPONSON_PLAN_KEY is sealed by a checksum only: whoever can write
+// the file can change it and seal it again, so the apply cannot tell that
+// it applies the plan its approver saw (its ownership and approval checks
+// still run on what it applies).
+func (r *runner) warnUnauthenticated() {
+	if !r.o.Protected || r.o.PlanKey != nil {
+		return
+	}
+	r.warn(fmt.Sprintf("the saved plan of protected environment %s is not authenticated: without %s its seal is a checksum anyone who can write the file can recompute; set %s (hex, the same in the plan and apply jobs) so the apply proves it is the plan that was reviewed",
+		r.key.Environment, savedplan.KeyEnv, savedplan.KeyEnv))
 }
 
 // stale is PLAN_STALE with what changed.

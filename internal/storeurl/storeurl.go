@@ -4,11 +4,11 @@ package storeurl
 
 import (
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
@@ -26,21 +26,21 @@ const DefaultDir = ".sponson"
 // store under configDir. A relative file path is relative to the working
 // directory of the sponson process, as everywhere on a command line.
 func Open(raw, configDir string) (store.Store, string, error) {
-	return open(raw, configDir, false, os.Getenv)
+	return open(raw, configDir, false, secrets.Getenv)
 }
 
 // OpenFor opens the store like Open for runs in environment env: a store
 // that encrypts state uses env's own key (SPONSON_STATE_KEY_<ENV>) where
 // one is set, else SPONSON_STATE_KEY (package statecrypt).
 func OpenFor(raw, configDir, env string) (store.Store, string, error) {
-	return open(raw, configDir, false, statecrypt.ForEnvironment(env, os.Getenv))
+	return open(raw, configDir, false, statecrypt.ForEnvironment(env, secrets.Getenv))
 }
 
 // OpenForMigration opens the store like Open, whatever its layout, for
 // `sponson migrate` alone: every other use of a store written before
 // stacks is refused with STORE_LAYOUT_OLD.
 func OpenForMigration(raw, configDir string) (store.Migrator, string, error) {
-	st, url, err := open(raw, configDir, true, os.Getenv)
+	st, url, err := open(raw, configDir, true, secrets.Getenv)
 	if err != nil {
 		return nil, url, err
 	}

@@ -428,3 +428,81 @@ func TestIntentRace(t *testing.T) {
 	dsn := srv.DSN(srv.NewDatabase(t))
 	storetest.IntentRace(t, 200, openStore(t, dsn), openStore(t, dsn))
 }
+
+// TestPerStackRoles (issue 28 item 6): with PerStackSQL, the role of
+// repository B neither reads nor writes repository A's stack (its state,
+// receipts, lease), while it still reads the whole ownership index (the
+// foreign check) and works in its own stack and the environment-wide
+// scopes.
+func TestPerStackRoles(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Shared(t)
+	db := srv.NewDatabase(t)
+	owner := openStore(t, srv.DSN(db))
+	roleA, roleB := "repo_a_"+db, "repo_b_"+db
+	for _, r := range []string{roleA, roleB} {
+		if _, err := owner.Pool().Exec(t.Context(), "CREATE ROLE "+r+" LOGIN"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			for _, q := range []struct{ db, sql string }{{db, "DROP OWNED BY " + r}, {"postgres", "DROP ROLE IF EXISTS " + r}} {
+				if err := srv.Exec(context.Background(), q.db, q.sql); err != nil {
+					t.Logf("%s: %v", q.sql, err)
+					return
+				}
+			}
+		})
+	}
+	for role, prefix := range map[string]string{roleA: "github.com/acme/a", roleB: "github.com/acme/b"} {
+		q, err := pgstore.PerStackSQL("sponson", role, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := owner.Pool().Exec(t.Context(), q); err != nil {
+			t.Fatalf("the per-stack SQL of %s: %v\n%s", role, err, q)
+		}
+	}
+	a := openStore(t, fmt.Sprintf("%s user=%s", srv.DSN(db), roleA))
+	b := openStore(t, fmt.Sprintf("%s user=%s", srv.DSN(db), roleB))
+	ctx := t.Context()
+	keyA := store.Key{Stack: "github.com/acme/a//infra", Environment: "preview", Scope: "main"}
+	keyB := store.Key{Stack: "github.com/acme/b//infra", Environment: "preview", Scope: "main"}
+
+	g := mustAcquire(t, a, keyA, "run-a", time.Minute)
+	rec := storetest.NewReceipt(keyA, "run-a", 2)
+	if err := a.WriteState(ctx, g.Lease, []byte(`{"version":4,"secret":"of a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WriteReceipt(ctx, g.Lease, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, g.Lease); err != nil {
+		t.Fatal(err)
+	}
+
+	if st, err := b.ReadState(ctx, keyA); err != nil || len(st) != 0 {
+		t.Errorf("B read A's state: %q, %v", st, err)
+	}
+	if r, err := b.LatestReceipt(ctx, keyA); err != nil || r != nil {
+		t.Errorf("B read A's receipt: %v, %v", r, err)
+	}
+	if _, err := b.Acquire(ctx, keyA, "run-b", time.Minute); err == nil {
+		t.Error("B took the lease of A's scope")
+	}
+	if owners, err := b.Owners(ctx, "preview", []string{rec.Ledger[0].Identity}); err != nil || len(owners) != 1 || owners[0].Stack != keyA.Stack {
+		t.Errorf("B's foreign check cannot see A's objects: %v, %v", owners, err)
+	}
+	gb := mustAcquire(t, b, keyB, "run-b", time.Minute)
+	if err := b.WriteReceipt(ctx, gb.Lease, storetest.NewReceipt(keyB, "run-b", 1)); err != nil {
+		t.Errorf("B in its own stack: %v", err)
+	}
+	parent := store.Key{Environment: "preview", Scope: "_parent-sponson-ownership-index"}
+	if gp, err := b.Acquire(ctx, parent, "intents-b", time.Minute); err != nil {
+		t.Errorf("B cannot take the environment's intent lease: %v", err)
+	} else if err := b.Release(ctx, gp.Lease); err != nil {
+		t.Error(err)
+	}
+	if r, err := a.LatestReceipt(ctx, keyA); err != nil || r == nil || r.RunID != "run-a" {
+		t.Errorf("A's receipt after B's attempts: %v, %v", r, err)
+	}
+}

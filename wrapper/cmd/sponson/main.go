@@ -16,6 +16,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/reaper"
+	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 	"github.com/sponson/terraform-provider-sponson/provider"
 	"github.com/sponson/terraform-provider-sponson/wrapper"
@@ -38,6 +39,9 @@ func main() {
 		}
 		return
 	}
+	// The keys leave the process environment before anything runs: no
+	// process sponson starts can read them (package secrets).
+	secrets.Handover()
 	stop := profile(os.Getenv("SPONSON_CPUPROFILE"))
 	code := wrapper.Main()
 	stop()
