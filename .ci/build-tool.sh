@@ -6,21 +6,27 @@
 #   .ci/build-tool.sh terraform   HashiCorp Terraform, linked as .tools/bin/terraform
 #   .ci/build-tool.sh versitygw   versitygw, linked as .tools/bin/versitygw
 #   .ci/build-tool.sh goreleaser  goreleaser, not linked
+#   .ci/build-tool.sh time-provider
+#                                 HashiCorp's time provider for the real-provider
+#                                 tests (internal/realproviders), not linked
 #
-# The binary is ${XDG_CACHE_HOME:-$HOME/.cache}/sponson/TOOL/VERSION/TOOL, the
-# version $TOFU_VERSION, $TERRAFORM_VERSION, $VERSITYGW_VERSION or
-# $GORELEASER_VERSION when set, else the pin in the recipe below. A cold build
+# The binary is ${XDG_CACHE_HOME:-$HOME/.cache}/sponson/TOOL/VERSION/BINARY
+# (BINARY is TOOL but for the time provider, terraform-provider-time), the
+# version $TOFU_VERSION, $TERRAFORM_VERSION, $VERSITYGW_VERSION,
+# $GORELEASER_VERSION or $TIME_PROVIDER_VERSION when set, else the pin in the
+# recipe below. A cold build
 # takes minutes on two cores; a warm one only checks that the binary runs.
-# A linked tool prints "<checkout>/.tools/bin/TOOL -> <binary>"; goreleaser
-# prints only the binary's path, which `make release-snapshot` runs. Exits 1
+# A linked tool prints "<checkout>/.tools/bin/TOOL -> <binary>"; an unlinked
+# one only the binary's path (`make release-snapshot` runs goreleaser's). Exits 1
 # when the build fails or the binary does not run, 2 for an unknown tool.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
 # A recipe sets name (for people), version, module, main (the package built,
-# relative to the module), ldflags, probe (arguments that show the binary
-# runs), link (yes: linked into .tools/bin), takes (a cold build, in words)
+# relative to the module), ldflags, binary (the file name, when not the
+# tool's), probe (arguments that show the binary runs), link (yes: linked
+# into .tools/bin), takes (a cold build, in words)
 # and how: "copy" copies the module and builds it as the main module, for
 # modules whose go.mod has replace directives `go install` refuses;
 # "install" is `go install module@version`. A copy build runs prepare in
@@ -59,8 +65,17 @@ recipe() {
 		ldflags="-s -w -X main.version=$version"
 		probe=(--version) link=no takes="several minutes" how=install
 		;;
+	time-provider)
+		# The one provider of the real-provider tier that ../shared/providers
+		# does not hold; internal/realproviders installs it into the tests'
+		# filesystem mirror from here, under the version without its v. A
+		# plugin has no version flag; -help exits 0. Cold: a minute or two.
+		name="the hashicorp/time provider" version="${TIME_PROVIDER_VERSION:-v0.14.2}"
+		module=github.com/hashicorp/terraform-provider-time binary=terraform-provider-time
+		ldflags="-s -w" probe=(-help) link=no takes="a minute or two" how=install
+		;;
 	*)
-		echo "usage: $0 tofu|terraform|versitygw|goreleaser" >&2
+		echo "usage: $0 tofu|terraform|versitygw|goreleaser|time-provider" >&2
 		exit 2
 		;;
 	esac
@@ -110,15 +125,16 @@ build_copy() {
 
 build_install() {
 	GOBIN="$cache/tmp" go install -trimpath -ldflags "$ldflags" "$module@$version"
-	mv "$cache/tmp/$tool" "$bin"
+	mv "$cache/tmp/$binary" "$bin"
 	rmdir "$cache/tmp"
 }
 
 [ $# -eq 1 ] || recipe ""
 tool=$1
+binary=$tool
 recipe "$tool"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/sponson/$tool/$version"
-bin="$cache/$tool"
+bin="$cache/$binary"
 
 if [ ! -x "$bin" ]; then
 	echo "building $name $version into $cache (first time only; takes $takes)" >&2

@@ -4,8 +4,14 @@
 #   acceptance      the provider under terraform-plugin-testing (TF_ACC=1);
 #   e2e-opentofu    the built sponson binary driving the real OpenTofu;
 #   e2e-terraform   the same tests driving the real HashiCorp Terraform.
-# Each tier prints "TIER: N passed, N failed, N skipped"; a tier that runs no
-# test fails. Extra arguments go to every `go test` (e.g. -run, -v).
+# The e2e tiers hold the real-provider tests (TestE2ERealProviders*, over
+# HashiCorp's providers from ../shared/providers or SPONSON_REAL_PROVIDERS,
+# and the time provider of `make tools`): without the binaries they skip,
+# and the tier's summary says why, unless SPONSON_REQUIRE_REAL_PROVIDERS=1
+# (CI) makes them fail.
+# Each tier prints "TIER: N passed, N failed, N skipped" after each reason
+# for a skip; a tier that runs no test fails. Extra arguments go to every
+# `go test` (e.g. -run, -v).
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -216,6 +216,12 @@ func latestReceipt(t *testing.T, dir, env, scope string) *receipt.Receipt {
 // and the value of one attribute for each.
 func stateResources(t *testing.T, dir, env, scope string) map[string]map[string]any {
 	t.Helper()
+	return parseStateResources(t, readFile(t, filepath.Join(scopeDir(dir, env, scope), "terraform.tfstate")))
+}
+
+// parseStateResources is stateResources of a state document.
+func parseStateResources(t *testing.T, state []byte) map[string]map[string]any {
+	t.Helper()
 	var st struct {
 		Resources []struct {
 			Mode, Type, Name string
@@ -224,7 +230,7 @@ func stateResources(t *testing.T, dir, env, scope string) map[string]map[string]
 			}
 		}
 	}
-	if err := json.Unmarshal(readFile(t, filepath.Join(scopeDir(dir, env, scope), "terraform.tfstate")), &st); err != nil {
+	if err := json.Unmarshal(state, &st); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]map[string]any{}

@@ -1,6 +1,8 @@
 // Command testsummary reads `go test -json` on stdin and prints a short
 // report for one tier of tests: one line per package, the output of every
-// failed test, and a closing "TIER: N passed, N failed, N skipped" line. It
+// failed test, why tests were skipped (each reason once, with how many
+// tests it skipped: so a tier says when the real-provider tests did not
+// run), and a closing "TIER: N passed, N failed, N skipped" line. It
 // exits 1 when a test or a build failed, or when the tier ran no test at all
 // (a tier that silently runs nothing must not look green).
 //
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -36,6 +39,8 @@ type tally struct {
 	output                  map[string][]string // "package test" -> lines
 	running                 map[string]bool     // "package test" started, not ended
 	order                   []string            // keys of running tests, in start order
+	skips                   map[string]int      // reason -> tests it skipped
+	skipOrder               []string            // reasons, first seen first
 }
 
 func main() {
@@ -49,6 +54,9 @@ func main() {
 		if !strings.HasPrefix(l, "none") {
 			fmt.Println(l)
 		}
+	}
+	for _, r := range t.skipOrder {
+		fmt.Printf("skipped %d: %s\n", t.skips[r], r)
 	}
 	for _, f := range t.failures {
 		fmt.Println(f)
@@ -64,7 +72,7 @@ func main() {
 }
 
 func read(r io.Reader) *tally {
-	t := &tally{output: map[string][]string{}, running: map[string]bool{}}
+	t := &tally{output: map[string][]string{}, running: map[string]bool{}, skips: map[string]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -106,6 +114,11 @@ func (t *tally) add(ev event) {
 			t.failures = append(t.failures, fmt.Sprintf("--- FAIL: %s (%s)\n%s", ev.Test, ev.Package, strings.Join(t.output[key], "")))
 		case "skip":
 			t.skipped++
+			r := skipReason(t.output[key])
+			if t.skips[r] == 0 {
+				t.skipOrder = append(t.skipOrder, r)
+			}
+			t.skips[r]++
 		}
 	}
 }
@@ -136,6 +149,22 @@ func (t *tally) unfinished(pkg string) {
 		t.failed++
 		t.failures = append(t.failures, fmt.Sprintf("--- DID NOT FINISH: %s (%s)\n%s", test, p, untilDump(t.output[key])))
 	}
+}
+
+// skipLocation is the file:line a test's log line starts with.
+var skipLocation = regexp.MustCompile(`^\S+\.go:\d+: `)
+
+// skipReason is the first line a skipped test logged, without its file and
+// line, or "(no reason given)".
+func skipReason(lines []string) string {
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") {
+			continue
+		}
+		return skipLocation.ReplaceAllString(l, "")
+	}
+	return "(no reason given)"
 }
 
 // untilDump is lines up to the first goroutine of a panic's dump.

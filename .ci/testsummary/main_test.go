@@ -42,3 +42,22 @@ func TestPackageFailureWithoutTestsIsABuildFailure(t *testing.T) {
 		t.Fatalf("buildFailed %v, failures %q", got.buildFailed, got.failures)
 	}
 }
+
+// Skipped tests are listed by reason, each reason once with its count.
+func TestSkipReasonsAreCounted(t *testing.T) {
+	got := read(strings.NewReader(`{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"    real.go:12: real-provider test skipped: missing\n"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"--- SKIP: TestA (0.00s)\n"}
+{"Action":"skip","Package":"p","Test":"TestA"}
+{"Action":"run","Package":"p","Test":"TestB"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"    real.go:12: real-provider test skipped: missing\n"}
+{"Action":"skip","Package":"p","Test":"TestB"}
+{"Action":"run","Package":"p","Test":"TestC"}
+{"Action":"skip","Package":"p","Test":"TestC"}
+{"Action":"pass","Package":"p"}
+`))
+	if got.skipped != 3 || len(got.skipOrder) != 2 || got.skips["real-provider test skipped: missing"] != 2 || got.skips["(no reason given)"] != 1 {
+		t.Fatalf("skipped %d, reasons %v %v", got.skipped, got.skipOrder, got.skips)
+	}
+}

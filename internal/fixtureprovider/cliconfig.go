@@ -40,8 +40,11 @@ const placeholder = "#!/bin/sh\n" +
 // a symlink to binary), a filesystem_mirror of a constant placeholder package
 // of version MirrorVersion in dir/mirror for both registry hosts, so that
 // `init` succeeds and its lock file stays stable across builds, and direct
-// excluding both addresses. Every other provider is installed as usual.
-func WriteCLIConfig(dir, binary string) (path string, err error) {
+// excluding both addresses. Every other provider is installed as usual,
+// but for those of mirrors: each adds a filesystem_mirror block of its own,
+// and direct excludes its providers too, so that they never reach a registry
+// (internal/realproviders installs HashiCorp's providers this way).
+func WriteCLIConfig(dir, binary string, mirrors ...Mirror) (path string, err error) {
 	binary, err = filepath.Abs(binary)
 	if err != nil {
 		return "", err
@@ -77,15 +80,29 @@ func WriteCLIConfig(dir, binary string) (path string, err error) {
 	for _, s := range sources {
 		fmt.Fprintf(&b, "    %q = %q\n", s, plugins)
 	}
-	b.WriteString("  }\n  filesystem_mirror {\n")
-	fmt.Fprintf(&b, "    path    = %q\n    include = [%s]\n  }\n", mirror, quoteList(sources))
-	fmt.Fprintf(&b, "  direct {\n    exclude = [%s]\n  }\n}\n", quoteList(sources))
+	b.WriteString("  }\n")
+	all := append([]Mirror{{Path: mirror, Include: sources}}, mirrors...)
+	var excluded []string
+	for _, m := range all {
+		fmt.Fprintf(&b, "  filesystem_mirror {\n    path    = %q\n    include = [%s]\n  }\n", m.Path, quoteList(m.Include))
+		excluded = append(excluded, m.Include...)
+	}
+	fmt.Fprintf(&b, "  direct {\n    exclude = [%s]\n  }\n}\n", quoteList(excluded))
 
 	path = filepath.Join(dir, "fixture.tfrc")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return "", err
 	}
 	return path, nil
+}
+
+// Mirror is a filesystem mirror of other providers for WriteCLIConfig: the
+// directory, in the engines' unpacked layout
+// (HOST/NAMESPACE/TYPE/VERSION/OS_ARCH/), and the provider addresses
+// (HOST/NAMESPACE/TYPE) installed from it and never from a registry.
+type Mirror struct {
+	Path    string
+	Include []string
 }
 
 // quoteList is ss as the elements of an HCL list of strings.

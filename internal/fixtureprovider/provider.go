@@ -18,6 +18,14 @@
 //
 //	objects/<name>.json   one fixture_object: {"id": ..., "name": ..., "value": ...}
 //	lists/<list>.json     one parent list: a JSON array of strings
+//	files/<filename>      one fixture_file: its content
+//
+// Four resources mimic the ids of HashiCorp's utility providers, which are
+// not all identities (issue 24): fixture_file's is the SHA-1 of its content
+// (local_file), fixture_timestamp's the second it stands for (time_static),
+// fixture_pet's a generated name with a prefix (random_pet), and
+// fixture_token's a random number replaced with an unknown one when its
+// triggers change (null_resource). The last three exist only in state.
 //
 // Configurations name it `sponson/fixture`; WriteCLIConfig makes the engine
 // run a binary from Build for that address without any registry access.
@@ -127,6 +135,10 @@ func (p *fixtureProvider) Resources(_ context.Context) []func() resource.Resourc
 	return []func() resource.Resource{
 		NewObjectResource,
 		NewListEntryResource,
+		NewFileResource,
+		NewTimestampResource,
+		NewPetResource,
+		NewTokenResource,
 	}
 }
 

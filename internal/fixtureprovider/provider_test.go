@@ -130,7 +130,7 @@ func TestSchemas(t *testing.T) {
 		names = append(names, "data "+name)
 	}
 	slices.Sort(names)
-	want := []string{"data fixture_object", "resource fixture_list_entry", "resource fixture_object"}
+	want := []string{"data fixture_object", "resource fixture_file", "resource fixture_list_entry", "resource fixture_object", "resource fixture_pet", "resource fixture_timestamp", "resource fixture_token"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
