@@ -76,7 +76,7 @@ func runAdopt(cmd *cobra.Command, f *Factory, flags *RunFlags, workspace string)
 	res, err := adopt.Run(cmd.Context(), adopt.Options{
 		Dir: in.opts.Dir, Context: c, Store: in.opts.Store, Engine: in.opts.Engine,
 		ProviderVersion: in.opts.ProviderVersion,
-		Lease:           in.opts.Lease, RunID: runID, Workspace: workspace, EngineOut: engineOut, Identity: in.opts.Identity,
+		Lease:           in.opts.Lease, RunID: runID, Workspace: workspace, EngineOut: engineOut, Declared: in.opts.Declared,
 		Warn: func(s string) { warnOut.warn(s); o.warnings = append(o.warnings, s) },
 	})
 	r := AdoptResult{RunID: runID, Environment: c.Environment, Scope: c.Scope, Store: in.storeURL, Context: c, Receipt: res.Receipt}

@@ -71,7 +71,7 @@ func runResolve(cmd *cobra.Command, f *Factory, opts *ResolveOptions, addrs []st
 	rec, err := scoperun.Resolve(cmd.Context(), scoperun.ResolveOptions{
 		Store: st, Key: key, RunID: scoperun.NewRunID(),
 		Lease:     lease.Config{TTL: lease.DefaultTTL, Wait: opts.Wait, WaitTimeout: lease.DefaultTTL},
-		Addresses: addrs, ID: opts.ID, Gone: opts.Gone, Identity: declaredIdentity(opts.Chdir, key.Environment),
+		Addresses: addrs, ID: opts.ID, Gone: opts.Gone, Declared: declaredIdentity(opts.Chdir, key.Environment),
 	})
 	if err != nil {
 		o.err = err

@@ -15,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/environments"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
@@ -141,7 +142,7 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 			Lease:            lease.Config{TTL: r.LeaseTTL, Wait: r.Wait, WaitTimeout: r.WaitTimeout},
 			ApprovedBy:       approver,
 			Protected:        env.Protected,
-			Identity:         env.Identity,
+			Declared:         declarationOf(env),
 			AllowOlderCommit: r.AllowOlderCommit,
 			Vars:             r.engine.Vars,
 			EngineFlags:      r.engine.Flags,
@@ -200,18 +201,23 @@ func declaredEnvironment(dir, name string) (environments.Environment, error) {
 	return d.Lookup(name)
 }
 
-// declaredIdentity is the identity schemes the repository of dir declares
+// declaredIdentity is what the repository of dir declares about identity
 // for env (sponson.hcl), for the commands that check ownership without a
-// run; none when the declaration cannot be read, which a run reports.
-func declaredIdentity(dir, env string) map[string][]string {
+// run; nothing when the declaration cannot be read, which a run reports.
+func declaredIdentity(dir, env string) ownership.Declaration {
 	if dir == "" {
 		dir = "."
 	}
 	e, err := declaredEnvironment(dir, env)
 	if err != nil {
-		return nil
+		return ownership.Declaration{}
 	}
-	return e.Identity
+	return declarationOf(e)
+}
+
+// declarationOf is what env declares about identity.
+func declarationOf(env environments.Environment) ownership.Declaration {
+	return ownership.Declaration{Schemes: env.Identity, AddressOwned: env.AddressOwned}
 }
 
 // RunResult is the result part of the envelope of plan, apply and destroy.

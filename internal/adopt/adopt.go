@@ -50,9 +50,9 @@ type Options struct {
 	// EngineOut receives the engine's init output.
 	EngineOut io.Writer
 	Warn      func(string)
-	// Identity is the environment's declared identity schemes
-	// (scoperun.Options.Identity).
-	Identity map[string][]string
+	// Declared is what the environment declares about identity
+	// (scoperun.Options.Declared).
+	Declared ownership.Declaration
 }
 
 // Result is what an adoption did.
@@ -116,7 +116,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := refuseOccupied(ctx, o.Store, key); err != nil {
 		return res, err
 	}
-	pol := ownership.Policy{Declared: o.Identity}
+	pol := o.Declared.Policy()
 	ledger, _ := ownership.Ledger(nil, objects, pol, nil)
 	for i := range ledger {
 		ledger[i].CreatedBy = receipt.CreatedByAdopted // Sponson did not create them

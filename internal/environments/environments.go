@@ -24,6 +24,12 @@
 //
 //	identity = { local_file = ["filename"] }
 //
+// and `address_owned` lists the types whose objects are owned by their
+// address within their scope, as Sponson owns the HashiCorp types whose ids
+// are content hashes or timestamps:
+//
+//	address_owned = ["acme_rendered_file"]
+//
 // Without the file, preview and production are declared and production is
 // protected with no list of approvers (any named approver), which is what
 // Sponson did before environments were declared.
@@ -65,6 +71,10 @@ type Environment struct {
 	// Identity maps a resource type to the attributes that identify its
 	// objects in this environment; nil when none is declared.
 	Identity map[string][]string
+	// AddressOwned are the resource types whose objects are owned by
+	// their address within their scope (their ids name no single object),
+	// beyond the ones Sponson knows.
+	AddressOwned []string
 }
 
 // Declared is the environments of a repository.
@@ -122,11 +132,13 @@ func Load(dir string) (Declared, error) {
 // file is the HCL schema of sponson.hcl.
 type file struct {
 	Identity     map[string][]string `hcl:"identity,optional"`
+	AddressOwned []string            `hcl:"address_owned,optional"`
 	Environments []struct {
-		Name      string              `hcl:"name,label"`
-		Protected *bool               `hcl:"protected,optional"`
-		Approvers *[]string           `hcl:"approvers,optional"`
-		Identity  map[string][]string `hcl:"identity,optional"`
+		Name         string              `hcl:"name,label"`
+		Protected    *bool               `hcl:"protected,optional"`
+		Approvers    *[]string           `hcl:"approvers,optional"`
+		Identity     map[string][]string `hcl:"identity,optional"`
+		AddressOwned []string            `hcl:"address_owned,optional"`
 	} `hcl:"environment,block"`
 }
 
@@ -183,6 +195,7 @@ func Parse(src []byte, filename string) (Declared, error) {
 		if e.Identity, err = identity(f.Identity, b.Identity); err != nil {
 			return Declared{}, bad("environment %q: %s", name, err)
 		}
+		e.AddressOwned = union(f.AddressOwned, b.AddressOwned)
 		d.Environments = append(d.Environments, e)
 	}
 	if len(d.Environments) == 0 {
@@ -214,6 +227,17 @@ func identity(top, own map[string][]string) (map[string][]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// union is the types of top and own, each once, in order.
+func union(top, own []string) []string {
+	var out []string
+	for _, typ := range append(slices.Clone(top), own...) {
+		if typ = strings.TrimSpace(typ); typ != "" && !slices.Contains(out, typ) {
+			out = append(out, typ)
+		}
+	}
+	return out
 }
 
 // Names are the declared environments' names, in the order declared.

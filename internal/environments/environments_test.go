@@ -77,7 +77,10 @@ func TestParseIdentity(t *testing.T) {
 	t.Parallel()
 	d, err := Parse([]byte(`
 identity = { local_file = ["filename"], fixture_object = ["name"] }
-environment "preview" {}
+address_owned = ["acme_render"]
+environment "preview" {
+  address_owned = ["acme_stamp", "acme_render"]
+}
 environment "production" {
   identity = { local_file = ["filename", "content"] }
 }
@@ -92,6 +95,12 @@ environment "production" {
 	for _, e := range d.Environments {
 		if diff := cmp.Diff(want[e.Name], e.Identity); diff != "" {
 			t.Errorf("identity of %s (-want +got):\n%s", e.Name, diff)
+		}
+	}
+	owned := map[string][]string{"preview": {"acme_render", "acme_stamp"}, "production": {"acme_render"}}
+	for _, e := range d.Environments {
+		if diff := cmp.Diff(owned[e.Name], e.AddressOwned); diff != "" {
+			t.Errorf("address_owned of %s (-want +got):\n%s", e.Name, diff)
 		}
 	}
 }

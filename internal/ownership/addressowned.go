@@ -63,3 +63,31 @@ func global(identities []string) []string {
 	}
 	return out
 }
+
+// Declaration is what an environment declares about identity in
+// sponson.hcl, the same for every scope of it: identity schemes by type,
+// and types owned by address beyond the table above (a provider of the
+// team's own whose ids name no single object).
+type Declaration struct {
+	Schemes      map[string][]string
+	AddressOwned []string
+}
+
+// Policy is the policy of the declaration alone, which a scope's own
+// sponson_scope policy completes.
+func (d Declaration) Policy() Policy {
+	pol := Policy{Declared: d.Schemes}
+	if len(d.AddressOwned) > 0 {
+		pol.AddressOwned = map[string]bool{}
+		for _, typ := range d.AddressOwned {
+			pol.AddressOwned[typ] = true
+		}
+	}
+	return pol
+}
+
+// addressOwned reports whether pol owns objects of typ by address when no
+// scheme is declared for it: the table, or the declaration.
+func (pol Policy) addressOwned(typ string) bool {
+	return IsAddressOwned(typ) || pol.AddressOwned[typ]
+}

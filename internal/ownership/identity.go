@@ -42,6 +42,9 @@ type Policy struct {
 	// environment declares them (sponson.hcl): every scope of the
 	// environment computes them alike, and they win over Identity.
 	Declared map[string][]string
+	// AddressOwned are the types the environment declares owned by
+	// address, beyond the table (Declaration).
+	AddressOwned map[string]bool
 	// Sensitive maps a resource instance address to the attributes the plan
 	// marks sensitive; their identifying values are hashed with HashKey.
 	Sensitive map[string]map[string]bool
@@ -124,7 +127,7 @@ func (pol Policy) Of(provider, typ, address string, attrs map[string]any, unknow
 	if names := pol.SchemeOf(typ); len(names) > 0 {
 		return byAttributes(provider, typ, names, attrs, unknownAttrs)
 	}
-	if IsAddressOwned(typ) {
+	if pol.addressOwned(typ) {
 		return store.AddressIdentity(provider, typ, address), nil
 	}
 	if isUnknown(unknownAttrs, "id") {
@@ -154,7 +157,7 @@ func (pol Policy) SchemeOf(typ string) []string {
 // base is the policy every scope of the environment shares: the declared
 // schemes without the scope's own policy.
 func (pol Policy) base() Policy {
-	return Policy{Declared: pol.Declared, Sensitive: pol.Sensitive, HashKey: pol.HashKey}
+	return Policy{Declared: pol.Declared, AddressOwned: pol.AddressOwned, Sensitive: pol.Sensitive, HashKey: pol.HashKey}
 }
 
 // byAttributes is the identity under a scheme of attribute names.

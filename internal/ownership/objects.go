@@ -23,7 +23,7 @@ func ObjectKeys(o Object, pol Policy, schemes []Scheme) []string {
 	keys := []string{pol.identityOf(o), pol.baseIdentity(o), pol.plain().identityOf(o)}
 	for _, s := range schemes {
 		if s.Provider == o.Provider && s.Type == o.Type {
-			sp := Policy{Identity: map[string][]string{s.Type: s.Attributes}, Sensitive: pol.Sensitive, HashKey: pol.HashKey}
+			sp := Policy{Identity: map[string][]string{s.Type: s.Attributes}, AddressOwned: pol.AddressOwned, Sensitive: pol.Sensitive, HashKey: pol.HashKey}
 			keys = append(keys, sp.identityOf(o))
 		}
 	}

@@ -114,3 +114,22 @@ func Reidentified(ledger []receipt.Entry, objects []Object, pol Policy, types []
 	}
 	return out, changed
 }
+
+// addressMark stands for "owned by address" in a SchemesRecord.
+const addressMark = "@address"
+
+// Record is the declaration as a SchemesRecord holds it: each type's
+// scheme, and the types owned by address marked so, so that a change of
+// either is a change of scheme.
+func (d Declaration) Record() map[string][]string {
+	out := map[string][]string{}
+	for typ, attrs := range d.Schemes {
+		out[typ] = attrs
+	}
+	for _, typ := range d.AddressOwned {
+		if _, ok := out[typ]; !ok {
+			out[typ] = []string{addressMark}
+		}
+	}
+	return out
+}

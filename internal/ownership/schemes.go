@@ -106,7 +106,7 @@ func WithKeys(plan *tfjson.Plan, planned []Planned, own Policy, schemes []Scheme
 		pols := []Policy{own.base(), own, own.plain()}
 		for _, s := range schemes {
 			if s.Provider == p.Provider && s.Type == p.Type {
-				pols = append(pols, Policy{Identity: map[string][]string{s.Type: s.Attributes}, Sensitive: own.Sensitive, HashKey: own.HashKey})
+				pols = append(pols, Policy{Identity: map[string][]string{s.Type: s.Attributes}, AddressOwned: own.AddressOwned, Sensitive: own.Sensitive, HashKey: own.HashKey})
 			}
 		}
 		unknown, _ := rc.Change.AfterUnknown.(map[string]any)
@@ -163,7 +163,7 @@ func (pol Policy) baseIdentity(o Object) string {
 // there, still matches the objects of scopes that have not run since and
 // are indexed under their id.
 func (pol Policy) plain() Policy {
-	return Policy{Sensitive: pol.Sensitive, HashKey: pol.HashKey}
+	return Policy{AddressOwned: pol.AddressOwned, Sensitive: pol.Sensitive, HashKey: pol.HashKey}
 }
 
 // AllKeys returns the identity and the keys of a planned change that other

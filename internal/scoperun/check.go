@@ -84,7 +84,8 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		}
 	}
 	c.policy = ownership.PolicyFromPlan(c.plan)
-	c.policy.Declared = r.o.Identity
+	decl := r.o.Declared.Policy()
+	c.policy.Declared, c.policy.AddressOwned = decl.Declared, decl.AddressOwned
 	// Sensitive identifying values are hashed with the environment's key.
 	kcfg := r.o.Lease
 	kcfg.About = r.holderInfo()

@@ -35,10 +35,7 @@ func (r *runner) reindex(ctx context.Context, prev *receipt.Receipt) (*receipt.R
 	if err != nil {
 		return nil, err
 	}
-	declared := r.o.Identity
-	if declared == nil {
-		declared = map[string][]string{}
-	}
+	declared := r.o.Declared.Record()
 	changed := ownership.ChangedSchemes(was, declared)
 	if len(changed) == 0 {
 		return prev, nil
@@ -179,7 +176,8 @@ func (r *runner) reidentified(ctx context.Context, prev *receipt.Receipt, object
 	if err != nil {
 		return nil, err
 	}
-	pol := ownership.Policy{Identity: ownership.ScopePolicy(objects), Declared: r.o.Identity, HashKey: hashKey}
+	pol := r.o.Declared.Policy()
+	pol.Identity, pol.HashKey = ownership.ScopePolicy(objects), hashKey
 	ledger, n := ownership.Reidentified(prev.Ledger, objects, pol, types)
 	if n == 0 {
 		return nil, nil

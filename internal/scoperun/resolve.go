@@ -26,9 +26,9 @@ type ResolveOptions struct {
 	// apply); empty with Gone.
 	ID   string
 	Gone bool
-	// Identity is the environment's declared identity schemes
-	// (Options.Identity), for the check of an id against other scopes.
-	Identity map[string][]string
+	// Declared is what the environment declares about identity
+	// (Options.Declared), for the check of an id against other scopes.
+	Declared ownership.Declaration
 }
 
 // Resolve records, under the scope's lease, what a person found about the
@@ -79,7 +79,7 @@ func refuseForeignID(ctx context.Context, o ResolveOptions, prev *receipt.Receip
 			objects = append(objects, ownership.Object{Address: e.Address, Provider: e.Provider, Type: e.Type, ID: o.ID})
 		}
 	}
-	foreign, err := ownership.ForeignOwners(ctx, o.Store, o.Key, ownership.Policy{Declared: o.Identity}, objects)
+	foreign, err := ownership.ForeignOwners(ctx, o.Store, o.Key, o.Declared.Policy(), objects)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
@@ -68,10 +69,10 @@ type Options struct {
 	// Protected says the environment is declared protected (sponson.hcl):
 	// every apply and destroy needs a named approver, as in production.
 	Protected bool
-	// Identity is the environment's declared identity schemes (sponson.hcl
-	// `identity`): resource type -> identifying attributes, for every
-	// scope of the environment alike.
-	Identity map[string][]string
+	// Declared is what the environment declares about identity
+	// (sponson.hcl `identity` and `address_owned`), for every scope of the
+	// environment alike.
+	Declared ownership.Declaration
 	Vars     []engine.VarArg
 	// EngineFlags are the user's engine flags for plan and apply
 	// (-target, -replace, -refresh-only, ...).

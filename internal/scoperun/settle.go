@@ -115,7 +115,7 @@ func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlem
 			if o, ok := objects[e.Address]; ok && e.Identity == ownership.IntentIdentity(e.Provider, e.Type, e.Address) {
 				// Unknown at plan time, known from the state now; the run's
 				// record phase identifies it under the policy again.
-				e.Identity = ownership.Policy{Declared: r.o.Identity}.IdentityOf(o)
+				e.Identity = r.o.Declared.Policy().IdentityOf(o)
 			}
 		}
 		rec.Ledger = append(rec.Ledger, e)
@@ -290,7 +290,7 @@ func (s *settlement) refuseForeignImport(addr string) string {
 			objects = append(objects, res)
 		}
 	}
-	foreign, err := ownership.ForeignOwners(s.ctx, r.o.Store, r.key, ownership.Policy{Declared: r.o.Identity}, objects)
+	foreign, err := ownership.ForeignOwners(s.ctx, r.o.Store, r.key, r.o.Declared.Policy(), objects)
 	if err != nil {
 		return s.dropImport(addr, fmt.Sprintf("its owners could not be read: %v", err))
 	}
