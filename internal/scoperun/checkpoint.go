@@ -45,16 +45,19 @@ func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(cont
 }
 
 // observe takes one engine event: completed creates (with the new
-// object's id) and deletes are recorded.
+// object's id), updates, reads and deletes are recorded. Updates and reads
+// are recorded for the creates that wait for them: while a change a create
+// waits for has no completion, the create cannot have started
+// (applyorder).
 func (c *completions) observe(ev engine.Event) {
 	if ev.Type != "apply_complete" {
 		return
 	}
 	var done receipt.Completion
-	switch {
-	case ev.Action == "delete":
-		done = receipt.Completion{Address: ev.Address, Action: "delete"}
-	case ev.IDValue != "" && (ev.Action == "create" || ev.Action == "replace"):
+	switch ev.Action {
+	case "delete", "update", "read":
+		done = receipt.Completion{Address: ev.Address, Action: ev.Action}
+	case "create", "replace":
 		done = receipt.Completion{Address: ev.Address, ID: ev.IDValue, Action: "create"}
 	default:
 		return

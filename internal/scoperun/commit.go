@@ -157,7 +157,7 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 		// Carried forward: a run that fails before it can read the state
 		// forgets nothing the scope owned, intents of an earlier crash
 		// included.
-		Ledger:     append(carried(prev), ownership.Intents(planned)...),
+		Ledger:     append(carried(prev), intents(plan, planned)...),
 		Reconciled: r.reconciled,
 	}
 	if p := r.held.Preempted; p != nil {

@@ -1,0 +1,217 @@
+package wrapper_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sponson/terraform-provider-sponson/internal/fixtureprovider"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// chainWorld is the chain of issue 25 (testdata/chain) in one scope of one
+// store: fixture_object.a, then a terraform_data gate whose provisioner
+// waits for the file open in marks, then four objects that depend on the
+// gate (a reference under for_each, depends_on under count, a module's
+// input).
+type chainWorld struct {
+	t            *testing.T
+	h            *harness
+	dir, marks   string
+	world        string
+	env, where   []string
+	storeName    string
+	dependentsOf []string
+}
+
+// chainDependents are the creates of testdata/chain that wait for the gate.
+var chainDependents = []string{
+	`fixture_object.after["x"]`, `fixture_object.after["y"]`, `fixture_object.later[0]`, `module.m.fixture_object.o`,
+}
+
+// chainObjects are the fixture objects the chain makes, by name.
+var chainObjects = []string{"c-a", "c-x", "c-y", "c-later-0", "c-m"}
+
+func newChainWorld(t *testing.T, h *harness, storeName string) *chainWorld {
+	t.Helper()
+	env, world := fixtureEnv(t)
+	where := []string{"--scope", "pr-25"}
+	if storeName == "git" {
+		_, flag, storeEnv := gitRemote(t)
+		where = append(where, flag)
+		env = append(env, storeEnv...)
+	}
+	dir := h.workdir("testdata/chain")
+	copyTree(t, "testdata/chain/m", filepath.Join(dir, "m"))
+	marks := t.TempDir()
+	return &chainWorld{t: t, h: h, dir: dir, marks: marks, world: world, env: env, where: where, storeName: storeName}
+}
+
+// copyTree copies the regular files of src (one level) into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b := readFile(t, filepath.Join(src, e.Name()))
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (c *chainWorld) args(cmd string, extra ...string) []string {
+	return append(append(append([]string{cmd}, c.where...), "-var", "marks="+c.marks), extra...)
+}
+
+// startUntilGate starts an apply and returns once the gate's provisioner
+// runs: fixture_object.a is complete, the dependents wait for the gate.
+func (c *chainWorld) startUntilGate(extra ...string) (*victim, error) {
+	v := &victim{cmd: c.h.command(c.dir, c.env, c.args("apply", extra...)...), exited: make(chan struct{})}
+	v.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	v.cmd.Stdout, v.cmd.Stderr = &v.out, &v.out
+	if err := v.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = v.cmd.Wait(); close(v.exited) }()
+	waitFor(c.t, "the gate's provisioner to start", func() bool {
+		select {
+		case <-v.exited:
+			c.t.Fatalf("the run ended before its gate:\n%s", v.out.String())
+		default:
+		}
+		_, err := os.Stat(filepath.Join(c.marks, "started"))
+		return err == nil
+	})
+	return v, nil
+}
+
+// victim is a run the test stops.
+type victim struct {
+	cmd    *exec.Cmd
+	out    lockedBuffer
+	exited chan struct{}
+}
+
+// open lets every gate through.
+func (c *chainWorld) open() {
+	if err := os.WriteFile(filepath.Join(c.marks, "open"), nil, 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *chainWorld) latest() *receipt.Receipt {
+	args := append([]string{"receipt", "--json"}, c.where...)
+	r := c.h.run(c.dir, c.env, args...)
+	var env struct {
+		Result *receipt.Receipt `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &env); err != nil || env.Result == nil {
+		c.t.Fatalf("sponson receipt: exit %d %v\n%s\n%s", r.exit, err, r.stdout, r.stderr)
+	}
+	return env.Result
+}
+
+// checkWorld: every chain object exists once and the ledger owns it, no
+// entry is unresolved, and nothing else exists.
+func (c *chainWorld) checkWorld(rec *receipt.Receipt) {
+	t := c.t
+	files, _ := filepath.Glob(filepath.Join(c.world, "objects", "*.json"))
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	slices.Sort(names)
+	want := slices.Clone(chainObjects)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("the world holds %v, want %v", names, want)
+	}
+	owned := map[string]string{}
+	for _, e := range rec.Ledger {
+		if e.CreatedBy == receipt.CreatedByUnresolved || e.CreatedBy == receipt.CreatedByIntent {
+			t.Errorf("ledger entry %s is %s after the recovery", e.Address, e.CreatedBy)
+		}
+		owned[e.Address] = e.ID
+	}
+	for _, name := range chainObjects {
+		obj, err := fixtureprovider.ReadObject(c.world, name)
+		if err != nil {
+			continue
+		}
+		found := false
+		for _, id := range owned {
+			found = found || id == obj.ID
+		}
+		if !found {
+			t.Errorf("object %s (id %s) is owned by no ledger entry: %+v", name, obj.ID, rec.Ledger)
+		}
+	}
+}
+
+// outcomes maps each settled address to its outcome.
+func outcomes(settled []receipt.Settlement) map[string]receipt.Settlement {
+	out := map[string]receipt.Settlement{}
+	for _, s := range settled {
+		out[s.Address] = s
+	}
+	return out
+}
+
+// TestE2EKilledChainSettlesItself is the chain of issue 25: a run is
+// SIGKILLed (its whole process group, a lost CI runner) while the gate's
+// provisioner runs. The next apply needs no person: fixture_object.a had
+// completed (adopted or claimed), the gate is terraform_data (state only:
+// not created, created again), and its four dependents cannot have started
+// (not created). It creates what is missing and nothing twice.
+func TestE2EKilledChainSettlesItself(t *testing.T) {
+	e2e(t)
+	for _, storeName := range []string{"file", "git"} {
+		t.Run(storeName, func(t *testing.T) {
+			h := e2e(t)
+			c := newChainWorld(t, h, storeName)
+			v, err := c.startUntilGate("--lease-ttl", "2s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-v.exited
+			waitFor(t, "the killed run's provisioner to end", func() bool { return !processWithArg(c.marks + "/open") })
+			c.open()
+			r := c.h.run(c.dir, c.env, c.args("apply", "--wait", "--json")...)
+			if r.exit != 0 {
+				t.Fatalf("the apply after the kill: exit %d %s\n%s\n%s\nthe killed run:\n%s", r.exit, r.code(t), r.stdout, r.stderr, v.out.String())
+			}
+			rec := c.latest()
+			got := outcomes(rec.Settled)
+			t.Logf("settled: %+v", rec.Settled)
+			if s := got["fixture_object.a"]; s.Outcome != receipt.SettledAdopted && s.Outcome != receipt.SettledClaimed {
+				t.Errorf("fixture_object.a, complete before the kill, settled %+v, want adopted or claimed", s)
+			}
+			if s := got["terraform_data.gate"]; s.Outcome != receipt.SettledDropped || !strings.Contains(s.Note, "state") {
+				t.Errorf("the gate settled %+v, want not created (state only)", s)
+			}
+			for _, addr := range chainDependents {
+				if s := got[addr]; s.Outcome != receipt.SettledDropped || !strings.Contains(s.Note, "terraform_data.gate") {
+					t.Errorf("%s settled %+v, want not created, waiting for terraform_data.gate", addr, s)
+				}
+			}
+			c.checkWorld(rec)
+		})
+	}
+}
