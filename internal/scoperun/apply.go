@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
@@ -32,9 +34,25 @@ func (r *runner) apply(bg context.Context, eng *engineRun, c *checked, rec *rece
 // applyRecording applies the plan while the checkpoint records each
 // completed create.
 func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, rec *receipt.Receipt) error {
-	r.setCompletions(startCompletions(bg, rec, r.held.WriteReceipt, r.warn))
+	r.setCompletions(startCompletions(bg, rec, r.held.WriteReceipt, r.warn, r.pauseEngine))
 	defer r.setCompletions(nil)
 	return eng.sess.Apply(eng.ctx, c.path)
+}
+
+// pauseEngine stops the run's engine process (SIGSTOP; its plugins and
+// provisioners go on with what they were doing, but the engine starts
+// nothing new) and returns the function that lets it go on. Where the
+// engine cannot be found (no /proc, an engine stand-in) it pauses nothing.
+func (r *runner) pauseEngine() func() {
+	pids := reaper.Children(r.o.RunID)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	return func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
 }
 
 // setCompletions installs the recorder of completed creates (nil stops the

@@ -12,34 +12,59 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
-// completions records, during the apply, every create the engine reports
+// completions records, during the apply, every change the engine reports
 // complete, in the run's checkpoint (the receipt under way), fenced like
 // every receipt write. The engine persists its state only every ~20 s, so
 // after a crash the state rarely holds what was just created; the
 // checkpoint does, with the new object's id, and the next run adopts it
-// (docs/design.md, "Crashes"). Writes are batched: the first completion is
-// written at once; while a write is on its way, and for checkpointRest after
-// it, completions gather for the next. So a fast apply costs a few writes,
-// not one per resource (each write is three durable files), and a crash
-// leaves at most the last rest's completions unrecorded: those are
-// unresolved for a person, never forgotten.
+// (docs/design.md §2.4 "Intent"). Writes are batched: the first completion
+// is written at once; while a write is on its way, and for checkpointRest
+// after it, completions gather for the next. So a fast apply costs a few
+// writes, not one per resource (each write is three durable files).
+//
+// A completion that a planned create waits for (an intent's After) is
+// held: the engine is paused (hold) from the moment the completion is read
+// until a write holding it is in the store, without the rest, so the engine
+// never starts a dependent of a completion the checkpoint lacks. That is
+// what makes a missing completion prove that its dependents had not
+// started, and it keeps a completion from being lost while the engine goes
+// on past it. A kill leaves at most the completions of the write on its way
+// unrecorded, and then the engine had not gone past them.
 type completions struct {
 	write func(context.Context, *receipt.Receipt) error
 	rec   *receipt.Receipt
 	warn  func(string)
+	// hold pauses the engine and returns the function that lets it go on;
+	// nil never pauses. waitedFor are the addresses a planned create
+	// waits for.
+	hold      func() (resume func())
+	waitedFor map[string]bool
 
 	mu      sync.Mutex
 	pending []receipt.Completion
+	// held counts the pending completions the engine is paused for;
+	// resume is set while it is paused.
+	held    int
+	resume  func()
 	wake    chan struct{}
+	urgent  chan struct{}
 	done    chan struct{}
 	stopped chan struct{}
 	failed  bool
 }
 
-// startCompletions starts the batching writer of rec's completions.
-func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, *receipt.Receipt) error, warn func(string)) *completions {
-	c := &completions{write: write, rec: rec, warn: warn,
-		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+// startCompletions starts the batching writer of rec's completions; hold
+// (nil: never) pauses the engine for a completion a create waits for.
+func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, *receipt.Receipt) error, warn func(string), hold func() func()) *completions {
+	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{},
+		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	for _, e := range rec.Ledger {
+		if isIntent(e) {
+			for _, w := range e.After {
+				c.waitedFor[w] = true
+			}
+		}
+	}
 	go c.loop(ctx)
 	return c
 }
@@ -62,11 +87,28 @@ func (c *completions) observe(ev engine.Event) {
 	default:
 		return
 	}
+	urgent := false
 	c.mu.Lock()
 	c.pending = append(c.pending, done)
+	if c.hold != nil && !c.failed && done.Action != "delete" && c.waitedFor[done.Address] {
+		// Paused here, in the reader of the engine's output, the moment
+		// the completion is read.
+		if c.resume == nil {
+			c.resume = c.hold()
+		}
+		c.held++
+		urgent = true
+	}
 	c.mu.Unlock()
+	signal(c.wake)
+	if urgent {
+		signal(c.urgent)
+	}
+}
+
+func signal(ch chan struct{}) {
 	select {
-	case c.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -79,11 +121,13 @@ func (c *completions) stop() {
 
 // checkpointRest is the pause between two checkpoint writes: short next to
 // a cloud create (seconds), long next to an instant one (a 200-resource
-// apply of instant resources took 76 writes without it).
+// apply of instant resources took 76 writes without it). A held completion
+// does not wait for it.
 const checkpointRest = 200 * time.Millisecond
 
 func (c *completions) loop(ctx context.Context) {
 	defer close(c.stopped)
+	defer c.release(true)
 	rest := time.NewTimer(0)
 	defer rest.Stop()
 	for {
@@ -94,13 +138,35 @@ func (c *completions) loop(ctx context.Context) {
 			c.flush(ctx)
 			return
 		}
+		if c.isHeld() {
+			// A held completion came during the write: no rest.
+			continue
+		}
 		rest.Reset(checkpointRest)
 		select {
 		case <-rest.C:
+		case <-c.urgent:
 		case <-c.done:
 			c.flush(ctx)
 			return
 		}
+	}
+}
+
+func (c *completions) isHeld() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held > 0
+}
+
+// release lets the engine go on once no held completion is pending (or
+// always, when all is true).
+func (c *completions) release(all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resume != nil && (all || c.held == 0) {
+		c.resume()
+		c.resume = nil
 	}
 }
 
@@ -110,16 +176,24 @@ func (c *completions) loop(ctx context.Context) {
 func (c *completions) flush(ctx context.Context) {
 	c.mu.Lock()
 	batch := c.pending
-	c.pending = nil
+	c.pending, c.held = nil, 0
+	failed := c.failed
 	c.mu.Unlock()
-	if len(batch) == 0 || c.failed {
+	if len(batch) == 0 || failed {
+		c.release(true)
 		return
 	}
 	c.rec.Completed = append(c.rec.Completed, batch...)
-	if err := c.write(ctx, c.rec); err != nil {
+	err := c.write(ctx, c.rec)
+	if err != nil {
+		c.mu.Lock()
 		c.failed = true
+		c.mu.Unlock()
+		c.release(true)
 		if !errors.Is(err, store.ErrLeaseLost) {
 			c.warn(fmt.Sprintf("could not record completed creates in the checkpoint (%v); a crash now would leave them for a person to resolve", err))
 		}
+		return
 	}
+	c.release(false)
 }
