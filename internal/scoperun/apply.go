@@ -34,6 +34,9 @@ func (r *runner) apply(bg context.Context, eng *engineRun, c *checked, rec *rece
 // applyRecording applies the plan while the checkpoint records each
 // completed create.
 func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, rec *receipt.Receipt) error {
+	r.mu.Lock()
+	r.engineProcs = nil
+	r.mu.Unlock()
 	r.setCompletions(startCompletions(bg, rec, r.held.WriteReceipt, r.warn, r.pauseEngine))
 	defer r.setCompletions(nil)
 	return eng.sess.Apply(eng.ctx, c.path)
@@ -41,10 +44,13 @@ func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, 
 
 // pauseEngine stops the run's engine process (SIGSTOP; its plugins and
 // provisioners go on with what they were doing, but the engine starts
-// nothing new) and returns the function that lets it go on. Where the
-// engine cannot be found (no /proc, an engine stand-in) it pauses nothing.
+// nothing new) and returns the function that lets it go on. The process is
+// looked up once, at the engine's first event, so that a pause costs one
+// signal (the engine goes on between writing a completion and being
+// stopped: the pause must come at once). Where it cannot be found (no
+// /proc, an engine stand-in) nothing is paused.
 func (r *runner) pauseEngine() func() {
-	pids := reaper.Children(r.o.RunID)
+	pids := r.enginePIDs()
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGSTOP)
 	}
@@ -53,6 +59,20 @@ func (r *runner) pauseEngine() func() {
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 		}
 	}
+}
+
+// enginePIDs returns the engine's processes, looked up on the first call
+// of each apply.
+func (r *runner) enginePIDs() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.engineProcs == nil {
+		r.engineProcs = reaper.Children(r.o.RunID)
+		if r.engineProcs == nil {
+			r.engineProcs = []int{}
+		}
+	}
+	return r.engineProcs
 }
 
 // setCompletions installs the recorder of completed creates (nil stops the
@@ -73,6 +93,7 @@ func (r *runner) onEngineEvent(ev engine.Event) {
 	c := r.completions
 	r.mu.Unlock()
 	if c != nil {
+		r.enginePIDs()
 		c.observe(ev)
 	}
 }

@@ -198,8 +198,10 @@ type runner struct {
 	reconciled []string
 
 	mu sync.Mutex
-	// completions records completed creates while the engine applies.
+	// completions records completed creates while the engine applies;
+	// engineProcs are the engine's processes it pauses (pauseEngine).
 	completions *completions
+	engineProcs []int
 }
 
 // Run performs o.Command.
