@@ -215,3 +215,46 @@ func TestE2EKilledChainSettlesItself(t *testing.T) {
 		})
 	}
 }
+
+// TestE2ECancelledChainIsGraceful: SIGINT or SIGTERM to sponson (what CI
+// hosts send on cancel) while the gate's provisioner runs is passed to the
+// engine, which stops and writes its state; sponson records what completed,
+// writes its receipt and releases the lease. The next apply, without
+// --wait, takes the lease at once and needs no person.
+func TestE2ECancelledChainIsGraceful(t *testing.T) {
+	e2e(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		for _, storeName := range []string{"file", "git"} {
+			t.Run(sig.String()+"/"+storeName, func(t *testing.T) {
+				h := e2e(t)
+				c := newChainWorld(t, h, storeName)
+				v, err := c.startUntilGate()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := v.cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				<-v.exited
+				if code := v.cmd.ProcessState.ExitCode(); code == 0 {
+					t.Fatalf("the cancelled run exited 0:\n%s", v.out.String())
+				}
+				rec := c.latest()
+				if rec.Status == receipt.StatusRunning {
+					t.Fatalf("the cancelled run left its checkpoint as the latest receipt:\n%s", v.out.String())
+				}
+				for _, e := range rec.Ledger {
+					if e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved {
+						t.Errorf("after the cancel, %s is %s", e.Address, e.CreatedBy)
+					}
+				}
+				c.open()
+				r := c.h.run(c.dir, c.env, c.args("apply", "--json")...)
+				if r.exit != 0 {
+					t.Fatalf("the apply after the cancel: exit %d %s\n%s\n%s\nthe cancelled run:\n%s", r.exit, r.code(t), r.stdout, r.stderr, v.out.String())
+				}
+				c.checkWorld(c.latest())
+			})
+		}
+	}
+}
