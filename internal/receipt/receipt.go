@@ -8,6 +8,9 @@ package receipt
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -190,6 +193,24 @@ type Entry struct {
 	// values a person can look the object up by: the known, non-sensitive
 	// top-level attributes of the plan, rendered as text.
 	Planned map[string]string `json:"planned,omitempty"`
+}
+
+// Described is the entry's address with its planned values, for people:
+// `aws_s3_bucket.b (bucket="acme-logs", region="eu-west-1")`.
+func (e Entry) Described() string {
+	if len(e.Planned) == 0 {
+		return e.Address
+	}
+	keys := make([]string, 0, len(e.Planned))
+	for k := range e.Planned {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%q", k, e.Planned[k])
+	}
+	return e.Address + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // Handover is a promise of a predecessor's resources to its successor.

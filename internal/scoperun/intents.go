@@ -3,7 +3,6 @@ package scoperun
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
@@ -79,21 +78,4 @@ func plannedValues(ch *tfjson.Change) map[string]string {
 		return nil
 	}
 	return out
-}
-
-// plannedText renders planned values for a message: k=v, sorted.
-func plannedText(p map[string]string) string {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	s := ""
-	for i, k := range keys {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%s=%q", k, p[k])
-	}
-	return s
 }

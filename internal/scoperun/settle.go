@@ -340,9 +340,17 @@ func (s *settlement) adopt(e receipt.Entry, id string, replacing bool) string {
 }
 
 func (s *settlement) report() string {
+	described := map[string]string{}
+	for _, e := range s.unresolved {
+		described[e.Address] = e.Described()
+	}
 	by := map[string][]string{}
 	for _, st := range s.out {
-		by[st.Outcome] = append(by[st.Outcome], st.Address)
+		a := st.Address
+		if d, ok := described[a]; ok && st.Outcome == receipt.SettledUnresolved {
+			a = d
+		}
+		by[st.Outcome] = append(by[st.Outcome], a)
 	}
 	msg := fmt.Sprintf("run %s stopped before its receipt (status %s); settled %d entries against the state: claimed %s; adopted %s; not created %s; unresolved %s",
 		s.prev.RunID, s.prev.Status, len(s.out), listOrNone(by[receipt.SettledClaimed]), listOrNone(by[receipt.SettledAdopted]),
