@@ -57,8 +57,9 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 				c.round(round)
 			}
 			c.finish()
-			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: %d adopted, %d resolved by a person (%d found, %d gone); leaks: %d",
-				name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted, c.resolvedFound+c.resolvedGone, c.resolvedFound, c.resolvedGone, c.leaks)
+			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted, %d not created), %d asked a person (%d found, %d gone, %d of other types), %d adopted after a person's word; leaks: %d",
+				name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted+c.dropped, c.adopted, c.dropped,
+				c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.adoptedGiven, c.leaks)
 		})
 	}
 }
@@ -76,6 +77,10 @@ type crashWorld struct {
 	kills, killsAlone, created  int
 	adopted, leaks              int
 	resolvedFound, resolvedGone int
+	// dropped counts the intents settled as not created, resolvedOther
+	// the entries of other types a person resolved, adoptedGiven the
+	// adoptions of ids a person gave.
+	dropped, resolvedOther, adoptedGiven int
 }
 
 func newCrashWorld(t *testing.T, h *harness, storeFlag string, storeEnv []string) *crashWorld {
@@ -157,8 +162,13 @@ func (c *crashWorld) recover(round int) {
 		r := c.h.run(c.dir, c.env, args...)
 		rec := c.receipt()
 		for _, s := range rec.Settled {
-			if s.Outcome == receipt.SettledAdopted {
+			switch {
+			case s.Outcome == receipt.SettledAdopted && attempt == 0:
 				c.adopted++
+			case s.Outcome == receipt.SettledAdopted:
+				c.adoptedGiven++
+			case s.Outcome == receipt.SettledDropped:
+				c.dropped++
 			}
 		}
 		if r.exit == 0 {
@@ -183,6 +193,7 @@ func (c *crashWorld) resolve(rec *receipt.Receipt) {
 		if e.Type != "fixture_object" {
 			// The scope's own record: creating it again rewrites it.
 			args = append(args, "--gone")
+			c.resolvedOther++
 		} else if obj, err := fixtureprovider.ReadObject(c.world, c.objectName(e)); err == nil {
 			args = append(args, "--id", obj.ID)
 			c.resolvedFound++
