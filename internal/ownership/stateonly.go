@@ -25,11 +25,15 @@ var stateOnly = map[string][]string{
 	"hashicorp/tls": {"tls_cert_request", "tls_locally_signed_cert", "tls_private_key",
 		"tls_self_signed_cert"},
 	"hashicorp/cloudinit": {"cloudinit_config"},
+	// Not state only, but a create again rewrites the one record of the
+	// scope it writes: nothing is left that nothing owns.
+	"sponson/sponson": {"sponson_scope"},
 }
 
 // StateOnly reports whether resources of type typ from provider (a source
 // address such as registry.terraform.io/hashicorp/random) keep nothing
-// outside the state: the table above, and the types in extra.
+// outside the state: the table above, and the types in extra (the scope
+// policy's state_only, Rules.StateOnly).
 func StateOnly(provider, typ string, extra []string) bool {
 	if slices.Contains(extra, typ) {
 		return true

@@ -189,6 +189,10 @@ type Entry struct {
 	// while one of them has no recorded completion, the create cannot have
 	// started.
 	After []string `json:"after,omitempty"`
+	// StateOnly is set on an intent whose type keeps nothing outside the
+	// state, by the table or by the scope's policy (ownership.StateOnly):
+	// a later run settles it without the policy of this one.
+	StateOnly bool `json:"stateOnly,omitempty"`
 	// Planned, on an intent and an unresolved entry, holds the planned
 	// values a person can look the object up by: the known, non-sensitive
 	// top-level attributes of the plan, rendered as text.

@@ -28,7 +28,7 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 	}
 	r.onRelease(releaseParents)
 
-	rec := r.newReceipt(prev, c.plan, c.planned)
+	rec := r.newReceipt(prev, c.plan, c.planned, c.rules)
 	rec.Settled = settled
 	r.res.Receipt = rec
 	// The checkpoint: before the engine writes anything, the store knows a
@@ -136,7 +136,7 @@ func (r *runner) acquireParents(ctx context.Context, rules ownership.Rules, plan
 	return release, nil
 }
 
-func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned) *receipt.Receipt {
+func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned, rules ownership.Rules) *receipt.Receipt {
 	c := r.o.Context
 	rec := &receipt.Receipt{
 		Version:            receipt.Version,
@@ -157,7 +157,7 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 		// Carried forward: a run that fails before it can read the state
 		// forgets nothing the scope owned, intents of an earlier crash
 		// included.
-		Ledger:     append(carried(prev), intents(plan, planned)...),
+		Ledger:     append(carried(prev), intents(plan, planned, rules)...),
 		Reconciled: r.reconciled,
 	}
 	if p := r.held.Preempted; p != nil {

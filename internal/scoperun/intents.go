@@ -14,8 +14,10 @@ import (
 // intents are the checkpoint's intents for the creates of the plan, each
 // with what a later run needs to settle it without a person if this run
 // stops (docs/design.md §2.4): the creates and updates the engine completes
-// before it starts it, and the planned values a person can look it up by.
-func intents(plan *tfjson.Plan, planned []ownership.Planned) []receipt.Entry {
+// before it starts it, whether its type keeps nothing outside the state
+// (the table or the scope's policy), and the planned values a person can
+// look it up by.
+func intents(plan *tfjson.Plan, planned []ownership.Planned, rules ownership.Rules) []receipt.Entry {
 	out := ownership.Intents(planned)
 	waits := applyorder.Waits(plan)
 	changes := map[string]*tfjson.ResourceChange{}
@@ -28,6 +30,7 @@ func intents(plan *tfjson.Plan, planned []ownership.Planned) []receipt.Entry {
 	}
 	for i := range out {
 		out[i].After = waits[out[i].Address]
+		out[i].StateOnly = ownership.StateOnly(out[i].Provider, out[i].Type, rules.StateOnly)
 		if rc := changes[out[i].Address]; rc != nil && rc.Change != nil {
 			out[i].Planned = plannedValues(rc.Change)
 		}

@@ -223,7 +223,7 @@ func (s *settlement) settleOne(e receipt.Entry) {
 	inState, present := s.present[e.Address]
 	id, known := s.created[e.Address]
 	old := s.old[e.Address]
-	stateOnly := ownership.StateOnly(e.Provider, e.Type, nil)
+	stateOnly := e.StateOnly || ownership.StateOnly(e.Provider, e.Type, nil)
 	switch {
 	case known && present && inState == id:
 	case stateOnly && present:
