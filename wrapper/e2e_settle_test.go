@@ -78,7 +78,8 @@ func (c *chainWorld) args(cmd string, extra ...string) []string {
 }
 
 // startUntilGate starts an apply and returns once the gate's provisioner
-// runs: fixture_object.a is complete, the dependents wait for the gate.
+// runs and sponson has shown it: fixture_object.a is complete, the
+// dependents wait for the gate.
 func (c *chainWorld) startUntilGate(extra ...string) (*victim, error) {
 	v := &victim{cmd: c.h.command(c.dir, c.env, c.args("apply", extra...)...), exited: make(chan struct{})}
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -94,7 +95,10 @@ func (c *chainWorld) startUntilGate(extra ...string) (*victim, error) {
 		default:
 		}
 		_, err := os.Stat(filepath.Join(c.marks, "started"))
-		return err == nil
+		// And sponson has shown the engine's report that it went past
+		// fixture_object.a: it shows nothing after a completion a create
+		// waits for before the completion is in the store.
+		return err == nil && strings.Contains(v.out.String(), "terraform_data.gate: Provisioning with 'local-exec'")
 	})
 	return v, nil
 }

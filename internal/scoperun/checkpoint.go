@@ -43,9 +43,11 @@ type completions struct {
 	mu      sync.Mutex
 	pending []receipt.Completion
 	// held counts the pending completions the engine is paused for;
-	// resume is set while it is paused.
+	// resume is set while it is paused, and resumed is closed when it
+	// goes on.
 	held    int
 	resume  func()
+	resumed chan struct{}
 	wake    chan struct{}
 	urgent  chan struct{}
 	done    chan struct{}
@@ -87,22 +89,26 @@ func (c *completions) observe(ev engine.Event) {
 	default:
 		return
 	}
-	urgent := false
+	var resumed chan struct{}
 	c.mu.Lock()
 	c.pending = append(c.pending, done)
 	if c.hold != nil && !c.failed && done.Action != "delete" && c.waitedFor[done.Address] {
 		// Paused here, in the reader of the engine's output, the moment
 		// the completion is read.
 		if c.resume == nil {
-			c.resume = c.hold()
+			c.resume, c.resumed = c.hold(), make(chan struct{})
 		}
 		c.held++
-		urgent = true
+		resumed = c.resumed
 	}
 	c.mu.Unlock()
 	signal(c.wake)
-	if urgent {
+	if resumed != nil {
 		signal(c.urgent)
+		// The reader waits too: nothing the engine reports after the
+		// completion is shown or acted on before the completion is in
+		// the store.
+		<-resumed
 	}
 }
 
@@ -166,7 +172,8 @@ func (c *completions) release(all bool) {
 	defer c.mu.Unlock()
 	if c.resume != nil && (all || c.held == 0) {
 		c.resume()
-		c.resume = nil
+		close(c.resumed)
+		c.resume, c.resumed = nil, nil
 	}
 }
 
