@@ -26,7 +26,6 @@ type chainWorld struct {
 	world        string
 	env, where   []string
 	storeName    string
-	dependentsOf []string
 }
 
 // chainDependents are the creates of testdata/chain that wait for the gate.
@@ -207,11 +206,11 @@ func TestE2EKilledChainSettlesItself(t *testing.T) {
 			if s := got["fixture_object.a"]; s.Outcome != receipt.SettledAdopted && s.Outcome != receipt.SettledClaimed {
 				t.Errorf("fixture_object.a, complete before the kill, settled %+v, want adopted or claimed", s)
 			}
-			if s := got["terraform_data.gate"]; s.Outcome != receipt.SettledDropped || !strings.Contains(s.Note, "state") {
+			if s := got["terraform_data.gate"]; s.Outcome != receipt.SettledDropped || s.Reason != receipt.ReasonStateOnly {
 				t.Errorf("the gate settled %+v, want not created (state only)", s)
 			}
 			for _, addr := range chainDependents {
-				if s := got[addr]; s.Outcome != receipt.SettledDropped || !strings.Contains(s.Note, "terraform_data.gate") {
+				if s := got[addr]; s.Outcome != receipt.SettledDropped || s.Reason != receipt.ReasonNotStarted || !strings.Contains(s.Note, "terraform_data.gate") {
 					t.Errorf("%s settled %+v, want not created, waiting for terraform_data.gate", addr, s)
 				}
 			}
@@ -261,4 +260,50 @@ func TestE2ECancelledChainIsGraceful(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestE2EStoppedChainIsTakenOver: a run stopped (SIGSTOP) past its TTL
+// while the gate's provisioner runs, a stuck runner, is taken over by the
+// next run, which settles by the same rules as after a kill (issue 25 item
+// 6): fixture_object.a adopted, the gate and its dependents not created.
+// The taker's gate opens (its own marks); the stopped run, continued,
+// ends LOCK_LOST and changes nothing.
+func TestE2EStoppedChainIsTakenOver(t *testing.T) {
+	h := e2e(t)
+	c := newChainWorld(t, h, "file")
+	v, err := c.startUntilGate("--lease-ttl", "2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOutsideMutex(t, v.cmd.Process)
+	taker := &chainWorld{t: t, h: h, dir: c.dir, marks: t.TempDir(), world: c.world, env: c.env, where: c.where}
+	taker.open()
+	r := h.run(c.dir, c.env, taker.args("apply", "--wait", "--wait-timeout", "2m", "--json")...)
+	if err := v.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	<-v.exited
+	if r.exit != 0 {
+		t.Fatalf("the apply that took over: exit %d %s\n%s\n%s\nthe stopped run:\n%s", r.exit, r.code(t), r.stdout, r.stderr, v.out.String())
+	}
+	if !strings.Contains(r.stderr, "took over an expired lease") {
+		t.Errorf("the takeover was not reported:\n%s", r.stderr)
+	}
+	if code := v.cmd.ProcessState.ExitCode(); code != 3 {
+		t.Errorf("the stopped run, continued: exit %d, want 3 LOCK_LOST\n%s", code, v.out.String())
+	}
+	rec := c.latest()
+	got := outcomes(rec.Settled)
+	if s := got["fixture_object.a"]; s.Outcome != receipt.SettledAdopted {
+		t.Errorf("fixture_object.a settled %+v, want adopted", s)
+	}
+	if s := got["terraform_data.gate"]; s.Outcome != receipt.SettledDropped || s.Reason != receipt.ReasonStateOnly {
+		t.Errorf("the gate settled %+v, want dropped (state only)", s)
+	}
+	for _, addr := range chainDependents {
+		if s := got[addr]; s.Outcome != receipt.SettledDropped || s.Reason != receipt.ReasonNotStarted {
+			t.Errorf("%s settled %+v, want dropped (not started)", addr, s)
+		}
+	}
+	c.checkWorld(rec)
 }
