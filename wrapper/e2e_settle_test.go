@@ -20,12 +20,12 @@ import (
 // gate (a reference under for_each, depends_on under count, a module's
 // input).
 type chainWorld struct {
-	t            *testing.T
-	h            *harness
-	dir, marks   string
-	world        string
-	env, where   []string
-	storeName    string
+	t          *testing.T
+	h          *harness
+	dir, marks string
+	world      string
+	env, where []string
+	storeName  string
 }
 
 // chainDependents are the creates of testdata/chain that wait for the gate.
