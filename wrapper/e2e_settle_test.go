@@ -2,6 +2,7 @@ package wrapper_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,4 +307,71 @@ func TestE2EStoppedChainIsTakenOver(t *testing.T) {
 		}
 	}
 	c.checkWorld(rec)
+}
+
+// TestE2EKilledEngineForgetsNothing: the engine alone is SIGKILLed (an OOM
+// kill) while the gate's provisioner runs; sponson lives on and writes its
+// receipt from a state that lacks what the engine had not persisted. The
+// creates the engine may have made stay intents, fixture_object.a with its
+// recorded completion, so the next apply adopts a and needs no person.
+func TestE2EKilledEngineForgetsNothing(t *testing.T) {
+	h := e2e(t)
+	c := newChainWorld(t, h, "file")
+	v, err := c.startUntilGate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := 0
+	waitFor(t, "the engine's process", func() bool {
+		engine = parentOfProcessWithArg(c.marks + "/open")
+		return engine != 0
+	})
+	if err := syscall.Kill(engine, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-v.exited
+	if code := v.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Fatalf("the run whose engine was killed exited 0:\n%s", v.out.String())
+	}
+	killed := c.latest()
+	open := map[string]bool{}
+	for _, e := range killed.Ledger {
+		if e.CreatedBy == receipt.CreatedByIntent {
+			open[e.Address] = true
+		}
+	}
+	if !open["fixture_object.a"] {
+		t.Fatalf("the receipt forgot fixture_object.a, whose create completed: ledger %+v\n%s", killed.Ledger, v.out.String())
+	}
+	c.open()
+	r := h.run(c.dir, c.env, c.args("apply", "--json")...)
+	if r.exit != 0 {
+		t.Fatalf("the apply after the engine's kill: exit %d %s\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	rec := c.latest()
+	if s := outcomes(rec.Settled)["fixture_object.a"]; s.Outcome != receipt.SettledAdopted {
+		t.Errorf("fixture_object.a settled %+v, want adopted", s)
+	}
+	c.checkWorld(rec)
+}
+
+// parentOfProcessWithArg returns the parent of a process of this machine
+// with s in its command line, 0 if there is none.
+func parentOfProcessWithArg(s string) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(stat), ')')
+		var ppid int
+		if _, err := fmt.Sscanf(string(stat)[i+1:], " %c %d", new(byte), &ppid); err == nil && ppid > 1 {
+			return ppid
+		}
+	}
+	return 0
 }
