@@ -375,3 +375,89 @@ func parentOfProcessWithArg(s string) int {
 	}
 	return 0
 }
+
+// TestE2ESecondInterruptStopsAtOnce: a second SIGINT to sponson is passed
+// to the engine, which then stops at once instead of waiting for the create
+// it has in flight at a provider that ignores the first (the fixture's,
+// with a ten-minute create). The create it gave up on is kept as an intent,
+// and the next apply refuses to create it again, naming its planned values
+// (issue 25 items 4, 5), until a person says it is gone.
+func TestE2ESecondInterruptStopsAtOnce(t *testing.T) {
+	h := e2e(t)
+	env, world := fixtureEnv(t)
+	env = append(env, fixtureprovider.EnvCreateDelay+"=10m", fixtureprovider.EnvCreateIgnoresStop+"=1")
+	dir := h.workdir("testdata/fixture")
+	objects := objectsVar("o0", "hurried-o0")
+	v := &victim{cmd: h.command(dir, env, "apply", "--scope", "pr-26", "-var", objects), exited: make(chan struct{})}
+	v.cmd.Stdout, v.cmd.Stderr = &v.out, &v.out
+	if err := v.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = v.cmd.Wait(); close(v.exited) }()
+	waitFor(t, "the create to start", func() bool {
+		return strings.Contains(v.out.String(), `fixture_object.o["o0"]: Creating...`)
+	})
+	if err := v.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the engine to take the first interrupt", func() bool {
+		return strings.Contains(v.out.String(), "Interrupt received")
+	})
+	select {
+	case <-v.exited:
+		t.Fatalf("the run ended on the first interrupt, with its create in flight:\n%s", v.out.String())
+	default:
+	}
+	if err := v.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	// The create takes ten minutes: the run ends long before only if the
+	// second interrupt stopped the engine.
+	waitFor(t, "the run to end after the second interrupt", func() bool {
+		select {
+		case <-v.exited:
+			return true
+		default:
+			return false
+		}
+	})
+	if code := v.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Fatalf("the interrupted run exited 0:\n%s", v.out.String())
+	}
+	// The engine's own word that the second interrupt reached it (without
+	// it, terraform-exec kills the engine a minute after the first).
+	if !strings.Contains(v.out.String(), "Two interrupts received") {
+		t.Errorf("the engine did not get the second interrupt:\n%s", v.out.String())
+	}
+	rec := latestReceipt(t, dir, "preview", "pr-26")
+	if rec.Status == receipt.StatusRunning {
+		t.Fatalf("the interrupted run left its checkpoint:\n%s", v.out.String())
+	}
+	kept := false
+	for _, e := range rec.Ledger {
+		kept = kept || (e.Address == `fixture_object.o["o0"]` && e.CreatedBy == receipt.CreatedByIntent)
+	}
+	if !kept {
+		t.Fatalf("the create the engine gave up on is not kept: ledger %+v\n%s", rec.Ledger, v.out.String())
+	}
+	// In flight at a provider: a person is asked, with its planned values.
+	quick := []string{"FIXTURE_DIR=" + world}
+	quick = append(quick, env[0])
+	r := h.run(dir, quick, "apply", "--scope", "pr-26", "--json", "-var", objects)
+	if r.exit == 0 || r.code(t) != "INTENT_UNRESOLVED" || !strings.Contains(r.stdout, `name=\"hurried-o0\"`) {
+		t.Fatalf("the apply after the interrupts: exit %d %s, want INTENT_UNRESOLVED naming name=\"hurried-o0\"\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	st := h.run(dir, quick, "status", "--json")
+	if !strings.Contains(st.stdout, `name=\"hurried-o0\"`) {
+		t.Errorf("status does not name the unresolved create's planned values:\n%s", st.stdout)
+	}
+	if _, err := fixtureprovider.ReadObject(world, "hurried-o0"); err == nil {
+		t.Fatal("the object exists: the create the engine gave up on went on")
+	}
+	h.mustRunEnv(dir, quick, "resolve", `fixture_object.o["o0"]`, "--gone", "--scope", "pr-26")
+	h.mustRunEnv(dir, quick, "apply", "--scope", "pr-26", "-var", objects)
+	if _, err := fixtureprovider.ReadObject(world, "hurried-o0"); err != nil {
+		t.Fatalf("after the person's word the apply did not create the object: %v", err)
+	}
+}
+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -39,7 +40,49 @@ func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, 
 	r.mu.Unlock()
 	r.setCompletions(startCompletions(bg, rec, r.held.WriteReceipt, r.warn, r.pauseEngine))
 	defer r.setCompletions(nil)
+	stopHurry := r.hurryOnSecondSignal(eng.ctx)
+	defer stopHurry()
 	return eng.sess.Apply(eng.ctx, c.path)
+}
+
+// hurryOnSecondSignal passes on to the engine, once ctx is done (the first
+// SIGINT or SIGTERM cancelled the run, and terraform-exec interrupted the
+// engine), every further SIGINT or SIGTERM the process receives, as a
+// SIGINT: the engine's second interrupt stops it at once, without waiting
+// for its operations in flight, as it does without sponson. The run then
+// keeps the intents of every create the state lacks (keepStale): the
+// engine did not wait to learn their outcome.
+func (r *runner) hurryOnSecondSignal(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+		for {
+			select {
+			case <-sigs:
+				r.mu.Lock()
+				r.hurried = true
+				r.mu.Unlock()
+				for _, pid := range r.enginePIDs() {
+					_ = syscall.Kill(pid, syscall.SIGINT)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 // pauseEngine stops the run's engine process (SIGSTOP; its plugins and

@@ -102,9 +102,9 @@ func (c *completions) observe(ev engine.Event) {
 		resumed = c.resumed
 	}
 	c.mu.Unlock()
-	signal(c.wake)
+	notify(c.wake)
 	if resumed != nil {
-		signal(c.urgent)
+		notify(c.urgent)
 		// The reader waits too: nothing the engine reports after the
 		// completion is shown or acted on before the completion is in
 		// the store.
@@ -112,7 +112,7 @@ func (c *completions) observe(ev engine.Event) {
 	}
 }
 
-func signal(ch chan struct{}) {
+func notify(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:

@@ -121,7 +121,8 @@ func (r *runner) keepUnaccounted(ledger []receipt.Entry, c *checked, resources [
 // of the creates the state lacks but the engine may have made: those whose
 // completion the checkpoint recorded (the engine ended without writing
 // them to the state: it crashed, or was killed), and, when the engine
-// itself was killed by a signal (an OOM kill), every one. The next run
+// itself was killed by a signal (an OOM kill) or stopped at once by a
+// second interrupt (hurryOnSecondSignal), every one. The next run
 // settles them (§2.4): adopted by the recorded id, or dropped, or
 // unresolved. Quarantine is keepUnaccounted's.
 func (r *runner) keepStale(ledger []receipt.Entry, c *checked, rec *receipt.Receipt, resources []stateResource, applyErr error) []receipt.Entry {
@@ -143,6 +144,9 @@ func (r *runner) keepStale(ledger []receipt.Entry, c *checked, rec *receipt.Rece
 	}
 	var exit *exec.ExitError
 	killed := errors.As(applyErr, &exit) && exit.ProcessState != nil && !exit.ProcessState.Exited()
+	r.mu.Lock()
+	killed = killed || r.hurried
+	r.mu.Unlock()
 	for _, e := range intents(c.plan, c.planned, c.rules) {
 		if !inState[e.Address] && (completed[e.Address] || killed) {
 			ledger = append(ledger, e)

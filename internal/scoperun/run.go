@@ -202,6 +202,8 @@ type runner struct {
 	// engineProcs are the engine's processes it pauses (pauseEngine).
 	completions *completions
 	engineProcs []int
+	// hurried is set when a second signal stopped the engine at once.
+	hurried bool
 }
 
 // Run performs o.Command.
