@@ -460,4 +460,3 @@ func TestE2ESecondInterruptStopsAtOnce(t *testing.T) {
 		t.Fatalf("after the person's word the apply did not create the object: %v", err)
 	}
 }
-
