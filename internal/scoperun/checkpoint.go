@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,8 +23,8 @@ import (
 // after it, completions gather for the next. So a fast apply costs a few
 // writes, not one per resource (each write is three durable files).
 //
-// A completion that a planned create waits for (an intent's After) is
-// held: the engine is paused (hold) from the moment the completion is read
+// A completion that a planned create waits for (an intent's After, or the
+// delete of a delete-then-create replacement) is held: the engine is paused (hold) from the moment the completion is read
 // until a write holding it is in the store, without the rest, so the engine
 // never starts a dependent of a completion the checkpoint lacks. That is
 // what makes a missing completion prove that its dependents had not
@@ -39,6 +40,9 @@ type completions struct {
 	// waits for.
 	hold      func() (resume func())
 	waitedFor map[string]bool
+	// deleteFirst are the addresses replaced by a delete, then a create:
+	// the delete's completion is held.
+	deleteFirst map[string]bool
 
 	mu      sync.Mutex
 	pending []receipt.Completion
@@ -58,13 +62,19 @@ type completions struct {
 // startCompletions starts the batching writer of rec's completions; hold
 // (nil: never) pauses the engine for a completion a create waits for.
 func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, *receipt.Receipt) error, warn func(string), hold func() func()) *completions {
-	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{},
+	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{},
 		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	for _, e := range rec.Ledger {
 		if isIntent(e) {
 			for _, w := range e.After {
 				c.waitedFor[w] = true
 			}
+		}
+	}
+	for _, ch := range rec.Changes {
+		if slices.Equal(ch.Actions, []string{"delete", "create"}) {
+			// Its create waits for its own delete.
+			c.deleteFirst[ch.Address] = true
 		}
 	}
 	go c.loop(ctx)
@@ -92,7 +102,11 @@ func (c *completions) observe(ev engine.Event) {
 	var resumed chan struct{}
 	c.mu.Lock()
 	c.pending = append(c.pending, done)
-	if c.hold != nil && !c.failed && done.Action != "delete" && c.waitedFor[done.Address] {
+	waited := c.waitedFor[done.Address]
+	if done.Action == "delete" {
+		waited = c.deleteFirst[done.Address]
+	}
+	if c.hold != nil && !c.failed && waited {
 		// Paused here, in the reader of the engine's output, the moment
 		// the completion is read.
 		if c.resume == nil {
