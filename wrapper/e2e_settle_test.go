@@ -41,10 +41,18 @@ func newChainWorld(t *testing.T, h *harness, storeName string) *chainWorld {
 	t.Helper()
 	env, world := fixtureEnv(t)
 	where := []string{"--scope", "pr-25"}
-	if storeName == "git" {
+	switch storeName {
+	case "git":
 		_, flag, storeEnv := gitRemote(t)
 		where = append(where, flag)
 		env = append(env, storeEnv...)
+	case "s3":
+		p := newS3E2E(t, "chain")
+		where = append(where, "--store", p.url)
+		env = append(env, p.env...)
+	case "postgres":
+		p := newPgE2E(t)
+		where = append(where, "--store", p.url)
 	}
 	dir := h.workdir("testdata/chain")
 	copyTree(t, "testdata/chain/m", filepath.Join(dir, "m"))
@@ -223,12 +231,12 @@ func TestE2EKilledChainSettlesItself(t *testing.T) {
 // TestE2ECancelledChainIsGraceful: SIGINT or SIGTERM to sponson (what CI
 // hosts send on cancel) while the gate's provisioner runs is passed to the
 // engine, which stops and writes its state; sponson records what completed,
-// writes its receipt and releases the lease. The next apply, without
-// --wait, takes the lease at once and needs no person.
+// writes its receipt and releases the lease, on every store. The next
+// apply, without --wait, takes the lease at once and needs no person.
 func TestE2ECancelledChainIsGraceful(t *testing.T) {
 	e2e(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		for _, storeName := range []string{"file", "git"} {
+		for _, storeName := range []string{"file", "git", "s3", "postgres"} {
 			t.Run(sig.String()+"/"+storeName, func(t *testing.T) {
 				h := e2e(t)
 				c := newChainWorld(t, h, storeName)
@@ -458,5 +466,60 @@ func TestE2ESecondInterruptStopsAtOnce(t *testing.T) {
 	h.mustRunEnv(dir, quick, "apply", "--scope", "pr-26", "-var", objects)
 	if _, err := fixtureprovider.ReadObject(world, "hurried-o0"); err != nil {
 		t.Fatalf("after the person's word the apply did not create the object: %v", err)
+	}
+}
+
+// TestE2ECancelWaitsForTheProvider: SIGTERM to sponson while a create is
+// in flight at a plugin provider that does not stop for the engine (the
+// fixture's, three seconds): the engine finishes the create and writes its
+// state, sponson records it, releases the lease and writes its receipt;
+// the next apply, without --wait, finds nothing to do and asks no person.
+func TestE2ECancelWaitsForTheProvider(t *testing.T) {
+	e2e(t)
+	for _, storeName := range []string{"file", "git"} {
+		t.Run(storeName, func(t *testing.T) {
+			h := e2e(t)
+			c := newChainWorld(t, h, storeName)
+			dir := h.workdir("testdata/fixture")
+			objects := objectsVar("o0", "cancelled-o0")
+			slow := append(slices.Clone(c.env), fixtureprovider.EnvCreateDelay+"=3s", fixtureprovider.EnvCreateIgnoresStop+"=1")
+			args := append(append([]string{"apply"}, c.where...), "-var", objects)
+			v := &victim{cmd: h.command(dir, slow, args...), exited: make(chan struct{})}
+			v.cmd.Stdout, v.cmd.Stderr = &v.out, &v.out
+			if err := v.cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = v.cmd.Wait(); close(v.exited) }()
+			waitFor(t, "the create to start", func() bool {
+				return strings.Contains(v.out.String(), `fixture_object.o["o0"]: Creating...`)
+			})
+			if err := v.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			<-v.exited
+			if !strings.Contains(v.out.String(), `fixture_object.o["o0"]: Creation complete`) {
+				t.Fatalf("the engine did not finish the create in flight:\n%s", v.out.String())
+			}
+			obj, err := fixtureprovider.ReadObject(c.world, "cancelled-o0")
+			if err != nil {
+				t.Fatalf("the object of the create in flight: %v\n%s", err, v.out.String())
+			}
+			c.dir = dir
+			rec := c.latest()
+			owned := false
+			for _, e := range rec.Ledger {
+				if e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved {
+					t.Errorf("after the cancel, %s is %s", e.Address, e.CreatedBy)
+				}
+				owned = owned || (e.Address == `fixture_object.o["o0"]` && e.ID == obj.ID)
+			}
+			if rec.Status == receipt.StatusRunning || !owned {
+				t.Fatalf("the cancelled run's receipt: status %s, ledger %+v\n%s", rec.Status, rec.Ledger, v.out.String())
+			}
+			r := h.run(dir, c.env, append(append([]string{"apply", "--json"}, c.where...), "-var", objects)...)
+			if r.exit != 0 {
+				t.Fatalf("the apply after the cancel: exit %d %s\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+			}
+		})
 	}
 }
