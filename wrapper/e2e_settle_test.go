@@ -191,7 +191,7 @@ func outcomes(settled []receipt.Settlement) map[string]receipt.Settlement {
 // (not created). It creates what is missing and nothing twice.
 func TestE2EKilledChainSettlesItself(t *testing.T) {
 	e2e(t)
-	for _, storeName := range []string{"file", "git"} {
+	for _, storeName := range []string{"file", "git", "s3", "postgres"} {
 		t.Run(storeName, func(t *testing.T) {
 			h := e2e(t)
 			c := newChainWorld(t, h, storeName)
