@@ -67,9 +67,11 @@ func TestRulesFromPlan(t *testing.T) {
 			"attributes": map[string]any{"environment": "production"},
 			"approvers":  []any{"alice", "bob"},
 		},
-		"parents": map[string]any{"fixture_list_entry": []any{"list"}},
+		"parents":    map[string]any{"fixture_list_entry": []any{"list"}},
+		"state_only": []any{"fixture_token"},
 	}
 	fullRules := Rules{
+		StateOnly: []string{"fixture_token"},
 		Production: ProductionRules{
 			Types:      []string{"fixture_object"},
 			Addresses:  []string{"module.prod.*"},
@@ -120,7 +122,8 @@ func TestRulesFromPlan(t *testing.T) {
 					Attributes: map[string]string{"environment": "production", "tier": "1"},
 					Approvers:  []string{"alice", "bob", "carol"},
 				},
-				Parents: map[string][]string{"fixture_list_entry": {"list"}, "fixture_var": {"project"}},
+				Parents:   map[string][]string{"fixture_list_entry": {"list"}, "fixture_var": {"project"}},
+				StateOnly: []string{"fixture_token"},
 			},
 		},
 	}
