@@ -111,6 +111,13 @@ func KillMarked(marker string) int {
 	return killed
 }
 
+// CanFind reports whether this system lets Children find processes (it
+// reads /proc).
+func CanFind() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+}
+
 // Children returns the processes this process started that carry marker:
 // the run's engine (its plugins and provisioners are the engine's
 // children, not this process's).

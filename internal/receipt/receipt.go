@@ -90,6 +90,11 @@ type Receipt struct {
 	// run's apply, recorded in the checkpoint as they happen: after a crash
 	// the next run adopts those the state lacks by their id.
 	Completed []Completion `json:"completedCreates,omitempty"`
+	// HeldCompletions is set on a checkpoint whose run pauses its engine
+	// for every completion a planned create waits for until it is
+	// recorded: only then does a missing completion prove that the creates
+	// waiting for it had not started.
+	HeldCompletions bool `json:"heldCompletions,omitempty"`
 	// Released lists objects this run stopped managing without destroying
 	// them (a `removed` block with destroy = false): no scope owns them any
 	// more, and no scope's destroy will delete them.

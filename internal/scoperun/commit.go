@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/failpoint"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
+	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -30,6 +31,9 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 
 	rec := r.newReceipt(prev, c.plan, c.planned, c.rules)
 	rec.Settled = settled
+	// The engine is paused for the completions its creates wait for
+	// (apply.go, pauseEngine) where its process can be found.
+	rec.HeldCompletions = r.o.OpenEngine == nil && reaper.CanFind()
 	r.res.Receipt = rec
 	// The checkpoint: before the engine writes anything, the store knows a
 	// run is under way and holds an intent for every create, so a crash

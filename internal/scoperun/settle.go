@@ -280,9 +280,11 @@ func (s *settlement) dropReason(e receipt.Entry, stateOnly, present bool) (reaso
 	if stateOnly {
 		return receipt.ReasonStateOnly, fmt.Sprintf("a %s keeps nothing outside the state, and the state lacks it: the next apply creates it again", e.Type)
 	}
-	if !isIntent(e) {
+	if !isIntent(e) || !s.prev.HeldCompletions {
 		// An entry an earlier settlement left unresolved: the run that
-		// planned it is no longer the one whose completions are known.
+		// planned it is no longer the one whose completions are known. Or
+		// a run that could not pause its engine for its completions: one
+		// may have been on its way to the store while the engine went on.
 		return "", ""
 	}
 	for _, w := range e.After {

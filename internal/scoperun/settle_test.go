@@ -19,7 +19,8 @@ func TestDroppedIntents(t *testing.T) {
 		return receipt.Entry{Address: addr, Provider: fixture, Type: "fixture_object", CreatedBy: receipt.CreatedByIntent, After: after}
 	}
 	prev := &receipt.Receipt{
-		RunID: "run-1",
+		RunID:           "run-1",
+		HeldCompletions: true,
 		Ledger: []receipt.Entry{
 			{Address: "fixture_object.old", Provider: fixture, Type: "fixture_object", ID: "old-1", CreatedBy: receipt.CreatedBySponson},
 			intent("fixture_object.a"),
@@ -60,5 +61,18 @@ func TestDroppedIntents(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("outcomes (-want +got):\n%s", diff)
+	}
+
+	// A run that could not pause its engine proves nothing by a missing
+	// completion: only the state-only rule is left.
+	prev.HeldCompletions = false
+	s = newSettlement(&runner{}, t.Context(), nil, prev, nil, map[string]string{"fixture_object.a": "id-a", "fixture_object.old": "old-1"})
+	for _, e := range openEntries(prev) {
+		s.settleOne(e)
+	}
+	for _, st := range s.out {
+		if st.Reason == receipt.ReasonNotStarted || st.Reason == receipt.ReasonReplaceFirst {
+			t.Errorf("%s dropped (%s) after a run that could not pause its engine", st.Address, st.Reason)
+		}
 	}
 }
