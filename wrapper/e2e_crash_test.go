@@ -18,7 +18,8 @@ import (
 
 // TestE2ECrashDuringCreatesLeaksNothing is the random-kill attack of issue
 // 12: a run is SIGKILLed (sponson alone, or its whole process tree) at a
-// random point while the engine creates objects, and the next runs recover.
+// random point while the engine creates objects (every other round behind
+// a gate they wait for), and the next runs recover.
 // After every round, every object in the world is owned by the scope's
 // ledger or listed there as unresolved, and every object the ledger owns
 // still exists: nothing leaks, nothing owned is destroyed.
@@ -115,6 +116,14 @@ func (c *crashWorld) round(round int) {
 	// after the kill; the runs that recover keep the default TTL, which a
 	// loaded machine's slow pushes can never outlast.
 	args := append([]string{"apply", "--lease-ttl", "2s", "-var", c.objects(round)}, c.flags...)
+	// Every other round the objects wait for a gate (a terraform_data
+	// whose provisioner sleeps a second): a kill then may come before they
+	// start, and the next run settles them without a person (issue 25).
+	window := 900
+	if gated := round%2 == 0; gated {
+		args = append(args, "-var", "slow=1")
+		window = 1900
+	}
 	victim := c.h.command(c.dir, c.env, args...)
 	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out lockedBuffer
@@ -134,8 +143,9 @@ func (c *crashWorld) round(round int) {
 		}
 		return strings.Contains(out.String(), "]: Creating...")
 	})
-	// A random point inside the window (the creates take 800 ms each).
-	time.Sleep(time.Duration(c.rng.IntN(900)) * time.Millisecond)
+	// A random point inside the window (the creates take 800 ms each,
+	// after the gate's second in a gated round).
+	time.Sleep(time.Duration(c.rng.IntN(window)) * time.Millisecond)
 	alone := c.rng.IntN(2) == 0
 	pid := victim.Process.Pid
 	if !alone {
