@@ -24,13 +24,15 @@ import (
 // writes, not one per resource (each write is three durable files).
 //
 // A completion that a planned create waits for (an intent's After, or the
-// delete of a delete-then-create replacement) is held: the engine is paused (hold) from the moment the completion is read
-// until a write holding it is in the store, without the rest, so the engine
-// never starts a dependent of a completion the checkpoint lacks. That is
-// what makes a missing completion prove that its dependents had not
-// started, and it keeps a completion from being lost while the engine goes
-// on past it. A kill leaves at most the completions of the write on its way
-// unrecorded, and then the engine had not gone past them.
+// delete of a delete-then-create replacement) is held: the engine is paused
+// (hold) and the reader of its output waits, from the moment the completion
+// is read until a write holding it is in the store, without the rest. So
+// the engine does not start a dependent of a completion the checkpoint
+// lacks, but for the moment between writing the completion and being
+// paused (docs/design.md §2.4). That is what makes a missing completion
+// prove that its dependents had not started, and it keeps a completion
+// from being lost while the engine goes on past it. A kill leaves at most
+// the completions of the write on its way unrecorded.
 type completions struct {
 	write func(context.Context, *receipt.Receipt) error
 	rec   *receipt.Receipt
