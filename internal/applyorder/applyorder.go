@@ -127,7 +127,7 @@ func (g *graph) resourceRefs(c *change, set, seen map[string]bool) {
 // waits for: its depends_on, count and for_each, in its parent.
 func (g *graph) callRefs(mod string, set, seen map[string]bool) {
 	for mod != "" {
-		parent, name, _ := splitLast(mod)
+		parent, name := splitLast(mod)
 		call := g.call(parent, name)
 		if call == nil {
 			return
@@ -153,45 +153,14 @@ func (g *graph) resolve(mod, ref string, dependsOn bool, set, seen map[string]bo
 	}
 	seen[visit] = true
 	parts := splitRef(ref)
-	if len(parts) == 0 {
+	if len(parts) < 2 {
 		return
 	}
 	switch parts[0] {
 	case "var":
-		if mod == "" || len(parts) < 2 {
-			return
-		}
-		parent, name, _ := splitLast(mod)
-		call := g.call(parent, name)
-		if call == nil {
-			return
-		}
-		for _, r := range exprRefs(call.Expressions[parts[1]]) {
-			g.resolve(parent, r, false, set, seen)
-		}
+		g.input(mod, parts[1], set, seen)
 	case "module":
-		if len(parts) < 2 {
-			return
-		}
-		name, key := splitKey(parts[1])
-		for _, inst := range g.instances(mod, name, key) {
-			switch {
-			case dependsOn:
-				for _, c := range g.changes {
-					if c.waitable && within(c.module, inst) {
-						set[c.address] = true
-					}
-				}
-			case len(parts) >= 3:
-				g.output(inst, parts[2], set, seen)
-			default:
-				if m := g.module(inst); m != nil {
-					for out := range m.Outputs {
-						g.output(inst, out, set, seen)
-					}
-				}
-			}
-		}
+		g.moduleRef(mod, parts, dependsOn, set, seen)
 	case "data":
 		if len(parts) < 3 {
 			return
@@ -206,13 +175,51 @@ func (g *graph) resolve(mod, ref string, dependsOn bool, set, seen map[string]bo
 		}
 	case "local", "each", "count", "self", "path", "terraform":
 	default:
-		if len(parts) < 2 {
-			return
-		}
 		name, key := splitKey(parts[1])
 		for _, c := range g.changes {
 			if c.waitable && c.module == mod && c.res == parts[0]+"."+name && (key == "" || key == c.key) {
 				set[c.address] = true
+			}
+		}
+	}
+}
+
+// input adds what input variable name of module instance mod stands for:
+// its call's argument, in the parent.
+func (g *graph) input(mod, name string, set, seen map[string]bool) {
+	if mod == "" {
+		return
+	}
+	parent, call := splitLast(mod)
+	c := g.call(parent, call)
+	if c == nil {
+		return
+	}
+	for _, r := range exprRefs(c.Expressions[name]) {
+		g.resolve(parent, r, false, set, seen)
+	}
+}
+
+// moduleRef adds what a reference to a module call made in mod waits for:
+// module.m.out its output, module.m all its outputs, and in depends_on
+// every change inside it.
+func (g *graph) moduleRef(mod string, parts []string, dependsOn bool, set, seen map[string]bool) {
+	name, key := splitKey(parts[1])
+	for _, inst := range g.instances(mod, name, key) {
+		switch {
+		case dependsOn:
+			for _, c := range g.changes {
+				if c.waitable && within(c.module, inst) {
+					set[c.address] = true
+				}
+			}
+		case len(parts) >= 3:
+			g.output(inst, parts[2], set, seen)
+		default:
+			if m := g.module(inst); m != nil {
+				for out := range m.Outputs {
+					g.output(inst, out, set, seen)
+				}
 			}
 		}
 	}
@@ -410,13 +417,13 @@ func splitModule(inst string) []string {
 	return out
 }
 
-// splitLast splits a module instance into its parent, its call's name and
-// its key: module.a[0].module.b is module.a[0], b, "".
-func splitLast(inst string) (parent, name, key string) {
+// splitLast splits a module instance into its parent and its call's name:
+// module.a[0].module.b is module.a[0] and b.
+func splitLast(inst string) (parent, name string) {
 	parts := splitRef(inst)
 	if len(parts) < 2 {
-		return "", "", ""
+		return "", ""
 	}
-	name, key = splitKey(parts[len(parts)-1])
-	return strings.Join(parts[:len(parts)-2], "."), name, key
+	name, _ = splitKey(parts[len(parts)-1])
+	return strings.Join(parts[:len(parts)-2], "."), name
 }

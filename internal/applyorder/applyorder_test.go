@@ -243,7 +243,7 @@ func childInstance(inst, name, key string) string {
 }
 
 func parentInstance(inst string) string {
-	p, _, _ := splitLast(inst)
+	p, _ := splitLast(inst)
 	return p
 }
 

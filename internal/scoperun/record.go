@@ -143,7 +143,7 @@ func (r *runner) keepStale(ledger []receipt.Entry, c *checked, rec *receipt.Rece
 		}
 	}
 	var exit *exec.ExitError
-	killed := errors.As(applyErr, &exit) && exit.ProcessState != nil && !exit.ProcessState.Exited()
+	killed := errors.As(applyErr, &exit) && exit.ProcessState != nil && !exit.Exited()
 	r.mu.Lock()
 	killed = killed || r.hurried
 	r.mu.Unlock()
