@@ -47,6 +47,7 @@ type scopeResourceModel struct {
 	Production  types.Object `tfsdk:"production"`
 	Parents     types.Map    `tfsdk:"parents"`
 	After       types.List   `tfsdk:"after"`
+	StateOnly   types.List   `tfsdk:"state_only"`
 }
 
 // productionAttrTypes are the attributes of the production policy, for null
@@ -72,8 +73,9 @@ func (r *scopeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 			"decided by the run, not configured, and the plan shows it. Applying the same configuration in " +
 			"another scope replaces this resource, because another scope is another object. It also carries the " +
 			"scope's policy, which the `sponson` wrapper reads from the plan: how resources are identified " +
-			"(`identity`), which changes write production and who may approve them (`production`), and which " +
-			"resources are entries of a shared parent object (`parents`). Importing accepts an ID of the form " +
+			"(`identity`), which changes write production and who may approve them (`production`), which " +
+			"resources are entries of a shared parent object (`parents`), and which keep nothing outside the " +
+			"state (`state_only`). Importing accepts an ID of the form " +
 			"`<environment>/<scope>` and only for the run's own scope.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -225,6 +227,17 @@ func (r *scopeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Optional:    true,
 				Validators:  []validator.Map{parentsValidator{}},
 			},
+			"state_only": schema.ListAttribute{
+				MarkdownDescription: "Resource types whose objects keep nothing outside the state, besides those " +
+					"the sponson wrapper knows (`terraform_data`, `null_resource`, the `random_*`, `time_*` and " +
+					"`tls_*` resources of the HashiCorp utility providers, `cloudinit_config`, `sponson_scope`), " +
+					"for example `[\"acme_token\"]`. When a run stops while creating one, the next run settles " +
+					"it as not created, without asking a person, and the next apply creates it again (its " +
+					"provisioners run again). Name only types whose create calls nothing outside Terraform: " +
+					"for any other, a stopped create may have left an object that nothing would own.",
+				ElementType: types.StringType,
+				Optional:    true,
+			},
 		},
 	}
 }
@@ -256,6 +269,7 @@ func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	}
 	resp.Diagnostics.Append(requireKnown(ctx, "production", config.Production)...)
 	resp.Diagnostics.Append(requireKnown(ctx, "parents", config.Parents)...)
+	resp.Diagnostics.Append(requireKnown(ctx, "state_only", config.StateOnly)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -428,6 +442,7 @@ func (r *scopeResource) ImportState(ctx context.Context, req resource.ImportStat
 		Production:  types.ObjectNull(productionAttrTypes),
 		Parents:     types.MapNull(parentsElemType),
 		After:       types.ListNull(types.StringType),
+		StateOnly:   types.ListNull(types.StringType),
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
 }

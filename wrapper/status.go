@@ -243,7 +243,7 @@ func statusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 			row.InheritedFrom = r.InheritedFrom
 			for _, e := range r.Ledger {
 				if e.CreatedBy == receipt.CreatedByUnresolved {
-					row.Unresolved = append(row.Unresolved, e.Address)
+					row.Unresolved = append(row.Unresolved, e.Described())
 				}
 			}
 			for _, e := range r.Released {

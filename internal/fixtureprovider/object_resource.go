@@ -105,7 +105,11 @@ func (r *objectResource) Create(ctx context.Context, req resource.CreateRequest,
 	}
 
 	obj := Object{ID: newID(), Name: data.Name.ValueString(), Value: stringPointer(data.Value)}
-	if err := wait(ctx, r.data.createDelay/2); err != nil {
+	waitCtx := ctx
+	if r.data.ignoreStop {
+		waitCtx = context.WithoutCancel(ctx)
+	}
+	if err := wait(waitCtx, r.data.createDelay/2); err != nil {
 		resp.Diagnostics.AddError("Object Not Created", fmt.Sprintf("The create of %q was cancelled before it began.\n\n%s", obj.Name, err))
 		return
 	}
@@ -114,7 +118,7 @@ func (r *objectResource) Create(ctx context.Context, req resource.CreateRequest,
 		// The object exists now: an interrupt only shortens the rest of the
 		// create, which still reports the object, as an API client does once
 		// the object is made.
-		_ = wait(ctx, r.data.createDelay-r.data.createDelay/2)
+		_ = wait(waitCtx, r.data.createDelay-r.data.createDelay/2)
 	}
 	if errors.Is(err, fs.ErrExist) {
 		owner := "an unreadable id"

@@ -71,6 +71,12 @@ const EnvListDelay = "FIXTURE_LIST_DELAY"
 // takes (a Go duration, default none).
 const EnvCreateDelay = "FIXTURE_CREATE_DELAY"
 
+// EnvCreateIgnoresStop names the variable that, set to 1, makes a
+// fixture_object create ignore the engine's stop (its first interrupt), as
+// providers whose API calls take no context do: only the engine's second
+// interrupt ends it.
+const EnvCreateIgnoresStop = "FIXTURE_CREATE_IGNORES_STOP"
+
 // New returns a constructor of the provider for providerserver, which calls
 // it once per provider instance the engine starts.
 func New(version string) func() provider.Provider {
@@ -169,6 +175,9 @@ type providerData struct {
 	// before the object's file appears, half after, so a crash test can
 	// kill a run while objects exist that the engine has not reported.
 	createDelay time.Duration
+	// ignoreStop makes a create wait out its delay whatever the engine
+	// says (EnvCreateIgnoresStop).
+	ignoreStop bool
 
 	// listMu serialises the list rewrites of this provider instance, that is
 	// of one engine run: the engine applies resources in parallel, and a
@@ -197,6 +206,7 @@ func newProviderData(dir types.String, getenv func(string) string) *providerData
 	data.listDelay, data.delayErr = parseDelay(getenv(EnvListDelay))
 	// An invalid create delay is no delay: it only paces crash tests.
 	data.createDelay, _ = parseDelay(getenv(EnvCreateDelay))
+	data.ignoreStop = getenv(EnvCreateIgnoresStop) == "1"
 	return data
 }
 

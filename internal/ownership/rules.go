@@ -34,6 +34,9 @@ type Rules struct {
 	// Parents maps a resource type to the attributes whose values name the
 	// parent object its resources are entries of.
 	Parents map[string][]string
+	// StateOnly are resource types that keep nothing outside the state,
+	// besides the table StateOnly knows.
+	StateOnly []string
 }
 
 // ProductionRules mark planned changes as production writes. A change that
@@ -126,6 +129,7 @@ func RulesFromPlan(p *tfjson.Plan) Rules {
 				}
 			}
 		}
+		r.StateOnly = append(r.StateOnly, stringList(vals["state_only"])...)
 		parents, _ := vals["parents"].(map[string]any)
 		for typ, attrs := range parents {
 			r.Parents[typ] = append(r.Parents[typ], stringList(attrs)...)

@@ -67,9 +67,11 @@ func TestRulesFromPlan(t *testing.T) {
 			"attributes": map[string]any{"environment": "production"},
 			"approvers":  []any{"alice", "bob"},
 		},
-		"parents": map[string]any{"fixture_list_entry": []any{"list"}},
+		"parents":    map[string]any{"fixture_list_entry": []any{"list"}},
+		"state_only": []any{"fixture_token"},
 	}
 	fullRules := Rules{
+		StateOnly: []string{"fixture_token"},
 		Production: ProductionRules{
 			Types:      []string{"fixture_object"},
 			Addresses:  []string{"module.prod.*"},
@@ -120,7 +122,8 @@ func TestRulesFromPlan(t *testing.T) {
 					Attributes: map[string]string{"environment": "production", "tier": "1"},
 					Approvers:  []string{"alice", "bob", "carol"},
 				},
-				Parents: map[string][]string{"fixture_list_entry": {"list"}, "fixture_var": {"project"}},
+				Parents:   map[string][]string{"fixture_list_entry": {"list"}, "fixture_var": {"project"}},
+				StateOnly: []string{"fixture_token"},
 			},
 		},
 	}
@@ -545,6 +548,32 @@ func TestProviderType(t *testing.T) {
 	} {
 		if got := ProviderType(in); got != want {
 			t.Errorf("ProviderType(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestStateOnly: the table matches a provider by namespace and type on any
+// registry host; a policy adds types; other types of the same providers
+// are not state-only.
+func TestStateOnly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		provider, typ string
+		extra         []string
+		want          bool
+	}{
+		{"terraform.io/builtin/terraform", "terraform_data", nil, true},
+		{"registry.terraform.io/hashicorp/random", "random_pet", nil, true},
+		{"registry.opentofu.org/hashicorp/random", "random_id", nil, true},
+		{"registry.opentofu.org/hashicorp/tls", "tls_private_key", nil, true},
+		{"registry.terraform.io/hashicorp/null", "null_resource", nil, true},
+		{"registry.terraform.io/hashicorp/local", "local_file", nil, false},
+		{"registry.terraform.io/acme/random", "random_pet", nil, false},
+		{"registry.terraform.io/acme/token", "acme_token", []string{"acme_token"}, true},
+		{"registry.terraform.io/hashicorp/aws", "aws_s3_bucket", nil, false},
+	} {
+		if got := StateOnly(tc.provider, tc.typ, tc.extra); got != tc.want {
+			t.Errorf("StateOnly(%s, %s, %v) = %v, want %v", tc.provider, tc.typ, tc.extra, got, tc.want)
 		}
 	}
 }

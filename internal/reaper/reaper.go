@@ -111,6 +111,53 @@ func KillMarked(marker string) int {
 	return killed
 }
 
+// CanFind reports whether this system lets Children find processes (it
+// reads /proc).
+func CanFind() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+}
+
+// Children returns the processes this process started that carry marker:
+// the run's engine (its plugins and provisioners are the engine's
+// children, not this process's).
+func Children(marker string) []int {
+	want := []byte(EnvMarker + "=" + marker + "\x00")
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []int
+	for _, p := range procs {
+		pid, err := strconv.Atoi(filepath.Base(p))
+		if err != nil || pid == os.Getpid() || parent(p) != os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(p, "environ"))
+		if err == nil && bytes.Contains(append(env, 0), want) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// parent is the parent process id of the process whose /proc directory is
+// dir, 0 when it cannot be read.
+func parent(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := bytes.Fields(b[i+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(string(fields[1]))
+	return ppid
+}
+
 // removeUnlocked removes path unless another process holds a lock on it.
 func removeUnlocked(path string) {
 	f, err := os.Open(path)

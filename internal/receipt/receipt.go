@@ -8,6 +8,9 @@ package receipt
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -93,6 +96,11 @@ type Receipt struct {
 	// run's apply, recorded in the checkpoint as they happen: after a crash
 	// the next run adopts those the state lacks by their id.
 	Completed []Completion `json:"completedCreates,omitempty"`
+	// HeldCompletions is set on a checkpoint whose run pauses its engine
+	// for every completion a planned create waits for until it is
+	// recorded: only then does a missing completion prove that the creates
+	// waiting for it had not started.
+	HeldCompletions bool `json:"heldCompletions,omitempty"`
 	// Released lists objects this run stopped managing without destroying
 	// them (a `removed` block with destroy = false): no scope owns them any
 	// more, and no scope's destroy will delete them.
@@ -127,12 +135,13 @@ type StackRead struct {
 	Named bool `json:"namedScope,omitempty"`
 }
 
-// Completion is one create (with the new object's id) or delete the engine
-// reported complete.
+// Completion is one change the engine reported complete: a create (with
+// the new object's id), an update, a read of a data source or a delete.
 type Completion struct {
 	Address string `json:"address"`
 	ID      string `json:"id,omitempty"`
-	Action  string `json:"action,omitempty"` // "create" (also when empty) or "delete"
+	// Action is "create" (also when empty), "update", "read" or "delete".
+	Action string `json:"action,omitempty"`
 }
 
 // Unlocked records a lease ended by hand.
@@ -183,7 +192,8 @@ type Change struct {
 
 // Entry is one resource the scope owns, keyed by Identity (provider source,
 // resource type and identifying attributes), so that renamed addresses keep
-// their owner. It never holds attribute values beyond the identity.
+// their owner. It holds no attribute values beyond the identity, but for
+// the planned values of an intent (Planned).
 type Entry struct {
 	Identity  string `json:"identity"`
 	Address   string `json:"address"`
@@ -202,6 +212,37 @@ type Entry struct {
 	// when the scope's policy declares them for Type; empty when it is
 	// the provider's identity or the id.
 	Scheme []string `json:"scheme,omitempty"`
+	// After, on an intent, lists the planned creates and updates the
+	// engine completes before it starts this create (package applyorder):
+	// while one of them has no recorded completion, the create cannot have
+	// started.
+	After []string `json:"after,omitempty"`
+	// StateOnly is set on an intent whose type keeps nothing outside the
+	// state, by the table or by the scope's policy (ownership.StateOnly):
+	// a later run settles it without the policy of this one.
+	StateOnly bool `json:"stateOnly,omitempty"`
+	// Planned, on an intent and an unresolved entry, holds the planned
+	// values a person can look the object up by: the known, non-sensitive
+	// top-level attributes of the plan, rendered as text.
+	Planned map[string]string `json:"planned,omitempty"`
+}
+
+// Described is the entry's address with its planned values, for people:
+// `aws_s3_bucket.b (bucket="acme-logs", region="eu-west-1")`.
+func (e Entry) Described() string {
+	if len(e.Planned) == 0 {
+		return e.Address
+	}
+	keys := make([]string, 0, len(e.Planned))
+	for k := range e.Planned {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%q", k, e.Planned[k])
+	}
+	return e.Address + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // Handover is a promise of a predecessor's resources to its successor.
@@ -214,7 +255,9 @@ type Handover struct {
 // Outcomes of settling an intent.
 const (
 	SettledClaimed = "claimed" // the resource is in the state: the scope owns it
-	SettledDropped = "dropped" // it is not: the create never happened
+	// SettledDropped: the create left no object (it never started, or its
+	// type keeps nothing outside the state); the next apply creates it.
+	SettledDropped = "dropped"
 	// SettledAdopted: the create completed (the engine reported its id) but
 	// the state lacks it; the object was imported by that id.
 	SettledAdopted = "adopted"
@@ -233,9 +276,26 @@ type Settlement struct {
 	FromRun string `json:"fromRun"`
 	Outcome string `json:"outcome"`
 	ID      string `json:"id,omitempty"`
-	// Note says why an intent stayed unresolved.
+	// Note says why an intent stayed unresolved or was dropped.
 	Note string `json:"note,omitempty"`
+	// Reason says, for a dropped intent, which rule knew the create had
+	// not happened (ReasonNotStarted, ReasonStateOnly, ReasonReplaceFirst).
+	Reason string `json:"reason,omitempty"`
 }
+
+// Why an intent was dropped (docs/design.md §2.4 "Intent").
+const (
+	// ReasonNotStarted: a create it waits for (Entry.After) had not
+	// completed, so the engine had not started it.
+	ReasonNotStarted = "not-started"
+	// ReasonReplaceFirst: the delete that a replacement makes before its
+	// create had not completed, so the create had not started.
+	ReasonReplaceFirst = "replace-not-started"
+	// ReasonStateOnly: its type keeps nothing outside the state
+	// (ownership.StateOnly), so whatever its create did is gone with the
+	// state that lacks it.
+	ReasonStateOnly = "state-only"
+)
 
 // Preempted records the expired lease a run took over.
 type Preempted struct {

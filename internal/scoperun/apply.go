@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
@@ -32,10 +35,88 @@ func (r *runner) apply(bg context.Context, eng *engineRun, c *checked, rec *rece
 // applyRecording applies the plan while the checkpoint records each
 // completed create.
 func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, rec *receipt.Receipt) error {
-	r.setCompletions(startCompletions(bg, rec, r.held.WriteReceipt, r.warn))
+	r.mu.Lock()
+	r.engineProcs = nil
+	r.mu.Unlock()
+	r.setCompletions(startCompletions(bg, rec, r.held.WriteReceipt, r.warn, r.pauseEngine))
 	defer r.setCompletions(nil)
 	defer r.section("apply", "engine apply")()
+	stopHurry := r.hurryOnSecondSignal(eng.ctx)
+	defer stopHurry()
 	return eng.sess.Apply(eng.ctx, c.path)
+}
+
+// hurryOnSecondSignal passes on to the engine, once ctx is done (the first
+// SIGINT or SIGTERM cancelled the run, and terraform-exec interrupted the
+// engine), every further SIGINT or SIGTERM the process receives, as a
+// SIGINT: the engine's second interrupt stops it at once, without waiting
+// for its operations in flight, as it does without sponson. The run then
+// keeps the intents of every create the state lacks (keepStale): the
+// engine did not wait to learn their outcome.
+func (r *runner) hurryOnSecondSignal(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+		for {
+			select {
+			case <-sigs:
+				r.mu.Lock()
+				r.hurried = true
+				r.mu.Unlock()
+				for _, pid := range r.enginePIDs() {
+					_ = syscall.Kill(pid, syscall.SIGINT)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// pauseEngine stops the run's engine process (SIGSTOP; its plugins and
+// provisioners go on with what they were doing, but the engine starts
+// nothing new) and returns the function that lets it go on. The process is
+// looked up once, at the engine's first event, so that a pause costs one
+// signal (the engine goes on between writing a completion and being
+// stopped: the pause must come at once). Where it cannot be found (no
+// /proc, an engine stand-in) nothing is paused.
+func (r *runner) pauseEngine() func() {
+	pids := r.enginePIDs()
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	return func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+}
+
+// enginePIDs returns the engine's processes, looked up on the first call
+// of each apply.
+func (r *runner) enginePIDs() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.engineProcs == nil {
+		r.engineProcs = reaper.Children(r.o.RunID)
+		if r.engineProcs == nil {
+			r.engineProcs = []int{}
+		}
+	}
+	return r.engineProcs
 }
 
 // setCompletions installs the recorder of completed creates (nil stops the
@@ -56,6 +137,7 @@ func (r *runner) onEngineEvent(ev engine.Event) {
 	c := r.completions
 	r.mu.Unlock()
 	if c != nil {
+		r.enginePIDs()
 		c.observe(ev)
 	}
 }

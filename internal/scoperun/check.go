@@ -247,21 +247,22 @@ func importOnly(planned []ownership.Planned) error {
 // two objects, one of them owned by nobody. A person says which it is with
 // `sponson resolve`.
 func (r *runner) checkUnresolved(planned []ownership.Planned) error {
-	unresolved := map[string]bool{}
+	unresolved := map[string]receipt.Entry{}
 	for _, e := range r.unresolved {
-		unresolved[e.Address] = true
+		unresolved[e.Address] = e
 	}
-	var hit []string
+	var hit, described []string
 	for _, p := range planned {
-		if p.Creates() && unresolved[p.Address] {
+		if e, ok := unresolved[p.Address]; ok && p.Creates() {
 			hit = append(hit, p.Address)
+			described = append(described, e.Described())
 		}
 	}
 	if len(hit) == 0 {
 		return nil
 	}
 	return errcode.New(errcode.IntentUnresolved, "%s: an earlier create of %s may have happened (the run that started it stopped before it could tell), so it is not created again",
-		r.key, strings.Join(hit, ", ")).
+		r.key, strings.Join(described, ", ")).
 		WithHint("Find out whether the object exists. If it does, `sponson resolve "+hit[0]+" --id ID` and the next apply adopts it; if not, `sponson resolve "+hit[0]+" --gone` and the next apply creates it.").
 		With("addresses", hit)
 }

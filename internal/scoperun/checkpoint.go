@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,58 +13,124 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
-// completions records, during the apply, every create the engine reports
+// completions records, during the apply, every change the engine reports
 // complete, in the run's checkpoint (the receipt under way), fenced like
 // every receipt write. The engine persists its state only every ~20 s, so
 // after a crash the state rarely holds what was just created; the
 // checkpoint does, with the new object's id, and the next run adopts it
-// (docs/design.md, "Crashes"). Writes are batched: the first completion is
-// written at once; while a write is on its way, and for checkpointRest after
-// it, completions gather for the next. So a fast apply costs a few writes,
-// not one per resource (each write is three durable files), and a crash
-// leaves at most the last rest's completions unrecorded: those are
-// unresolved for a person, never forgotten.
+// (docs/design.md §2.4 "Intent"). Writes are batched: the first completion
+// is written at once; while a write is on its way, and for checkpointRest
+// after it, completions gather for the next. So a fast apply costs a few
+// writes, not one per resource (each write is three durable files).
+//
+// A completion that a planned create waits for (an intent's After, or the
+// delete of a delete-then-create replacement) is held: the engine is paused
+// (hold) and the reader of its output waits, from the moment the completion
+// is read until a write holding it is in the store, without the rest. So
+// the engine does not start a dependent of a completion the checkpoint
+// lacks, but for the moment between writing the completion and being
+// paused (docs/design.md §2.4). That is what makes a missing completion
+// prove that its dependents had not started, and it keeps a completion
+// from being lost while the engine goes on past it. A kill leaves at most
+// the completions of the write on its way unrecorded.
 type completions struct {
 	write func(context.Context, *receipt.Receipt) error
 	rec   *receipt.Receipt
 	warn  func(string)
+	// hold pauses the engine and returns the function that lets it go on;
+	// nil never pauses. waitedFor are the addresses a planned create
+	// waits for.
+	hold      func() (resume func())
+	waitedFor map[string]bool
+	// deleteFirst are the addresses replaced by a delete, then a create:
+	// the delete's completion is held.
+	deleteFirst map[string]bool
 
 	mu      sync.Mutex
 	pending []receipt.Completion
+	// held counts the pending completions the engine is paused for;
+	// resume is set while it is paused, and resumed is closed when it
+	// goes on.
+	held    int
+	resume  func()
+	resumed chan struct{}
 	wake    chan struct{}
+	urgent  chan struct{}
 	done    chan struct{}
 	stopped chan struct{}
 	failed  bool
 }
 
-// startCompletions starts the batching writer of rec's completions.
-func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, *receipt.Receipt) error, warn func(string)) *completions {
-	c := &completions{write: write, rec: rec, warn: warn,
-		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+// startCompletions starts the batching writer of rec's completions; hold
+// (nil: never) pauses the engine for a completion a create waits for.
+func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, *receipt.Receipt) error, warn func(string), hold func() func()) *completions {
+	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{},
+		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	for _, e := range rec.Ledger {
+		if isIntent(e) {
+			for _, w := range e.After {
+				c.waitedFor[w] = true
+			}
+		}
+	}
+	for _, ch := range rec.Changes {
+		if slices.Equal(ch.Actions, []string{"delete", "create"}) {
+			// Its create waits for its own delete.
+			c.deleteFirst[ch.Address] = true
+		}
+	}
 	go c.loop(ctx)
 	return c
 }
 
 // observe takes one engine event: completed creates (with the new
-// object's id) and deletes are recorded.
+// object's id), updates, reads and deletes are recorded. Updates and reads
+// are recorded for the creates that wait for them: while a change a create
+// waits for has no completion, the create cannot have started
+// (applyorder).
 func (c *completions) observe(ev engine.Event) {
 	if ev.Type != "apply_complete" {
 		return
 	}
 	var done receipt.Completion
-	switch {
-	case ev.Action == "delete":
-		done = receipt.Completion{Address: ev.Address, Action: "delete"}
-	case ev.IDValue != "" && (ev.Action == "create" || ev.Action == "replace"):
+	switch ev.Action {
+	case "delete", "update", "read":
+		done = receipt.Completion{Address: ev.Address, Action: ev.Action}
+	case "create", "replace":
 		done = receipt.Completion{Address: ev.Address, ID: ev.IDValue, Action: "create"}
 	default:
 		return
 	}
+	var resumed chan struct{}
 	c.mu.Lock()
 	c.pending = append(c.pending, done)
+	waited := c.waitedFor[done.Address]
+	if done.Action == "delete" {
+		waited = c.deleteFirst[done.Address]
+	}
+	if c.hold != nil && !c.failed && waited {
+		// Paused here, in the reader of the engine's output, the moment
+		// the completion is read.
+		if c.resume == nil {
+			c.resume, c.resumed = c.hold(), make(chan struct{})
+		}
+		c.held++
+		resumed = c.resumed
+	}
 	c.mu.Unlock()
+	notify(c.wake)
+	if resumed != nil {
+		notify(c.urgent)
+		// The reader waits too: nothing the engine reports after the
+		// completion is shown or acted on before the completion is in
+		// the store.
+		<-resumed
+	}
+}
+
+func notify(ch chan struct{}) {
 	select {
-	case c.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -76,11 +143,13 @@ func (c *completions) stop() {
 
 // checkpointRest is the pause between two checkpoint writes: short next to
 // a cloud create (seconds), long next to an instant one (a 200-resource
-// apply of instant resources took 76 writes without it).
+// apply of instant resources took 76 writes without it). A held completion
+// does not wait for it.
 const checkpointRest = 200 * time.Millisecond
 
 func (c *completions) loop(ctx context.Context) {
 	defer close(c.stopped)
+	defer c.release(true)
 	rest := time.NewTimer(0)
 	defer rest.Stop()
 	for {
@@ -91,13 +160,36 @@ func (c *completions) loop(ctx context.Context) {
 			c.flush(ctx)
 			return
 		}
+		if c.isHeld() {
+			// A held completion came during the write: no rest.
+			continue
+		}
 		rest.Reset(checkpointRest)
 		select {
 		case <-rest.C:
+		case <-c.urgent:
 		case <-c.done:
 			c.flush(ctx)
 			return
 		}
+	}
+}
+
+func (c *completions) isHeld() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held > 0
+}
+
+// release lets the engine go on once no held completion is pending (or
+// always, when all is true).
+func (c *completions) release(all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resume != nil && (all || c.held == 0) {
+		c.resume()
+		close(c.resumed)
+		c.resume, c.resumed = nil, nil
 	}
 }
 
@@ -107,16 +199,24 @@ func (c *completions) loop(ctx context.Context) {
 func (c *completions) flush(ctx context.Context) {
 	c.mu.Lock()
 	batch := c.pending
-	c.pending = nil
+	c.pending, c.held = nil, 0
+	failed := c.failed
 	c.mu.Unlock()
-	if len(batch) == 0 || c.failed {
+	if len(batch) == 0 || failed {
+		c.release(true)
 		return
 	}
 	c.rec.Completed = append(c.rec.Completed, batch...)
-	if err := c.write(ctx, c.rec); err != nil {
+	err := c.write(ctx, c.rec)
+	if err != nil {
+		c.mu.Lock()
 		c.failed = true
+		c.mu.Unlock()
+		c.release(true)
 		if !errors.Is(err, store.ErrLeaseLost) {
 			c.warn(fmt.Sprintf("could not record completed creates in the checkpoint (%v); a crash now would leave them for a person to resolve", err))
 		}
+		return
 	}
+	c.release(false)
 }

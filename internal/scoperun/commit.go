@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/failpoint"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
+	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -28,8 +29,11 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 	}
 	r.onRelease(releaseParents)
 
-	rec := r.newReceipt(prev, c.plan, c.planned)
+	rec := r.newReceipt(prev, c.plan, c.planned, c.rules)
 	rec.Settled = settled
+	// The engine is paused for the completions its creates wait for
+	// (apply.go, pauseEngine) where its process can be found.
+	rec.HeldCompletions = r.o.OpenEngine == nil && reaper.CanFind()
 	r.res.Receipt = rec
 	// The checkpoint: before the engine writes anything, the store knows a
 	// run is under way and holds an intent for every create, so a crash
@@ -136,7 +140,7 @@ func (r *runner) acquireParents(ctx context.Context, rules ownership.Rules, plan
 	return release, nil
 }
 
-func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned) *receipt.Receipt {
+func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned, rules ownership.Rules) *receipt.Receipt {
 	c := r.o.Context
 	rec := &receipt.Receipt{
 		Version:            receipt.Version,
@@ -159,7 +163,7 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 		// Carried forward: a run that fails before it can read the state
 		// forgets nothing the scope owned, intents of an earlier crash
 		// included.
-		Ledger:     append(carried(prev), ownership.Intents(planned)...),
+		Ledger:     append(carried(prev), intents(plan, planned, rules)...),
 		Reconciled: r.reconciled,
 	}
 	if p := r.held.Preempted; p != nil {

@@ -2,7 +2,9 @@ package scoperun
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -28,6 +30,7 @@ func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.
 			r.warn(n)
 		}
 		rec.Ledger = r.keepUnaccounted(rec.Ledger, c, resources)
+		rec.Ledger = r.keepStale(rec.Ledger, c, rec, resources, applyErr)
 		rec.Released = append(rec.Released, r.released(prev, c, resources)...)
 	}
 	if r.o.Command == Destroy && len(r.unresolved) > 0 {
@@ -113,6 +116,44 @@ func (r *runner) keepUnaccounted(ledger []receipt.Entry, c *checked, resources [
 			if !inState[e.Address] {
 				ledger = append(ledger, e)
 			}
+		}
+	}
+	return ledger
+}
+
+// keepStale keeps, after an apply the engine did not finish, the intents
+// of the creates the state lacks but the engine may have made: those whose
+// completion the checkpoint recorded (the engine ended without writing
+// them to the state: it crashed, or was killed), and, when the engine
+// itself was killed by a signal (an OOM kill) or stopped at once by a
+// second interrupt (hurryOnSecondSignal), every one. The next run
+// settles them (§2.4): adopted by the recorded id, or dropped, or
+// unresolved. Quarantine is keepUnaccounted's.
+func (r *runner) keepStale(ledger []receipt.Entry, c *checked, rec *receipt.Receipt, resources []stateResource, applyErr error) []receipt.Entry {
+	if applyErr == nil || r.res.Quarantined {
+		return ledger
+	}
+	inState := map[string]bool{}
+	for _, res := range resources {
+		inState[res.Address] = true
+	}
+	for _, e := range ledger {
+		inState[e.Address] = inState[e.Address] || isOpen(e)
+	}
+	completed := map[string]bool{}
+	for _, done := range rec.Completed {
+		if done.Action != "delete" && done.ID != "" {
+			completed[done.Address] = true
+		}
+	}
+	var exit *exec.ExitError
+	killed := errors.As(applyErr, &exit) && exit.ProcessState != nil && !exit.Exited()
+	r.mu.Lock()
+	killed = killed || r.hurried
+	r.mu.Unlock()
+	for _, e := range intents(c.plan, c.planned, c.rules) {
+		if !inState[e.Address] && (completed[e.Address] || killed) {
+			ledger = append(ledger, e)
 		}
 	}
 	return ledger

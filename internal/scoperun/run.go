@@ -216,8 +216,12 @@ type runner struct {
 	reconciled []string
 
 	mu sync.Mutex
-	// completions records completed creates while the engine applies.
+	// completions records completed creates while the engine applies;
+	// engineProcs are the engine's processes it pauses (pauseEngine).
 	completions *completions
+	engineProcs []int
+	// hurried is set when a second signal stopped the engine at once.
+	hurried bool
 }
 
 // Run performs o.Command.

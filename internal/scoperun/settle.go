@@ -102,6 +102,11 @@ func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlem
 			continue
 		}
 		switch st.Outcome {
+		case receipt.SettledDropped:
+			// No object: the scope does not own it, the next apply
+			// creates it.
+			delete(outcome, e.Address)
+			continue
 		case receipt.SettledUnresolved:
 			e.CreatedBy = receipt.CreatedByUnresolved
 			if st.ID != "" {
@@ -147,22 +152,28 @@ func openEntries(prev *receipt.Receipt) []receipt.Entry {
 // lacks: completed creates and deletes the checkpoint recorded, ids a
 // person gave with `sponson resolve`, and the objects of quarantined states.
 type settlement struct {
-	r          *runner
-	ctx        context.Context
-	eng        *engineRun
-	prev       *receipt.Receipt
-	present    map[string]string
-	old        map[string]string // address -> id of the object the scope owned before
-	created    map[string]string // address -> id of an object known to exist
-	deleted    map[string]bool   // addresses whose old object was deleted
-	out        []receipt.Settlement
-	unresolved []receipt.Entry
-	seen       map[string]bool
+	r       *runner
+	ctx     context.Context
+	eng     *engineRun
+	prev    *receipt.Receipt
+	present map[string]string
+	old     map[string]string // address -> id of the object the scope owned before
+	created map[string]string // address -> id of an object known to exist
+	deleted map[string]bool   // addresses whose old object was deleted
+	// completed are the addresses whose create, update or read the
+	// checkpoint recorded complete; deleteFirst those the plan replaced
+	// by a delete, then a create.
+	completed   map[string]bool
+	deleteFirst map[string]bool
+	out         []receipt.Settlement
+	unresolved  []receipt.Entry
+	seen        map[string]bool
 }
 
 func newSettlement(r *runner, ctx context.Context, eng *engineRun, prev *receipt.Receipt, quarantined []stateResource, present map[string]string) *settlement {
 	s := &settlement{r: r, ctx: ctx, eng: eng, prev: prev, present: present,
-		old: map[string]string{}, created: map[string]string{}, deleted: map[string]bool{}, seen: map[string]bool{}}
+		old: map[string]string{}, created: map[string]string{}, deleted: map[string]bool{}, seen: map[string]bool{},
+		completed: map[string]bool{}, deleteFirst: map[string]bool{}}
 	for _, e := range prev.Ledger {
 		if !isOpen(e) && e.ID != "" {
 			s.old[e.Address] = e.ID
@@ -174,11 +185,22 @@ func newSettlement(r *runner, ctx context.Context, eng *engineRun, prev *receipt
 		}
 	}
 	for _, c := range prev.Completed {
-		if c.Action == "delete" {
+		switch c.Action {
+		case "delete":
+			// Only its half of a replacement: not a completion a create
+			// waits for.
 			s.deleted[c.Address] = true
-		} else {
-			s.created[c.Address] = c.ID
+		case "", "create":
+			s.completed[c.Address] = true
+			if c.ID != "" {
+				s.created[c.Address] = c.ID
+			}
+		default:
+			s.completed[c.Address] = true
 		}
+	}
+	for _, c := range prev.Changes {
+		s.deleteFirst[c.Address] = slices.Equal(c.Actions, []string{"delete", "create"})
 	}
 	for _, e := range prev.Ledger {
 		if e.CreatedBy == receipt.CreatedByUnresolved && e.ID != "" {
@@ -191,16 +213,22 @@ func newSettlement(r *runner, ctx context.Context, eng *engineRun, prev *receipt
 // settleOne settles one entry. An object known to exist (its id) is
 // claimed when the state holds it and adopted (imported) when not; without
 // an id, the state vouches for the create only if it holds a new object at
-// the address, not the one a replacement was to remove. Anything else is
-// unresolved.
+// the address, not the one a replacement was to remove. What the state
+// does not vouch for is dropped when the create left nothing behind
+// (dropReason: a type that keeps nothing outside the state, a create that
+// cannot have started); anything else is unresolved.
 func (s *settlement) settleOne(e receipt.Entry) {
 	s.seen[e.Address] = true
 	st := receipt.Settlement{Address: e.Address, FromRun: s.prev.RunID, Outcome: receipt.SettledClaimed}
 	inState, present := s.present[e.Address]
 	id, known := s.created[e.Address]
 	old := s.old[e.Address]
+	stateOnly := e.StateOnly || ownership.StateOnly(e.Provider, e.Type, nil)
 	switch {
 	case known && present && inState == id:
+	case stateOnly && present:
+		// The state is the whole of such an object: what it holds is
+		// what exists.
 	case known:
 		st.ID = id
 		note := ""
@@ -209,11 +237,15 @@ func (s *settlement) settleOne(e receipt.Entry) {
 		} else {
 			note = s.adopt(e, id, present)
 		}
-		if note != "" {
+		switch {
+		case note != "" && stateOnly:
+			st.Outcome, st.Reason = receipt.SettledDropped, receipt.ReasonStateOnly
+			st.Note = fmt.Sprintf("it could not be adopted (%s), and a %s keeps nothing outside the state: the next apply creates it again", note, e.Type)
+		case note != "":
 			st.Outcome, st.Note = receipt.SettledUnresolved, note
 			e.ID = id
 			s.keepUnresolved(e)
-		} else {
+		default:
 			st.Outcome = receipt.SettledAdopted
 			s.present[e.Address] = id
 		}
@@ -225,16 +257,59 @@ func (s *settlement) settleOne(e receipt.Entry) {
 		st.Note = fmt.Sprintf("an object was put at its address after it was left unresolved (id %s); it is not known to be the one the stopped run created", inState)
 		s.keepUnresolved(e)
 	case present && (old == "" || inState != old):
-	case present:
-		st.Outcome = receipt.SettledUnresolved
-		st.Note = fmt.Sprintf("the state still holds the object it replaces (id %s); the replacement may have been created", old)
-		s.keepUnresolved(e)
 	default:
+		if reason, note := s.dropReason(e, stateOnly, present); reason != "" {
+			st.Outcome, st.Reason, st.Note = receipt.SettledDropped, reason, note
+			break
+		}
 		st.Outcome = receipt.SettledUnresolved
 		st.Note = "its create may have started before the run stopped, and no completion was recorded"
+		if present {
+			st.Note = fmt.Sprintf("the state still holds the object it replaces (id %s); the replacement may have been created", old)
+		}
 		s.keepUnresolved(e)
 	}
 	s.out = append(s.out, st)
+}
+
+// dropReason says why the create of e, which the state does not hold and
+// no completion names, left no object, or "" when it may have: e's type
+// keeps nothing outside the state; or the engine had not started it,
+// because a create or update it waits for had not completed (e.After, read
+// from the plan's configuration by applyorder), or because it replaces an
+// object whose delete had not completed (a delete-then-create replacement,
+// present: the state still holds that object). The engine starts a change
+// only once what it waits for has completed, and reports each completion
+// before it goes on; the checkpoint records every reported completion
+// (checkpoint.go), so a completion it lacks had not happened, but for the
+// last write's worth before a kill (docs/design.md §2.4).
+func (s *settlement) dropReason(e receipt.Entry, stateOnly, present bool) (reason, note string) {
+	if stateOnly {
+		return receipt.ReasonStateOnly, fmt.Sprintf("a %s keeps nothing outside the state, and the state lacks it: the next apply creates it again", e.Type)
+	}
+	if !isIntent(e) || !s.prev.HeldCompletions {
+		// An entry an earlier settlement left unresolved: the run that
+		// planned it is no longer the one whose completions are known. Or
+		// a run that could not pause its engine for its completions: one
+		// may have been on its way to the store while the engine went on.
+		return "", ""
+	}
+	for _, w := range e.After {
+		if !s.completed[w] && !s.newInState(w) {
+			return receipt.ReasonNotStarted, fmt.Sprintf("it waits for %s, which had not completed when run %s stopped, so its create had not started", w, s.prev.RunID)
+		}
+	}
+	if present && s.deleteFirst[e.Address] && !s.deleted[e.Address] {
+		return receipt.ReasonReplaceFirst, fmt.Sprintf("it replaces an object whose delete had not completed when run %s stopped, so its create had not started", s.prev.RunID)
+	}
+	return "", ""
+}
+
+// newInState reports whether the state holds a new object at addr: one
+// the scope did not own before, so its create completed.
+func (s *settlement) newInState(addr string) bool {
+	id, ok := s.present[addr]
+	return ok && id != s.old[addr]
 }
 
 func (s *settlement) keepUnresolved(e receipt.Entry) {
@@ -312,12 +387,21 @@ func (s *settlement) dropImport(addr, why string) string {
 }
 
 func (s *settlement) report() string {
+	described := map[string]string{}
+	for _, e := range s.unresolved {
+		described[e.Address] = e.Described()
+	}
 	by := map[string][]string{}
 	for _, st := range s.out {
-		by[st.Outcome] = append(by[st.Outcome], st.Address)
+		a := st.Address
+		if d, ok := described[a]; ok && st.Outcome == receipt.SettledUnresolved {
+			a = d
+		}
+		by[st.Outcome] = append(by[st.Outcome], a)
 	}
-	msg := fmt.Sprintf("run %s stopped before its receipt (status %s); settled %d entries against the state: claimed %s; adopted %s; unresolved %s",
-		s.prev.RunID, s.prev.Status, len(s.out), listOrNone(by[receipt.SettledClaimed]), listOrNone(by[receipt.SettledAdopted]), listOrNone(by[receipt.SettledUnresolved]))
+	msg := fmt.Sprintf("run %s stopped before its receipt (status %s); settled %d entries against the state: claimed %s; adopted %s; not created %s; unresolved %s",
+		s.prev.RunID, s.prev.Status, len(s.out), listOrNone(by[receipt.SettledClaimed]), listOrNone(by[receipt.SettledAdopted]),
+		listOrNone(by[receipt.SettledDropped]), listOrNone(by[receipt.SettledUnresolved]))
 	if len(by[receipt.SettledUnresolved]) > 0 {
 		msg += "; an unresolved object may exist: find out, then run `sponson resolve ADDRESS --id ID` (it is adopted by the next apply) or `sponson resolve ADDRESS --gone`"
 	}

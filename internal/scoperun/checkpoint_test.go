@@ -1,0 +1,152 @@
+package scoperun
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// recorder is a checkpoint write that the test lets through one at a time,
+// and an engine whose pauses it counts.
+type recorder struct {
+	mu      sync.Mutex
+	written [][]receipt.Completion
+	paused  bool
+	pauses  int
+	gate    chan error // each write waits for a value: its result
+	entered chan struct{}
+}
+
+func newRecorder() *recorder {
+	return &recorder{gate: make(chan error), entered: make(chan struct{}, 16)}
+}
+
+func (w *recorder) write(_ context.Context, rec *receipt.Receipt) error {
+	w.entered <- struct{}{}
+	err := <-w.gate
+	if err == nil {
+		w.mu.Lock()
+		w.written = append(w.written, append([]receipt.Completion(nil), rec.Completed...))
+		w.mu.Unlock()
+	}
+	return err
+}
+
+func (w *recorder) hold() func() {
+	w.mu.Lock()
+	w.paused = true
+	w.pauses++
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		w.paused = false
+		w.mu.Unlock()
+	}
+}
+
+func (w *recorder) isPaused() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.paused
+}
+
+func chainCheckpoint() *receipt.Receipt {
+	return &receipt.Receipt{
+		Ledger: []receipt.Entry{
+			{Address: "b", CreatedBy: receipt.CreatedByIntent, After: []string{"a"}},
+			{Address: "a", CreatedBy: receipt.CreatedByIntent},
+			{Address: "r", CreatedBy: receipt.CreatedByIntent},
+		},
+		Changes: []receipt.Change{{Address: "r", Actions: []string{"delete", "create"}}},
+	}
+}
+
+// TestHeldCompletionPausesUntilWritten: the completion of a change a create
+// waits for pauses the engine, and its reader, until a write holding it is
+// in the store; other completions do not pause.
+func TestHeldCompletionPausesUntilWritten(t *testing.T) {
+	t.Parallel()
+	w := newRecorder()
+	c := startCompletions(context.Background(), chainCheckpoint(), w.write, func(string) {}, w.hold)
+
+	// b waits for nothing: not held, the reader goes on at once.
+	c.observe(engine.Event{Type: "apply_complete", Address: "x", Action: "create", IDValue: "id-x"})
+	if w.isPaused() {
+		t.Fatal("a completion nothing waits for paused the engine")
+	}
+	<-w.entered
+	w.gate <- nil
+
+	// a is waited for: observe returns only once it is written.
+	returned := make(chan struct{})
+	go func() {
+		c.observe(engine.Event{Type: "apply_complete", Address: "a", Action: "create", IDValue: "id-a"})
+		close(returned)
+	}()
+	<-w.entered
+	if !w.isPaused() {
+		t.Fatal("the completion b waits for did not pause the engine")
+	}
+	select {
+	case <-returned:
+		t.Fatal("the reader went on before the completion was written")
+	default:
+	}
+	w.gate <- nil
+	<-returned
+	if w.isPaused() {
+		t.Fatal("the engine was not let go after the write")
+	}
+	w.mu.Lock()
+	last := w.written[len(w.written)-1]
+	w.mu.Unlock()
+	if len(last) != 2 || last[1].Address != "a" || last[1].ID != "id-a" {
+		t.Fatalf("the write held %+v, want x then a", last)
+	}
+
+	// The delete of a delete-then-create replacement is held too.
+	returned = make(chan struct{})
+	go func() {
+		c.observe(engine.Event{Type: "apply_complete", Address: "r", Action: "delete"})
+		close(returned)
+	}()
+	<-w.entered
+	if !w.isPaused() {
+		t.Fatal("the delete a replacement's create waits for did not pause the engine")
+	}
+	w.gate <- nil
+	<-returned
+	c.stop()
+	if w.pauses != 2 {
+		t.Errorf("%d pauses, want 2", w.pauses)
+	}
+}
+
+// TestHeldCompletionLetsGoWhenTheWriteFails: a refused write (a lost lease)
+// ends the pause; the run stops the engine its own way.
+func TestHeldCompletionLetsGoWhenTheWriteFails(t *testing.T) {
+	t.Parallel()
+	w := newRecorder()
+	c := startCompletions(context.Background(), chainCheckpoint(), w.write, func(string) {}, w.hold)
+	returned := make(chan struct{})
+	go func() {
+		c.observe(engine.Event{Type: "apply_complete", Address: "a", Action: "create", IDValue: "id-a"})
+		close(returned)
+	}()
+	<-w.entered
+	w.gate <- errors.New("refused")
+	<-returned
+	if w.isPaused() {
+		t.Fatal("the engine stayed paused after a failed write")
+	}
+	// Nothing more is written or held.
+	c.observe(engine.Event{Type: "apply_complete", Address: "a", Action: "update"})
+	c.stop()
+	if w.pauses != 1 {
+		t.Errorf("%d pauses, want 1", w.pauses)
+	}
+}
