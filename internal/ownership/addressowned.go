@@ -28,9 +28,9 @@ var addressOwned = map[string]string{
 	"time_offset":   "RFC 3339 base time",
 	"time_rotating": "RFC 3339 time of creation",
 	"time_sleep":    "RFC 3339 time of creation",
-	// Constant ids.
+	// Constant ids, or none.
 	"random_password": `the constant "none"`,
-	"random_bytes":    `the constant "none"`,
+	"random_bytes":    "no id at all",
 	"random_shuffle":  `the constant "-"`,
 	// Generated values from small spaces, or chosen by the configuration:
 	// two scopes can draw, or be told, the same one. None names an object
