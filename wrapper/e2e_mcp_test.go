@@ -189,6 +189,13 @@ func TestE2EMCP(t *testing.T) {
 	if res := stateResources(t, dir, "preview", "branch-agent-slow"); res["terraform_data.fast"] == nil {
 		t.Errorf("the cancelled run lost what it created: %v", res)
 	}
+	// The receipt comes before the release: the run's process ends after
+	// both, which the client's cancellation does not wait for. So the
+	// lease is awaited free (a run that kept it would never free it before
+	// its TTL, far beyond waitFor's patience).
+	waitFor(t, "the cancelled run's lease released", func() bool {
+		return !scopeLeaseHeld(t, h.mustRun(dir, "status", "--json"), "branch-agent-slow")
+	})
 	slow["variables"] = map[string]any{"sleep": "0", "input": "slow"}
 	// Without wait: LOCK_HELD had the cancelled run kept its lease.
 	mustCall("apply", slow)
@@ -302,4 +309,19 @@ func TestE2EMCPSavedPlanAndEngineFlags(t *testing.T) {
 	if after["terraform_data.slow"]["id"] != before["terraform_data.slow"]["id"] {
 		t.Errorf("replace of terraform_data.fast replaced terraform_data.slow too")
 	}
+}
+
+// scopeLeaseHeld reports whether `status --json` shows a live lease on
+// scope.
+func scopeLeaseHeld(t *testing.T, status result, scope string) bool {
+	t.Helper()
+	res, _ := status.envelope(t)["result"].(map[string]any)
+	rows, _ := res["scopes"].([]any)
+	for _, r := range rows {
+		row, _ := r.(map[string]any)
+		if row["scope"] == scope {
+			return row["lease"] != nil
+		}
+	}
+	return false
 }
