@@ -96,7 +96,7 @@ func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Plann
 			Type:      o.Type,
 			ID:        o.ID,
 			CreatedBy: receipt.CreatedBySponson,
-			Keys:      otherKeys(identity, []string{pol.baseIdentity(o), pol.plain().identityOf(o)}),
+			Keys:      otherKeys(identity, []string{pol.baseIdentity(o)}),
 		}
 		if names := pol.SchemeOf(o.Type); len(names) > 0 {
 			e.Scheme = append([]string(nil), names...)

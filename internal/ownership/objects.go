@@ -17,10 +17,9 @@ import (
 // otherwise two scopes could own one object and neither destroy it.
 
 // ObjectKeys returns the identities other scopes can own o by: under pol,
-// under the base scheme, by its id (Policy.plain) and under each of
-// schemes for its type.
+// under the base scheme and under each of schemes for its type.
 func ObjectKeys(o Object, pol Policy, schemes []Scheme) []string {
-	keys := []string{pol.identityOf(o), pol.baseIdentity(o), pol.plain().identityOf(o)}
+	keys := []string{pol.identityOf(o), pol.baseIdentity(o)}
 	for _, s := range schemes {
 		if s.Provider == o.Provider && s.Type == o.Type {
 			sp := Policy{Identity: map[string][]string{s.Type: s.Attributes}, AddressOwned: pol.AddressOwned, Sensitive: pol.Sensitive, HashKey: pol.HashKey}

@@ -103,7 +103,7 @@ func WithKeys(plan *tfjson.Plan, planned []Planned, own Policy, schemes []Scheme
 			out[i] = p
 			continue
 		}
-		pols := []Policy{own.base(), own, own.plain()}
+		pols := []Policy{own.base(), own}
 		for _, s := range schemes {
 			if s.Provider == p.Provider && s.Type == p.Type {
 				pols = append(pols, Policy{Identity: map[string][]string{s.Type: s.Attributes}, AddressOwned: own.AddressOwned, Sensitive: own.Sensitive, HashKey: own.HashKey})
@@ -155,15 +155,6 @@ func otherKeys(primary string, keys []string) []string {
 // neither a provider identity, nor a declared scheme, nor an id.
 func (pol Policy) baseIdentity(o Object) string {
 	return pol.base().identityOf(o)
-}
-
-// plain is the policy of no declared scheme at all: the provider's identity
-// or the id, for the types whose id is a global identity. Every object is
-// also keyed by it, so that a scheme declared in sponson.hcl, or changed
-// there, still matches the objects of scopes that have not run since and
-// are indexed under their id.
-func (pol Policy) plain() Policy {
-	return Policy{AddressOwned: pol.AddressOwned, Sensitive: pol.Sensitive, HashKey: pol.HashKey}
 }
 
 // AllKeys returns the identity and the keys of a planned change that other
