@@ -233,8 +233,16 @@ func runEngineCommand(cmd *cobra.Command, f *Factory, name string, fs *flag.Flag
 		return o
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		o.err = errcode.New(errcode.Usage, "the configuration directory %s does not exist", dir)
-		return o
+		if !optional {
+			o.err = errcode.New(errcode.Usage, "the configuration directory %s does not exist", dir)
+			return o
+		}
+		// version answers anywhere, as an install check runs it before
+		// the checkout its job's SPONSON_CHDIR names.
+		if dir, err = os.Getwd(); err != nil {
+			o.err = errcode.Wrap(errcode.Internal, err, "reading the working directory")
+			return o
+		}
 	}
 	jsonMode := jsonWanted(cmd, f) || wantsJSON(args, func(string) string { return "" })
 	c := &engineCall{f: f, dir: dir, out: f.Out, jsonMode: jsonMode}
