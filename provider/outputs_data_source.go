@@ -366,7 +366,7 @@ func dynamicObject(ctx context.Context, outputs map[string]stateOutput) (types.D
 		if err != nil {
 			return types.DynamicNull(), fmt.Errorf("output %q: type %s: %w", n, o.Type, err)
 		}
-		v, err := tftypes.ValueFromJSON(o.Value, typ)
+		v, err := tftypes.ValueFromJSONWithOpts(o.Value, typ, tftypes.ValueFromJSONOpts{})
 		if err != nil {
 			return types.DynamicNull(), fmt.Errorf("output %q: %w", n, err)
 		}

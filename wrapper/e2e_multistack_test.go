@@ -509,7 +509,9 @@ func TestE2EMultiStackInterrupt(t *testing.T) {
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	<-done
+	if err := <-done; err == nil {
+		t.Fatal("the interrupted apply --all exited 0")
+	}
 	r := result{exit: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 	if r.exit == 0 {
 		t.Fatalf("interrupted apply --all exited 0\n%s", r.stderr)

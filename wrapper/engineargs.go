@@ -53,6 +53,13 @@ func NormalizeArgs(args []string) []string {
 	if !slices.Contains(runCommands, args[at]) {
 		return normalizeVars(args)
 	}
+	return normalizeRunCommand(args, at)
+}
+
+// normalizeRunCommand is NormalizeArgs for plan, apply, destroy and the
+// other run commands at args[at]: the engine's own flags, single-dash or
+// not, become --engine-arg values, sponson's flags stay.
+func normalizeRunCommand(args []string, at int) []string {
 	own := runFlagSet(args[at])
 	out := make([]string, 0, len(args)+1)
 	var moved []string

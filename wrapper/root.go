@@ -86,6 +86,16 @@ func finish(f *Factory, jsonMode bool, o outcome) errcode.ExitCode {
 	return o.exit()
 }
 
+// unlessFailed is the outcome of command: err when a step before it
+// failed, else what run gives. A command's RunE reports through its
+// outcome and returns nil, so that cobra adds nothing of its own.
+func unlessFailed(command string, err error, run func() outcome) outcome {
+	if err != nil {
+		return outcome{command: command, err: err}
+	}
+	return run()
+}
+
 func usageError(err error) error {
 	var e *errcode.Error
 	if errors.As(err, &e) {

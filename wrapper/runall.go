@@ -160,7 +160,7 @@ func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *Review
 			return nil, nil, err
 		}
 	}
-	if err := sel.check(cmd, f, flags, review, command, args); err != nil {
+	if err := sel.check(f, flags, command, args); err != nil {
 		return nil, nil, err
 	}
 	sel.Chdir = flags.Chdir
@@ -352,7 +352,7 @@ func (s *StackSelection) checkOne(cmd *cobra.Command) error {
 }
 
 // check refuses what a run of many stacks cannot do.
-func (s *StackSelection) check(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, command scoperun.Command, args []string) error {
+func (s *StackSelection) check(f *Factory, flags *RunFlags, command scoperun.Command, args []string) error {
 	switch {
 	case s.All && s.Changed:
 		return errcode.New(errcode.Usage, "--all and --changed cannot be combined").WithHint("--all runs every stack; --changed those a change touches and their dependents.")

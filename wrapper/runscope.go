@@ -358,11 +358,9 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 				*out = runStacksCommand(cmd, f, &flags, &review, &sel, command, args)
 				return nil
 			}
-			if err := sel.checkOne(cmd); err != nil {
-				*out = outcome{command: string(command), err: err}
-				return nil
-			}
-			*out = runCommand(cmd, f, &flags, &review, command, args, runF)
+			*out = unlessFailed(string(command), sel.checkOne(cmd), func() outcome {
+				return runCommand(cmd, f, &flags, &review, command, args, runF)
+			})
 			return nil
 		},
 	}

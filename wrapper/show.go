@@ -47,7 +47,7 @@ engine in the configuration directory, which must be initialised
 			return nil
 		},
 	}
-	opts.StateOptions.bind(cmd, false)
+	opts.bind(cmd, false)
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary, to show a state (env SPONSON_ENGINE)")
 	fs.BoolVar(&opts.EngineJSON, showJSONFlag, false, "the engine's -json (set by NormalizeArgs)")

@@ -80,15 +80,12 @@ layer of jobs per depth.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out.command = "stacks"
-			if err := bindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv); err != nil {
-				*out = outcome{command: "stacks", err: err}
-				return nil
-			}
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runStacks(cmd, f, opts)
+			*out = unlessFailed("stacks", bindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv), func() outcome {
+				if runF != nil {
+					return runF(cmd.Context(), opts)
+				}
+				return runStacks(cmd, f, opts)
+			})
 			return nil
 		},
 	}

@@ -37,19 +37,34 @@ type checked struct {
 // a run that writes production needs a named approver.
 func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir, prev *receipt.Receipt) (*checked, error) {
 	c := &checked{path: filepath.Join(work.tmp, "plan.bin")}
+	if err := r.enginePlan(ctx, eng, c); err != nil {
+		return nil, err
+	}
+	if err := r.identify(ctx, c, prev); err != nil {
+		return nil, err
+	}
+	if err := r.check(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// enginePlan has the engine plan (or takes the saved plan) and reads the
+// plan's JSON, and its text where a summary or a saved plan wants it.
+func (r *runner) enginePlan(ctx context.Context, eng *engineRun, c *checked) error {
 	var err error
 	if sp := r.o.Saved; sp != nil {
 		// apply FILE: the engine's plan is the one reviewed; the checks
 		// below run on it again, from the plan itself.
 		if err := os.WriteFile(c.path, sp.Plan, 0o600); err != nil {
-			return nil, errcode.Wrap(errcode.Internal, err, "writing the saved plan for the engine")
+			return errcode.Wrap(errcode.Internal, err, "writing the saved plan for the engine")
 		}
 	} else {
 		end := r.section("plan", "engine plan")
 		c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars)
 		end()
 		if err != nil {
-			return nil, r.engineErr(ctx, err)
+			return r.engineErr(ctx, err)
 		}
 	}
 	pj, wantJSON := eng.sess.(PlanJSONer)
@@ -60,7 +75,7 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		c.plan, err = eng.sess.ShowPlan(eng.ctx, c.path)
 	}
 	if err != nil {
-		return nil, r.engineErr(ctx, err)
+		return r.engineErr(ctx, err)
 	}
 	if r.o.Saved != nil {
 		c.changed = planChanges(c.plan)
@@ -83,50 +98,60 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 			r.res.InheritedFrom = pred
 		}
 	}
+	return nil
+}
+
+// identify computes the policy (the scope's, with what the environment
+// declares) and the identities of every planned change, under every
+// scheme in use in the environment.
+func (r *runner) identify(ctx context.Context, c *checked, prev *receipt.Receipt) error {
 	c.policy = ownership.PolicyFromPlan(c.plan)
 	decl := r.o.Declared.Policy()
 	c.policy.Declared, c.policy.AddressOwned = decl.Declared, decl.AddressOwned
 	// Sensitive identifying values are hashed with the environment's key.
 	kcfg := r.o.Lease
 	kcfg.About = r.holderInfo()
+	var err error
 	if c.policy.HashKey, err = ownership.LoadHashKey(ctx, r.o.Store, r.key.Environment, "hashkey-"+strings.TrimPrefix(r.o.RunID, "run-"), kcfg,
 		c.policy.NeedsHashKey(c.plan), r.o.Command != Plan); err != nil {
-		return nil, err
+		return err
 	}
 	c.planned = ownership.Identify(c.plan, c.policy)
 	// Checked under every identity scheme in use in the environment, not
 	// only this scope's (issue 12 item 1).
 	if c.planned, err = ownership.Keyed(ctx, r.o.Store, r.key.Environment, c.plan, c.policy, c.planned); err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.checkPolicy(ctx, prev, c.policy, c.planned); err != nil {
-		return nil, err
+		return err
 	}
 	if r.o.Saved != nil {
-		if err := checkSavedPlan(r.o.Saved.Meta, c.planned); err != nil {
-			return nil, err
-		}
+		return checkSavedPlan(r.o.Saved.Meta, c.planned)
 	}
+	return nil
+}
+
+// check makes the checks before the engine writes: the foreign check, an
+// import's, the unresolved creates' and the approval.
+func (r *runner) check(ctx context.Context, c *checked) error {
 	r.noteUnknownIdentities(c.planned)
 	// The foreign check: before the engine writes anything, no planned
 	// change may touch an object another scope of the environment owns.
 	// The owners it saw go into a saved plan.
+	var err error
 	if r.seen.owners, err = ownership.CheckForeign(ctx, r.o.Store, r.key, c.planned, r.foreignExcept()); err != nil {
-		return nil, err
+		return err
 	}
 	if r.o.ImportOnly {
 		if err := importOnly(c.planned); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := r.checkUnresolved(c.planned); err != nil {
-		return nil, err
+		return err
 	}
 	c.rules = ownership.RulesFromPlan(c.plan)
-	if err := r.checkApproval(c.rules, c.plan); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return r.checkApproval(c.rules, c.plan)
 }
 
 // noteUnknownIdentities says which creates have an identity attribute the
