@@ -122,7 +122,7 @@ func Handover() {
 	if Held() {
 		// Nothing of the same user reads this process's memory, its
 		// /proc/PID/environ or a core dump.
-		_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+		nondumpable()
 	}
 }
 
