@@ -90,13 +90,11 @@ func TestE2EKeysAreNotBelowSponsonNonRoot(t *testing.T) {
 	gid, _ := strconv.Atoi(nobody.Gid)
 	// Everything the unprivileged run needs, in a tree it can read: the
 	// test's own temporary directories are root's alone.
-	base, err := os.MkdirTemp("", "sponson-nonroot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} { // the test's directory is root's alone
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	bin := filepath.Join(base, "bin")
 	sponson := copyExecutable(t, h.bin, filepath.Join(bin, "sponson"))
