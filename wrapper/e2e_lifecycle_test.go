@@ -35,6 +35,16 @@ func TestE2EProductionApproval(t *testing.T) {
 		t.Errorf("approvedBy %q", rec.ApprovedBy)
 	}
 
+	// An approver given where no approval is needed is not recorded: the
+	// receipt's approvedBy means an approval was required and given.
+	r := h.mustRunEnv(dir, env, "apply", "--scope", "pr-2", "--approved-by", "alice", "-var", objectsVar("n", "needs-no-approval"))
+	if rec := latestReceipt(t, dir, "preview", "pr-2"); rec.ApprovedBy != "" {
+		t.Errorf("a preview run that needs no approval recorded approvedBy %q", rec.ApprovedBy)
+	}
+	if !strings.Contains(r.stderr, "approval by alice is not recorded") {
+		t.Errorf("the run did not say the approver is not recorded:\n%s", r.stderr)
+	}
+
 	// In preview, a change to a type the policy marks as production needs
 	// approval too, from the allow-list; plan is allowed and says so.
 	policy := []string{"-var", `production_types=["fixture_object"]`, "-var", `approvers=["alice"]`, "-var", objectsVar("q", "prod-in-preview")}

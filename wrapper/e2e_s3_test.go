@@ -366,3 +366,68 @@ func (p *s3E2E) resolveFromState(t *testing.T, h *harness, dir string, k store.K
 	}
 	return resolved
 }
+
+// TestE2ES3PrefixPolicy (issue 28): two repositories share a bucket, each
+// with its own prefix and the bucket policy `sponson grants` prints.
+// Each applies in its own prefix; the other's credentials can neither read
+// nor write it (STORE_PERMISSION, before any engine change), and the
+// victim's lease and receipt are untouched.
+func TestE2ES3PrefixPolicy(t *testing.T) {
+	h := e2e(t)
+	gw := gwtest.Start(t)
+	users := map[string]string{"ci-a": "secret-of-a-0123", "ci-b": "secret-of-b-0123"}
+	for u, secret := range users {
+		if err := gw.AddUser(u, secret); err != nil {
+			t.Fatal(err)
+		}
+	}
+	urlA, urlB := gw.StoreURL("repo-a"), gw.StoreURL("repo-b")
+	dir := h.workdir("testdata/slow")
+	// The policy is what `sponson grants` prints for each repository, its
+	// statements merged into the bucket's one policy, as its help says.
+	var statements []json.RawMessage
+	for user, url := range map[string]string{"ci-a": urlA, "ci-b": urlB} {
+		var doc struct{ Statement []json.RawMessage }
+		r := h.mustRunEnv(dir, nil, "grants", "--store", url, "--for", user)
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatalf("sponson grants printed no policy: %v\n%s", err, r.stdout)
+		}
+		statements = append(statements, doc.Statement...)
+	}
+	policy, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": statements})
+	if err := gw.SetPolicy(string(policy)); err != nil {
+		t.Fatal(err)
+	}
+	key := "SPONSON_STATE_KEY=" + hex.EncodeToString(s3StateKey)
+	envA, envB := append(gwtest.Env("ci-a", users["ci-a"]), key), append(gwtest.Env("ci-b", users["ci-b"]), key)
+	h.mustRunEnv(dir, envA, "apply", "--store", urlA, "--scope", "pr-1", "-var", "sleep=0")
+	h.mustRunEnv(dir, envB, "apply", "--store", urlB, "--scope", "pr-1", "-var", "sleep=0")
+
+	root, err := s3store.Open(t.Context(), urlA, s3store.WithAWSConfig(gw.RootConfig()), s3store.WithStateKey(s3StateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := store.Key{Stack: e2eStack, Environment: "preview", Scope: "pr-1"}
+	before, err := root.LatestReceipt(t.Context(), k)
+	if err != nil || before == nil {
+		t.Fatalf("repository A's receipt: %v, %v", before, err)
+	}
+	for _, args := range [][]string{
+		{"status", "--store", urlA, "--json"},
+		{"state", "list", "--store", urlA, "--scope", "pr-1", "--json"},
+		{"apply", "--store", urlA, "--scope", "pr-1", "--json", "-var", "sleep=0", "-var", "input=b-was-here"},
+		{"destroy", "--store", urlA, "--scope", "pr-1", "--json"},
+	} {
+		r := h.run(dir, envB, args...)
+		if r.exit == 0 || r.code(t) != "STORE_PERMISSION" {
+			t.Errorf("repository B's `%s` in A's prefix: exit %d %q, want STORE_PERMISSION\n%s\n%s", strings.Join(args[:2], " "), r.exit, r.code(t), r.stdout, r.stderr)
+		}
+	}
+	after, err := root.LatestReceipt(t.Context(), k)
+	if err != nil || after == nil || after.RunID != before.RunID {
+		t.Errorf("repository A's latest receipt changed under B's attempts: %+v, %v", after, err)
+	}
+	if info, err := root.ReadLease(t.Context(), k); err != nil || info.Holder != "" || info.Token != 1 {
+		t.Errorf("repository A's lease after B's attempts: %+v, %v; want free with token 1", info, err)
+	}
+}

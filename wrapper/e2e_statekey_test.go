@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sponson/terraform-provider-sponson/internal/store/s3store/gwtest"
 )
 
 // TestE2EMissingStateKeyRefusedFirst: a git store without its state key (a
@@ -68,32 +70,54 @@ func TestE2EStateKeyPerEnvironment(t *testing.T) {
 }
 
 // TestE2EWrongStateKeyRefusedFirst (issue 28 item 4): a state sealed with
-// one key and a run given another is refused before the lease and the
-// engine, naming both keys by their ids, for plan and apply alike; the
+// one key and a command given another is refused before the lease and the
+// engine, naming the keys by their ids, on each store that seals states
+// (git and S3) and for each command that reads or writes the state; the
 // scope's lease stays free.
 func TestE2EWrongStateKeyRefusedFirst(t *testing.T) {
 	h := e2e(t)
-	dir := h.workdir("testdata/envdump")
-	_, flag, _ := gitRemote(t)
-	marks := t.TempDir()
-	right := "SPONSON_STATE_KEY=" + strings.Repeat("1", 64)
-	h.mustRunEnv(dir, []string{right}, "apply", flag, "--scope", "pr-1", "-var", "dir="+marks)
-	if err := os.Remove(filepath.Join(marks, "env")); err != nil {
-		t.Fatal(err)
+	right, wrong := strings.Repeat("1", 64), strings.Repeat("2", 64)
+	_, gitFlag, _ := gitRemote(t)
+	gw := gwtest.Start(t)
+	for _, st := range []struct {
+		name  string
+		store []string
+		env   []string
+	}{
+		{"git", []string{gitFlag}, nil},
+		{"s3", []string{"--store", gw.StoreURL("keys")}, gw.RootEnv()},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			dir := h.workdir("testdata/envdump")
+			marks := t.TempDir()
+			withKey := func(key string) []string { return append(append([]string{}, st.env...), "SPONSON_STATE_KEY="+key) }
+			h.mustRunEnv(dir, withKey(right), append(append([]string{"apply"}, st.store...), "--scope", "pr-1", "-var", "dir="+marks)...)
+			if err := os.Remove(filepath.Join(marks, "env")); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range [][]string{{"plan"}, {"apply"}, {"destroy"}, {"output"}, {"state", "list"}, {"state", "rm", "terraform_data.dump"}} {
+				args := append(append(append([]string{}, cmd...), st.store...), "--scope", "pr-1", "--json")
+				if cmd[0] == "plan" || cmd[0] == "apply" || cmd[0] == "destroy" {
+					args = append(args, "-var", "dir="+marks)
+				}
+				r := h.run(dir, withKey(wrong), args...)
+				if r.exit != 2 || r.code(t) != "USAGE" || !strings.Contains(r.stdout, "encrypted with key") {
+					t.Errorf("%s with another key: exit %d %q, want 2 USAGE naming the key\n%s\n%s", strings.Join(cmd, " "), r.exit, r.code(t), r.stdout, r.stderr)
+				}
+				if strings.Contains(r.stderr, "Initializing") {
+					t.Errorf("%s: the engine ran:\n%s", strings.Join(cmd, " "), r.stderr)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(marks, "env")); err == nil {
+				t.Error("the provisioner ran again under the wrong key")
+			}
+			// The lease is free and the state whole: the right key's run goes
+			// ahead at once and finds the object.
+			r := h.mustRunEnv(dir, withKey(right), append(append([]string{"state", "list"}, st.store...), "--scope", "pr-1")...)
+			if !strings.Contains(r.stdout, "terraform_data.dump") {
+				t.Errorf("after the refusals the state lacks the object:\n%s", r.stdout)
+			}
+			h.mustRunEnv(dir, withKey(right), append(append([]string{"apply"}, st.store...), "--scope", "pr-1", "-var", "dir="+marks)...)
+		})
 	}
-	wrong := []string{"SPONSON_STATE_KEY=" + strings.Repeat("2", 64)}
-	for _, cmd := range []string{"plan", "apply"} {
-		r := h.run(dir, wrong, cmd, flag, "--scope", "pr-1", "--json", "-var", "dir="+marks)
-		if r.exit != 2 || r.code(t) != "USAGE" || !strings.Contains(r.stdout, "encrypted with key") {
-			t.Fatalf("%s with another key: exit %d %q, want 2 USAGE naming the key\n%s\n%s", cmd, r.exit, r.code(t), r.stdout, r.stderr)
-		}
-		if strings.Contains(r.stderr, "Initializing") {
-			t.Errorf("%s: the engine ran:\n%s", cmd, r.stderr)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(marks, "env")); err == nil {
-		t.Error("the provisioner ran again under the wrong key")
-	}
-	// The lease is free: the right key's run goes ahead at once.
-	h.mustRunEnv(dir, []string{right}, "apply", flag, "--scope", "pr-1", "-var", "dir="+marks)
 }

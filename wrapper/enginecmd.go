@@ -378,63 +378,70 @@ func validateFlags(fs *flag.FlagSet) engineRun {
 }
 
 func fmtFlags(fs *flag.FlagSet) engineRun {
-	check := fs.Bool("check", false, "only check: list the unformatted files and fail (FMT_UNFORMATTED) if there are any")
-	recursive := fs.Bool("recursive", false, "also the subdirectories")
-	list := fs.Bool("list", true, "list the files that are not (or were not) formatted")
-	write := fs.Bool("write", true, "write the formatted files (false with -check)")
-	diff := fs.Bool("diff", false, "print the differences of each unformatted file")
-	return func(ctx context.Context, c *engineCall, args []string) (any, error) {
-		if len(args) > 1 {
-			return nil, errcode.New(errcode.Usage, "sponson fmt takes one DIR or FILE, got %q", args).
-				WithHint("Run it once per directory, or with -recursive.")
-		}
-		opts := []tfexec.FormatOption{tfexec.Recursive(*recursive)}
-		if len(args) == 1 {
-			opts = append(opts, tfexec.Dir(args[0]))
-		}
-		if *check || !*write || *diff {
-			ok, files, err := c.sess.FormatCheck(ctx, opts...)
-			if err != nil {
-				return nil, err
-			}
-			if *list {
-				for _, f := range files {
-					fmt.Fprintln(c.out, f)
-				}
-			}
-			if *diff {
-				if err := writeFmtDiffs(ctx, c, args, files); err != nil {
-					return nil, err
-				}
-			}
-			res := map[string]any{"files": nonNil(files)}
-			if *write && !*check && !ok {
-				if err := c.sess.FormatWrite(ctx, opts...); err != nil {
-					return nil, err
-				}
-				return res, nil
-			}
-			if !ok && *check {
-				return res, errcode.New(errcode.FmtUnformatted, "%d files are not formatted: %s", len(files), strings.Join(files, ", ")).
-					WithHint("Run `sponson fmt` (or `tofu fmt`) to format them.")
-			}
-			return res, nil
-		}
-		_, files, err := c.sess.FormatCheck(ctx, opts...)
-		if err != nil {
-			return nil, err
-		}
+	o := &fmtRun{
+		check:     fs.Bool("check", false, "only check: list the unformatted files and fail (FMT_UNFORMATTED) if there are any"),
+		recursive: fs.Bool("recursive", false, "also the subdirectories"),
+		list:      fs.Bool("list", true, "list the files that are not (or were not) formatted"),
+		write:     fs.Bool("write", true, "write the formatted files (false with -check)"),
+		diff:      fs.Bool("diff", false, "print the differences of each unformatted file"),
+	}
+	return o.run
+}
+
+// fmtRun is `sponson fmt` with its flags: the engine's fmt, through
+// terraform-exec's FormatCheck and FormatWrite.
+type fmtRun struct {
+	check, recursive, list, write, diff *bool
+}
+
+func (o *fmtRun) run(ctx context.Context, c *engineCall, args []string) (any, error) {
+	if len(args) > 1 {
+		return nil, errcode.New(errcode.Usage, "sponson fmt takes one DIR or FILE, got %q", args).
+			WithHint("Run it once per directory, or with -recursive.")
+	}
+	opts := []tfexec.FormatOption{tfexec.Recursive(*o.recursive)}
+	if len(args) == 1 {
+		opts = append(opts, tfexec.Dir(args[0]))
+	}
+	ok, files, err := c.sess.FormatCheck(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	res := map[string]any{"files": nonNil(files)}
+	if !*o.check && *o.write && !*o.diff {
+		// Plain fmt: write, then list what was written.
 		if len(files) > 0 {
 			if err := c.sess.FormatWrite(ctx, opts...); err != nil {
 				return nil, err
 			}
 		}
-		if *list {
-			for _, f := range files {
-				fmt.Fprintln(c.out, f)
-			}
+		o.listFiles(c, files)
+		return res, nil
+	}
+	o.listFiles(c, files)
+	if *o.diff {
+		if err := writeFmtDiffs(ctx, c, args, files); err != nil {
+			return nil, err
 		}
-		return map[string]any{"files": nonNil(files)}, nil
+	}
+	switch {
+	case ok:
+		return res, nil
+	case *o.check:
+		return res, errcode.New(errcode.FmtUnformatted, "%d files are not formatted: %s", len(files), strings.Join(files, ", ")).
+			WithHint("Run `sponson fmt` (or `tofu fmt`) to format them.")
+	case *o.write:
+		return res, c.sess.FormatWrite(ctx, opts...)
+	}
+	return res, nil
+}
+
+// listFiles prints the files fmt found unformatted, under -list.
+func (o *fmtRun) listFiles(c *engineCall, files []string) {
+	if *o.list {
+		for _, f := range files {
+			fmt.Fprintln(c.out, f)
+		}
 	}
 }
 

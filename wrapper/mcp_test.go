@@ -272,6 +272,7 @@ func TestMCPServerRefuses(t *testing.T) {
 		{"summary outside the root", "plan", map[string]any{"directory": dir, "summary": "/tmp/sponson-mcp-summary.md"}, errcode.Usage},
 		{"out through a symlink out of the root", "plan", map[string]any{"directory": dir, "out": filepath.Join(dir, "escape", "plan.tfplan")}, errcode.Usage},
 		{"plan file upwards", "apply", map[string]any{"directory": dir, "plan_file": "../../plan.tfplan"}, errcode.Usage},
+		{"gitlab report outside the root", "plan", map[string]any{"directory": dir, "gitlab_report": "/tmp/sponson-mcp-report.json"}, errcode.Usage},
 		{"own sponson.hcl unprotecting staging", "apply", map[string]any{"directory": filepath.Join(dir, "sub"), "environment": "staging"}, errcode.Usage},
 		{"staging is protected by the root", "apply", map[string]any{"directory": dir, "environment": "staging"}, errcode.EnvNotApproved},
 	} {

@@ -144,6 +144,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.
 		NewCmdMCP(f, out),
 		NewCmdProvider(f, out),
 		NewCmdMigrate(f, out, nil),
+		NewCmdGrants(f, out, nil),
 		NewCmdStacks(f, out, nil),
 		NewCmdVersion(f, out),
 	} {

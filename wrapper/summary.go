@@ -30,7 +30,7 @@ func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {
 		Stack: in.stack, Commit: c.Commit, RunID: res.RunID, Status: res.Status,
 		Changes:  summary.ChangesFromPlan(res.Plan),
 		PlanText: res.PlanText, Warnings: res.Warnings, InheritedFrom: res.InheritedFrom,
-		ApprovalNeeded: res.NeedsApproval, ApprovedBy: in.opts.ApprovedBy,
+		ApprovalNeeded: res.NeedsApproval, ApprovedBy: res.ApprovedBy,
 		SavedPlan: in.savedPlanOut,
 	}
 	if sp := in.opts.Saved; sp != nil {

@@ -26,44 +26,17 @@ import (
 // The configuration directory's *.tfrc.json files are returned in json,
 // except credentials.tfrc.json, which holds only credentials.
 func UserCLIConfig(binary string, getenv func(string) string) (files, json []string) {
-	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 	if p := getenv("TF_CLI_CONFIG_FILE"); p != "" {
 		return []string{p}, nil
 	}
 	if p := getenv("TERRAFORM_CONFIG"); p != "" {
 		return []string{p}, nil
 	}
-	tofu := strings.Contains(filepath.Base(binary), "tofu")
-	home := getenv("HOME")
-	xdg := getenv("XDG_CONFIG_HOME")
-	var main, dir string
-	switch {
-	case runtime.GOOS == "windows":
-		appData := getenv("APPDATA")
-		main, dir = filepath.Join(appData, "terraform.rc"), filepath.Join(appData, "terraform.d")
-		if tofu && (exists(filepath.Join(appData, "tofu.rc")) || !exists(main)) {
-			main = filepath.Join(appData, "tofu.rc")
-		}
-	case home == "":
+	main, dir, ok := userCLIPlaces(strings.Contains(filepath.Base(binary), "tofu"), getenv)
+	if !ok {
 		return nil, nil
-	case !tofu:
-		main, dir = filepath.Join(home, ".terraformrc"), filepath.Join(home, ".terraform.d")
-	default:
-		legacy, current := filepath.Join(home, ".terraformrc"), filepath.Join(home, ".tofurc")
-		switch {
-		case xdg != "" && !exists(legacy) && !exists(current):
-			main = filepath.Join(xdg, "opentofu", "tofurc")
-		case exists(legacy) && !exists(current):
-			main = legacy
-		default:
-			main = current
-		}
-		dir = filepath.Join(home, ".terraform.d")
-		if xdg != "" && !exists(dir) {
-			dir = filepath.Join(xdg, "opentofu")
-		}
 	}
-	if exists(main) {
+	if configExists(main) {
 		files = append(files, main)
 	}
 	entries, err := os.ReadDir(dir)
@@ -85,6 +58,42 @@ func UserCLIConfig(binary string, getenv func(string) string) (files, json []str
 	}
 	return files, json
 }
+
+// userCLIPlaces is where the engine looks for its main CLI configuration
+// file and its configuration directory (UserCLIConfig's list); ok is false
+// without a home directory, where it looks nowhere.
+func userCLIPlaces(tofu bool, getenv func(string) string) (main, dir string, ok bool) {
+	home, xdg := getenv("HOME"), getenv("XDG_CONFIG_HOME")
+	switch {
+	case runtime.GOOS == "windows":
+		appData := getenv("APPDATA")
+		main, dir = filepath.Join(appData, "terraform.rc"), filepath.Join(appData, "terraform.d")
+		if tofu && (configExists(filepath.Join(appData, "tofu.rc")) || !configExists(main)) {
+			main = filepath.Join(appData, "tofu.rc")
+		}
+		return main, dir, true
+	case home == "":
+		return "", "", false
+	case !tofu:
+		return filepath.Join(home, ".terraformrc"), filepath.Join(home, ".terraform.d"), true
+	}
+	legacy, current := filepath.Join(home, ".terraformrc"), filepath.Join(home, ".tofurc")
+	switch {
+	case xdg != "" && !configExists(legacy) && !configExists(current):
+		main = filepath.Join(xdg, "opentofu", "tofurc")
+	case configExists(legacy) && !configExists(current):
+		main = legacy
+	default:
+		main = current
+	}
+	dir = filepath.Join(home, ".terraform.d")
+	if xdg != "" && !configExists(dir) {
+		dir = filepath.Join(xdg, "opentofu")
+	}
+	return main, dir, true
+}
+
+func configExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // MissingCLIConfig stands in for a CLI configuration file the user names
 // (TF_CLI_CONFIG_FILE, or TERRAFORM_CONFIG) that does not exist. The engine

@@ -196,31 +196,37 @@ func (p *Parsed) add(command, arg, source string) error {
 
 func (p *Parsed) set(name, value string, on bool, source string) error {
 	f := &p.Flags
-	nonEmpty := func() error {
-		if strings.TrimSpace(value) == "" {
-			return errcode.New(errcode.Usage, "-%s in %s needs a non-empty value", name, source)
-		}
-		return nil
-	}
 	switch name {
-	case "target", "replace", "exclude":
-		if err := nonEmpty(); err != nil {
-			return err
-		}
-		list := map[string]*[]string{"target": &f.Targets, "replace": &f.Replace, "exclude": &f.Excludes}[name]
-		*list = append(*list, value)
 	case "refresh-only":
 		f.RefreshOnly = on
 	case "refresh":
 		f.NoRefresh = !on
+	case "compact-warnings":
+		f.CompactWarnings = on
+	case "detailed-exitcode":
+		p.DetailedExitcode = on
+	case "no-color", "auto-approve", "input", "lock":
+		// Accepted and changes nothing: terraform-exec always passes
+		// -no-color and -input=false, a sponson run never prompts, and
+		// the lock is always taken (-lock=false is refused above).
+	case "parallelism", "lock-timeout", "var":
+		return p.setParsed(name, value, source)
+	default:
+		return p.setText(name, value, source)
+	}
+	return nil
+}
+
+// setParsed sets a flag whose value has a form to check: a number, a
+// duration, NAME=VALUE.
+func (p *Parsed) setParsed(name, value, source string) error {
+	switch name {
 	case "parallelism":
 		n, err := strconv.Atoi(value)
 		if err != nil || n < 1 {
 			return errcode.New(errcode.Usage, "-parallelism=%s in %s must be a whole number of at least 1", value, source)
 		}
-		f.Parallelism = n
-	case "compact-warnings":
-		f.CompactWarnings = on
+		p.Flags.Parallelism = n
 	case "lock-timeout":
 		d, err := time.ParseDuration(value)
 		if err != nil || d < 0 {
@@ -232,27 +238,36 @@ func (p *Parsed) set(name, value string, on bool, source string) error {
 			return errcode.New(errcode.Usage, "-var %q in %s must be NAME=VALUE", value, source)
 		}
 		p.Vars = append(p.Vars, engine.VarArg{Value: value})
+	}
+	return nil
+}
+
+// textFlags are the flags whose value is an address or a path, which must
+// not be empty.
+var textFlags = map[string]bool{"target": true, "replace": true, "exclude": true, "var-file": true, "out": true, "chdir": true}
+
+// setText sets a flag whose value is an address or a path.
+func (p *Parsed) setText(name, value, source string) error {
+	if !textFlags[name] {
+		return nil
+	}
+	if strings.TrimSpace(value) == "" {
+		return errcode.New(errcode.Usage, "-%s in %s needs a non-empty value", name, source)
+	}
+	f := &p.Flags
+	switch name {
+	case "target":
+		f.Targets = append(f.Targets, value)
+	case "replace":
+		f.Replace = append(f.Replace, value)
+	case "exclude":
+		f.Excludes = append(f.Excludes, value)
 	case "var-file":
-		if err := nonEmpty(); err != nil {
-			return err
-		}
 		p.Vars = append(p.Vars, engine.VarArg{File: true, Value: value})
-	case "detailed-exitcode":
-		p.DetailedExitcode = on
 	case "out":
-		if err := nonEmpty(); err != nil {
-			return err
-		}
 		p.Out = value
 	case "chdir":
-		if err := nonEmpty(); err != nil {
-			return err
-		}
 		p.Chdir = value
-	case "no-color", "auto-approve", "input", "lock":
-		// Accepted and changes nothing: terraform-exec always passes
-		// -no-color and -input=false, a sponson run never prompts, and
-		// the lock is always taken (-lock=false is refused above).
 	}
 	return nil
 }

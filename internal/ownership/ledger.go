@@ -61,78 +61,113 @@ func (pol Policy) identityOf(o Object) string {
 // recorded as adopted, no longer as Sponson's own. notes says what happened,
 // for the run's output.
 func Ledger(prev *receipt.Receipt, objects []Object, pol Policy, planned []Planned) (entries []receipt.Entry, notes []string) {
-	// Matched by any key, so that a change of the scope's policy keeps how
-	// an object came to be owned.
-	known := map[string]receipt.Entry{}
-	if prev != nil {
-		for _, e := range prev.Ledger {
-			if e.CreatedBy != receipt.CreatedByIntent {
-				for _, k := range append([]string{e.Identity}, e.Keys...) {
-					known[k] = e
-				}
-			}
-		}
-	}
-	created, imported := map[string]bool{}, map[string]bool{}
-	movedFrom := map[string]string{}
-	for _, p := range planned {
-		if p.PreviousAddress != "" && p.PreviousAddress != p.Address {
-			movedFrom[p.Address] = p.PreviousAddress
-		}
-		if p.Creates() {
-			created[p.Address] = true
-		}
-		if p.Imports {
-			imported[p.Address] = true
-		}
-	}
+	known := knownEntries(prev)
+	run := plannedOf(planned)
 	entries = []receipt.Entry{}
 	for _, o := range objects {
-		identity := pol.IdentityOf(o)
-		e := receipt.Entry{
-			Identity:  identity,
-			Address:   o.Address,
-			Provider:  o.Provider,
-			Type:      o.Type,
-			ID:        o.ID,
-			CreatedBy: receipt.CreatedBySponson,
-			Keys:      otherKeys(identity, []string{pol.baseIdentity(o)}),
-		}
-		if names := pol.SchemeOf(o.Type); len(names) > 0 {
-			e.Scheme = append([]string(nil), names...)
-		}
-		if imported[o.Address] {
-			// Sponson did not create an object it imported.
-			e.CreatedBy = receipt.CreatedByAdopted
-		}
-		var old receipt.Entry
-		var ok bool
-		keys := append([]string{e.Identity}, e.Keys...)
-		if from, moved := movedFrom[o.Address]; moved {
-			// An object owned by its address was owned at the old one.
-			was := o
-			was.Address = from
-			keys = append(keys, pol.IdentityOf(was))
-		}
-		for _, k := range keys {
-			if old, ok = known[k]; ok {
-				break
-			}
-		}
-		if ok {
-			e.CreatedBy = old.CreatedBy
-			if old.Address != e.Address {
-				notes = append(notes, fmt.Sprintf("%s moved to %s; the scope still owns it", old.Address, e.Address))
-			}
-			if old.ID != "" && e.ID != "" && old.ID != e.ID && !created[e.Address] {
-				e.CreatedBy = receipt.CreatedByAdopted
-				notes = append(notes, fmt.Sprintf("%s was replaced outside Sponson (id %s, now %s); it is no longer counted as created by Sponson", e.Address, old.ID, e.ID))
-			}
+		e := ledgerEntry(o, pol, run.imported[o.Address])
+		if old, ok := run.previous(known, o, e, pol); ok {
+			notes = carryOver(&e, old, run.created[e.Address], notes)
 		}
 		entries = append(entries, e)
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Address < entries[j].Address })
 	return entries, notes
+}
+
+// knownEntries are the previous ledger's entries by each of their keys, so
+// that a change of the scope's policy keeps how an object came to be owned.
+// Intents are not ownership.
+func knownEntries(prev *receipt.Receipt) map[string]receipt.Entry {
+	known := map[string]receipt.Entry{}
+	if prev == nil {
+		return known
+	}
+	for _, e := range prev.Ledger {
+		if e.CreatedBy != receipt.CreatedByIntent {
+			for _, k := range append([]string{e.Identity}, e.Keys...) {
+				known[k] = e
+			}
+		}
+	}
+	return known
+}
+
+// runPlan is what Ledger needs of a run's plan, by address.
+type runPlan struct {
+	created, imported map[string]bool
+	movedFrom         map[string]string
+}
+
+func plannedOf(planned []Planned) runPlan {
+	run := runPlan{created: map[string]bool{}, imported: map[string]bool{}, movedFrom: map[string]string{}}
+	for _, p := range planned {
+		if p.PreviousAddress != "" && p.PreviousAddress != p.Address {
+			run.movedFrom[p.Address] = p.PreviousAddress
+		}
+		if p.Creates() {
+			run.created[p.Address] = true
+		}
+		if p.Imports {
+			run.imported[p.Address] = true
+		}
+	}
+	return run
+}
+
+// ledgerEntry is o's entry as created by Sponson, or adopted when the run
+// imported it (Sponson did not create an object it imported).
+func ledgerEntry(o Object, pol Policy, imported bool) receipt.Entry {
+	identity := pol.IdentityOf(o)
+	e := receipt.Entry{
+		Identity:  identity,
+		Address:   o.Address,
+		Provider:  o.Provider,
+		Type:      o.Type,
+		ID:        o.ID,
+		CreatedBy: receipt.CreatedBySponson,
+		Keys:      otherKeys(identity, []string{pol.baseIdentity(o)}),
+	}
+	if names := pol.SchemeOf(o.Type); len(names) > 0 {
+		e.Scheme = append([]string(nil), names...)
+	}
+	if imported {
+		e.CreatedBy = receipt.CreatedByAdopted
+	}
+	return e
+}
+
+// previous is the previous ledger's entry of o (entry e), by any of its
+// keys, or by the identity it had at its old address when the run moved
+// it (an object owned by its address was owned at the old one).
+func (run runPlan) previous(known map[string]receipt.Entry, o Object, e receipt.Entry, pol Policy) (receipt.Entry, bool) {
+	keys := append([]string{e.Identity}, e.Keys...)
+	if from, moved := run.movedFrom[o.Address]; moved {
+		was := o
+		was.Address = from
+		keys = append(keys, pol.IdentityOf(was))
+	}
+	for _, k := range keys {
+		if old, ok := known[k]; ok {
+			return old, true
+		}
+	}
+	return receipt.Entry{}, false
+}
+
+// carryOver gives e how its previous entry old came to be owned, unless
+// its id changed without this run creating it (replaced outside Sponson:
+// adopted), and notes what happened.
+func carryOver(e *receipt.Entry, old receipt.Entry, created bool, notes []string) []string {
+	e.CreatedBy = old.CreatedBy
+	if old.Address != e.Address {
+		notes = append(notes, fmt.Sprintf("%s moved to %s; the scope still owns it", old.Address, e.Address))
+	}
+	if old.ID != "" && e.ID != "" && old.ID != e.ID && !created {
+		e.CreatedBy = receipt.CreatedByAdopted
+		notes = append(notes, fmt.Sprintf("%s was replaced outside Sponson (id %s, now %s); it is no longer counted as created by Sponson", e.Address, old.ID, e.ID))
+	}
+	return notes
 }
 
 // Intents returns the ledger entries a checkpoint records for the creates

@@ -222,6 +222,10 @@ func (r *runner) foreignExcept() string {
 func (r *runner) checkApproval(rules ownership.Rules, plan *tfjson.Plan) error {
 	hits := rules.ProductionChanges(plan)
 	if !r.o.Protected && !ownership.NeedsApproval(r.key.Environment, hits) {
+		if r.o.ApprovedBy != "" && r.o.Command != Plan {
+			r.info(fmt.Sprintf("approval by %s is not recorded: this run needs none (the environment %s is not protected and it writes no production resource)",
+				r.o.ApprovedBy, r.key.Environment))
+		}
 		return nil
 	}
 	var why []string
@@ -245,7 +249,7 @@ func (r *runner) checkApproval(rules ownership.Rules, plan *tfjson.Plan) error {
 		e.Message += "; " + reason
 		return e.With("productionChanges", why)
 	}
-	r.o.ApprovedBy = name
+	r.o.ApprovedBy, r.res.ApprovedBy = name, name
 	r.info(fmt.Sprintf("approved by %s (%s)", name, reason))
 	return nil
 }

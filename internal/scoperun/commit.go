@@ -140,6 +140,19 @@ func (r *runner) acquireParents(ctx context.Context, rules ownership.Rules, plan
 	return release, nil
 }
 
+// approvedBy is the approver a receipt records: the one checkApproval
+// accepted, or in a protected environment the one the command checked
+// before the run (a run that fails before its checks still needed it).
+func (r *runner) approvedBy() string {
+	if r.res.ApprovedBy != "" {
+		return r.res.ApprovedBy
+	}
+	if r.o.Protected {
+		return r.o.ApprovedBy
+	}
+	return ""
+}
+
 func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned, rules ownership.Rules) *receipt.Receipt {
 	c := r.o.Context
 	rec := &receipt.Receipt{
@@ -154,7 +167,7 @@ func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []
 		Branch:             c.Branch,
 		PullRequest:        c.PullRequest,
 		Commit:             c.Commit,
-		ApprovedBy:         r.o.ApprovedBy,
+		ApprovedBy:         r.approvedBy(),
 		Actor:              r.o.Job.Actor,
 		AllowedOlderCommit: r.olderCommit,
 		Engine:             r.res.Engine,

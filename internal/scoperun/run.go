@@ -152,6 +152,10 @@ type Result struct {
 	Quarantined bool
 	// NeedsApproval is set on a plan whose apply will need --approved-by.
 	NeedsApproval bool
+	// ApprovedBy is the approver the run records: set only where an
+	// approval was required (a protected environment, a production
+	// change) and given, never merely because --approved-by was passed.
+	ApprovedBy string
 	// Plan is the engine's plan as JSON; it may hold sensitive values and
 	// is never printed whole.
 	Plan *tfjson.Plan

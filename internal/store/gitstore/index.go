@@ -157,57 +157,56 @@ func (s *Store) readEnv(ctx context.Context, env string) ([]scopeSnap, error) {
 	prefix := envPrefix(env)
 	r := s.retrier(ctx, "listing", prefix+"*")
 	for {
-		refs, err := s.lsRemote(ctx, prefix+"*")
-		if err != nil {
-			if err := r.fail(err); err != nil {
-				return nil, err
-			}
-			continue
+		out, again, err := s.readEnvOnce(ctx, env, prefix, r)
+		if err != nil || !again {
+			return out, err
 		}
-		out := scopeBranches(refs, env, prefix)
-		tips := make([]string, len(out))
-		for i, sc := range out {
-			tips[i] = sc.snap.tip
-		}
-		commits, err := s.cat.getMany(tips)
-		if err != nil {
-			return nil, err
-		}
-		var missing []string
-		for i, o := range commits {
-			if !o.ok {
-				missing = append(missing, out[i].ref)
-			}
-		}
-		if len(missing) > 0 {
-			if err := s.fetch(ctx, missing, s.knownTips(env)); err != nil {
-				var gf *gitFailure
-				if errors.As(err, &gf) && gf.f == failGone {
-					err = r.race() // a branch vanished since ls-remote
-				} else {
-					err = r.fail(err)
-				}
-				if err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if commits, err = s.cat.getMany(tips); err != nil {
-				return nil, err
-			}
-		}
-		moved, err := s.readRoots(out, commits)
-		if err != nil {
-			return nil, err
-		}
-		if moved {
-			if err := r.race(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		return out, nil
 	}
+}
+
+// readEnvOnce is one attempt of readEnv. again says to try again (the
+// retrier allowed it: err is nil then); a branch that moved or vanished
+// meanwhile is a race, any other failure a failure of the retrier's budget.
+func (s *Store) readEnvOnce(ctx context.Context, env, prefix string, r *retrier) (out []scopeSnap, again bool, err error) {
+	refs, err := s.lsRemote(ctx, prefix+"*")
+	if err != nil {
+		return nil, true, r.fail(err)
+	}
+	out = scopeBranches(refs, env, prefix)
+	tips := make([]string, len(out))
+	for i, sc := range out {
+		tips[i] = sc.snap.tip
+	}
+	commits, err := s.cat.getMany(tips)
+	if err != nil {
+		return nil, false, err
+	}
+	var missing []string
+	for i, o := range commits {
+		if !o.ok {
+			missing = append(missing, out[i].ref)
+		}
+	}
+	if len(missing) > 0 {
+		if err := s.fetch(ctx, missing, s.knownTips(env)); err != nil {
+			var gf *gitFailure
+			if errors.As(err, &gf) && gf.f == failGone {
+				return nil, true, r.race() // a branch vanished since ls-remote
+			}
+			return nil, true, r.fail(err)
+		}
+		if commits, err = s.cat.getMany(tips); err != nil {
+			return nil, false, err
+		}
+	}
+	moved, err := s.readRoots(out, commits)
+	if err != nil {
+		return nil, false, err
+	}
+	if moved {
+		return nil, true, r.race()
+	}
+	return out, false, nil
 }
 
 // scopeBranches lists the scope branches among the refs under prefix (ref

@@ -158,47 +158,9 @@ func (s *Store) Migrate(ctx context.Context, stack string) ([]store.Key, error) 
 	if err != nil {
 		return nil, s.gitError(branchRoot+"*", err)
 	}
-	type oldScope struct {
-		ref  string
-		old  store.Key
-		nk   store.Key
-		snap *snapshot
-	}
-	var olds []oldScope
-	var refs []string
-	for ref := range legacy {
-		envSeg, scopeSeg, ok := strings.Cut(strings.TrimPrefix(ref, legacyRoot), "/")
-		if !ok || strings.Contains(scopeSeg, "/") {
-			continue
-		}
-		env, ok1 := nameOf(envSeg)
-		scope, ok2 := nameOf(scopeSeg)
-		if !ok1 || !ok2 {
-			continue
-		}
-		nk := store.Key{Stack: stack, Environment: env, Scope: scope}
-		if strings.HasPrefix(scope, store.ParentScopePrefix) {
-			nk.Stack = ""
-		}
-		olds = append(olds, oldScope{ref: ref, old: store.Key{Environment: env, Scope: scope}, nk: nk})
-		refs = append(refs, ref)
-	}
-	sort.Slice(olds, func(i, j int) bool { return olds[i].ref < olds[j].ref })
-	if len(refs) > 0 {
-		if err := s.fetch(ctx, refs, nil); err != nil {
-			return nil, s.gitError(legacyRoot+"*", err)
-		}
-	}
-	now := s.clock()
-	for i := range olds {
-		snap, err := s.parse(olds[i].ref, legacy[olds[i].ref])
-		if err != nil {
-			return nil, err
-		}
-		if snap.lease.Live(now) {
-			return nil, &store.HeldError{Key: olds[i].old, Lease: snap.lease}
-		}
-		olds[i].snap = snap
+	olds := legacyScopes(legacy, stack)
+	if err := s.readLegacy(ctx, olds, legacy); err != nil {
+		return nil, err
 	}
 	var moved []store.Key
 	for _, o := range olds {
@@ -216,6 +178,66 @@ func (s *Store) Migrate(ctx context.Context, stack string) ([]store.Key, error) 
 	return moved, nil
 }
 
+// oldScope is a branch of the layout before stacks and the key it moves to.
+type oldScope struct {
+	ref  string
+	old  store.Key
+	nk   store.Key
+	snap *snapshot
+}
+
+// legacyScopes are the old branches among refs (scope branches of the
+// layout before stacks) and the keys of stack they move to, in ref order;
+// parent leases move into the shared stack "".
+func legacyScopes(refs map[string]string, stack string) []oldScope {
+	var olds []oldScope
+	for ref := range refs {
+		envSeg, scopeSeg, ok := strings.Cut(strings.TrimPrefix(ref, legacyRoot), "/")
+		if !ok || strings.Contains(scopeSeg, "/") {
+			continue
+		}
+		env, ok1 := nameOf(envSeg)
+		scope, ok2 := nameOf(scopeSeg)
+		if !ok1 || !ok2 {
+			continue
+		}
+		nk := store.Key{Stack: stack, Environment: env, Scope: scope}
+		if strings.HasPrefix(scope, store.ParentScopePrefix) {
+			nk.Stack = ""
+		}
+		olds = append(olds, oldScope{ref: ref, old: store.Key{Environment: env, Scope: scope}, nk: nk})
+	}
+	sort.Slice(olds, func(i, j int) bool { return olds[i].ref < olds[j].ref })
+	return olds
+}
+
+// readLegacy fetches and reads the old branches, refusing while any holds
+// a live lease (nothing is written then).
+func (s *Store) readLegacy(ctx context.Context, olds []oldScope, tips map[string]string) error {
+	if len(olds) == 0 {
+		return nil
+	}
+	refs := make([]string, len(olds))
+	for i, o := range olds {
+		refs[i] = o.ref
+	}
+	if err := s.fetch(ctx, refs, nil); err != nil {
+		return s.gitError(legacyRoot+"*", err)
+	}
+	now := s.clock()
+	for i := range olds {
+		snap, err := s.parse(olds[i].ref, tips[olds[i].ref])
+		if err != nil {
+			return err
+		}
+		if snap.lease.Live(now) {
+			return &store.HeldError{Key: olds[i].old, Lease: snap.lease}
+		}
+		olds[i].snap = snap
+	}
+	return nil
+}
+
 // gitError turns a failed remote command of Migrate into a coded error.
 func (s *Store) gitError(ref string, err error) error {
 	var gf *gitFailure
@@ -228,56 +250,15 @@ func (s *Store) gitError(ref string, err error) error {
 // migrateBranch writes the copy of one old branch.
 func (s *Store) migrateBranch(ctx context.Context, old, nk store.Key, snap *snapshot) error {
 	files := map[string][]byte{readmeFile: readme(nk)}
-	if b, ok, err := s.readFile(snap, ownersFile); err != nil {
-		return err
-	} else if ok {
-		var doc ownersDoc
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s:%s does not parse", legacyBranchOf(old.Environment, old.Scope), ownersFile)
-		}
-		for i := range doc.Entries {
-			doc.Entries[i].Stack, doc.Entries[i].Scope = nk.Stack, nk.Scope
-		}
-		out, err := json.Marshal(doc)
-		if err != nil {
-			return errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", nk)
-		}
-		files[ownersFile] = append(out, '\n')
-	}
-	reseal := func(path, doc string) error {
-		data, ok, err := s.readFile(snap, path)
-		if err != nil || !ok {
-			return err
-		}
-		if s.key == nil {
-			return errcode.New(errcode.Usage, "%s:%s is sealed; migrating it needs the state key", legacyBranchOf(old.Environment, old.Scope), path).WithHint(keyHint)
-		}
-		plain, err := unseal(s.key, sealContext(old, doc), path+" of "+old.String(), data)
-		if err != nil {
-			return err
-		}
-		sealed, err := seal(s.key, sealContext(nk, doc), plain)
-		if err != nil {
-			return err
-		}
-		files[path] = sealed
-		return nil
-	}
-	if err := reseal(stateSealed, "state"); err != nil {
+	owners, err := s.migratedOwners(snap, old, nk)
+	if err != nil {
 		return err
 	}
-	if dir, ok := snap.root[quarantineDir]; ok && dir.mode == modeTree {
-		entries, err := s.tree(dir.id)
-		if err != nil {
-			return err
-		}
-		for n := range entries {
-			if runID, ok := strings.CutSuffix(n, ".tfstate.enc"); ok {
-				if err := reseal(quarantineDir+"/"+n, quarantineDir+"/"+runID); err != nil {
-					return err
-				}
-			}
-		}
+	if owners != nil {
+		files[ownersFile] = owners
+	}
+	if err := s.resealAll(snap, old, nk, files); err != nil {
+		return err
 	}
 	commit, _, err := s.commit(nk, snap, &change{files: files, msg: fmt.Sprintf("migrate %s from %s", nk, strings.TrimPrefix(legacyBranchOf(old.Environment, old.Scope), "refs/heads/"))})
 	if err != nil {
@@ -296,4 +277,71 @@ func (s *Store) migrateBranch(ctx context.Context, old, nk store.Key, snap *snap
 	default:
 		return s.gitError(ref, err)
 	}
+}
+
+// migratedOwners is the old branch's ownership index with its entries
+// moved to nk, or nil when it has none.
+func (s *Store) migratedOwners(snap *snapshot, old, nk store.Key) ([]byte, error) {
+	b, ok, err := s.readFile(snap, ownersFile)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var doc ownersDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s:%s does not parse", legacyBranchOf(old.Environment, old.Scope), ownersFile)
+	}
+	for i := range doc.Entries {
+		doc.Entries[i].Stack, doc.Entries[i].Scope = nk.Stack, nk.Scope
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", nk)
+	}
+	return append(out, '\n'), nil
+}
+
+// resealAll seals the state and the quarantined states of the old branch
+// again for nk (the seal binds the key), into files.
+func (s *Store) resealAll(snap *snapshot, old, nk store.Key, files map[string][]byte) error {
+	if err := s.reseal(snap, old, nk, stateSealed, "state", files); err != nil {
+		return err
+	}
+	dir, ok := snap.root[quarantineDir]
+	if !ok || dir.mode != modeTree {
+		return nil
+	}
+	entries, err := s.tree(dir.id)
+	if err != nil {
+		return err
+	}
+	for n := range entries {
+		if runID, ok := strings.CutSuffix(n, ".tfstate.enc"); ok {
+			if err := s.reseal(snap, old, nk, quarantineDir+"/"+n, quarantineDir+"/"+runID, files); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reseal opens the sealed file path of the old branch (sealed as doc of
+// old) and puts it into files sealed as doc of nk.
+func (s *Store) reseal(snap *snapshot, old, nk store.Key, path, doc string, files map[string][]byte) error {
+	data, ok, err := s.readFile(snap, path)
+	if err != nil || !ok {
+		return err
+	}
+	if s.key == nil {
+		return errcode.New(errcode.Usage, "%s:%s is sealed; migrating it needs the state key", legacyBranchOf(old.Environment, old.Scope), path).WithHint(keyHint)
+	}
+	plain, err := unseal(s.key, sealContext(old, doc), path+" of "+old.String(), data)
+	if err != nil {
+		return err
+	}
+	sealed, err := seal(s.key, sealContext(nk, doc), plain)
+	if err != nil {
+		return err
+	}
+	files[path] = sealed
+	return nil
 }

@@ -28,6 +28,13 @@ type change struct {
 	done  func()
 }
 
+// finish runs what ch does once its commit is on the remote.
+func (c *change) finish() {
+	if c.done != nil {
+		c.done()
+	}
+}
+
 // mutate is the one write path: decide on the tip, commit, push with
 // compare-and-swap; on a refused push read the tip again and decide again.
 // A decision made on the remembered tip that refuses (HeldError,
@@ -43,25 +50,16 @@ func (s *Store) mutate(ctx context.Context, key store.Key, decide func(cur *snap
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	ref := branchOf(key)
-	r := s.retrier(ctx, "writing", ref)
+	m := &mutation{s: s, ctx: ctx, key: key, ks: ks, ref: ref, r: s.retrier(ctx, "writing", ref), attempts: map[string]*change{}}
 	snap, fresh := ks.snap, false
-	attempts := map[string]*change{} // commits pushed without a clear answer
-	refusals := 0
 	for {
 		if snap == nil {
+			var landed bool
 			var err error
-			if snap, err = s.load(ctx, key, ks.snap, r); err != nil {
-				ks.snap = nil
+			if snap, landed, err = m.reload(); err != nil || landed {
 				return err
 			}
-			ks.snap, fresh = snap, true
-			if ch, ok := attempts[snap.tip]; ok {
-				// An earlier push whose outcome was unclear did land.
-				if ch.done != nil {
-					ch.done()
-				}
-				return nil
-			}
+			fresh = true
 		}
 		ch, err := decide(snap, s.clock())
 		if (err != nil || ch == nil) && !fresh {
@@ -71,47 +69,81 @@ func (s *Store) mutate(ctx context.Context, key store.Key, decide func(cur *snap
 		if err != nil || ch == nil {
 			return err
 		}
-		commit, next, err := s.commit(key, snap, ch)
-		if err != nil {
+		if over, err := m.write(snap, ch, fresh); over {
 			return err
-		}
-		outcome, reason, err := s.push(ctx, ref, snap.tip, commit)
-		switch outcome {
-		case pushed:
-			ks.snap = next
-			if ch.done != nil {
-				ch.done()
-			}
-			return nil
-		case raced:
-			ks.snap = nil
-			if fresh {
-				if err := r.race(); err != nil {
-					return err
-				}
-			}
-		case refused:
-			// A hook may refuse for a moment (a flaky policy service):
-			// try a few times, then keep the document and say so.
-			ks.snap = nil
-			if refusals++; refusals >= maxRefusals {
-				return s.refusedError(key, ch, reason)
-			}
-			if ok, err := r.wait(); !ok {
-				if err != nil {
-					return err
-				}
-				return s.refusedError(key, ch, reason)
-			}
-		case failed:
-			ks.snap = nil
-			attempts[commit] = ch
-			if err := r.fail(err); err != nil {
-				return err
-			}
 		}
 		snap, fresh = nil, false
 	}
+}
+
+// mutation is one mutate's state across its attempts: the key's cache
+// (held locked), the retrier, the commits pushed without a clear answer
+// and the refusals seen.
+type mutation struct {
+	s        *Store
+	ctx      context.Context
+	key      store.Key
+	ks       *keyState
+	ref      string
+	r        *retrier
+	attempts map[string]*change
+	refusals int
+}
+
+// reload reads the branch's tip. landed says an earlier push whose outcome
+// was unclear is that tip: the mutation is done.
+func (m *mutation) reload() (snap *snapshot, landed bool, err error) {
+	if snap, err = m.s.load(m.ctx, m.key, m.ks.snap, m.r); err != nil {
+		m.ks.snap = nil
+		return nil, false, err
+	}
+	m.ks.snap = snap
+	if ch, ok := m.attempts[snap.tip]; ok {
+		ch.finish()
+		return snap, true, nil
+	}
+	return snap, false, nil
+}
+
+// write commits ch on snap and pushes it. over says the mutation ends here
+// (pushed, or failed with err); otherwise it decides again on a fresh tip.
+func (m *mutation) write(snap *snapshot, ch *change, fresh bool) (over bool, err error) {
+	commit, next, err := m.s.commit(m.key, snap, ch)
+	if err != nil {
+		return true, err
+	}
+	outcome, reason, err := m.s.push(m.ctx, m.ref, snap.tip, commit)
+	m.ks.snap = nil
+	switch outcome {
+	case pushed:
+		m.ks.snap = next
+		ch.finish()
+		return true, nil
+	case raced:
+		if fresh {
+			if err := m.r.race(); err != nil {
+				return true, err
+			}
+		}
+	case refused:
+		// A hook may refuse for a moment (a flaky policy service): try a
+		// few times, then keep the document and say so.
+		if m.refusals++; m.refusals >= maxRefusals {
+			return true, m.s.refusedError(m.key, ch, reason)
+		}
+		if ok, err := m.r.wait(); !ok {
+			if err == nil {
+				err = m.s.refusedError(m.key, ch, reason)
+			}
+			return true, err
+		}
+	case failed:
+		m.attempts[commit] = ch
+		if err := m.r.fail(err); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
 }
 
 // commit writes the objects of ch on top of snap and returns the commit and

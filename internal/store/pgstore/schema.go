@@ -241,49 +241,59 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err == nil && v > SchemaVersion() {
 			return newerSchema(s.schema, v)
 		}
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, $2)", int32(lockClass), schemaLockKey(s.schema)); err != nil {
-				return err
-			}
-			// CREATE SCHEMA checks the right to create schemas in the
-			// database even when the schema exists: only ask when it
-			// does not, so a role with rights on the schema alone can
-			// migrate it.
-			var exists bool
-			if err := tx.QueryRow(ctx, "SELECT to_regnamespace($1) IS NOT NULL", s.schema).Scan(&exists); err != nil {
-				return err
-			}
-			if !exists {
-				if _, err := tx.Exec(ctx, s.sql("CREATE SCHEMA {s}")); err != nil {
-					return err
-				}
-			}
-			if _, err := tx.Exec(ctx, s.sql(`
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.migrateLocked(ctx, tx) })
+	})
+}
+
+// migrateLocked is migrate's slow path, in tx: take the advisory lock,
+// create the schema and its version table where missing, and run every
+// migration after the version recorded.
+func (s *Store) migrateLocked(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, $2)", int32(lockClass), schemaLockKey(s.schema)); err != nil {
+		return err
+	}
+	if err := s.createSchema(ctx, tx); err != nil {
+		return err
+	}
+	v, err := s.schemaVersion(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if v > SchemaVersion() {
+		return newerSchema(s.schema, v)
+	}
+	for ; v < SchemaVersion(); v++ {
+		if _, err := tx.Exec(ctx, s.sql(migrations[v])); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.sql("INSERT INTO {s}.schema_version (version) VALUES ($1)"), v+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createSchema creates the schema and its version table where missing.
+// CREATE SCHEMA checks the right to create schemas in the database even
+// when the schema exists: it is only asked for when it does not, so a role
+// with rights on the schema alone can migrate it.
+func (s *Store) createSchema(ctx context.Context, tx pgx.Tx) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT to_regnamespace($1) IS NOT NULL", s.schema).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, s.sql("CREATE SCHEMA {s}")); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, s.sql(`
 CREATE TABLE IF NOT EXISTS {s}.schema_version (
 	version    integer PRIMARY KEY,
 	applied_at timestamptz NOT NULL DEFAULT clock_timestamp(),
 	applied_by text NOT NULL DEFAULT current_user
-)`)); err != nil {
-				return err
-			}
-			v, err := s.schemaVersion(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if v > SchemaVersion() {
-				return newerSchema(s.schema, v)
-			}
-			for ; v < SchemaVersion(); v++ {
-				if _, err := tx.Exec(ctx, s.sql(migrations[v])); err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, s.sql("INSERT INTO {s}.schema_version (version) VALUES ($1)"), v+1); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	})
+)`))
+	return err
 }
 
 // schemaLockKey is the second key of the advisory lock of schema.

@@ -1,0 +1,132 @@
+package wrapper
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store/pgstore"
+	"github.com/sponson/terraform-provider-sponson/internal/store/s3store"
+)
+
+// GrantsOptions are the options of `sponson grants`.
+type GrantsOptions struct {
+	Store       string
+	For         string
+	StackPrefix string
+}
+
+// GrantsResult is the result of `sponson grants --json`.
+type GrantsResult struct {
+	// Kind is the store's kind: s3 or postgres.
+	Kind string `json:"kind"`
+	// For is the principal (S3) or role (PostgreSQL) the grants are for.
+	For string `json:"for"`
+	// Scope is what the grants confine it to: the S3 prefix, or the stack
+	// name prefix in PostgreSQL.
+	Scope string `json:"scope"`
+	// Document is the bucket policy (JSON) or the SQL statements.
+	Document string `json:"document"`
+}
+
+// NewCmdGrants builds `sponson grants`: the store-side permissions that keep
+// one repository's CI to its own part of a shared store. A stack name is a
+// namespace, not an access control (docs/design.md §5.4, §5.5); this prints
+// what makes the store enforce it. It connects to nothing.
+func NewCmdGrants(f *Factory, out *outcome, runF func(context.Context, *GrantsOptions) outcome) *cobra.Command {
+	opts := &GrantsOptions{}
+	cmd := &cobra.Command{
+		Use:   "grants --store URL --for PRINCIPAL [--stack-prefix PREFIX]",
+		Short: "Print the bucket policy or SQL that keeps one repository's CI to its own part of a store",
+		Long: `Grants prints what an administrator applies once so that the store itself keeps
+one repository's CI credentials to that repository's part of a shared store.
+--stack keeps stacks apart but is not an access control: whoever holds a store's
+credentials reaches every stack in it. Grants connects to nothing.
+
+  S3 (--store s3://BUCKET/PREFIX): a bucket policy giving the principal --for
+  (an IAM role or user ARN) the objects and listings under PREFIX only. A
+  bucket has one policy: for several repositories, give each its own prefix
+  and put every repository's statements into it. The foreign check does not
+  cross prefixes.
+
+  PostgreSQL (--store postgres://...): SQL to run as the schema's owner, giving
+  the role --for row-level security on the stacks whose names start with
+  --stack-prefix (for example github.com/acme/app): it reads and writes those
+  stacks and the environment-wide scopes, and reads the whole ownership index,
+  which the foreign check needs.
+
+The file and git stores have no grants of their own: the machine's file
+permissions, or the repository's own access and branch protection rules on
+the sponson-stacks/ branches, are their boundary.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out.command = "grants"
+			if runF != nil {
+				*out = runF(cmd.Context(), opts)
+				return nil
+			}
+			*out = runGrants(cmd, f, opts)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Store, "store", "", "the shared store: s3://BUCKET/PREFIX or postgres://... (env SPONSON_STORE)")
+	fs.StringVar(&opts.For, "for", "", "the principal (S3: an IAM ARN) or role (PostgreSQL) of the repository's CI")
+	fs.StringVar(&opts.StackPrefix, "stack-prefix", "", "PostgreSQL: the stack name prefix of the repository, e.g. github.com/acme/app")
+	return cmd
+}
+
+func runGrants(cmd *cobra.Command, f *Factory, opts *GrantsOptions) outcome {
+	o := outcome{command: "grants"}
+	if opts.Store == "" {
+		opts.Store = f.Getenv("SPONSON_STORE")
+	}
+	res, err := grantsFor(opts)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	o.result = res
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+		return o
+	}
+	fmt.Fprintln(f.Out, res.Document)
+	return o
+}
+
+func grantsFor(opts *GrantsOptions) (*GrantsResult, error) {
+	if strings.TrimSpace(opts.For) == "" {
+		return nil, errcode.New(errcode.Usage, "grants needs --for: the principal or role of the repository's CI")
+	}
+	switch {
+	case strings.HasPrefix(opts.Store, "s3://"):
+		loc, err := s3store.ParseURL(opts.Store)
+		if err != nil {
+			return nil, err
+		}
+		if opts.StackPrefix != "" {
+			return nil, errcode.New(errcode.Usage, "--stack-prefix is PostgreSQL's; on S3 the boundary is the URL's prefix").
+				WithHint("Give the repository its own prefix: --store s3://BUCKET/REPOSITORY-PREFIX.")
+		}
+		doc, err := s3store.PrefixPolicy(loc.Bucket, map[string]string{opts.For: loc.Prefix})
+		if err != nil {
+			return nil, errcode.Wrap(errcode.Usage, err, "grants for %s", opts.Store)
+		}
+		return &GrantsResult{Kind: "s3", For: opts.For, Scope: strings.TrimSuffix(loc.Prefix, "/"), Document: doc}, nil
+	case strings.HasPrefix(opts.Store, "postgres://"), strings.HasPrefix(opts.Store, "postgresql://"):
+		doc, err := pgstore.PerStackSQL(pgstore.DefaultSchema, opts.For, opts.StackPrefix)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.Usage, err, "grants for role %s", opts.For).
+				WithHint("Give --for a lower-case role name and --stack-prefix the repository's stack prefix, e.g. github.com/acme/app.")
+		}
+		return &GrantsResult{Kind: "postgres", For: opts.For, Scope: opts.StackPrefix, Document: doc}, nil
+	case opts.Store == "":
+		return nil, errcode.New(errcode.Usage, "grants needs --store: the shared store's URL (s3:// or postgres://)")
+	default:
+		return nil, errcode.New(errcode.Usage, "the store %q has no grants of its own", opts.Store).
+			WithHint("The file store's boundary is the machine's file permissions; the git store's, the repository's access and branch protection on its sponson-stacks/ branches.")
+	}
+}

@@ -1,0 +1,56 @@
+package wrapper
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestGrants(t *testing.T) {
+	for _, c := range []struct {
+		name, code string
+		args       []string
+		env        map[string]string
+		want       []string
+	}{
+		{name: "s3", args: []string{"--store", "s3://state/repo-a", "--for", "arn:aws:iam::1:role/ci-a"},
+			want: []string{`"arn:aws:s3:::state/repo-a/*"`, `"repo-a/*"`, `"arn:aws:iam::1:role/ci-a"`}},
+		{name: "s3 from SPONSON_STORE", args: []string{"--for", "ci"}, env: map[string]string{"SPONSON_STORE": "s3://state/team/app"},
+			want: []string{`"arn:aws:s3:::state/team/app/*"`}},
+		{name: "postgres", args: []string{"--store", "postgres://db/sponson", "--for", "sponson_ci_app", "--stack-prefix", "github.com/acme/app"},
+			want: []string{"GRANT USAGE ON SCHEMA sponson TO sponson_ci_app;", "starts_with(stack, 'github.com/acme/app')"}},
+		{name: "s3 without a prefix", code: "USAGE", args: []string{"--store", "s3://state", "--for", "ci"}},
+		{name: "s3 with a stack prefix", code: "USAGE", args: []string{"--store", "s3://state/a", "--for", "ci", "--stack-prefix", "x"}},
+		{name: "postgres without a prefix", code: "USAGE", args: []string{"--store", "postgres://db/sponson", "--for", "ci"}},
+		{name: "postgres with a bad role", code: "USAGE", args: []string{"--store", "postgres://db/sponson", "--for", "CI; DROP", "--stack-prefix", "x"}},
+		{name: "git", code: "USAGE", args: []string{"--store", "git", "--for", "ci"}},
+		{name: "no principal", code: "USAGE", args: []string{"--store", "s3://state/a"}},
+		{name: "no store", code: "USAGE", args: []string{"--for", "ci"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, out, _ := testFactory(c.env)
+			code := runWith(context.Background(), append([]string{"grants", "--json"}, c.args...), f, nil)
+			env := decode(t, out)
+			if c.code != "" {
+				if code == 0 || env.Error == nil || string(env.Error.Code) != c.code {
+					t.Fatalf("exit %d, error %+v; want %s", code, env.Error, c.code)
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("exit %d: %+v", code, env.Error)
+			}
+			b, _ := json.Marshal(env.Result)
+			var res GrantsResult
+			if err := json.Unmarshal(b, &res); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(res.Document, w) {
+					t.Errorf("the document lacks %s:\n%s", w, res.Document)
+				}
+			}
+		})
+	}
+}
