@@ -1,0 +1,183 @@
+package wrapper_test
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// maintenanceStacks is the three-stack repository with an object of the
+// fixture provider in stacks/docs, which can be changed outside the
+// engine: what drift finds.
+func maintenanceStacks() map[string]string {
+	files := maps.Clone(multiStack)
+	files["stacks/docs/main.tf"] = `terraform {
+  required_providers {
+    sponson = { source = "sponson/sponson" }
+    fixture = { source = "sponson/fixture" }
+  }
+}
+
+resource "sponson_scope" "this" {
+  identity = {
+    fixture_object = ["name"]
+  }
+}
+
+resource "fixture_object" "doc" {
+  name  = "doc-${sponson_scope.this.name}"
+  value = "docs of ${sponson_scope.this.name}"
+}
+`
+	return files
+}
+
+// TestE2EMultiStackGCDrift: gc and drift across every stack of an
+// environment with --all, on one store (file and PostgreSQL). Without
+// --all gc destroys only its own stack's scopes and drift checks only its
+// own stack; with it drift checks the scopes of the three stacks and finds
+// the one changed by hand, and gc collects a closed pull request's scope in
+// every stack, app before the network it reads.
+func TestE2EMultiStackGCDrift(t *testing.T) {
+	h := e2e(t)
+	t.Run("file", func(t *testing.T) {
+		gcDriftScenario(t, h, "--store=file://"+filepath.Join(t.TempDir(), "store"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		gcDriftScenario(t, h, "--store="+newPgE2E(t).url)
+	})
+}
+
+func gcDriftScenario(t *testing.T, h *harness, storeFlag string) {
+	root := repoWith(t, maintenanceStacks())
+	fixture, objects := fixtureEnv(t)
+	env := append([]string{deriveStack}, fixture...)
+	// The remote gc's branch rule asks: main and feat/six exist.
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	gitIn(t, filepath.Dir(remote), "init", "--quiet", "--bare", remote)
+	gitIn(t, root, "push", "--quiet", remote, "HEAD:refs/heads/main", "HEAD:refs/heads/feat/six")
+
+	for _, scope := range [][]string{{"--branch", "main"}, {"--pr", "5", "--branch", "feat/five"}, {"--pr", "6", "--branch", "feat/six"}} {
+		h.mustRunEnv(root, env, append([]string{"apply", "--all", storeFlag}, scope...)...)
+	}
+
+	// drift --all: the nine scopes of the three stacks, in sync.
+	r := h.run(root, env, "drift", "--all", storeFlag, "--json")
+	if r.exit != 0 {
+		t.Fatalf("drift --all before any change: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	res := r.envelope(t)["result"].(map[string]any)
+	if res["inSync"] != float64(9) || res["drifted"] != float64(0) || res["failed"] != float64(0) {
+		t.Errorf("drift --all: %v in sync, %v drifted, %v failed; want 9 in sync\n%s", res["inSync"], res["drifted"], res["failed"], r.stderr)
+	}
+	if d := cmp.Diff([]string{"stacks/docs succeeded", "stacks/network succeeded", "stacks/app succeeded"}, stackRows(t, r, "status")); d != "" {
+		t.Errorf("drift --all (-want +got):\n%s", d)
+	}
+
+	// docs of pr-5 is changed by hand: drift --all finds it, and only it.
+	obj := filepath.Join(objects, "objects", "doc-pr-5.json")
+	var o map[string]any
+	if err := json.Unmarshal(readFile(t, obj), &o); err != nil {
+		t.Fatal(err)
+	}
+	o["value"] = "edited by hand"
+	b, _ := json.Marshal(o)
+	if err := os.WriteFile(obj, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(t.TempDir(), "drift.md")
+	r = h.run(root, env, "drift", "--all", storeFlag, "--json", "--summary", md)
+	if r.exit != 1 || r.code(t) != "DRIFT_DETECTED" {
+		t.Fatalf("drift --all after a change by hand: exit %d, %s; want 1, DRIFT_DETECTED\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	res = r.envelope(t)["result"].(map[string]any)
+	if res["inSync"] != float64(8) || res["drifted"] != float64(1) {
+		t.Errorf("drift --all: %v in sync, %v drifted; want 8 and 1\n%s", res["inSync"], res["drifted"], r.stderr)
+	}
+	if msg := r.envelope(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "stacks/docs pr-5") {
+		t.Errorf("DRIFT_DETECTED does not name docs' pr-5: %s", msg)
+	}
+	if !strings.Contains(r.stderr, `stacks/docs: drift: 2 in sync, 1 drifted, 0 failed: pr-5 [fixture_object.doc (update)]`) {
+		t.Errorf("the log does not say what drifted in docs:\n%s", r.stderr)
+	}
+	summary := string(readFile(t, md))
+	for _, want := range []string{"### sponson drift --all · preview: 8 in sync, 1 drifted, 0 failed in 3 stacks", "#### `stacks/docs`", "#### `stacks/app`", "Refresh-only plan of pr-5"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, summary)
+		}
+	}
+	// drift of one stack checks that stack only.
+	one := h.run(root, env, "drift", "--chdir", "stacks/app", storeFlag, "--json")
+	if one.exit != 0 || one.envelope(t)["result"].(map[string]any)["inSync"] != float64(3) {
+		t.Errorf("drift of app alone: exit %d, %v in sync; want 0 and app's 3 scopes\n%s", one.exit, one.envelope(t)["result"], one.stderr)
+	}
+
+	// gc --all, dry run: pr-5 (closed, its branch gone) in each stack,
+	// nothing destroyed.
+	gcArgs := []string{"gc", "--all", storeFlag, "--open-prs", "6", "--remote", remote, "--json"}
+	r = h.mustRunEnv(root, env, gcArgs...)
+	res = r.envelope(t)["result"].(map[string]any)
+	if res["dryRun"] != true || res["selected"] != float64(3) || res["destroyed"] != float64(0) {
+		t.Errorf("gc --all dry run: %v", res)
+	}
+	for _, dir := range []string{"stacks/docs", "stacks/network", "stacks/app"} {
+		if !strings.Contains(r.stderr, dir+": gc: would destroy pr-5\n") {
+			t.Errorf("the dry run does not say pr-5 of %s would be destroyed:\n%s", dir, r.stderr)
+		}
+	}
+	if got := appOutputs(t, h, root, storeFlag, "pr-5"); got["vpc"] != "vpc-pr-5-10.0.0.0/16" {
+		t.Fatalf("the dry run changed app's pr-5: outputs %v", got)
+	}
+
+	// gc of one stack with --yes destroys only that stack's scopes.
+	r = h.mustRunEnv(root, env, "gc", "--chdir", "stacks/docs", storeFlag, "--open-prs", "6", "--remote", remote, "--yes", "--json")
+	got := map[string]string{}
+	for _, s := range r.envelope(t)["result"].(map[string]any)["scopes"].([]any) {
+		m := s.(map[string]any)
+		reason, _ := m["skipReason"].(string)
+		got[m["stack"].(string)+" "+m["scope"].(string)] = m["outcome"].(string) + " " + reason
+	}
+	if d := cmp.Diff(map[string]string{
+		"github.com/acme/infra//stacks/docs pr-5":    "destroyed ",
+		"github.com/acme/infra//stacks/network pr-5": "skipped other-stack",
+		"github.com/acme/infra//stacks/app pr-5":     "skipped other-stack",
+	}, got); d != "" {
+		t.Errorf("gc of docs alone (-want +got):\n%s\n%s", d, r.stdout)
+	}
+
+	// gc --all --yes: pr-5 of app before pr-5 of network; main and pr-6
+	// stay.
+	r = h.mustRunEnv(root, env, append(gcArgs, "--yes")...)
+	res = r.envelope(t)["result"].(map[string]any)
+	if res["destroyed"] != float64(2) || res["failed"] != float64(0) {
+		t.Errorf("gc --all --yes: %v\n%s", res, r.stderr)
+	}
+	if done, start := lineIndex(r.stderr, "stacks/app: gc: destroyed pr-5"), lineIndex(r.stderr, "stacks/network: gc started"); done < 0 || start < done {
+		t.Errorf("network's gc started (line %d) before app's destroyed pr-5 (line %d):\n%s", start, done, r.stderr)
+	}
+	if got := appOutputs(t, h, root, storeFlag, "pr-5"); len(got) != 0 {
+		t.Errorf("app's pr-5 still has outputs after gc --all: %v", got)
+	}
+	if got := appOutputs(t, h, root, storeFlag, "pr-6"); got["vpc"] != "vpc-pr-6-10.0.0.0/16" {
+		t.Errorf("app's pr-6 after gc --all = %v, want it kept", got)
+	}
+	r = h.mustRunEnv(root, env, gcArgs...)
+	if res = r.envelope(t)["result"].(map[string]any); res["selected"] != float64(0) {
+		t.Errorf("gc --all after collecting: %v selected, want none\n%s", res["selected"], r.stderr)
+	}
+
+	// --parallelism needs --all; --all refuses SPONSON_STACK.
+	r = h.run(root, env, "drift", "--parallelism", "2", storeFlag, "--json")
+	if r.exit != 2 || r.code(t) != "USAGE" {
+		t.Errorf("drift --parallelism without --all: exit %d, %s; want 2, USAGE", r.exit, r.code(t))
+	}
+	r = h.run(root, append(env, "SPONSON_STACK=x"), "gc", "--all", storeFlag, "--json")
+	if r.exit != 2 || r.code(t) != "USAGE" {
+		t.Errorf("gc --all with SPONSON_STACK: exit %d, %s; want 2, USAGE", r.exit, r.code(t))
+	}
+}
