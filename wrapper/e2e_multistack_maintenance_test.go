@@ -181,3 +181,56 @@ func gcDriftScenario(t *testing.T, h *harness, storeFlag string) {
 		t.Errorf("gc --all with SPONSON_STACK: exit %d, %s; want 2, USAGE", r.exit, r.code(t))
 	}
 }
+
+// TestE2EStacksChangedWorkingTree: --changed counts what the working tree
+// changed and has not committed (modified, staged, new), names those files
+// "(not committed)", and leaves out what the engine and sponson write
+// themselves (.terraform/, .sponson/, a new lock file).
+func TestE2EStacksChangedWorkingTree(t *testing.T) {
+	h := e2e(t)
+	root := repoWith(t, multiStack)
+	env := []string{deriveStack}
+	gitIn(t, root, "checkout", "--quiet", "-b", "feat")
+	write := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("stacks/app/main.tf", string(readFile(t, filepath.Join(root, "stacks/app/main.tf")))+"\n# not committed\n")
+	write("stacks/docs/README.md", "new, not tracked\n")
+	gitIn(t, root, "add", "stacks/docs/README.md")
+	write("stacks/network/.terraform.lock.hcl", "# written by init\n")
+	write("stacks/network/.terraform/modules/modules.json", "{}\n")
+	write("stacks/network/.sponson/x", "")
+
+	r := h.mustRunEnv(root, env, "stacks", "--changed", "--base", "main", "--json")
+	want := []string{
+		"stacks/app changed: stacks/app/main.tf (not committed)",
+		"stacks/docs changed: stacks/docs/README.md (not committed)",
+	}
+	if d := cmp.Diff(want, stackRows(t, r, "reasons")); d != "" {
+		t.Errorf("stacks --changed with a dirty working tree (-want +got):\n%s", d)
+	}
+	if got := r.envelope(t)["result"].(map[string]any)["uncommitted"]; len(got.([]any)) != 2 {
+		t.Errorf("result.uncommitted = %v, want app's main.tf and docs' README.md", got)
+	}
+	human := h.mustRunEnv(root, env, "stacks", "--changed", "--base", "main")
+	t.Logf("sponson stacks --changed --base main, before the commit:\n%s", human.stdout)
+	if !strings.Contains(human.stdout, "why each is listed (changes since main, and 2 files of the working tree not committed):") {
+		t.Errorf("stacks --changed does not say the working tree counts:\n%s", human.stdout)
+	}
+
+	// Committed, the same files are changes of the branch.
+	gitIn(t, root, "add", "stacks/app/main.tf")
+	gitIn(t, root, "commit", "--quiet", "-m", "app and docs")
+	r = h.mustRunEnv(root, env, "stacks", "--changed", "--base", "main", "--json")
+	want = []string{"stacks/app changed: stacks/app/main.tf", "stacks/docs changed: stacks/docs/README.md"}
+	if d := cmp.Diff(want, stackRows(t, r, "reasons")); d != "" {
+		t.Errorf("stacks --changed after the commit (-want +got):\n%s", d)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -37,9 +38,12 @@ type StacksResult struct {
 	// (--changed only).
 	Root string `json:"root"`
 	// Top is the repository's root, Root outside a repository.
-	Top    string              `json:"-"`
-	Base   string              `json:"base,omitempty"`
-	Stacks []*stackgraph.Stack `json:"stacks"`
+	Top  string `json:"-"`
+	Base string `json:"base,omitempty"`
+	// Uncommitted are the changed files (--changed) that only the working
+	// tree changed: modified, staged, or not tracked and not ignored.
+	Uncommitted []string            `json:"uncommitted,omitempty"`
+	Stacks      []*stackgraph.Stack `json:"stacks"`
 }
 
 var stacksFlagEnv = map[string]string{"chdir": "SPONSON_CHDIR", "base": "SPONSON_BASE"}
@@ -66,7 +70,12 @@ apply --all run them in.
 (` + "`git diff --name-only BASE...HEAD`" + `): a file under the stack's directory (and
 under no deeper stack's), under a local module it uses (followed through
 modules of modules), or a sponson.hcl in its directory or above; and every
-stack that depends on one of them. Each says why it is listed. --base
+stack that depends on one of them. Each says why it is listed. What the
+working tree changed and is not committed yet counts too (modified, staged,
+or new and not ignored), and its files are named "(not committed)": run
+locally, --changed shows what the next commit would change; what the engine
+and sponson write (.terraform/, .sponson/, a new .terraform.lock.hcl) is left
+out. A CI checkout is clean, so there only commits count. --base
 defaults to the pull request's target branch on GitHub Actions
 (origin/$GITHUB_BASE_REF) and GitLab (the merge request's diff base), else
 the remote's default branch (origin/HEAD), else main. On a push to the
@@ -172,11 +181,12 @@ func selectStacks(ctx context.Context, f *Factory, opts *StacksOptions) (*Stacks
 		if base == "" {
 			base = defaultBase(f.Getenv, git)
 		}
-		files, err := changedFiles(ctx, top, base)
+		files, uncommitted, err := changedFiles(ctx, top, base)
 		if err != nil {
 			return nil, set.Warnings, err
 		}
-		res.Base, res.Stacks = base, set.Changed(files, opts.varFiles...).Stacks
+		res.Base, res.Uncommitted = base, uncommitted
+		res.Stacks = set.ChangedBy(stackgraph.Changes{Files: files, Uncommitted: uncommitted, VarFiles: opts.varFiles}).Stacks
 	}
 	if res.Stacks == nil {
 		res.Stacks = []*stackgraph.Stack{}
@@ -214,13 +224,62 @@ func defaultBase(getenv func(string) string, git func(...string) (string, error)
 }
 
 // changedFiles lists the files changed between base and HEAD, relative to
-// the repository root: `git diff --name-only base...HEAD`, what the pull
-// request changed since it left base.
-func changedFiles(ctx context.Context, top, base string) ([]string, error) {
-	out, stderr, err := gitcli.Cmd{Dir: top, Args: []string{"diff", "--name-only", "--no-renames", "-z", base + "...HEAD", "--"}, Timeout: time.Minute}.Run(ctx)
+// the repository root: `git diff --name-only base...HEAD`, what the branch
+// changed since it left base; and those the working tree changed beside
+// them (uncommitted): modified or staged (`git diff --name-only HEAD`) and
+// not tracked (`git ls-files --others --exclude-standard`), as a user
+// running --changed before committing expects. What the engine and sponson
+// write into a stack's directory themselves (.terraform/, .sponson/, a new
+// .terraform.lock.hcl) is not a change of the working tree.
+func changedFiles(ctx context.Context, top, base string) (files, uncommitted []string, err error) {
+	committed, stderr, err := gitFiles(ctx, top, "diff", "--name-only", "--no-renames", "-z", base+"...HEAD", "--")
 	if err != nil {
-		return nil, errcode.New(errcode.Usage, "cannot list the files changed between %s and HEAD: %s", base, strings.TrimSpace(stderr)).
+		return nil, nil, errcode.New(errcode.Usage, "cannot list the files changed between %s and HEAD: %s", base, stderr).
 			WithHint("Pass --base REF naming a revision this checkout has (fetch it first: a shallow CI checkout may lack it, e.g. actions/checkout with fetch-depth: 0).")
+	}
+	modified, stderr, err := gitFiles(ctx, top, "diff", "--name-only", "--no-renames", "-z", "HEAD", "--")
+	if err != nil {
+		return nil, nil, errcode.New(errcode.Usage, "cannot list the files the working tree changed: %s", stderr)
+	}
+	untracked, stderr, err := gitFiles(ctx, top, "ls-files", "--others", "--exclude-standard", "-z")
+	if err != nil {
+		return nil, nil, errcode.New(errcode.Usage, "cannot list the files the working tree does not track: %s", stderr)
+	}
+	seen := map[string]bool{}
+	for _, f := range committed {
+		seen[f] = true
+	}
+	files = committed
+	for i, list := range [][]string{modified, untracked} {
+		for _, f := range list {
+			if seen[f] || written(f, i == 1) {
+				continue
+			}
+			seen[f] = true
+			files = append(files, f)
+			uncommitted = append(uncommitted, f)
+		}
+	}
+	return files, uncommitted, nil
+}
+
+// written reports whether a file of the working tree is one the engine or
+// sponson writes: under .terraform/ or .sponson/, or a lock file that is
+// not tracked yet (init writes it).
+func written(f string, untracked bool) bool {
+	for _, e := range strings.Split(f, "/") {
+		if e == ".terraform" || e == ".sponson" {
+			return true
+		}
+	}
+	return untracked && path.Base(f) == ".terraform.lock.hcl"
+}
+
+// gitFiles runs a git command that prints NUL-separated paths.
+func gitFiles(ctx context.Context, top string, args ...string) ([]string, string, error) {
+	out, stderr, err := gitcli.Cmd{Dir: top, Args: args, Timeout: time.Minute}.Run(ctx)
+	if err != nil {
+		return nil, strings.TrimSpace(stderr), err
 	}
 	var files []string
 	for _, f := range strings.Split(string(out), "\x00") {
@@ -228,7 +287,7 @@ func changedFiles(ctx context.Context, top, base string) ([]string, error) {
 			files = append(files, f)
 		}
 	}
-	return files, nil
+	return files, "", nil
 }
 
 // writeStacks prints the stacks as a table, then why each changed one is
@@ -255,7 +314,11 @@ func writeStacks(w io.Writer, res *StacksResult) {
 	if res.Base == "" {
 		return
 	}
-	fmt.Fprintf(w, "\nwhy each is listed (changes since %s):\n", res.Base)
+	if len(res.Uncommitted) > 0 {
+		fmt.Fprintf(w, "\nwhy each is listed (changes since %s, and %d %s of the working tree not committed):\n", res.Base, len(res.Uncommitted), plural(len(res.Uncommitted), "file", "files"))
+	} else {
+		fmt.Fprintf(w, "\nwhy each is listed (changes since %s):\n", res.Base)
+	}
 	for _, s := range res.Stacks {
 		for _, r := range s.Reasons {
 			fmt.Fprintf(w, "  %s: %s\n", s.Directory, r)

@@ -21,6 +21,39 @@ import (
 // -var-file paths, relative to each stack's directory as the engine reads
 // them, or absolute).
 func (s *Set) Changed(files []string, varFiles ...string) *Set {
+	return s.ChangedBy(Changes{Files: files, VarFiles: varFiles})
+}
+
+// Changes are what a selection of changed stacks compares.
+type Changes struct {
+	// Files are the changed files, relative to the repository root and
+	// slash-separated.
+	Files []string
+	// Uncommitted are those of Files that only the working tree changed
+	// (modified, staged or not tracked): the reasons say "not committed"
+	// after their names.
+	Uncommitted []string
+	// VarFiles are the run's -var-file paths (see Changed).
+	VarFiles []string
+}
+
+// ChangedBy is Changed with files marked as not committed.
+func (s *Set) ChangedBy(c Changes) *Set {
+	files, varFiles := c.Files, c.VarFiles
+	uncommitted := map[string]bool{}
+	for _, f := range c.Uncommitted {
+		uncommitted[f] = true
+	}
+	list := func(files []string) string {
+		named := make([]string, len(files))
+		for i, f := range files {
+			named[i] = f
+			if uncommitted[f] {
+				named[i] += " (not committed)"
+			}
+		}
+		return list(named)
+	}
 	owner := func(f string) *Stack {
 		var best *Stack
 		for _, st := range s.Stacks {
@@ -68,7 +101,7 @@ func (s *Set) Changed(files []string, varFiles ...string) *Set {
 		for _, vf := range varFiles {
 			p := s.repoPath(st.Directory, vf)
 			if slices.Contains(files, p) && !slices.Contains(own, p) {
-				add(st.Directory, "its -var-file "+vf+" changed: "+p)
+				add(st.Directory, "its -var-file "+vf+" changed: "+list([]string{p}))
 			}
 		}
 	}
