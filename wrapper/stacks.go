@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
+	"github.com/sponson/terraform-provider-sponson/internal/stackpipeline"
 )
 
 // StacksOptions are the options of `sponson stacks`, and the stack
@@ -27,6 +29,9 @@ type StacksOptions struct {
 	// touch, and their dependents.
 	Changed bool
 	Base    string
+	// GitLabPipeline is the file the GitLab child pipeline of the stacks
+	// is written to, from GitLabTemplate (internal/stackpipeline).
+	GitLabPipeline, GitLabTemplate string
 	// varFiles are the run's -var-file paths, which --changed counts as
 	// files of every stack (plan and apply only).
 	varFiles []string
@@ -44,6 +49,21 @@ type StacksResult struct {
 	// tree changed: modified, staged, or not tracked and not ignored.
 	Uncommitted []string            `json:"uncommitted,omitempty"`
 	Stacks      []*stackgraph.Stack `json:"stacks"`
+	// Layers are Stacks by depth: Layers[d] holds the stacks of depth d,
+	// what one layer of a CI matrix takes (GitHub Actions:
+	// fromJSON(...).result.layers[d]).
+	Layers [][]*stackgraph.Stack `json:"layers"`
+}
+
+// layered fills Layers from Stacks.
+func (r *StacksResult) layered() {
+	r.Layers = [][]*stackgraph.Stack{}
+	for _, s := range r.Stacks {
+		for len(r.Layers) <= s.Depth {
+			r.Layers = append(r.Layers, []*stackgraph.Stack{})
+		}
+		r.Layers[s.Depth] = append(r.Layers[s.Depth], s)
+	}
 }
 
 var stacksFlagEnv = map[string]string{"chdir": "SPONSON_CHDIR", "base": "SPONSON_BASE"}
@@ -85,7 +105,17 @@ ${{ github.event.before }}, $CI_COMMIT_BEFORE_SHA): the branch is its own base.
 --json gives the envelope whose result.stacks is a list of {"stack",
 "directory", "depth", "needs", "reasons"}: what a GitHub Actions matrix
 (fromJSON) or a GitLab parent-child pipeline takes, one job per stack, a
-layer of jobs per depth.`,
+layer of jobs per depth. result.layers holds the same stacks by depth
+(layers[0] are those of depth 0): the matrix of one layer of a GitHub Actions
+workflow (fromJSON(needs.stacks.outputs.stacks).result.layers[0]).
+
+--gitlab-pipeline FILE writes a GitLab child pipeline of the listed stacks to
+FILE, for a trigger job to run (trigger:include:artifact): the --gitlab-template
+file first (a GitLab CI file that defines the hidden job .sponson-stack, one
+stack's job: image, install, the sponson line; and no stages or visible jobs),
+then a stage per depth (depth-0, depth-1, ...) and, per stack, a job "stack DIR"
+extending .sponson-stack in its depth's stage with SPONSON_CHDIR set to its
+directory. Without a stack to run the pipeline holds one job saying so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out.command = "stacks"
@@ -99,6 +129,8 @@ layer of jobs per depth.`,
 		},
 	}
 	opts.bind(cmd, "list")
+	cmd.Flags().StringVar(&opts.GitLabPipeline, "gitlab-pipeline", "", "write a GitLab child pipeline of the listed stacks to `FILE`: a stage per depth, a job per stack extending "+stackpipeline.StackJob+" of --gitlab-template")
+	cmd.Flags().StringVar(&opts.GitLabTemplate, "gitlab-template", "", "the GitLab CI `FILE` --gitlab-pipeline starts from: it defines the hidden job "+stackpipeline.StackJob+" (one stack's job) and no stages")
 	cmd.Flags().StringVar(&opts.Chdir, "chdir", "", "the directory to look for stacks in (env SPONSON_CHDIR; default: the repository root, else the working directory)")
 	return cmd
 }
@@ -115,6 +147,11 @@ func runStacks(cmd *cobra.Command, f *Factory, opts *StacksOptions) outcome {
 		o.err = errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
 		return o
 	}
+	if (opts.GitLabPipeline == "") != (opts.GitLabTemplate == "") {
+		o.err = errcode.New(errcode.Usage, "--gitlab-pipeline and --gitlab-template go together: the pipeline is written from the template").
+			WithHint("Pass --gitlab-template FILE, the GitLab CI file that defines " + stackpipeline.StackJob + ", with --gitlab-pipeline FILE.")
+		return o
+	}
 	res, warnings, err := selectStacks(cmd.Context(), f, opts)
 	o.warnings = warnings
 	if err != nil {
@@ -122,6 +159,12 @@ func runStacks(cmd *cobra.Command, f *Factory, opts *StacksOptions) outcome {
 		return o
 	}
 	o.result = res
+	if opts.GitLabPipeline != "" {
+		if err := writeGitLabPipeline(opts, res); err != nil {
+			o.err = err
+			return o
+		}
+	}
 	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
 		return o
 	}
@@ -191,7 +234,29 @@ func selectStacks(ctx context.Context, f *Factory, opts *StacksOptions) (*Stacks
 	if res.Stacks == nil {
 		res.Stacks = []*stackgraph.Stack{}
 	}
+	res.layered()
 	return res, set.Warnings, nil
+}
+
+// writeGitLabPipeline writes the GitLab child pipeline of the selected
+// stacks (internal/stackpipeline).
+func writeGitLabPipeline(opts *StacksOptions, res *StacksResult) error {
+	tpl, err := os.ReadFile(opts.GitLabTemplate)
+	if err != nil {
+		return errcode.Wrap(errcode.Usage, err, "--gitlab-template %q cannot be read", opts.GitLabTemplate)
+	}
+	why := fmt.Sprintf("all %d stacks", len(res.Stacks))
+	if res.Base != "" {
+		why = fmt.Sprintf("%d %s changed since %s, or depending on one that did", len(res.Stacks), plural(len(res.Stacks), "stack", "stacks"), res.Base)
+	}
+	out, err := stackpipeline.GitLab(tpl, res.Stacks, why)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(opts.GitLabPipeline, out); err != nil {
+		return errcode.Wrap(errcode.Usage, err, "writing --gitlab-pipeline %s", opts.GitLabPipeline)
+	}
+	return nil
 }
 
 // withoutStackVar hides SPONSON_STACK, which names one run's stack, from the
