@@ -117,6 +117,8 @@ var driftFlagEnv = map[string]string{
 	"parallelism": "SPONSON_PARALLELISM",
 }
 
+// runDrift reads drift's variables and checks its arguments, then runs it
+// in the configuration's stack, or with --all in every stack.
 func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	o := outcome{command: "drift"}
 	// Every flag its SPONSON_* variable, before the plan's flags are made
@@ -138,6 +140,12 @@ func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	if opts.Every.All {
 		return runDriftAll(cmd, f, opts)
 	}
+	return runDriftOne(cmd, f, opts)
+}
+
+// runDriftOne checks the scopes of the configuration's stack.
+func runDriftOne(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
+	o := outcome{command: "drift"}
 	// The run flags of a plan resolve everything but the scope, which each
 	// check sets; "main" only lets detection succeed outside CI.
 	rf := RunFlags{Env: opts.Env, Scope: "main", Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}
