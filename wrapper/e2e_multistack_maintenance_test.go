@@ -150,6 +150,13 @@ func gcDriftScenario(t *testing.T, h *harness, storeFlag string) {
 		t.Errorf("gc of docs alone (-want +got):\n%s\n%s", d, r.stdout)
 	}
 
+	// gc --all --yes of network alone is refused: app, outside the run,
+	// reads network.
+	r = h.run(root, env, append(gcArgs, "--yes", "--chdir", "stacks/network")...)
+	if r.exit != 2 || r.code(t) != "STACK_HAS_DEPENDENTS" {
+		t.Errorf("gc --all --yes --chdir stacks/network: exit %d, %s; want 2, STACK_HAS_DEPENDENTS\n%s", r.exit, r.code(t), r.stderr)
+	}
+
 	// gc --all --yes: pr-5 of app before pr-5 of network; main and pr-6
 	// stay.
 	r = h.mustRunEnv(root, env, append(gcArgs, "--yes")...)

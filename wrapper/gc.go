@@ -221,7 +221,9 @@ those of the stacks that read its outputs were; a failure there skips it), up
 to --parallelism (default 4) at once. One line per stack, one --json document
 with each stack's result and the totals, the worst exit code. Each stack
 selects its own scopes: pr-closed and branch-gone select a scope in every
-stack alike, --older-than judges each stack's own last run.
+stack alike, --older-than judges each stack's own last run. gc --all --yes
+under a --chdir that leaves out a stack depending on one of the run is
+refused (STACK_HAS_DEPENDENTS, exit 2): run it from the repository root.
 
 Run gc in the configuration directory that created the scopes (or name it with
 --chdir), with the -var and -var-file a destroy there needs: like destroy, gc

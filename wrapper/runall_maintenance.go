@@ -239,6 +239,12 @@ func runGCAll(cmd *cobra.Command, f *Factory, opts *GCOptions) outcome {
 		o.err = err
 		return o
 	}
+	if opts.Yes {
+		if err := checkGCDependents(cmd.Context(), f, m.set); err != nil {
+			o.err = err
+			return o
+		}
+	}
 	base := everyStackArgs(cmd, "gc", nil)
 	m.argsFor = func(s *stackgraph.Stack) []string { return append(slices.Clone(base), "--stack="+s.Name) }
 	m.quiet = func(*StackRunResult) bool { return false }
@@ -265,6 +271,41 @@ func runGCAll(cmd *cobra.Command, f *Factory, opts *GCOptions) outcome {
 	m.lines.line("sponson gc --all: %d %s %s in %d stacks, %d failed, %d skipped", n, plural(n, "scope", "scopes"), verb, len(res.Stacks), res.Failed, res.Skipped)
 	o.err = worstOf(res.Stacks)
 	return o
+}
+
+// checkGCDependents refuses gc --all --yes under a --chdir that leaves out
+// stacks of the repository depending on stacks of the run: their scopes
+// would lose the outputs they read, and gc, which selects scopes by rules,
+// cannot tell which they still need. Under the repository root every
+// dependent is in the run, collected first.
+func checkGCDependents(ctx context.Context, f *Factory, set *StacksResult) error {
+	if set.Top == set.Root {
+		return nil
+	}
+	full, _, err := selectStacks(ctx, f, &StacksOptions{Chdir: set.Top})
+	if err != nil {
+		return err
+	}
+	inRun := map[string]bool{}
+	for _, s := range set.Stacks {
+		inRun[s.Directory] = true
+	}
+	var outside []string
+	for _, s := range full.Stacks {
+		if inRun[s.Directory] {
+			continue
+		}
+		for _, n := range s.Needs {
+			if inRun[n] {
+				outside = append(outside, s.Directory+" (it needs "+n+")")
+			}
+		}
+	}
+	if len(outside) > 0 {
+		return errcode.New(errcode.StackHasDependents, "gc --all --yes under %s would collect scopes of stacks that stacks outside it depend on: %s", set.Root, strings.Join(outside, "; ")).
+			With("dependents", outside).WithHint("Run gc --all from the repository root, which collects the dependents first.")
+	}
+	return nil
 }
 
 // gcStackLine is the line of a stack whose gc succeeded.
