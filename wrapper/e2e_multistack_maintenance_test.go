@@ -241,3 +241,69 @@ func TestE2EStacksChangedWorkingTree(t *testing.T) {
 		t.Errorf("stacks --changed after the commit (-want +got):\n%s", d)
 	}
 }
+
+// TestE2EMultiStackStateKey: the stacks of apply --all on an encrypted git
+// store get the state key (on a pipe, as the parent holds it in memory
+// only): both apply, the dependent reading its upstream's sealed state,
+// and no engine of either stack sees the key in its environment.
+func TestE2EMultiStackStateKey(t *testing.T) {
+	h := e2e(t)
+	dump := func(stack, extra string) string {
+		return `terraform {
+  required_providers {
+    sponson = { source = "sponson/sponson" }
+  }
+}
+
+variable "dir" {
+  type = string
+}
+
+resource "sponson_scope" "this" {}
+` + extra + `
+resource "terraform_data" "dump" {
+  input = "dumped"
+  provisioner "local-exec" {
+    command = "env > ${var.dir}/` + stack + `.env"
+  }
+}
+
+output "input" {
+  value = terraform_data.dump.input
+}
+`
+	}
+	root := repoWith(t, map[string]string{
+		"stacks/a/main.tf": dump("a", ""),
+		"stacks/b/main.tf": dump("b", `
+data "sponson_outputs" "a" {
+  stack = "stacks/a"
+}
+
+output "from_a" {
+  value = data.sponson_outputs.a.values.input
+}
+`),
+	})
+	_, storeFlag, keyEnv := gitRemote(t)
+	marks := t.TempDir()
+	env := append([]string{deriveStack}, keyEnv...)
+	r := h.run(root, env, "apply", "--all", "--branch", "main", storeFlag, "-var", "dir="+marks, "--json")
+	if r.exit != 0 {
+		t.Fatalf("apply --all with a state key: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	key := strings.TrimPrefix(keyEnv[0], "SPONSON_STATE_KEY=")
+	for _, s := range []string{"a", "b"} {
+		dumped := string(readFile(t, filepath.Join(marks, s+".env")))
+		if strings.Contains(dumped, key) || strings.Contains(dumped, "SPONSON_STATE_KEY") {
+			t.Errorf("the engine of stacks/%s saw the state key", s)
+		}
+	}
+	out := h.mustRunEnv(root, env, "output", storeFlag, "--chdir", "stacks/b", "--branch", "main", "from_a")
+	if !strings.Contains(out.stdout, "dumped") {
+		t.Errorf("b's from_a = %q, want a's output", out.stdout)
+	}
+	if r := h.run(root, []string{deriveStack}, "output", storeFlag, "--chdir", "stacks/b", "--branch", "main", "from_a"); r.exit == 0 {
+		t.Errorf("b's state was read without the key: it is not sealed\n%s", r.stdout)
+	}
+}
