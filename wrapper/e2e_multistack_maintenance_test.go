@@ -102,6 +102,7 @@ func gcDriftScenario(t *testing.T, h *harness, storeFlag string) {
 	if msg := r.envelope(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "stacks/docs pr-5") {
 		t.Errorf("DRIFT_DETECTED does not name docs' pr-5: %s", msg)
 	}
+	t.Logf("sponson drift --all:\n%s", r.stderr)
 	if !strings.Contains(r.stderr, `stacks/docs: drift: 2 in sync, 1 drifted, 0 failed: pr-5 [fixture_object.doc (update)]`) {
 		t.Errorf("the log does not say what drifted in docs:\n%s", r.stderr)
 	}
@@ -160,6 +161,7 @@ func gcDriftScenario(t *testing.T, h *harness, storeFlag string) {
 	// gc --all --yes: pr-5 of app before pr-5 of network; main and pr-6
 	// stay.
 	r = h.mustRunEnv(root, env, append(gcArgs, "--yes")...)
+	t.Logf("sponson gc --all --yes:\n%s", r.stderr)
 	res = r.envelope(t)["result"].(map[string]any)
 	if res["destroyed"] != float64(2) || res["failed"] != float64(0) {
 		t.Errorf("gc --all --yes: %v\n%s", res, r.stderr)
