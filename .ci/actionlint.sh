@@ -44,6 +44,21 @@ for f in action.yml "${workflows[@]}"; do
 	echo "action-validator $f"
 	"$validator" "$f" || status=1
 done
+# The monorepo workflow calls its stack's job as
+# ./.github/workflows/sponson-stack.yml: both are checked where a user puts
+# them, so that actionlint reads the call's inputs from the called file.
+mono="$(mktemp -d)"
+trap 'rm -rf "$mono"' EXIT
+mkdir -p "$mono/.github/workflows"
+cp examples/ci/github-actions-monorepo.yml "$mono/.github/workflows/sponson.yml"
+cp examples/ci/github-actions-monorepo-stack.yml "$mono/.github/workflows/sponson-stack.yml"
+git init --quiet "$mono"
+echo "actionlint examples/ci/github-actions-monorepo.yml examples/ci/github-actions-monorepo-stack.yml (as .github/workflows/sponson.yml, sponson-stack.yml)"
+(cd "$mono" && "$actionlint" -no-color .github/workflows/sponson.yml .github/workflows/sponson-stack.yml) || status=1
+for f in examples/ci/github-actions-monorepo.yml examples/ci/github-actions-monorepo-stack.yml; do
+	echo "action-validator $f"
+	"$validator" "$f" || status=1
+done
 if command -v shellcheck >/dev/null 2>&1; then
 	echo "shellcheck install.sh"
 	shellcheck install.sh || status=1

@@ -559,11 +559,13 @@ var glReserved = map[string]bool{
 	"image": true, "services": true, "before_script": true, "after_script": true, "cache": true,
 }
 
-func loadGitLab(t *testing.T) *glPipeline {
+func loadGitLab(t *testing.T) *glPipeline { return loadGitLabFile(t, gitlabTemplate) }
+
+func loadGitLabFile(t *testing.T, file string) *glPipeline {
 	t.Helper()
 	var root yaml.Node
-	if err := yaml.Unmarshal(readFile(t, gitlabTemplate), &root); err != nil {
-		t.Fatalf("%s: %v", gitlabTemplate, err)
+	if err := yaml.Unmarshal(readFile(t, file), &root); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
 	doc := root.Content[0]
 	raw := map[string]map[string]any{}

@@ -34,6 +34,8 @@ type DriftOptions struct {
 	// Scopes are the scopes named on the command line; every scope of the
 	// environment with something to check when empty.
 	Scopes []string
+	// Every is --all: drift in every stack of the repository.
+	Every EveryStack
 }
 
 // DriftResult is the result of `sponson drift` in the --json envelope.
@@ -69,7 +71,17 @@ $GITHUB_STEP_SUMMARY when that is set.
 
 The configuration in --chdir is the one every scope is planned with: run
 drift from the checkout those scopes were applied from (the default branch
-for main, a nightly job per environment).`,
+for main, a nightly job per environment).
+
+--all checks every stack of the repository (or under --chdir) in one run:
+each stack's drift is its own sponson process with --chdir set to the stack
+and the same flags, up to --parallelism (default 4) at once, in no order
+(drift changes nothing). A stack without a scope to check is no failure; the
+run is DRIFT_CHECK_FAILED when no stack had one (unless --allow-empty). One
+line per stack, one --json document with each stack's result and the totals,
+DRIFT_DETECTED when any scope of any stack drifted; the summary has a section
+per stack. There is no --changed: drift is what changed outside the engine,
+which no diff of the repository shows.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out.command = "drift"
 			opts.Scopes = args
@@ -89,6 +101,7 @@ for main, a nightly job per environment).`,
 	fs.StringArrayVar(&opts.Vars, "var", nil, "set a variable, `NAME=VALUE`, passed to the engine as -var (repeatable)")
 	fs.StringArrayVar(&opts.VarFiles, "var-file", nil, "load variables from a `FILE`, passed to the engine as -var-file (repeatable)")
 	fs.StringVar(&opts.Summary, "summary", "", "write the Markdown drift summary to `FILE` (env SPONSON_SUMMARY)")
+	opts.Every.bind(cmd, "check every stack of the repository (or under --chdir), each with its own configuration, several at once")
 	fs.BoolVar(&opts.AllowEmpty, "allow-empty", false, "report success for an environment with no scope to check (env SPONSON_DRIFT_ALLOW_EMPTY; without it: DRIFT_CHECK_FAILED, as that usually means the wrong store, environment or directory)")
 	return cmd
 }
@@ -101,13 +114,20 @@ var driftFlagEnv = map[string]string{
 	"engine":      "SPONSON_ENGINE",
 	"summary":     "SPONSON_SUMMARY",
 	"allow-empty": "SPONSON_DRIFT_ALLOW_EMPTY",
+	"parallelism": "SPONSON_PARALLELISM",
 }
 
+// runDrift reads drift's variables and checks its arguments, then runs it
+// in the configuration's stack, or with --all in every stack.
 func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	o := outcome{command: "drift"}
 	// Every flag its SPONSON_* variable, before the plan's flags are made
 	// from them.
 	if err := bindEnv(cmd.Flags(), driftFlagEnv, f.Getenv); err != nil {
+		o.err = err
+		return o
+	}
+	if err := opts.Every.checkOne(cmd); err != nil {
 		o.err = err
 		return o
 	}
@@ -117,6 +137,15 @@ func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 			return o
 		}
 	}
+	if opts.Every.All {
+		return runDriftAll(cmd, f, opts)
+	}
+	return runDriftOne(cmd, f, opts)
+}
+
+// runDriftOne checks the scopes of the configuration's stack.
+func runDriftOne(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
+	o := outcome{command: "drift"}
 	// The run flags of a plan resolve everything but the scope, which each
 	// check sets; "main" only lets detection succeed outside CI.
 	rf := RunFlags{Env: opts.Env, Scope: "main", Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}

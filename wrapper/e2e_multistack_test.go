@@ -344,6 +344,16 @@ func multiStackScenario(t *testing.T, h *harness, storeFlag string) {
 	if d := cmp.Diff([]string{"stacks/network succeeded", "stacks/app succeeded"}, stackRows(t, r, "status")); d != "" {
 		t.Errorf("plan --changed (-want +got):\n%s\n%s", d, r.stderr)
 	}
+	// apply --changed applies network's pr-8 first, then app, which reads
+	// it; docs, untouched, is not run.
+	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "main", "--pr", "8", storeFlag, "--json")
+	if d := cmp.Diff([]string{"stacks/network succeeded", "stacks/app succeeded"}, stackRows(t, r, "status")); d != "" {
+		t.Errorf("apply --changed (-want +got):\n%s\n%s", d, r.stderr)
+	}
+	if got := appOutputs(t, h, root, storeFlag, "pr-8"); got["vpc"] != "vpc-pr-8-10.0.0.0/16" || got["from"] != "pr-8" {
+		t.Errorf("app's outputs in pr-8 after apply --changed = %v, want pr-8's network", got)
+	}
+	h.mustRunEnv(root, env, "destroy", "--all", "--pr", "8", storeFlag)
 
 	// A failing network skips app, which waits for it, and not docs.
 	if err := os.WriteFile(filepath.Join(root, "stacks/network/FAIL"), nil, 0o644); err != nil {
@@ -425,8 +435,16 @@ data "sponson_outputs" "a" {
 // app, in the second layer, reads the network the first layer applied.
 func TestE2EMultiStackMatrix(t *testing.T) {
 	h := e2e(t)
+	t.Run("file", func(t *testing.T) {
+		matrixScenario(t, h, "--store=file://"+filepath.Join(t.TempDir(), "store"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		matrixScenario(t, h, "--store="+newPgE2E(t).url)
+	})
+}
+
+func matrixScenario(t *testing.T, h *harness, storeFlag string) {
 	root := repoWith(t, multiStack)
-	storeFlag := "--store=file://" + filepath.Join(t.TempDir(), "store")
 	env := []string{deriveStack}
 	var matrix struct {
 		Result struct {

@@ -41,6 +41,8 @@ type GCOptions struct {
 	OlderThan      time.Duration
 	IncludeMain    bool
 	Yes            bool
+	// Every is --all: gc in every stack of the repository.
+	Every EveryStack
 
 	// Now is the clock the older-than rule and the lease check use;
 	// time.Now when nil.
@@ -65,6 +67,7 @@ var gcFlagEnv = map[string]string{
 	"repo":          "SPONSON_GC_REPO",
 	"remote":        "SPONSON_GC_REMOTE",
 	"older-than":    "SPONSON_GC_OLDER_THAN",
+	"parallelism":   "SPONSON_PARALLELISM",
 }
 
 // gcEnvNames are the variables of every flag of gc: those it shares with
@@ -210,7 +213,17 @@ With --yes, a store that can leave unreferenced objects behind after a crash
 Stacks: without --stack, gc lists the scopes of every stack (root module) of
 the environment; with --yes it destroys only those of the configuration's own
 stack and skips the others (other-stack): each root module is destroyed with
-its own configuration, by a gc run in its directory.
+its own configuration, by a gc run in its directory. --all does that for every
+stack of the repository (or under --chdir) in one run: each stack's gc is its
+own sponson process with --chdir and --stack set to the stack, the same flags
+and rules, in reverse dependency order (a stack's scopes are collected once
+those of the stacks that read its outputs were; a failure there skips it), up
+to --parallelism (default 4) at once. One line per stack, one --json document
+with each stack's result and the totals, the worst exit code. Each stack
+selects its own scopes: pr-closed and branch-gone select a scope in every
+stack alike, --older-than judges each stack's own last run. gc --all --yes
+under a --chdir that leaves out a stack depending on one of the run is
+refused (STACK_HAS_DEPENDENTS, exit 2): run it from the repository root.
 
 Run gc in the configuration directory that created the scopes (or name it with
 --chdir), with the -var and -var-file a destroy there needs: like destroy, gc
@@ -246,6 +259,7 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 	fs.Var(&ageValue{&opts.OlderThan}, "older-than", "collect scopes whose last run is older than this `DURATION` (720h, 30d) (env SPONSON_GC_OLDER_THAN)")
 	fs.BoolVar(&opts.IncludeMain, "include-main", false, "let --older-than collect the main scope too")
 	fs.BoolVar(&opts.Yes, "yes", false, "destroy the selected scopes; without it gc only prints what it would do")
+	opts.Every.bind(cmd, "collect in every stack of the repository (or under --chdir), each with its own configuration, dependents before the stacks they read")
 	return cmd
 }
 
@@ -255,8 +269,14 @@ func gcCommand(cmd *cobra.Command, f *Factory, opts *GCOptions, runF func(contex
 	if err := bindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
 		return outcome{command: "gc", err: err}
 	}
+	if err := opts.Every.checkOne(cmd); err != nil {
+		return outcome{command: "gc", err: err}
+	}
 	if runF != nil {
 		return runF(cmd.Context(), opts)
+	}
+	if opts.Every.All {
+		return runGCAll(cmd, f, opts)
 	}
 	return runGC(cmd.Context(), f, opts)
 }

@@ -192,7 +192,7 @@ var mcpTools = []toolSpec{
 			pSummary,
 			{name: "allow_empty", kind: kindBool, flag: "allow-empty", desc: "Succeed when the environment has no scope to check (without it that is DRIFT_CHECK_FAILED: most often the wrong store, environment or directory)."},
 			{name: "scopes", kind: kindStrings, positional: true, desc: "Scopes to check (default: every scope of the environment)."}},
-		withheld: map[string]string{"engine": whyEngine},
+		withheld: map[string]string{"engine": whyEngine, "all": whyOneStack, "parallelism": whyOneStack},
 		desc:     "Refresh-only plans of the environment's scopes against the real infrastructure (sponson drift --json); changes nothing."},
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
@@ -402,7 +403,17 @@ func runStackProcess(ctx context.Context, self string, s *stackgraph.Stack, args
 	c.Env = environ
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
-	err := c.Run()
+	// The keys (the state keys, the plans' seal key) go to the stack's run
+	// on a pipe, as to an MCP tool's run: this process holds them in
+	// memory, never in its environment (docs/design.md §9).
+	passed, err := secrets.Pass(c)
+	if err == nil {
+		err = c.Start()
+		passed()
+		if err == nil {
+			err = c.Wait()
+		}
+	}
 	r := &StackRunResult{Status: stackrun.Succeeded}
 	switch {
 	case c.ProcessState != nil:

@@ -127,3 +127,20 @@ func TestParallelismFlags(t *testing.T) {
 		}
 	}
 }
+
+// A stack's gc or drift gets the user's flags as given, every value of a
+// repeatable one, without those that choose the stacks or the output.
+func TestEveryStackArgs(t *testing.T) {
+	t.Parallel()
+	f, _, _ := testFactory(nil)
+	var out outcome
+	cmd := NewCmdGC(f, &out, nil)
+	cmd.Flags().Bool("json", false, "")
+	if err := cmd.ParseFlags([]string{"--all", "--parallelism=2", "--chdir=x", "--json", "--var=a=1", "--var", "b=2,3", "--var-file=v.tfvars", "--open-prs=6", "--yes"}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(everyStackArgs(cmd, "gc", nil), " ")
+	if want := "gc --open-prs=6 --var=a=1 --var=b=2,3 --var-file=v.tfvars --yes=true"; got != want {
+		t.Errorf("everyStackArgs = %q, want %q", got, want)
+	}
+}

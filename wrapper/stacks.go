@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +18,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
+	"github.com/sponson/terraform-provider-sponson/internal/stackpipeline"
 )
 
 // StacksOptions are the options of `sponson stacks`, and the stack
@@ -26,6 +29,9 @@ type StacksOptions struct {
 	// touch, and their dependents.
 	Changed bool
 	Base    string
+	// GitLabPipeline is the file the GitLab child pipeline of the stacks
+	// is written to, from GitLabTemplate (internal/stackpipeline).
+	GitLabPipeline, GitLabTemplate string
 	// varFiles are the run's -var-file paths, which --changed counts as
 	// files of every stack (plan and apply only).
 	varFiles []string
@@ -37,9 +43,27 @@ type StacksResult struct {
 	// (--changed only).
 	Root string `json:"root"`
 	// Top is the repository's root, Root outside a repository.
-	Top    string              `json:"-"`
-	Base   string              `json:"base,omitempty"`
-	Stacks []*stackgraph.Stack `json:"stacks"`
+	Top  string `json:"-"`
+	Base string `json:"base,omitempty"`
+	// Uncommitted are the changed files (--changed) that only the working
+	// tree changed: modified, staged, or not tracked and not ignored.
+	Uncommitted []string            `json:"uncommitted,omitempty"`
+	Stacks      []*stackgraph.Stack `json:"stacks"`
+	// Layers are Stacks by depth: Layers[d] holds the stacks of depth d,
+	// what one layer of a CI matrix takes (GitHub Actions:
+	// fromJSON(...).result.layers[d]).
+	Layers [][]*stackgraph.Stack `json:"layers"`
+}
+
+// layered fills Layers from Stacks.
+func (r *StacksResult) layered() {
+	r.Layers = [][]*stackgraph.Stack{}
+	for _, s := range r.Stacks {
+		for len(r.Layers) <= s.Depth {
+			r.Layers = append(r.Layers, []*stackgraph.Stack{})
+		}
+		r.Layers[s.Depth] = append(r.Layers[s.Depth], s)
+	}
 }
 
 var stacksFlagEnv = map[string]string{"chdir": "SPONSON_CHDIR", "base": "SPONSON_BASE"}
@@ -66,7 +90,12 @@ apply --all run them in.
 (` + "`git diff --name-only BASE...HEAD`" + `): a file under the stack's directory (and
 under no deeper stack's), under a local module it uses (followed through
 modules of modules), or a sponson.hcl in its directory or above; and every
-stack that depends on one of them. Each says why it is listed. --base
+stack that depends on one of them. Each says why it is listed. What the
+working tree changed and is not committed yet counts too (modified, staged,
+or new and not ignored), and its files are named "(not committed)": run
+locally, --changed shows what the next commit would change; what the engine
+and sponson write (.terraform/, .sponson/, a new .terraform.lock.hcl) is left
+out. A CI checkout is clean, so there only commits count. --base
 defaults to the pull request's target branch on GitHub Actions
 (origin/$GITHUB_BASE_REF) and GitLab (the merge request's diff base), else
 the remote's default branch (origin/HEAD), else main. On a push to the
@@ -76,7 +105,17 @@ ${{ github.event.before }}, $CI_COMMIT_BEFORE_SHA): the branch is its own base.
 --json gives the envelope whose result.stacks is a list of {"stack",
 "directory", "depth", "needs", "reasons"}: what a GitHub Actions matrix
 (fromJSON) or a GitLab parent-child pipeline takes, one job per stack, a
-layer of jobs per depth.`,
+layer of jobs per depth. result.layers holds the same stacks by depth
+(layers[0] are those of depth 0): the matrix of one layer of a GitHub Actions
+workflow (fromJSON(needs.stacks.outputs.stacks).result.layers[0]).
+
+--gitlab-pipeline FILE writes a GitLab child pipeline of the listed stacks to
+FILE, for a trigger job to run (trigger:include:artifact): the --gitlab-template
+file first (a GitLab CI file that defines the hidden job .sponson-stack, one
+stack's job: image, install, the sponson line; and no stages or visible jobs),
+then a stage per depth (depth-0, depth-1, ...) and, per stack, a job "stack DIR"
+extending .sponson-stack in its depth's stage with SPONSON_CHDIR set to its
+directory. Without a stack to run the pipeline holds one job saying so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out.command = "stacks"
@@ -90,6 +129,8 @@ layer of jobs per depth.`,
 		},
 	}
 	opts.bind(cmd, "list")
+	cmd.Flags().StringVar(&opts.GitLabPipeline, "gitlab-pipeline", "", "write a GitLab child pipeline of the listed stacks to `FILE`: a stage per depth, a job per stack extending "+stackpipeline.StackJob+" of --gitlab-template")
+	cmd.Flags().StringVar(&opts.GitLabTemplate, "gitlab-template", "", "the GitLab CI `FILE` --gitlab-pipeline starts from: it defines the hidden job "+stackpipeline.StackJob+" (one stack's job) and no stages")
 	cmd.Flags().StringVar(&opts.Chdir, "chdir", "", "the directory to look for stacks in (env SPONSON_CHDIR; default: the repository root, else the working directory)")
 	return cmd
 }
@@ -106,6 +147,11 @@ func runStacks(cmd *cobra.Command, f *Factory, opts *StacksOptions) outcome {
 		o.err = errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
 		return o
 	}
+	if (opts.GitLabPipeline == "") != (opts.GitLabTemplate == "") {
+		o.err = errcode.New(errcode.Usage, "--gitlab-pipeline and --gitlab-template go together: the pipeline is written from the template").
+			WithHint("Pass --gitlab-template FILE, the GitLab CI file that defines " + stackpipeline.StackJob + ", with --gitlab-pipeline FILE.")
+		return o
+	}
 	res, warnings, err := selectStacks(cmd.Context(), f, opts)
 	o.warnings = warnings
 	if err != nil {
@@ -113,6 +159,12 @@ func runStacks(cmd *cobra.Command, f *Factory, opts *StacksOptions) outcome {
 		return o
 	}
 	o.result = res
+	if opts.GitLabPipeline != "" {
+		if err := writeGitLabPipeline(opts, res); err != nil {
+			o.err = err
+			return o
+		}
+	}
 	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
 		return o
 	}
@@ -172,16 +224,39 @@ func selectStacks(ctx context.Context, f *Factory, opts *StacksOptions) (*Stacks
 		if base == "" {
 			base = defaultBase(f.Getenv, git)
 		}
-		files, err := changedFiles(ctx, top, base)
+		files, uncommitted, err := changedFiles(ctx, top, base)
 		if err != nil {
 			return nil, set.Warnings, err
 		}
-		res.Base, res.Stacks = base, set.Changed(files, opts.varFiles...).Stacks
+		res.Base, res.Uncommitted = base, uncommitted
+		res.Stacks = set.ChangedBy(stackgraph.Changes{Files: files, Uncommitted: uncommitted, VarFiles: opts.varFiles}).Stacks
 	}
 	if res.Stacks == nil {
 		res.Stacks = []*stackgraph.Stack{}
 	}
+	res.layered()
 	return res, set.Warnings, nil
+}
+
+// writeGitLabPipeline writes the GitLab child pipeline of the selected
+// stacks (internal/stackpipeline).
+func writeGitLabPipeline(opts *StacksOptions, res *StacksResult) error {
+	tpl, err := os.ReadFile(opts.GitLabTemplate)
+	if err != nil {
+		return errcode.Wrap(errcode.Usage, err, "--gitlab-template %q cannot be read", opts.GitLabTemplate)
+	}
+	why := fmt.Sprintf("all %d stacks", len(res.Stacks))
+	if res.Base != "" {
+		why = fmt.Sprintf("%d %s changed since %s, or depending on one that did", len(res.Stacks), plural(len(res.Stacks), "stack", "stacks"), res.Base)
+	}
+	out, err := stackpipeline.GitLab(tpl, res.Stacks, why)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(opts.GitLabPipeline, out); err != nil {
+		return errcode.Wrap(errcode.Usage, err, "writing --gitlab-pipeline %s", opts.GitLabPipeline)
+	}
+	return nil
 }
 
 // withoutStackVar hides SPONSON_STACK, which names one run's stack, from the
@@ -214,13 +289,62 @@ func defaultBase(getenv func(string) string, git func(...string) (string, error)
 }
 
 // changedFiles lists the files changed between base and HEAD, relative to
-// the repository root: `git diff --name-only base...HEAD`, what the pull
-// request changed since it left base.
-func changedFiles(ctx context.Context, top, base string) ([]string, error) {
-	out, stderr, err := gitcli.Cmd{Dir: top, Args: []string{"diff", "--name-only", "--no-renames", "-z", base + "...HEAD", "--"}, Timeout: time.Minute}.Run(ctx)
+// the repository root: `git diff --name-only base...HEAD`, what the branch
+// changed since it left base; and those the working tree changed beside
+// them (uncommitted): modified or staged (`git diff --name-only HEAD`) and
+// not tracked (`git ls-files --others --exclude-standard`), as a user
+// running --changed before committing expects. What the engine and sponson
+// write into a stack's directory themselves (.terraform/, .sponson/, a new
+// .terraform.lock.hcl) is not a change of the working tree.
+func changedFiles(ctx context.Context, top, base string) (files, uncommitted []string, err error) {
+	committed, stderr, err := gitFiles(ctx, top, "diff", "--name-only", "--no-renames", "-z", base+"...HEAD", "--")
 	if err != nil {
-		return nil, errcode.New(errcode.Usage, "cannot list the files changed between %s and HEAD: %s", base, strings.TrimSpace(stderr)).
+		return nil, nil, errcode.New(errcode.Usage, "cannot list the files changed between %s and HEAD: %s", base, stderr).
 			WithHint("Pass --base REF naming a revision this checkout has (fetch it first: a shallow CI checkout may lack it, e.g. actions/checkout with fetch-depth: 0).")
+	}
+	modified, stderr, err := gitFiles(ctx, top, "diff", "--name-only", "--no-renames", "-z", "HEAD", "--")
+	if err != nil {
+		return nil, nil, errcode.New(errcode.Usage, "cannot list the files the working tree changed: %s", stderr)
+	}
+	untracked, stderr, err := gitFiles(ctx, top, "ls-files", "--others", "--exclude-standard", "-z")
+	if err != nil {
+		return nil, nil, errcode.New(errcode.Usage, "cannot list the files the working tree does not track: %s", stderr)
+	}
+	seen := map[string]bool{}
+	for _, f := range committed {
+		seen[f] = true
+	}
+	files = committed
+	for i, list := range [][]string{modified, untracked} {
+		for _, f := range list {
+			if seen[f] || written(f, i == 1) {
+				continue
+			}
+			seen[f] = true
+			files = append(files, f)
+			uncommitted = append(uncommitted, f)
+		}
+	}
+	return files, uncommitted, nil
+}
+
+// written reports whether a file of the working tree is one the engine or
+// sponson writes: under .terraform/ or .sponson/, or a lock file that is
+// not tracked yet (init writes it).
+func written(f string, untracked bool) bool {
+	for _, e := range strings.Split(f, "/") {
+		if e == ".terraform" || e == ".sponson" {
+			return true
+		}
+	}
+	return untracked && path.Base(f) == ".terraform.lock.hcl"
+}
+
+// gitFiles runs a git command that prints NUL-separated paths.
+func gitFiles(ctx context.Context, top string, args ...string) ([]string, string, error) {
+	out, stderr, err := gitcli.Cmd{Dir: top, Args: args, Timeout: time.Minute}.Run(ctx)
+	if err != nil {
+		return nil, strings.TrimSpace(stderr), err
 	}
 	var files []string
 	for _, f := range strings.Split(string(out), "\x00") {
@@ -228,7 +352,7 @@ func changedFiles(ctx context.Context, top, base string) ([]string, error) {
 			files = append(files, f)
 		}
 	}
-	return files, nil
+	return files, "", nil
 }
 
 // writeStacks prints the stacks as a table, then why each changed one is
@@ -255,7 +379,11 @@ func writeStacks(w io.Writer, res *StacksResult) {
 	if res.Base == "" {
 		return
 	}
-	fmt.Fprintf(w, "\nwhy each is listed (changes since %s):\n", res.Base)
+	if len(res.Uncommitted) > 0 {
+		fmt.Fprintf(w, "\nwhy each is listed (changes since %s, and %d %s of the working tree not committed):\n", res.Base, len(res.Uncommitted), plural(len(res.Uncommitted), "file", "files"))
+	} else {
+		fmt.Fprintf(w, "\nwhy each is listed (changes since %s):\n", res.Base)
+	}
 	for _, s := range res.Stacks {
 		for _, r := range s.Reasons {
 			fmt.Fprintf(w, "  %s: %s\n", s.Directory, r)

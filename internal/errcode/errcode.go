@@ -104,7 +104,7 @@ var table = []Spec{
 	{FmtUnformatted, ExitFailed, "`sponson fmt -check` found files the engine's fmt would change (the message lists them).", "Run `sponson fmt` to format them, and commit the result."},
 	{MirrorFailed, ExitFailed, "`sponson provider mirror` could not write the provider mirror.", "Check that the directory is writable and has space; the message says which step failed."},
 	{StackCycle, ExitRefused, "The stacks of the repository depend on each other in a cycle (through the `after` of sponson_scope or the `stack` of sponson_outputs); the message names it. Nothing ran.", "Remove one dependency of the cycle: a stack cannot run before and after another."},
-	{StackHasDependents, ExitRefused, "`destroy --all` would destroy a stack that a stack outside the run depends on, and that stack still holds state in the scope; the message names it. Nothing ran.", "Destroy the dependent stacks first, or run destroy --all from a directory that holds them too (the repository root)."},
+	{StackHasDependents, ExitRefused, "`destroy --all` would destroy a stack that a stack outside the run depends on, and that stack still holds state in the scope; or `gc --all --yes` would collect scopes of stacks that stacks outside the run depend on. The message names them. Nothing ran.", "Destroy the dependent stacks first, or run destroy --all or gc --all from a directory that holds them too (the repository root)."},
 	{Internal, ExitFailed, "An unexpected error; this is a bug in Sponson.", "Report it with the command line and the output."},
 }
 

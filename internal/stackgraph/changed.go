@@ -21,62 +21,47 @@ import (
 // -var-file paths, relative to each stack's directory as the engine reads
 // them, or absolute).
 func (s *Set) Changed(files []string, varFiles ...string) *Set {
-	owner := func(f string) *Stack {
-		var best *Stack
-		for _, st := range s.Stacks {
-			if under(f, st.Directory) && (best == nil || len(st.Directory) > len(best.Directory)) {
-				best = st
+	return s.ChangedBy(Changes{Files: files, VarFiles: varFiles})
+}
+
+// Changes are what a selection of changed stacks compares.
+type Changes struct {
+	// Files are the changed files, relative to the repository root and
+	// slash-separated.
+	Files []string
+	// Uncommitted are those of Files that only the working tree changed
+	// (modified, staged or not tracked): the reasons say "not committed"
+	// after their names.
+	Uncommitted []string
+	// VarFiles are the run's -var-file paths (see Changed).
+	VarFiles []string
+}
+
+// ChangedBy is Changed with files marked as not committed.
+func (s *Set) ChangedBy(c Changes) *Set {
+	uncommitted := map[string]bool{}
+	for _, f := range c.Uncommitted {
+		uncommitted[f] = true
+	}
+	name := func(files []string) string {
+		named := make([]string, len(files))
+		for i, f := range files {
+			named[i] = f
+			if uncommitted[f] {
+				named[i] += " (not committed)"
 			}
 		}
-		return best
+		return list(named)
 	}
 	reasons := map[string][]string{}
-	add := func(dir, reason string) { reasons[dir] = append(reasons[dir], reason) }
 	for _, st := range s.Stacks {
-		var own, envs []string
-		mods := map[string][]string{}
-		modules := s.modules(st)
-		for _, f := range files {
-			if path.Base(f) == "sponson.hcl" && under(st.Directory, path.Dir(f)) {
-				envs = append(envs, f)
-				continue
-			}
-			if o := owner(f); o == st {
-				own = append(own, f)
-				continue
-			}
-			for _, m := range modules {
-				if under(f, m) {
-					mods[m] = append(mods[m], f)
-				}
-			}
-		}
-		if len(own) > 0 {
-			add(st.Directory, "changed: "+list(own))
-		}
-		names := make([]string, 0, len(mods))
-		for m := range mods {
-			names = append(names, m)
-		}
-		sort.Strings(names)
-		for _, m := range names {
-			add(st.Directory, fmt.Sprintf("its module %s changed: %s", m, list(mods[m])))
-		}
-		if len(envs) > 0 {
-			add(st.Directory, "the environments changed: "+list(envs))
-		}
-		for _, vf := range varFiles {
-			p := s.repoPath(st.Directory, vf)
-			if slices.Contains(files, p) && !slices.Contains(own, p) {
-				add(st.Directory, "its -var-file "+vf+" changed: "+p)
-			}
-		}
+		reasons[st.Directory] = s.touched(st, c.Files, c.VarFiles, name)
 	}
 	// Dependents, in order: a stack's dependencies come before it.
 	for _, st := range s.Stacks {
 		for _, n := range st.Needs {
 			if len(reasons[n]) > 0 {
-				add(st.Directory, "depends on "+n+", which is listed")
+				reasons[st.Directory] = append(reasons[st.Directory], "depends on "+n+", which is listed")
 			}
 		}
 	}
@@ -90,6 +75,62 @@ func (s *Set) Changed(files []string, varFiles ...string) *Set {
 	}
 	_ = out.order() // a subset of an acyclic set is acyclic
 	return out
+}
+
+// touched says why files touch st, nil when they do not: its own files,
+// its modules' files, its environments, its -var-files.
+func (s *Set) touched(st *Stack, files, varFiles []string, name func([]string) string) []string {
+	var reasons, own, envs []string
+	mods := map[string][]string{}
+	modules := s.modules(st)
+	for _, f := range files {
+		if path.Base(f) == "sponson.hcl" && under(st.Directory, path.Dir(f)) {
+			envs = append(envs, f)
+			continue
+		}
+		if s.owner(f) == st {
+			own = append(own, f)
+			continue
+		}
+		for _, m := range modules {
+			if under(f, m) {
+				mods[m] = append(mods[m], f)
+			}
+		}
+	}
+	if len(own) > 0 {
+		reasons = append(reasons, "changed: "+name(own))
+	}
+	names := make([]string, 0, len(mods))
+	for m := range mods {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		reasons = append(reasons, fmt.Sprintf("its module %s changed: %s", m, name(mods[m])))
+	}
+	if len(envs) > 0 {
+		reasons = append(reasons, "the environments changed: "+name(envs))
+	}
+	for _, vf := range varFiles {
+		p := s.repoPath(st.Directory, vf)
+		if slices.Contains(files, p) && !slices.Contains(own, p) {
+			reasons = append(reasons, "its -var-file "+vf+" changed: "+name([]string{p}))
+		}
+	}
+	return reasons
+}
+
+// owner is the stack a file belongs to: the deepest whose directory holds
+// it.
+func (s *Set) owner(f string) *Stack {
+	var best *Stack
+	for _, st := range s.Stacks {
+		if under(f, st.Directory) && (best == nil || len(st.Directory) > len(best.Directory)) {
+			best = st
+		}
+	}
+	return best
 }
 
 // modules returns the repository-relative directories of the local modules

@@ -196,6 +196,14 @@ func TestChanged(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("var files (-want +got):\n%s", d)
 	}
+	// A file only the working tree changed is named as such.
+	got = nil
+	for _, st := range set.ChangedBy(stackgraph.Changes{Files: []string{"stacks/docs/a.tf", "stacks/docs/b.tf"}, Uncommitted: []string{"stacks/docs/b.tf"}}).Stacks {
+		got = append(got, st.Directory+": "+strings.Join(st.Reasons, "; "))
+	}
+	if d := cmp.Diff([]string{"stacks/docs: changed: stacks/docs/a.tf, stacks/docs/b.tf (not committed)"}, got); d != "" {
+		t.Errorf("uncommitted (-want +got):\n%s", d)
+	}
 	// Within the subset, db waits for nothing once network is not in it.
 	sub := set.Changed([]string{"stacks/db/main.tf"})
 	if d := cmp.Diff([]row{{"stacks/db", 0, []string{"stacks/network"}}, {"stacks/app", 1, []string{"stacks/db", "stacks/network"}}}, rows(sub)); d != "" {
