@@ -33,7 +33,6 @@ const (
 
 var actionOrder = []Action{Replace, Delete, Create, Update, Forget, Import, Move}
 
-
 // Change is one planned action on one address.
 type Change struct {
 	Address string `json:"address"`
