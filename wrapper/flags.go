@@ -93,12 +93,18 @@ type ReviewFlags struct {
 	Summary      string
 	Comment      bool
 	GitLabReport string
+	// PreviewURLOutput names the output that holds the preview's address;
+	// GitLabDotenv the dotenv report an apply writes it to.
+	PreviewURLOutput string
+	GitLabDotenv     string
 }
 
 var reviewFlagEnv = map[string]string{
-	"summary":       "SPONSON_SUMMARY",
-	"comment":       "SPONSON_COMMENT",
-	"gitlab-report": "SPONSON_GITLAB_REPORT",
+	"summary":            "SPONSON_SUMMARY",
+	"comment":            "SPONSON_COMMENT",
+	"gitlab-report":      "SPONSON_GITLAB_REPORT",
+	"preview-url-output": "SPONSON_PREVIEW_URL_OUTPUT",
+	"gitlab-dotenv":      "SPONSON_GITLAB_DOTENV",
 }
 
 func (r *ReviewFlags) bind(cmd *cobra.Command) {
@@ -106,6 +112,8 @@ func (r *ReviewFlags) bind(cmd *cobra.Command) {
 	fs.StringVar(&r.Summary, "summary", "", "write the run's Markdown summary to `FILE` (env SPONSON_SUMMARY); it is also appended to $GITHUB_STEP_SUMMARY when that is set")
 	fs.BoolVar(&r.Comment, "comment", false, "post the summary as one sticky comment per pull request, stack and environment on GitHub (GITHUB_TOKEN) or GitLab (SPONSON_GITLAB_TOKEN, GITLAB_TOKEN or CI_JOB_TOKEN), updated in place; a failure to comment is a warning (env SPONSON_COMMENT)")
 	fs.StringVar(&r.GitLabReport, "gitlab-report", "", "write GitLab's artifacts:reports:terraform JSON (create, update, delete counts) to `FILE` (env SPONSON_GITLAB_REPORT)")
+	fs.StringVar(&r.PreviewURLOutput, "preview-url-output", "", "the root module output that holds the preview's address (a string, not sensitive): after an apply it is the summary's link, a GitHub deployment of environment ENV/SCOPE with that environment_url (GITHUB_TOKEN with deployments: write), marked inactive by the scope's destroy, and SPONSON_URL in --gitlab-dotenv (env SPONSON_PREVIEW_URL_OUTPUT)")
+	fs.StringVar(&r.GitLabDotenv, "gitlab-dotenv", "", "after an apply, write SPONSON_URL=<the preview's address> to `FILE`, a GitLab artifacts:reports:dotenv for environment:url: $SPONSON_URL (env SPONSON_GITLAB_DOTENV)")
 }
 
 // wanted reports whether the run must render a summary at all.
