@@ -26,6 +26,10 @@ type RunFlags struct {
 	WaitTimeout, LeaseTTL          time.Duration
 	ApprovedBy                     string
 	AllowOlderCommit               bool
+	// StrictCheckout refuses (CHECKOUT_NOT_HEAD) what is otherwise a
+	// warning: a comment-triggered run whose HEAD is not the pull
+	// request's head, a pull_request_target run of a fork's head.
+	StrictCheckout bool
 	// engine holds the engine flags (engineflag), read by resolve.
 	engine engineflag.Parsed
 	// savePlan is plan's -out FILE; planFile apply's saved plan FILE.
@@ -40,13 +44,14 @@ type RunFlags struct {
 // runFlagEnv names the SPONSON_* variable of each flag. The context flags
 // use the SPONSON_CTX_* names that context detection reads.
 var runFlagEnv = map[string]string{
-	"chdir":        "SPONSON_CHDIR",
-	"store":        storeurl.EnvVar,
-	"engine":       "SPONSON_ENGINE",
-	"wait":         "SPONSON_WAIT",
-	"wait-timeout": "SPONSON_WAIT_TIMEOUT",
-	"lease-ttl":    "SPONSON_LEASE_TTL",
-	"approved-by":  "SPONSON_APPROVED_BY",
+	"chdir":           "SPONSON_CHDIR",
+	"store":           storeurl.EnvVar,
+	"engine":          "SPONSON_ENGINE",
+	"wait":            "SPONSON_WAIT",
+	"wait-timeout":    "SPONSON_WAIT_TIMEOUT",
+	"lease-ttl":       "SPONSON_LEASE_TTL",
+	"approved-by":     "SPONSON_APPROVED_BY",
+	"strict-checkout": "SPONSON_STRICT_CHECKOUT",
 	// allow-older-commit has none on purpose: rolling a scope back is
 	// asked for on the command line of one run, never set once for a job.
 }
@@ -61,6 +66,7 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
 	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
 	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.BoolVar(&r.StrictCheckout, "strict-checkout", false, "refuse (CHECKOUT_NOT_HEAD) a comment-triggered GitHub run (issue_comment) whose HEAD is not the pull request's head, and a pull_request_target run of a fork's head; without it they are warnings (env SPONSON_STRICT_CHECKOUT)")
 	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
 	fs.StringArray(engineArgFlag, nil, "an engine flag, in the engine's spelling (set by NormalizeArgs)")
 	_ = fs.MarkHidden(engineArgFlag)

@@ -80,6 +80,9 @@ func Detect(f Flags, src Sources) (Context, error) {
 	if c.Commit, _ = first(layers, func(l layer) string { return l.commit }); c.Commit == "" {
 		c.Commit = git.commit()
 	}
+	if c.Commit == "" {
+		c.Commit = host.commitAfterGit
+	}
 	if c.DefaultBranch, _ = first(layers, func(l layer) string { return l.defaultBranch }); c.DefaultBranch == "" {
 		c.DefaultBranch = git.defaultBranch()
 	}
@@ -192,6 +195,9 @@ type layer struct {
 	tag      string // the run is for this tag, and so has no branch
 	fork     bool   // the pull request's head is in another repository
 	planOnly string // why a scope derived from this host's branch is plan only
+	// commitAfterGit is the host's commit when local git has none: for
+	// events whose checkout, not the event, says what runs.
+	commitAfterGit string
 }
 
 // prAnswer distinguishes "no answer, ask the next source" from "there is no
