@@ -196,9 +196,21 @@ func TestE2ECITemplatesGitHub(t *testing.T) {
 	w := loadGitHub(t)
 	repo := ciCheckout(t)
 
-	// The GitHub API as gc sees it: no pull request is open any more.
-	var apiCalls atomic.Int32
+	// The GitHub API as gc sees it: no pull request is open any more; and
+	// as the ChatOps plan sees it: pull request 12's head is the commit the
+	// job checked out.
+	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apiCalls, headCalls atomic.Int32
 	api := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/repos/acme/app/pulls/12" && req.Header.Get("Authorization") == "Bearer test-token" {
+			headCalls.Add(1)
+			rw.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(rw, `{"number": 12, "head": {"sha": %q}}`, strings.TrimSpace(string(head)))
+			return
+		}
 		if req.URL.Path != "/repos/acme/app/pulls" || req.Header.Get("Authorization") != "Bearer test-token" {
 			http.Error(rw, "unexpected request "+req.URL.String(), http.StatusNotFound)
 			return
@@ -210,10 +222,11 @@ func TestE2ECITemplatesGitHub(t *testing.T) {
 	defer api.Close()
 
 	values := map[string]string{
-		"secrets.SPONSON_STATE_KEY":       ciStateKey,
-		"secrets.SPONSON_PLAN_KEY":        strings.Repeat("17", 32),
-		"github.token":                    "test-token",
-		"steps.approval.outputs.approver": "alice",
+		"secrets.SPONSON_STATE_KEY_PREVIEW":    ciStateKey,
+		"secrets.SPONSON_STATE_KEY_PRODUCTION": strings.Repeat("24", 32),
+		"secrets.SPONSON_PLAN_KEY":             strings.Repeat("17", 32),
+		"github.token":                         "test-token",
+		"steps.approval.outputs.approver":      "alice",
 	}
 	events := t.TempDir()
 	var last map[string]string
@@ -256,6 +269,9 @@ func TestE2ECITemplatesGitHub(t *testing.T) {
 
 	if apiCalls.Load() == 0 {
 		t.Error("gc never asked the GitHub API for open pull requests: GITHUB_TOKEN or GITHUB_API_URL did not reach it")
+	}
+	if headCalls.Load() == 0 {
+		t.Error("the ChatOps plan never asked the GitHub API for the pull request's head")
 	}
 	h.checkScopesLeft(t, repo, last, "preview", []string{"main"})
 	h.checkScopesLeft(t, repo, last, "production", []string{"main"})
