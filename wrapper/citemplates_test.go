@@ -618,6 +618,10 @@ type glJob struct {
 	AllowFailure  bool          `yaml:"allow_failure"`
 	Interruptible bool          `yaml:"interruptible"`
 	Environment   glEnvironment `yaml:"environment"`
+	ResourceGroup string        `yaml:"resource_group"`
+	Artifacts     struct {
+		Reports map[string]string `yaml:"reports"`
+	} `yaml:"artifacts"`
 }
 
 type glRule struct {
@@ -631,6 +635,78 @@ type glEnvironment struct {
 	OnStop         string `yaml:"on_stop"`
 	AutoStopIn     string `yaml:"auto_stop_in"`
 	DeploymentTier string `yaml:"deployment_tier"`
+	URL            string `yaml:"url"`
+}
+
+// glEnvironmentKey is the state key GitLab gives a job, by the environment
+// scopes of the template's setup: SPONSON_STATE_KEY_PREVIEW to preview/*,
+// SPONSON_STATE_KEY_PRODUCTION to production.
+func glEnvironmentKey(j *glJob) string {
+	switch {
+	case j.Environment.Name == "production":
+		return "SPONSON_STATE_KEY_PRODUCTION"
+	case strings.HasPrefix(j.Environment.Name, "preview/"):
+		return "SPONSON_STATE_KEY_PREVIEW"
+	}
+	return ""
+}
+
+// TestCITemplatesGitLabKeys: every job names the environment whose key it
+// needs (production's only in production's jobs), the jobs that write a
+// scope share a resource_group per scope and the plans none, and the
+// preview's address reaches its environment through the dotenv report.
+func TestCITemplatesGitLabKeys(t *testing.T) {
+	t.Parallel()
+	p := loadGitLab(t)
+	for k := range p.variables {
+		if strings.HasPrefix(k, "SPONSON_STATE_KEY") {
+			t.Errorf("the pipeline's variables hold %s: a state key is a CI/CD variable scoped to its environment", k)
+		}
+	}
+	groups := map[string]string{}
+	for _, name := range p.jobs {
+		j := p.byName[name]
+		lines := glScriptLines(p, name)
+		if len(lines) == 0 {
+			continue
+		}
+		words := strings.Fields(lines[0].line)
+		want := "SPONSON_STATE_KEY_PREVIEW"
+		if slices.Contains(words, "production") {
+			want = "SPONSON_STATE_KEY_PRODUCTION"
+		}
+		if got := glEnvironmentKey(j); got != want {
+			t.Errorf("job %s (environment %q) gets %q, want %s", name, j.Environment.Name, got, want)
+		}
+		switch words[1] {
+		case "apply", "destroy":
+			if j.ResourceGroup == "" {
+				t.Errorf("job %s %ss without a resource_group: two pipelines would write the scope at once", name, words[1])
+			}
+			groups[name] = j.ResourceGroup
+			if j.Environment.Action == "prepare" {
+				t.Errorf("job %s writes the scope but says action: prepare", name)
+			}
+		default:
+			if j.ResourceGroup != "" {
+				t.Errorf("job %s (%s) holds resource_group %s: a plan would queue behind applies for nothing", name, words[1], j.ResourceGroup)
+			}
+			if j.Environment.Action != "prepare" {
+				t.Errorf("job %s (%s) is a deployment of %s: it deploys nothing (action: prepare)", name, words[1], j.Environment.Name)
+			}
+		}
+	}
+	if groups["preview"] != groups["preview-destroy"] || !strings.Contains(groups["preview"], "$CI_MERGE_REQUEST_IID") {
+		t.Errorf("resource groups %v: preview and preview-destroy share one per merge request", groups)
+	}
+	if groups["main"] == groups["production"] || groups["main"] == groups["preview"] {
+		t.Errorf("resource groups %v: one per scope", groups)
+	}
+	preview := p.byName["preview"]
+	if preview.Environment.URL != "$SPONSON_URL" || preview.Artifacts.Reports["dotenv"] != "deploy.env" ||
+		!strings.Contains(glScriptLines(p, "preview")[0].line, "--gitlab-dotenv deploy.env") || p.variables["SPONSON_PREVIEW_URL_OUTPUT"] == "" {
+		t.Errorf("the preview's address does not reach its environment: url %q, reports %v", preview.Environment.URL, preview.Artifacts.Reports)
+	}
 }
 
 // glReserved are the top-level keys of a GitLab CI file that are not jobs.

@@ -285,7 +285,10 @@ func TestE2ECITemplatesGitLab(t *testing.T) {
 
 	// CI/CD variables of the project (Settings → CI/CD → Variables), which
 	// the template names but does not hold.
-	project := map[string]string{"SPONSON_STATE_KEY": ciStateKey, "SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
+	project := map[string]string{"SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
+	// The state keys, scoped to their environments as the template's setup
+	// says: GitLab gives each job only its environment's.
+	keys := map[string]string{"SPONSON_STATE_KEY_PREVIEW": ciStateKey, "SPONSON_STATE_KEY_PRODUCTION": strings.Repeat("24", 32)}
 	var last map[string]string
 	for _, e := range glScenarios() {
 		jobs := glPipelineJobs(t, p, e)
@@ -301,6 +304,9 @@ func TestE2ECITemplatesGitLab(t *testing.T) {
 			vars := e.allVars(p)
 			for k, v := range project {
 				vars[k] = v
+			}
+			if k := glEnvironmentKey(p.byName[x.job]); k != "" {
+				vars[k] = keys[k]
 			}
 			for k, v := range l.env {
 				vars[k] = os.Expand(v, func(name string) string { return vars[name] })
