@@ -73,7 +73,7 @@ func serveReleases(t *testing.T) string {
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/tag/") {
-			io.WriteString(w, "a release page")
+			_, _ = io.WriteString(w, "a release page")
 			return
 		}
 		files.ServeHTTP(w, r)
