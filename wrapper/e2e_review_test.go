@@ -16,8 +16,10 @@ import (
 // natural order); then an apply shows the scope's outputs (the secret
 // hidden), records a GitHub deployment of preview/pr-7 with the preview's
 // address on the local API stand-in, writes the GitLab dotenv report, and
-// the destroy marks the deployment inactive. SPONSON_REVIEW_OUT, when set,
-// keeps the rendered comment.
+// the destroy marks the deployment inactive. The preview's address is the
+// output sponson_scope's url_output names; --preview-url-output names
+// another for one run. SPONSON_REVIEW_OUT, when set, keeps the rendered
+// comment.
 func TestE2EReviewComment(t *testing.T) {
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
@@ -27,7 +29,7 @@ func TestE2EReviewComment(t *testing.T) {
 	gh := append(env,
 		"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL="+srv.URL,
 		"GITHUB_SERVER_URL=https://github.example", "GITHUB_RUN_ID=77", "GITHUB_EVENT_NAME=pull_request",
-		"GITHUB_REF_NAME=7/merge", "GITHUB_SHA=0123456789abcdef0123456789abcdef01234567", "GITHUB_HEAD_REF=feat-x", "SPONSON_PREVIEW_URL_OUTPUT=url",
+		"GITHUB_REF_NAME=7/merge", "GITHUB_SHA=0123456789abcdef0123456789abcdef01234567", "GITHUB_HEAD_REF=feat-x",
 	)
 	// main owns "shared"; pr-7 owns r[0..1], db and its own object.
 	h.mustRunEnv(dir, env, "apply", "--scope", "main", "-var", objectsVar("a", "shared"))
@@ -109,6 +111,16 @@ func TestE2EReviewComment(t *testing.T) {
 	}
 	if st := ds[0].Statuses; len(st) != 2 || st[1].State != "inactive" {
 		t.Errorf("the earlier deployment's statuses %+v, want success then inactive", st)
+	}
+
+	// The flag names another output for one run: a sensitive one is
+	// refused as the preview's address, and no deployment is made.
+	other := h.mustRunEnv(dir, gh, "apply", "--pr", "7", "--preview-url-output", "secret", "-var", "n=12", "-var", objectsVar("mine", "mine-7"))
+	if !strings.Contains(other.stderr, "--preview-url-output secret: the output is sensitive") {
+		t.Errorf("--preview-url-output did not name the output for this run:\n%s", other.stderr)
+	}
+	if n := len(srv.Deployments("acme/infra")); n != 2 {
+		t.Errorf("%d deployments after an apply without a preview address, want still 2", n)
 	}
 
 	h.mustRunEnv(dir, gh, "destroy", "--pr", "7", "-var", "n=12", "-var", objectsVar("mine", "mine-7"))

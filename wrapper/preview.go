@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	tfjson "github.com/hashicorp/terraform-json"
+
 	"github.com/sponson/terraform-provider-sponson/internal/github"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
@@ -63,29 +65,56 @@ func previewOf(ctx context.Context, in *runInput, res *scoperun.Result, runErr e
 		}
 		pv.outputs = append(pv.outputs, so)
 	}
-	name := strings.TrimSpace(in.review.PreviewURLOutput)
+	name, from := previewOutputName(in, res)
 	if name == "" {
 		return pv
 	}
 	o, ok := outs[name]
 	switch {
 	case !ok:
-		warn("--preview-url-output %s: scope %s has no such output; no preview address", name, res.Key)
+		warn("%s %s: scope %s has no such output; no preview address", from, name, res.Key)
 	case o.Sensitive:
-		warn("--preview-url-output %s: the output is sensitive; a preview's address is shown to everyone, so it is not used", name)
+		warn("%s %s: the output is sensitive; a preview's address is shown to everyone, so it is not used", from, name)
 	default:
 		var s string
 		if json.Unmarshal(o.Value, &s) != nil {
-			warn("--preview-url-output %s: the output is not a string; no preview address", name)
+			warn("%s %s: the output is not a string; no preview address", from, name)
 			break
 		}
 		if u, err := url.Parse(s); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			warn("--preview-url-output %s: %q is not an http(s) URL; no preview address", name, s)
+			warn("%s %s: %q is not an http(s) URL; no preview address", from, name, s)
 			break
 		}
 		pv.url = s
 	}
 	return pv
+}
+
+// previewOutputName is the output that holds the preview's address:
+// --preview-url-output, else the url_output of the configuration's
+// sponson_scope (read from the plan, as the rest of its policy), and what
+// named it, for warnings.
+func previewOutputName(in *runInput, res *scoperun.Result) (string, string) {
+	if name := strings.TrimSpace(in.review.PreviewURLOutput); name != "" {
+		return name, "--preview-url-output"
+	}
+	if res == nil || res.Plan == nil {
+		return "", ""
+	}
+	for _, rc := range res.Plan.ResourceChanges {
+		if rc == nil || rc.Change == nil || rc.Type != "sponson_scope" || rc.Mode != tfjson.ManagedResourceMode {
+			continue
+		}
+		// A destroy plans the scope away: its url_output is the one before.
+		for _, v := range []any{rc.Change.After, rc.Change.Before} {
+			if m, ok := v.(map[string]any); ok {
+				if name, ok := m["url_output"].(string); ok && strings.TrimSpace(name) != "" {
+					return strings.TrimSpace(name), "the url_output of " + rc.Address
+				}
+			}
+		}
+	}
+	return "", ""
 }
 
 // outputText is a string output's text, or any other value's compact JSON.
@@ -116,7 +145,7 @@ func publishPreview(ctx context.Context, f *Factory, in *runInput, res *scoperun
 			warns = append(warns, fmt.Sprintf("could not write the dotenv report %s: %v", rf.GitLabDotenv, err))
 		}
 	}
-	if strings.TrimSpace(rf.PreviewURLOutput) == "" || runErr != nil {
+	if name, _ := previewOutputName(in, res); name == "" || runErr != nil {
 		return warns
 	}
 	repo := strings.TrimSpace(f.Getenv("GITHUB_REPOSITORY"))

@@ -81,7 +81,7 @@ func publish(ctx context.Context, f *Factory, in *runInput, res *scoperun.Result
 	var warns []string
 	warn := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
 	var pv preview
-	if rf.wanted(f.Getenv) || rf.PreviewURLOutput != "" || rf.GitLabDotenv != "" {
+	if name, _ := previewOutputName(in, res); rf.wanted(f.Getenv) || name != "" || rf.GitLabDotenv != "" {
 		pv = previewOf(ctx, in, res, runErr, warn)
 	}
 	warns = append(warns, publishPreview(ctx, f, in, res, runErr, pv)...)

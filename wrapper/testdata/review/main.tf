@@ -27,6 +27,7 @@ resource "sponson_scope" "this" {
   identity = {
     fixture_object = ["name"]
   }
+  url_output = "url"
 }
 
 resource "fixture_object" "o" {
