@@ -14,12 +14,20 @@
 #   --base-url URL  SPONSON_BASE_URL  where the releases are (default
 #                                     https://github.com/sponson/terraform-provider-sponson/releases):
 #                                     files are read from URL/download/v<V>/,
-#                                     "latest" from the redirect of URL/latest
+#                                     "latest" from the redirect of URL/latest;
+#                                     a file:// URL or a plain directory is a
+#                                     mirror on disk (air-gapped), laid out
+#                                     the same, which needs --version
+#   --gpg-key FILE  SPONSON_GPG_KEY   the release's public key (armored): the
+#                                     signature of the checksum file is then
+#                                     checked with gpg and required
 #
 # It downloads sponson_<V>_<os>_<arch>.tar.gz and the release's
-# terraform-provider-sponson_<V>_SHA256SUMS, checks the archive against its
-# checksum before unpacking anything, and moves the binary into place in one
-# rename, so a sponson that is running (or a failed install) never sees a
+# terraform-provider-sponson_<V>_SHA256SUMS, checks the signature of that
+# file (its .sig, made by the release's GPG key) when gpg is installed and
+# the key is known, and says so when it is not, checks the archive against
+# its checksum before unpacking anything, and moves the binary into place in
+# one rename, so a sponson that is running (or a failed install) never sees a
 # half-written file. Exit codes: 0 installed, 1 failed, 2 refused (usage,
 # unsupported platform, unknown version).
 set -eu
@@ -28,6 +36,7 @@ releases_default="https://github.com/sponson/terraform-provider-sponson/releases
 version="${SPONSON_VERSION:-latest}"
 prefix="${SPONSON_PREFIX:-/usr/local}"
 base="${SPONSON_BASE_URL:-$releases_default}"
+gpg_key="${SPONSON_GPG_KEY:-}"
 
 say() { printf 'sponson install: %s\n' "$*" >&2; }
 die() { code=$1; shift; say "error: $*"; exit "$code"; }
@@ -40,12 +49,31 @@ while [ $# -gt 0 ]; do
 	--prefix=*) prefix=${1#*=}; shift ;;
 	--base-url) [ $# -ge 2 ] || die 2 "--base-url needs a value"; base=$2; shift 2 ;;
 	--base-url=*) base=${1#*=}; shift ;;
-	-h | --help) sed -n '2,25p' "$0" 2>/dev/null | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--gpg-key) [ $# -ge 2 ] || die 2 "--gpg-key needs a value"; gpg_key=$2; shift 2 ;;
+	--gpg-key=*) gpg_key=${1#*=}; shift ;;
+	-h | --help) sed -n '2,35p' "$0" 2>/dev/null | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die 2 "unknown argument $1 (see --help)" ;;
 	esac
 done
 base=${base%/}
 [ -n "$prefix" ] || die 2 "--prefix is empty"
+if [ -n "$gpg_key" ] && [ ! -r "$gpg_key" ]; then
+	die 2 "--gpg-key $gpg_key is not a readable file"
+fi
+
+# A mirror on disk: file:///path, or a directory path. Its files are copied,
+# not downloaded.
+local_base=""
+case "$base" in
+file://localhost/*) local_base=${base#file://localhost} ;;
+file:///*) local_base=${base#file://} ;;
+file://*) die 2 "--base-url $base: a file URL names a local path (file:///path)" ;;
+*://*) ;;
+*) local_base=$base ;;
+esac
+if [ -n "$local_base" ] && [ ! -d "$local_base" ]; then
+	die 2 "--base-url $base is not a directory"
+fi
 
 # The release names platforms as Go does.
 platform() {
@@ -65,7 +93,13 @@ platform() {
 }
 
 # fetch URL FILE: 0 downloaded, 4 the server has no such file, 1 other failures.
+# Under a mirror on disk, URL is a path under it and the file is copied.
 fetch() {
+	if [ -n "$local_base" ]; then
+		[ -f "$1" ] || return 4
+		cp "$1" "$2" || return 1
+		return 0
+	fi
 	if command -v curl >/dev/null 2>&1; then
 		status=$(curl -sSL --retry 3 -o "$2" -w '%{http_code}' "$1") || return 1
 	elif command -v wget >/dev/null 2>&1; then
@@ -83,6 +117,7 @@ fetch() {
 # latest asks the release page which release is the newest: GitHub redirects
 # URL/latest to URL/tag/v<version>.
 latest() {
+	[ -z "$local_base" ] || die 2 "a mirror on disk ($base) has no latest redirect; pass --version"
 	command -v curl >/dev/null 2>&1 || die 2 "finding the latest release needs curl; pass --version"
 	url=$(curl -sSL --retry 3 -o /dev/null -w '%{url_effective}' "$base/latest") || die 1 "could not reach $base/latest"
 	tag=${url##*/tag/}
@@ -115,7 +150,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/sponson-install.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
-dir="$base/download/v$version"
+dir="${local_base:-$base}/download/v$version"
 sums="terraform-provider-sponson_${version}_SHA256SUMS"
 archive="sponson_${version}_${os}_${arch}.tar.gz"
 
@@ -134,6 +169,45 @@ case $rc in
 4) die 2 "release $version has no $archive" ;;
 *) die 1 "could not download $dir/$archive" ;;
 esac
+
+# The checksum file's signature, when it can be checked: gpg and the
+# release's public key (--gpg-key). Asked for and impossible is a refusal;
+# not asked for, a note that only the checksum was checked.
+verify_signature() {
+	if [ -z "$gpg_key" ]; then
+		if command -v gpg >/dev/null 2>&1; then
+			say "the signature of $sums is not checked: the release's public key is not known (--gpg-key FILE or SPONSON_GPG_KEY); the archive is still checked against $sums"
+		else
+			say "the signature of $sums is not checked: gpg is not installed; the archive is still checked against $sums"
+		fi
+		return 0
+	fi
+	if ! command -v gpg >/dev/null 2>&1 || ! command -v gpgv >/dev/null 2>&1; then
+		die 1 "--gpg-key was given but gpg (with gpgv) is not installed: cannot check the signature of $sums; nothing was installed"
+	fi
+	rc=0
+	fetch "$dir/$sums.sig" "$tmp/$sums.sig" || rc=$?
+	case $rc in
+	0) ;;
+	4) die 1 "release $version has no signature $sums.sig, and --gpg-key asks for one; nothing was installed" ;;
+	*) die 1 "could not download $dir/$sums.sig" ;;
+	esac
+	# A keyring of its own that holds only the release's key, so that the
+	# signature must be that key's whatever the user's keyring trusts;
+	# gpgv checks it without starting an agent, in a home of its own (the
+	# user's trustedkeys are not asked). An armored key is made binary
+	# first, a binary one taken as it is.
+	mkdir -m 700 "$tmp/gnupg"
+	if ! GNUPGHOME="$tmp/gnupg" gpg --batch --quiet --dearmor <"$gpg_key" >"$tmp/release.gpg" 2>/dev/null; then
+		cp "$gpg_key" "$tmp/release.gpg"
+	fi
+	if ! GNUPGHOME="$tmp/gnupg" gpgv --keyring "$tmp/release.gpg" --status-fd 3 "$tmp/$sums.sig" "$tmp/$sums" 3>"$tmp/gpg.status" 2>"$tmp/gpg.log" ||
+		! grep -q '^\[GNUPG:\] VALIDSIG ' "$tmp/gpg.status"; then
+		die 1 "the signature of $sums does not verify with $gpg_key: $(tr '\n' ' ' <"$tmp/gpg.log"); nothing was installed"
+	fi
+	say "the signature of $sums verifies with $gpg_key"
+}
+verify_signature
 
 want=$(awk -v f="$archive" '$2 == f || $2 == "*" f { print $1 }' "$tmp/$sums")
 [ -n "$want" ] || die 1 "$sums lists no checksum for $archive; nothing was installed"

@@ -261,8 +261,9 @@ func (v int64RangeValidator) ValidateInt64(_ context.Context, req validator.Int6
 	}
 }
 
-// notBlankValidator refuses a string that is empty or only white space.
-type notBlankValidator struct{}
+// notBlankValidator refuses a string that is empty or only white space;
+// give says what to write instead (the lease's object when empty).
+type notBlankValidator struct{ give string }
 
 func (notBlankValidator) Description(_ context.Context) string {
 	return "value must not be empty or only white space"
@@ -272,12 +273,15 @@ func (v notBlankValidator) MarkdownDescription(ctx context.Context) string {
 	return v.Description(ctx)
 }
 
-func (notBlankValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+func (v notBlankValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
 	if strings.TrimSpace(req.ConfigValue.ValueString()) == "" {
-		resp.Diagnostics.AddAttributeError(req.Path, "Empty Value",
-			"The value is empty or only white space. Give the name of the object the lease is on.")
+		give := v.give
+		if give == "" {
+			give = "Give the name of the object the lease is on."
+		}
+		resp.Diagnostics.AddAttributeError(req.Path, "Empty Value", "The value is empty or only white space. "+give)
 	}
 }

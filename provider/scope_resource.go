@@ -44,6 +44,7 @@ type scopeResourceModel struct {
 	Name        types.String `tfsdk:"name"`
 	Predecessor types.String `tfsdk:"predecessor"`
 	Identity    types.Map    `tfsdk:"identity"`
+	URLOutput   types.String `tfsdk:"url_output"`
 	Production  types.Object `tfsdk:"production"`
 	Parents     types.Map    `tfsdk:"parents"`
 	After       types.List   `tfsdk:"after"`
@@ -145,6 +146,17 @@ func (r *scopeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 					"sponson wrapper reads this policy from the plan; the provider only records it.",
 				ElementType: types.ListType{ElemType: types.StringType},
 				Optional:    true,
+			},
+			"url_output": schema.StringAttribute{
+				MarkdownDescription: "The name of the root module output that holds the scope's address, for " +
+					"example `\"url\"` for a preview. After an apply the sponson wrapper shows it as the " +
+					"summary's link, records a GitHub deployment of environment `ENV/SCOPE` with that URL " +
+					"(the pull request's \"View deployment\" button; the scope's destroy marks it inactive) and " +
+					"writes it to GitLab's dotenv report (`--gitlab-dotenv`). The output must be a string that " +
+					"is not sensitive. `--preview-url-output` names another output for one run. The provider " +
+					"only records it.",
+				Optional:   true,
+				Validators: []validator.String{notBlankValidator{give: "Give the name of a root module output, such as \"url\", or leave url_output out."}},
 			},
 			"production": schema.SingleNestedAttribute{
 				MarkdownDescription: "Which planned changes write production, and who may approve them. A run " +
@@ -439,6 +451,7 @@ func (r *scopeResource) ImportState(ctx context.Context, req resource.ImportStat
 		Name:        types.StringValue(scope),
 		Predecessor: stringOrNull(rc.Predecessor),
 		Identity:    types.MapNull(types.ListType{ElemType: types.StringType}),
+		URLOutput:   types.StringNull(),
 		Production:  types.ObjectNull(productionAttrTypes),
 		Parents:     types.MapNull(parentsElemType),
 		After:       types.ListNull(types.StringType),

@@ -130,6 +130,44 @@ func TestAccScopeResource_after(t *testing.T) {
 	})
 }
 
+// urlOutput records the output that holds the scope's address, for the
+// wrapper to read from the plan; changing it updates the scope in place, and
+// a blank name is refused.
+func TestAccScopeResource_urlOutput(t *testing.T) {
+	isolateContext(t)
+	handOver(t, githubContext)
+	config := func(name string) string {
+		return fmt.Sprintf("resource \"sponson_scope\" \"this\" {\n  url_output = %q\n}\n", name)
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      config(" "),
+				ExpectError: regexp.MustCompile(`Give the name of a root\s+module\s+output`),
+			},
+			{
+				Config: config("url"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectKnownValue("sponson_scope.this", tfjsonpath.New("url_output"), knownvalue.StringExact("url")),
+					},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sponson_scope.this", tfjsonpath.New("url_output"), knownvalue.StringExact("url")),
+				},
+			},
+			{
+				Config: config("preview_url"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("sponson_scope.this", plancheck.ResourceActionUpdate)},
+				},
+			},
+		},
+	})
+}
+
 func TestAccScopeResource_otherScopeReplaces(t *testing.T) {
 	isolateContext(t)
 	onMain := runctx.Context{Stack: "acme/app", Environment: "preview", Scope: "main", Branch: "main", Source: runctx.SourceGit}

@@ -78,10 +78,10 @@ func TestCITemplatesGitHubInstall(t *testing.T) {
 			}
 		}
 	}
-	// preview-plan, preview, preview-destroy, main, production-plan,
-	// production, gc and drift.
-	if jobs != 8 {
-		t.Errorf("%d jobs run sponson, want 8", jobs)
+	// preview-plan, preview, preview-destroy, chatops-plan, main,
+	// production-plan, production, gc and drift.
+	if jobs != 9 {
+		t.Errorf("%d jobs run sponson, want 9", jobs)
 	}
 }
 

@@ -176,8 +176,8 @@ func ghPullRequest(action string, number int, head string, merged bool) ghEvent 
 			"pull_request": map[string]any{
 				"number": number,
 				"merged": merged,
-				"head":   map[string]any{"ref": head, "sha": sha},
-				"base":   map[string]any{"ref": "main"},
+				"head":   map[string]any{"ref": head, "sha": sha, "repo": map[string]any{"id": 1, "full_name": "acme/app"}},
+				"base":   map[string]any{"ref": "main", "repo": map[string]any{"id": 1, "full_name": "acme/app"}},
 			},
 			"repository": ghRepo,
 		},
@@ -191,6 +191,26 @@ func ghPullRequest(action string, number int, head string, merged bool) ghEvent 
 			"GITHUB_SHA": strings.Repeat("e", 40),
 		},
 	}
+}
+
+// ghFork makes a pull request event's head another repository's.
+func ghFork(e ghEvent) ghEvent {
+	pr := e.payload["pull_request"].(map[string]any)
+	head := pr["head"].(map[string]any)
+	head["repo"] = map[string]any{"id": 2, "full_name": "stranger/app"}
+	return e
+}
+
+// ghComment is a comment on pull request number (issue_comment): GitHub runs
+// the default branch's workflow, with the default branch's GITHUB_REF and
+// GITHUB_SHA.
+func ghComment(number int, body, association string) ghEvent {
+	e := ghOnMain("issue_comment", map[string]any{
+		"action":  "created",
+		"issue":   map[string]any{"number": number, "pull_request": map[string]any{"url": fmt.Sprintf("https://api.github.com/repos/acme/app/pulls/%d", number)}},
+		"comment": map[string]any{"body": body, "author_association": association},
+	})
+	return e
 }
 
 func ghOnMain(event string, payload map[string]any) ghEvent {
@@ -219,6 +239,11 @@ func ghScenarios() []ghEvent {
 		with(ghPullRequest("synchronize", 12, "feat/x", false), "pull request 12 synchronized",
 			ciExpect{job: "preview-plan", command: "plan", env: "preview", scope: "pr-12"},
 			ciExpect{job: "preview", command: "apply", env: "preview", scope: "pr-12"}),
+		with(ghComment(12, "/sponson plan", "MEMBER"), "comment /sponson plan on pull request 12",
+			ciExpect{job: "chatops-plan", command: "plan", env: "preview", scope: "pr-12"}),
+		with(ghComment(12, "/sponson plan", "NONE"), "comment /sponson plan by a stranger"),
+		with(ghComment(12, "looks good", "MEMBER"), "another comment"),
+		with(ghFork(ghPullRequest("opened", 14, "feat/z", false)), "pull request 14 from a fork opened"),
 		with(ghPullRequest("opened", 13, "feat/y", false), "pull request 13 opened",
 			ciExpect{job: "preview-plan", command: "plan", env: "preview", scope: "pr-13"},
 			ciExpect{job: "preview", command: "apply", env: "preview", scope: "pr-13"}),
@@ -408,8 +433,63 @@ func TestCITemplatesGitHubTriggers(t *testing.T) {
 	if w.Permissions["contents"] != "write" || w.Permissions["pull-requests"] != "read" {
 		t.Errorf("permissions %v: the git store pushes (contents: write), gc reads pull requests", w.Permissions)
 	}
-	if w.Env["SPONSON_STATE_KEY"] != "${{ secrets.SPONSON_STATE_KEY }}" || w.Env["SPONSON_STORE"] != "git" {
-		t.Errorf("env %v: state in the repository's git store, encrypted with a secret key", w.Env)
+	if w.Env["SPONSON_STORE"] != "git" {
+		t.Errorf("env %v: state in the repository's git store", w.Env)
+	}
+	for k := range w.Env {
+		if strings.HasPrefix(k, "SPONSON_STATE_KEY") {
+			t.Errorf("the workflow's env holds %s: every job would get it; a state key goes to the jobs of its environment only", k)
+		}
+	}
+	if _, ok := w.On["pull_request_target"]; ok {
+		t.Errorf("the workflow runs on pull_request_target, which runs a fork's pull request with this repository's secrets")
+	}
+}
+
+// TestCITemplatesGitHubKeys: each job gets the state key of the one
+// environment it runs in; production's key only in the jobs of the GitHub
+// environments that hold it (production with its reviewers, and
+// production-plan), and the preview key never there.
+func TestCITemplatesGitHubKeys(t *testing.T) {
+	t.Parallel()
+	w := loadGitHub(t)
+	for _, name := range w.Jobs.names {
+		j := w.Jobs.byKey[name]
+		lines := ghStepLines(w, name)
+		if len(lines) == 0 {
+			continue
+		}
+		production := slices.Contains(strings.Fields(lines[0].line), "production")
+		var keys []string
+		for k := range lines[0].env {
+			if strings.HasPrefix(k, "SPONSON_STATE_KEY") {
+				keys = append(keys, k)
+			}
+		}
+		want := []string{"SPONSON_STATE_KEY_PREVIEW"}
+		if production {
+			want = []string{"SPONSON_STATE_KEY_PRODUCTION"}
+			if j.Environment != "production" && j.Environment != "production-plan" {
+				t.Errorf("job %s reads production without a GitHub environment that holds its key (environment %q)", name, j.Environment)
+			}
+		}
+		if diff := cmp.Diff(want, keys); diff != "" {
+			t.Errorf("job %s: state keys (-want +got):\n%s", name, diff)
+		}
+		if got := lines[0].env[want[0]]; got != "${{ secrets."+want[0]+" }}" {
+			t.Errorf("job %s: %s = %q, want the secret of that name", name, want[0], got)
+		}
+		if j.Permissions["id-token"] != "write" {
+			t.Errorf("job %s runs the engine without id-token: write: no OIDC credentials for the cloud", name)
+		}
+		for _, uses := range []string{"aws-actions/configure-aws-credentials@", "google-github-actions/auth@", "azure/login@"} {
+			if !slices.ContainsFunc(j.Steps, func(s ghStep) bool { return strings.HasPrefix(s.Uses, uses) }) {
+				t.Errorf("job %s has no %s step for OIDC credentials", name, uses)
+			}
+		}
+	}
+	if w.Jobs.byKey["production"].Environment != "production" {
+		t.Errorf("the production apply is not behind the production environment's reviewers")
 	}
 }
 
@@ -538,6 +618,10 @@ type glJob struct {
 	AllowFailure  bool          `yaml:"allow_failure"`
 	Interruptible bool          `yaml:"interruptible"`
 	Environment   glEnvironment `yaml:"environment"`
+	ResourceGroup string        `yaml:"resource_group"`
+	Artifacts     struct {
+		Reports map[string]string `yaml:"reports"`
+	} `yaml:"artifacts"`
 }
 
 type glRule struct {
@@ -551,6 +635,78 @@ type glEnvironment struct {
 	OnStop         string `yaml:"on_stop"`
 	AutoStopIn     string `yaml:"auto_stop_in"`
 	DeploymentTier string `yaml:"deployment_tier"`
+	URL            string `yaml:"url"`
+}
+
+// glEnvironmentKey is the state key GitLab gives a job, by the environment
+// scopes of the template's setup: SPONSON_STATE_KEY_PREVIEW to preview/*,
+// SPONSON_STATE_KEY_PRODUCTION to production.
+func glEnvironmentKey(j *glJob) string {
+	switch {
+	case j.Environment.Name == "production":
+		return "SPONSON_STATE_KEY_PRODUCTION"
+	case strings.HasPrefix(j.Environment.Name, "preview/"):
+		return "SPONSON_STATE_KEY_PREVIEW"
+	}
+	return ""
+}
+
+// TestCITemplatesGitLabKeys: every job names the environment whose key it
+// needs (production's only in production's jobs), the jobs that write a
+// scope share a resource_group per scope and the plans none, and the
+// preview's address reaches its environment through the dotenv report.
+func TestCITemplatesGitLabKeys(t *testing.T) {
+	t.Parallel()
+	p := loadGitLab(t)
+	for k := range p.variables {
+		if strings.HasPrefix(k, "SPONSON_STATE_KEY") {
+			t.Errorf("the pipeline's variables hold %s: a state key is a CI/CD variable scoped to its environment", k)
+		}
+	}
+	groups := map[string]string{}
+	for _, name := range p.jobs {
+		j := p.byName[name]
+		lines := glScriptLines(p, name)
+		if len(lines) == 0 {
+			continue
+		}
+		words := strings.Fields(lines[0].line)
+		want := "SPONSON_STATE_KEY_PREVIEW"
+		if slices.Contains(words, "production") {
+			want = "SPONSON_STATE_KEY_PRODUCTION"
+		}
+		if got := glEnvironmentKey(j); got != want {
+			t.Errorf("job %s (environment %q) gets %q, want %s", name, j.Environment.Name, got, want)
+		}
+		switch words[1] {
+		case "apply", "destroy":
+			if j.ResourceGroup == "" {
+				t.Errorf("job %s %ss without a resource_group: two pipelines would write the scope at once", name, words[1])
+			}
+			groups[name] = j.ResourceGroup
+			if j.Environment.Action == "prepare" {
+				t.Errorf("job %s writes the scope but says action: prepare", name)
+			}
+		default:
+			if j.ResourceGroup != "" {
+				t.Errorf("job %s (%s) holds resource_group %s: a plan would queue behind applies for nothing", name, words[1], j.ResourceGroup)
+			}
+			if j.Environment.Action != "prepare" {
+				t.Errorf("job %s (%s) is a deployment of %s: it deploys nothing (action: prepare)", name, words[1], j.Environment.Name)
+			}
+		}
+	}
+	if groups["preview"] != groups["preview-destroy"] || !strings.Contains(groups["preview"], "$CI_MERGE_REQUEST_IID") {
+		t.Errorf("resource groups %v: preview and preview-destroy share one per merge request", groups)
+	}
+	if groups["main"] == groups["production"] || groups["main"] == groups["preview"] {
+		t.Errorf("resource groups %v: one per scope", groups)
+	}
+	preview := p.byName["preview"]
+	if preview.Environment.URL != "$SPONSON_URL" || preview.Artifacts.Reports["dotenv"] != "deploy.env" ||
+		!strings.Contains(glScriptLines(p, "preview")[0].line, "--gitlab-dotenv deploy.env") {
+		t.Errorf("the preview's address does not reach its environment: url %q, reports %v", preview.Environment.URL, preview.Artifacts.Reports)
+	}
 }
 
 // glReserved are the top-level keys of a GitLab CI file that are not jobs.
@@ -1171,12 +1327,6 @@ func TestCITemplatesScopeRules(t *testing.T) {
 			continue
 		}
 		words := strings.Fields(lines[0].line)
-		if words[1] == "gc" || words[1] == "drift" {
-			continue // they take no scope's lease of their own
-		}
-		if j.Concurrency.Group == "" || j.Concurrency.CancelInProgress {
-			t.Errorf("job %s: concurrency %+v; want a group per scope without cancel-in-progress (an apply is never cancelled half-way)", name, j.Concurrency)
-		}
 		if words[1] != "apply" {
 			continue
 		}
@@ -1189,9 +1339,6 @@ func TestCITemplatesScopeRules(t *testing.T) {
 		if checkout == nil || checkout.With["fetch-depth"] != "0" {
 			t.Errorf("job %s applies without the whole history (fetch-depth: 0): the older-commit check could not decide", name)
 		}
-	}
-	if w.Jobs.byKey["preview"].Concurrency.Group != w.Jobs.byKey["preview-destroy"].Concurrency.Group {
-		t.Error("preview and preview-destroy are in different concurrency groups: a pending apply of a closed pull request would still run")
 	}
 
 	p := loadGitLab(t)

@@ -15,6 +15,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
 )
 
 // TestE2ECITemplatesGitLabInstall runs the install lines of the GitLab
@@ -117,5 +120,73 @@ func TestE2ECITemplatesGitLabInstall(t *testing.T) {
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Errorf("the checksum line accepted a changed install.sh:\n%s", out)
+	}
+
+	// With the release's public key in SPONSON_GPG_KEY (a GitLab variable
+	// of type File is a path), the same lines check the signature of the
+	// checksum file with gpg, and refuse one another key made.
+	if _, err := exec.LookPath("gpgv"); err != nil {
+		t.Skip("gpgv is not installed: the signature check is not run")
+	}
+	signer, err := openpgp.NewEntity("Sponson Releases", "", "releases@example.invalid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := openpgp.NewEntity("Someone Else", "", "else@example.invalid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["/raw/"+version+"/install.sh"] = readFile(t, installScript)
+	sumsPath := "/releases/download/v" + plain + "/terraform-provider-sponson_" + plain + "_SHA256SUMS"
+	keyFile := filepath.Join(t.TempDir(), "release.asc")
+	var pub bytes.Buffer
+	aw, err := armor.Encode(&pub, openpgp.PublicKeyType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := signer.Serialize(aw); err != nil {
+		t.Fatal(err)
+	}
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pub.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		by     *openpgp.Entity
+		ok     bool
+		output string
+	}{
+		{"signed by the release key", signer, true, "verifies with " + keyFile},
+		{"signed by another key", other, false, "does not verify with " + keyFile},
+	} {
+		var sig bytes.Buffer
+		if err := openpgp.DetachSign(&sig, tc.by, bytes.NewReader(files[sumsPath]), nil); err != nil {
+			t.Fatal(err)
+		}
+		files[sumsPath+".sig"] = sig.Bytes()
+		signedPrefix := t.TempDir()
+		var out []byte
+		var runErr error
+		for _, l := range lines {
+			if !strings.Contains(l, "sponson") || strings.Contains(l, "git remote") {
+				continue
+			}
+			l = strings.ReplaceAll(l, "https://raw.githubusercontent.com/sponson/terraform-provider-sponson", srv.URL+"/raw")
+			l = strings.ReplaceAll(l, "/tmp/install-sponson.sh", filepath.Join(signedPrefix, "install-sponson.sh"))
+			cmd := exec.Command("sh", "-e", "-c", l)
+			cmd.Env = append(append([]string{}, env...), "SPONSON_PREFIX="+signedPrefix, "SPONSON_GPG_KEY="+keyFile)
+			if out, runErr = cmd.CombinedOutput(); runErr != nil {
+				break
+			}
+		}
+		if (runErr == nil) != tc.ok || !strings.Contains(string(out), tc.output) {
+			t.Errorf("%s: error %v, want ok %v with %q:\n%s", tc.name, runErr, tc.ok, tc.output, out)
+		}
+		if _, err := os.Stat(filepath.Join(signedPrefix, "bin", "sponson")); (err == nil) != tc.ok {
+			t.Errorf("%s: installed %v, want %v", tc.name, err == nil, tc.ok)
+		}
 	}
 }

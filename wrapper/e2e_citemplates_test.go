@@ -196,9 +196,21 @@ func TestE2ECITemplatesGitHub(t *testing.T) {
 	w := loadGitHub(t)
 	repo := ciCheckout(t)
 
-	// The GitHub API as gc sees it: no pull request is open any more.
-	var apiCalls atomic.Int32
+	// The GitHub API as gc sees it: no pull request is open any more; and
+	// as the ChatOps plan sees it: pull request 12's head is the commit the
+	// job checked out.
+	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apiCalls, headCalls atomic.Int32
 	api := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/repos/acme/app/pulls/12" && req.Header.Get("Authorization") == "Bearer test-token" {
+			headCalls.Add(1)
+			rw.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(rw, `{"number": 12, "head": {"sha": %q}}`, strings.TrimSpace(string(head)))
+			return
+		}
 		if req.URL.Path != "/repos/acme/app/pulls" || req.Header.Get("Authorization") != "Bearer test-token" {
 			http.Error(rw, "unexpected request "+req.URL.String(), http.StatusNotFound)
 			return
@@ -210,10 +222,11 @@ func TestE2ECITemplatesGitHub(t *testing.T) {
 	defer api.Close()
 
 	values := map[string]string{
-		"secrets.SPONSON_STATE_KEY":       ciStateKey,
-		"secrets.SPONSON_PLAN_KEY":        strings.Repeat("17", 32),
-		"github.token":                    "test-token",
-		"steps.approval.outputs.approver": "alice",
+		"secrets.SPONSON_STATE_KEY_PREVIEW":    ciStateKey,
+		"secrets.SPONSON_STATE_KEY_PRODUCTION": strings.Repeat("24", 32),
+		"secrets.SPONSON_PLAN_KEY":             strings.Repeat("17", 32),
+		"github.token":                         "test-token",
+		"steps.approval.outputs.approver":      "alice",
 	}
 	events := t.TempDir()
 	var last map[string]string
@@ -257,6 +270,9 @@ func TestE2ECITemplatesGitHub(t *testing.T) {
 	if apiCalls.Load() == 0 {
 		t.Error("gc never asked the GitHub API for open pull requests: GITHUB_TOKEN or GITHUB_API_URL did not reach it")
 	}
+	if headCalls.Load() == 0 {
+		t.Error("the ChatOps plan never asked the GitHub API for the pull request's head")
+	}
 	h.checkScopesLeft(t, repo, last, "preview", []string{"main"})
 	h.checkScopesLeft(t, repo, last, "production", []string{"main"})
 }
@@ -269,7 +285,10 @@ func TestE2ECITemplatesGitLab(t *testing.T) {
 
 	// CI/CD variables of the project (Settings → CI/CD → Variables), which
 	// the template names but does not hold.
-	project := map[string]string{"SPONSON_STATE_KEY": ciStateKey, "SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
+	project := map[string]string{"SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
+	// The state keys, scoped to their environments as the template's setup
+	// says: GitLab gives each job only its environment's.
+	keys := map[string]string{"SPONSON_STATE_KEY_PREVIEW": ciStateKey, "SPONSON_STATE_KEY_PRODUCTION": strings.Repeat("24", 32)}
 	var last map[string]string
 	for _, e := range glScenarios() {
 		jobs := glPipelineJobs(t, p, e)
@@ -285,6 +304,9 @@ func TestE2ECITemplatesGitLab(t *testing.T) {
 			vars := e.allVars(p)
 			for k, v := range project {
 				vars[k] = v
+			}
+			if k := glEnvironmentKey(p.byName[x.job]); k != "" {
+				vars[k] = keys[k]
 			}
 			for k, v := range l.env {
 				vars[k] = os.Expand(v, func(name string) string { return vars[name] })

@@ -576,7 +576,7 @@ func TestE2EMultiStackReview(t *testing.T) {
 		"### sponson plan --all · preview · pr-7: 3 stacks", "```mermaid", "  s1 --> s2\n",
 		"| `stacks/app` | succeeded | no changes |",
 		"<details><summary><code>stacks/network</code>: no changes</summary>",
-		"sponson plan · preview · pr-7: no changes",
+		"no changes — sponson plan · ",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the comment lacks %q:\n%s", want, body)

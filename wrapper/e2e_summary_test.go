@@ -33,7 +33,7 @@ func TestE2ESummaryAndComment(t *testing.T) {
 	if len(cs) != 1 {
 		t.Fatalf("%d comments after the plan, want 1; requests %v\n%s", len(cs), srv.Requests(), plan.stderr)
 	}
-	for _, want := range []string{"sponson plan · preview · pr-7: 2 to add", "#### Create (2)", "`terraform_data.db`", "<details><summary>Plan output (" + testEngineName()} {
+	for _, want := range []string{"2 to add — sponson plan · ", " · preview/pr-7\n", "[The job's log](https://github.example/acme/infra/actions/runs/77)", "```diff\n+   terraform_data.app  # create\n+   terraform_data.db   # create\n```", "<details><summary>Plan output (" + testEngineName()} {
 		if !strings.Contains(cs[0].Body, want) {
 			t.Errorf("the plan comment lacks %q:\n%s", want, cs[0].Body)
 		}
@@ -50,7 +50,7 @@ func TestE2ESummaryAndComment(t *testing.T) {
 	if len(cs) != 1 {
 		t.Fatalf("%d comments after plan, apply and plan, want the one updated in place", len(cs))
 	}
-	if !strings.Contains(cs[0].Body, "#### Update in place (1)") || !strings.Contains(cs[0].Body, "(sensitive value)") {
+	if !strings.Contains(cs[0].Body, "~   terraform_data.db  # update in-place") || !strings.Contains(cs[0].Body, "(sensitive value)") {
 		t.Errorf("the updated comment does not show the second plan:\n%s", cs[0].Body)
 	}
 
@@ -121,14 +121,14 @@ func TestE2ESummaryOfARefusal(t *testing.T) {
 		t.Fatalf("plan of main's object from pr-2: exit %d\n%s", r.exit, r.stderr)
 	}
 	got := string(readFile(t, md))
-	for _, want := range []string{"refused (OWNED_BY_OTHER_SCOPE)", "**Refused before the engine wrote anything:**", "| `fixture_object.o[\"mine\"]` | `main` | `run-"} {
+	for _, want := range []string{"refused: 1 · nothing written (OWNED_BY_OTHER_SCOPE) — sponson plan", "**Refused before the engine wrote anything:**", "| `fixture_object.o[\"mine\"]` | `main` | `run-"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the summary of the refusal lacks %q:\n%s", want, got)
 		}
 	}
 	dmd := filepath.Join(t.TempDir(), "destroy.md")
 	h.mustRunEnv(dir, env, "destroy", "--scope", "main", "--summary", dmd, "-var", objectsVar("a", "shared"))
-	if got := string(readFile(t, dmd)); !strings.Contains(got, "sponson destroy · preview · main: destroyed") || !strings.Contains(got, "#### Delete (2)") {
+	if got := string(readFile(t, dmd)); !strings.Contains(got, "2 destroyed — sponson destroy · ") || !strings.Contains(got, "-   fixture_object.o[\"a\"]  # destroy") {
 		t.Errorf("destroy summary:\n%s", got)
 	}
 }

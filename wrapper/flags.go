@@ -26,6 +26,10 @@ type RunFlags struct {
 	WaitTimeout, LeaseTTL          time.Duration
 	ApprovedBy                     string
 	AllowOlderCommit               bool
+	// StrictCheckout refuses (CHECKOUT_NOT_HEAD) what is otherwise a
+	// warning: a comment-triggered run whose HEAD is not the pull
+	// request's head, a pull_request_target run of a fork's head.
+	StrictCheckout bool
 	// engine holds the engine flags (engineflag), read by resolve.
 	engine engineflag.Parsed
 	// savePlan is plan's -out FILE; planFile apply's saved plan FILE.
@@ -40,13 +44,14 @@ type RunFlags struct {
 // runFlagEnv names the SPONSON_* variable of each flag. The context flags
 // use the SPONSON_CTX_* names that context detection reads.
 var runFlagEnv = map[string]string{
-	"chdir":        "SPONSON_CHDIR",
-	"store":        storeurl.EnvVar,
-	"engine":       "SPONSON_ENGINE",
-	"wait":         "SPONSON_WAIT",
-	"wait-timeout": "SPONSON_WAIT_TIMEOUT",
-	"lease-ttl":    "SPONSON_LEASE_TTL",
-	"approved-by":  "SPONSON_APPROVED_BY",
+	"chdir":           "SPONSON_CHDIR",
+	"store":           storeurl.EnvVar,
+	"engine":          "SPONSON_ENGINE",
+	"wait":            "SPONSON_WAIT",
+	"wait-timeout":    "SPONSON_WAIT_TIMEOUT",
+	"lease-ttl":       "SPONSON_LEASE_TTL",
+	"approved-by":     "SPONSON_APPROVED_BY",
+	"strict-checkout": "SPONSON_STRICT_CHECKOUT",
 	// allow-older-commit has none on purpose: rolling a scope back is
 	// asked for on the command line of one run, never set once for a job.
 }
@@ -61,6 +66,7 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
 	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
 	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.BoolVar(&r.StrictCheckout, "strict-checkout", false, "refuse (CHECKOUT_NOT_HEAD) a comment-triggered GitHub run (issue_comment) whose HEAD is not the pull request's head, and a pull_request_target run of a fork's head; without it they are warnings (env SPONSON_STRICT_CHECKOUT)")
 	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
 	fs.StringArray(engineArgFlag, nil, "an engine flag, in the engine's spelling (set by NormalizeArgs)")
 	_ = fs.MarkHidden(engineArgFlag)
@@ -93,12 +99,18 @@ type ReviewFlags struct {
 	Summary      string
 	Comment      bool
 	GitLabReport string
+	// PreviewURLOutput names the output that holds the preview's address;
+	// GitLabDotenv the dotenv report an apply writes it to.
+	PreviewURLOutput string
+	GitLabDotenv     string
 }
 
 var reviewFlagEnv = map[string]string{
-	"summary":       "SPONSON_SUMMARY",
-	"comment":       "SPONSON_COMMENT",
-	"gitlab-report": "SPONSON_GITLAB_REPORT",
+	"summary":            "SPONSON_SUMMARY",
+	"comment":            "SPONSON_COMMENT",
+	"gitlab-report":      "SPONSON_GITLAB_REPORT",
+	"preview-url-output": "SPONSON_PREVIEW_URL_OUTPUT",
+	"gitlab-dotenv":      "SPONSON_GITLAB_DOTENV",
 }
 
 func (r *ReviewFlags) bind(cmd *cobra.Command) {
@@ -106,6 +118,8 @@ func (r *ReviewFlags) bind(cmd *cobra.Command) {
 	fs.StringVar(&r.Summary, "summary", "", "write the run's Markdown summary to `FILE` (env SPONSON_SUMMARY); it is also appended to $GITHUB_STEP_SUMMARY when that is set")
 	fs.BoolVar(&r.Comment, "comment", false, "post the summary as one sticky comment per pull request, stack and environment on GitHub (GITHUB_TOKEN) or GitLab (SPONSON_GITLAB_TOKEN, GITLAB_TOKEN or CI_JOB_TOKEN), updated in place; a failure to comment is a warning (env SPONSON_COMMENT)")
 	fs.StringVar(&r.GitLabReport, "gitlab-report", "", "write GitLab's artifacts:reports:terraform JSON (create, update, delete counts) to `FILE` (env SPONSON_GITLAB_REPORT)")
+	fs.StringVar(&r.PreviewURLOutput, "preview-url-output", "", "the root module output that holds the preview's address (a string, not sensitive): after an apply it is the summary's link, a GitHub deployment of environment ENV/SCOPE with that environment_url (GITHUB_TOKEN with deployments: write), marked inactive by the scope's destroy, and SPONSON_URL in --gitlab-dotenv (env SPONSON_PREVIEW_URL_OUTPUT)")
+	fs.StringVar(&r.GitLabDotenv, "gitlab-dotenv", "", "after an apply, write SPONSON_URL=<the preview's address> to `FILE`, a GitLab artifacts:reports:dotenv for environment:url: $SPONSON_URL (env SPONSON_GITLAB_DOTENV)")
 }
 
 // wanted reports whether the run must render a summary at all.

@@ -158,11 +158,20 @@ func withheldRun(command string, own map[string]string) map[string]string {
 		}
 		w[k] = whyOneStack
 	}
+	// What only a CI job has: the event whose checkout is checked, the
+	// code host's deployments and GitLab's dotenv report.
+	w["strict-checkout"] = whyCIOnly
+	w["preview-url-output"] = whyCIOnly
+	w["gitlab-dotenv"] = whyCIOnly
 	for k, v := range own {
 		w[k] = v
 	}
 	return w
 }
+
+// whyCIOnly withholds the flags of CI jobs: an agent's run has no CI event,
+// deployment or job report.
+const whyCIOnly = "it concerns a CI job (its event's checkout, the code host's deployments, GitLab's job reports), which a tool call is not"
 
 // mcpTools is the tool table of `sponson mcp`.
 var mcpTools = []toolSpec{

@@ -101,6 +101,13 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if stk.Warning != "" {
 		warnings = append(warnings, stk.Warning)
 	}
+	w, err := checkCheckout(cmd.Context(), f, src, c, r.StrictCheckout)
+	if err != nil {
+		return nil, err
+	}
+	if w != "" {
+		warnings = append(warnings, w)
+	}
 	approver := strings.TrimSpace(r.ApprovedBy)
 	if command != scoperun.Plan {
 		if approver, err = env.Approve(approver); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/comment"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 )
@@ -74,12 +75,22 @@ func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {
 // warning: a summary never changes the outcome of the run it describes.
 func publish(ctx context.Context, f *Factory, in *runInput, res *scoperun.Result, runErr error) []string {
 	rf := in.review
-	if !rf.wanted(f.Getenv) || res == nil {
+	if res == nil {
 		return nil
 	}
-	s := summaryOf(in, res, runErr)
 	var warns []string
 	warn := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
+	var pv preview
+	if name, _ := previewOutputName(in, res); rf.wanted(f.Getenv) || name != "" || rf.GitLabDotenv != "" {
+		pv = previewOf(ctx, in, res, runErr, warn)
+	}
+	warns = append(warns, publishPreview(ctx, f, in, res, runErr, pv)...)
+	if !rf.wanted(f.Getenv) {
+		return warns
+	}
+	s := summaryOf(in, res, runErr)
+	s.JobURL = runctx.DetectJob(f.Getenv).URL
+	s.Outputs, s.PreviewURL = pv.outputs, pv.url
 
 	if p := f.Getenv("GITHUB_STEP_SUMMARY"); p != "" {
 		md := s.Markdown(summary.Options{Limit: stepSummaryLimit, FullPlanAt: "the job's log"})

@@ -214,3 +214,61 @@ func TestActionRefusesUnknownEngine(t *testing.T) {
 		t.Errorf("installed sponson despite the bad engine")
 	}
 }
+
+// TestActionEngineVersionDefault: engine-version defaults per engine, to
+// the versions .ci/build-tool.sh builds and the tests run (each engine
+// numbers its releases its own way, so one default cannot serve both), and
+// an engine-version given is passed as it is.
+func TestActionEngineVersionDefault(t *testing.T) {
+	t.Parallel()
+	var a struct {
+		Inputs map[string]struct {
+			Default string `yaml:"default"`
+		} `yaml:"inputs"`
+		Runs struct {
+			Steps []struct {
+				If   string            `yaml:"if"`
+				Uses string            `yaml:"uses"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"runs"`
+	}
+	if err := yaml.Unmarshal(mustRead(t, actionFile), &a); err != nil {
+		t.Fatal(err)
+	}
+	if d := a.Inputs["engine-version"].Default; d != "" {
+		t.Errorf("engine-version defaults to %q for every engine", d)
+	}
+	tool := string(mustRead(t, "../build-tool.sh"))
+	builds := func(name string) string {
+		m := regexp.MustCompile(name + `_VERSION:-v([0-9.]+)`).FindStringSubmatch(tool)
+		if m == nil {
+			t.Fatalf("build-tool.sh names no %s_VERSION", name)
+		}
+		return m[1]
+	}
+	want := map[string]struct{ with, version string }{
+		"tofu":      {"tofu_version", builds("TOFU")},
+		"terraform": {"terraform_version", builds("TERRAFORM")},
+	}
+	orDefault := regexp.MustCompile(`^\$\{\{\s*inputs\.engine-version \|\| '([^']+)'\s*\}\}$`)
+	seen := 0
+	for _, s := range a.Runs.Steps {
+		m := regexp.MustCompile(`^inputs\.engine == '(\w+)'$`).FindStringSubmatch(s.If)
+		if s.Uses == "" || m == nil {
+			continue
+		}
+		w, ok := want[m[1]]
+		if !ok {
+			t.Fatalf("step %s for engine %s", s.Uses, m[1])
+		}
+		seen++
+		d := orDefault.FindStringSubmatch(s.With[w.with])
+		if d == nil || d[1] != w.version {
+			t.Errorf("%s: %s = %q; want engine-version, or %s when it is empty", s.Uses, w.with, s.With[w.with], w.version)
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d engine install steps, want tofu and terraform", seen)
+	}
+}

@@ -65,6 +65,28 @@ func tarGz(t *testing.T, name, content string) []byte {
 // and serves it like GitHub's release page.
 func serveReleases(t *testing.T) string {
 	t.Helper()
+	root := writeReleases(t)
+	files := http.FileServer(http.Dir(root))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/latest" {
+			http.Redirect(w, r, "/tag/v"+release, http.StatusFound)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/tag/") {
+			_, _ = io.WriteString(w, "a release page")
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// writeReleases lays releases `release` and `tampered` out in a directory
+// as GitHub's release page does (download/v<version>/), each checksum file
+// with its detached signature by releaseKey, as the release job signs it.
+func writeReleases(t *testing.T) string {
+	t.Helper()
 	root := t.TempDir()
 	for _, v := range []string{release, tampered} {
 		dir := filepath.Join(root, "download", "v"+v)
@@ -84,24 +106,13 @@ func serveReleases(t *testing.T) string {
 			}
 		}
 		fmt.Fprintf(&sums, "%x  terraform-provider-sponson_%s_linux_amd64.zip\n", sha256.Sum256([]byte("zip")), v)
-		if err := os.WriteFile(filepath.Join(dir, "terraform-provider-sponson_"+v+"_SHA256SUMS"), []byte(sums.String()), 0o644); err != nil {
+		sumsPath := filepath.Join(dir, "terraform-provider-sponson_"+v+"_SHA256SUMS")
+		if err := os.WriteFile(sumsPath, []byte(sums.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		signFile(t, releaseKey(t), sumsPath)
 	}
-	files := http.FileServer(http.Dir(root))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/latest" {
-			http.Redirect(w, r, "/tag/v"+release, http.StatusFound)
-			return
-		}
-		if strings.HasPrefix(r.URL.Path, "/tag/") {
-			io.WriteString(w, "a release page")
-			return
-		}
-		files.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return root
 }
 
 // toolDir holds the commands install.sh may use, and only those: a fake

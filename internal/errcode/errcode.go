@@ -34,6 +34,7 @@ const (
 	EnvNotApproved     Code = "ENV_NOT_APPROVED"
 	EnvUndeclared      Code = "ENV_UNDECLARED"
 	OlderCommit        Code = "OLDER_COMMIT"
+	CheckoutNotHead    Code = "CHECKOUT_NOT_HEAD"
 	LockHeld           Code = "LOCK_HELD"
 	LockLost           Code = "LOCK_LOST"
 	OwnedByOtherScope  Code = "OWNED_BY_OTHER_SCOPE"
@@ -78,6 +79,7 @@ var table = []Spec{
 	{EnvNotApproved, ExitRefused, "The run can write a protected environment (production, or one sponson.hcl protects) or a resource the scope policy marks as production, and no allowed approver was named.", "Pass --approved-by NAME or set SPONSON_APPROVED_BY."},
 	{EnvUndeclared, ExitRefused, "The environment is not one the repository declares (sponson.hcl; without it, preview and production).", "Use a declared environment, or declare it in sponson.hcl at the repository root."},
 	{OlderCommit, ExitRefused, "The run's commit is an ancestor of the commit its scope last applied: applying it would roll the scope back.", "Run the newest commit instead; to roll back on purpose, pass --allow-older-commit (recorded in the receipt)."},
+	{CheckoutNotHead, ExitRefused, "With --strict-checkout: the commit checked out is not what the event runs: a comment-triggered run (issue_comment) whose HEAD is not the pull request's head, or a pull_request_target run that checked out a fork's head.", "Check out the pull request's head in a comment-triggered job (refs/pull/N/head), and never a fork's head with pull_request_target; or drop --strict-checkout to be warned only."},
 	{LockHeld, ExitLock, "Another run holds the lease of this scope.", "Wait for it to finish, or pass --wait to queue behind it."},
 	{LockLost, ExitLock, "This run lost its lease (it expired or was taken over) and stopped writing.", "Run again; the run that took over is authoritative."},
 	{OwnedByOtherScope, ExitFailed, "The plan changes a resource that another scope of the same environment owns.", "Apply that change from the owning scope, or read the resource with a data source."},

@@ -47,6 +47,10 @@ func detectHost(getenv func(string) string, readFile func(string) ([]byte, error
 //     pull_request.base.repo, or is null because the fork was deleted) is
 //     marked Fork, so that the scope never inherits the base repository's
 //     branch of the same name.
+//   - pull_request_target: pr-<n> as above, but the workflow and the default
+//     checkout are the base branch's, so the commit is the one the checkout
+//     holds (local git), else GITHUB_SHA: the commit that actually ran,
+//     never the pull request's head.
 //   - issue_comment on a pull request (ChatOps): pr-<issue.number> when the
 //     payload's issue has a pull_request object. GITHUB_REF and GITHUB_SHA of
 //     this event are the default branch's, not the pull request's, so branch
@@ -85,6 +89,14 @@ func gitHubHost(env func(string) string, readFile func(string) ([]byte, error)) 
 		l.branch, l.commit = "", ""
 	case ev.pr > 0:
 		l.pr.n = ev.pr
+		if event == "pull_request_target" {
+			// The base repository's configuration runs (the default
+			// checkout is the base branch), not the pull request's head:
+			// the commit is the checkout's, else GITHUB_SHA (the base
+			// branch's commit this event runs).
+			l.commit = ""
+			l.commitAfterGit = env("GITHUB_SHA")
+		}
 	case strings.HasPrefix(ref, "refs/tags/") || env("GITHUB_REF_TYPE") == "tag":
 		l.tag = firstNonBlank(strings.TrimPrefix(ref, "refs/tags/"), env("GITHUB_REF_NAME"))
 		l.branch = ""

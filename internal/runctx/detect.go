@@ -77,9 +77,7 @@ func Detect(f Flags, src Sources) (Context, error) {
 			branchSource = SourceGit
 		}
 	}
-	if c.Commit, _ = first(layers, func(l layer) string { return l.commit }); c.Commit == "" {
-		c.Commit = git.commit()
-	}
+	c.Commit = commitOf(layers, git, host)
 	if c.DefaultBranch, _ = first(layers, func(l layer) string { return l.defaultBranch }); c.DefaultBranch == "" {
 		c.DefaultBranch = git.defaultBranch()
 	}
@@ -126,6 +124,19 @@ func Detect(f Flags, src Sources) (Context, error) {
 	}
 	c.Predecessor = predecessor(c)
 	return c, nil
+}
+
+// commitOf is the first commit a layer answers, else the checkout's, else
+// the host's commit for events whose checkout says what runs
+// (layer.commitAfterGit).
+func commitOf(layers []layer, git *localGit, host layer) string {
+	if c, _ := first(layers, func(l layer) string { return l.commit }); c != "" {
+		return c
+	}
+	if c := git.commit(); c != "" {
+		return c
+	}
+	return host.commitAfterGit
 }
 
 // predecessor is the scope a pr-<n> scope inherits from: its head branch's
@@ -192,6 +203,9 @@ type layer struct {
 	tag      string // the run is for this tag, and so has no branch
 	fork     bool   // the pull request's head is in another repository
 	planOnly string // why a scope derived from this host's branch is plan only
+	// commitAfterGit is the host's commit when local git has none: for
+	// events whose checkout, not the event, says what runs.
+	commitAfterGit string
 }
 
 // prAnswer distinguishes "no answer, ask the next source" from "there is no

@@ -185,6 +185,8 @@ func TestDetectGitHubActions(t *testing.T) {
 			},
 		},
 		{
+			// The commit is what ran: without a checkout to ask, GITHUB_SHA
+			// (the base's), never the payload's head.
 			name: "pull_request_target: GITHUB_REF is the base branch, the number is in the payload",
 			env: with(pullRequest, map[string]string{
 				"GITHUB_EVENT_NAME": "pull_request_target",
@@ -194,7 +196,21 @@ func TestDetectGitHubActions(t *testing.T) {
 			payload: gitHubPullRequestPayload,
 			want: Context{
 				Environment: "preview", Scope: "pr-42", Branch: "feat/search", PullRequest: 42,
-				Commit: shaHead, DefaultBranch: "main", Predecessor: "branch-feat-search", Source: "github",
+				Commit: shaMerge, DefaultBranch: "main", Predecessor: "branch-feat-search", Source: "github",
+			},
+		},
+		{
+			name: "pull_request_target records the commit of the checkout, not the pull request's head",
+			env: with(pullRequest, map[string]string{
+				"GITHUB_EVENT_NAME": "pull_request_target",
+				"GITHUB_REF":        "refs/heads/main",
+				"GITHUB_REF_NAME":   "main",
+			}),
+			payload: gitHubPullRequestPayload,
+			git:     gitOn("HEAD", shaGit, ""),
+			want: Context{
+				Environment: "preview", Scope: "pr-42", Branch: "feat/search", PullRequest: 42,
+				Commit: shaGit, DefaultBranch: "main", Predecessor: "branch-feat-search", Source: "github",
 			},
 		},
 		{

@@ -72,10 +72,22 @@ func (r Run) head(o Options) string {
 	if o.Marker {
 		b.WriteString(Marker(r.Stack, r.Environment) + "\n")
 	}
-	fmt.Fprintf(&b, "### %s sponson %s · %s · %s: %s\n\n", r.icon(), r.Command, r.Environment, r.Scope, r.outcome())
+	// The verdict first, then what it is about: several comments on one
+	// pull request (a stack and environment each) are told apart by the
+	// rest of the line.
+	fmt.Fprintf(&b, "### %s %s — sponson %s · %s · %s\n\n", r.icon(), r.Verdict(), r.Command, inline(nonEmpty(r.Stack, "this stack")), text(r.Environment+"/"+r.Scope))
+	if r.JobURL != "" {
+		fmt.Fprintf(&b, "[The job's log](%s)\n\n", linkTarget(r.JobURL))
+	}
 	b.WriteString("| stack | environment | scope | commit | run | engine |\n| --- | --- | --- | --- | --- | --- |\n")
 	fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(r.Stack), cell(r.Environment), cell(r.Scope), cell(short(r.Commit)), cell(r.RunID), text(r.Engine))
 	return b.String()
+}
+
+// linkTarget makes a URL safe as a Markdown link target: spaces and
+// parentheses would end it early.
+func linkTarget(u string) string {
+	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "\n", "").Replace(u)
 }
 
 func (r Run) icon() string {
@@ -89,27 +101,56 @@ func (r Run) icon() string {
 	}
 }
 
-// outcome is the headline: what the run did or will do.
-func (r Run) outcome() string {
-	n := Count(r.Changes)
-	if r.Failure != nil {
+// Verdict is the run in one line, the first of its summary: what the plan
+// will do or the run did, action by action ("2 to add · 1 to replace"),
+// then what was refused ("refused: 1") or how it failed.
+func (r Run) Verdict() string {
+	done := r.Failure == nil && r.Command != "plan" && r.Status != "changes"
+	var parts []string
+	n := map[Action]int{}
+	for _, c := range r.Changes {
+		n[c.Action]++
+	}
+	for _, a := range verdictOrder {
+		if n[a] == 0 {
+			continue
+		}
+		w := verdictWords[a]
+		if done {
+			parts = append(parts, fmt.Sprintf("%d %s", n[a], w[1]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d to %s", n[a], w[0]))
+		}
+	}
+	if len(parts) == 0 {
+		switch {
+		case r.Command == "plan" || r.Failure != nil:
+			parts = append(parts, "no changes")
+		default:
+			parts = append(parts, r.Status+", no changes")
+		}
+	}
+	if len(r.Refusals) > 0 {
+		parts = append(parts, fmt.Sprintf("refused: %d", len(r.Refusals)))
+	}
+	if f := r.Failure; f != nil {
+		word := "failed"
 		if len(r.Refusals) > 0 {
-			return "refused (" + r.Failure.Code + ")"
+			word = "nothing written"
 		}
-		return "failed (" + r.Failure.Code + ")"
+		parts = append(parts, word+" ("+f.Code+")")
 	}
-	switch r.Command {
-	case "plan":
-		if len(r.Changes) == 0 {
-			return "no changes"
-		}
-		return n.String()
-	default:
-		if len(r.Changes) == 0 {
-			return r.Status + ", no changes"
-		}
-		return r.Status + ", " + n.String()
-	}
+	return strings.Join(parts, " · ")
+}
+
+// verdictOrder is the order of the verdict: the engine's own (add, change,
+// destroy), replacements beside the changes.
+var verdictOrder = []Action{Create, Update, Replace, Delete, Forget, Import, Move}
+
+// verdictWords are each action's words in a plan and after a run.
+var verdictWords = map[Action][2]string{
+	Create: {"add", "added"}, Update: {"change", "changed"}, Replace: {"replace", "replaced"},
+	Delete: {"destroy", "destroyed"}, Forget: {"forget", "forgotten"}, Import: {"import", "imported"}, Move: {"move", "moved"},
 }
 
 // body is the summary below its header, one element per line (or per block
@@ -148,7 +189,10 @@ func (r Run) body() []string {
 	if r.AppliesPlan != "" {
 		out = append(out, "\n**Applies the saved plan** "+text(r.AppliesPlan)+", as reviewed.\n")
 	}
-	out = append(out, changeLines(r.Changes, actionTitle)...)
+	if d := diffBlock(r.Changes, r.Refusals); d != "" {
+		out = append(out, d)
+	}
+	out = append(out, r.outputLines()...)
 	if len(r.Warnings) > 0 {
 		out = append(out, "\n**Warnings**\n\n")
 		for _, w := range r.Warnings {

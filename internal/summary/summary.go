@@ -33,17 +33,19 @@ const (
 
 var actionOrder = []Action{Replace, Delete, Create, Update, Forget, Import, Move}
 
-var actionTitle = map[Action]string{
-	Replace: "Replace", Delete: "Delete", Create: "Create", Update: "Update in place",
-	Forget: "Forget (removed from state, kept)", Import: "Import", Move: "Move",
-}
-
 // Change is one planned action on one address.
 type Change struct {
 	Address string `json:"address"`
 	Action  Action `json:"action"`
 	// From is the previous address of a moved resource.
 	From string `json:"from,omitempty"`
+	// CreateFirst is set for a replacement that creates the new object
+	// before it destroys the old one (create_before_destroy): the engine's
+	// "+/-" rather than "-/+".
+	CreateFirst bool `json:"-"`
+	// ReplacedBy names the attributes whose change forces a replacement
+	// (the plan's replace_paths), as attribute paths: names, never values.
+	ReplacedBy []string `json:"-"`
 }
 
 // Refusal is a planned change Sponson refused before the engine wrote.
@@ -102,6 +104,13 @@ type Run struct {
 	// AppliesPlan the saved plan this run applies.
 	SavedPlan   string
 	AppliesPlan string
+	// JobURL is the CI job of the run (runctx.DetectJob), linked from the
+	// summary's second line.
+	JobURL string
+	// Outputs are the scope's root module outputs after an apply, by name;
+	// PreviewURL the one the configuration names as the preview's address.
+	Outputs    []Output
+	PreviewURL string
 }
 
 // ChangesFromPlan lists the managed-resource changes of a plan. No-ops are
@@ -151,7 +160,40 @@ func changesOf(rcs []*tfjson.ResourceChange) []Change {
 		if rc.PreviousAddress != rc.Address {
 			c.From = rc.PreviousAddress
 		}
+		if c.Action == Replace {
+			c.CreateFirst = len(a) == 2 && a[0] == tfjson.ActionCreate
+			c.ReplacedBy = replacePaths(rc.Change.ReplacePaths)
+		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// replacePaths renders the plan's replace_paths (each a list of attribute
+// names and element keys) as attribute paths: name.sub[0]["key"].
+func replacePaths(paths []any) []string {
+	var out []string
+	for _, p := range paths {
+		steps, ok := p.([]any)
+		if !ok || len(steps) == 0 {
+			continue
+		}
+		var b strings.Builder
+		for i, st := range steps {
+			switch v := st.(type) {
+			case string:
+				if i == 0 {
+					b.WriteString(v)
+				} else {
+					fmt.Fprintf(&b, "[%q]", v)
+				}
+			case float64:
+				fmt.Fprintf(&b, "[%d]", int64(v))
+			default:
+				fmt.Fprintf(&b, "[%v]", v)
+			}
+		}
+		out = append(out, b.String())
 	}
 	return out
 }
@@ -182,17 +224,59 @@ func Count(cs []Change) Counts {
 	return n
 }
 
-// group returns the changes by action, each group sorted by address.
+// group returns the changes by action, each group in the natural order of
+// their addresses (NaturalLess).
 func group(cs []Change) map[Action][]Change {
 	g := map[Action][]Change{}
 	for _, c := range cs {
 		g[c.Action] = append(g[c.Action], c)
 	}
 	for _, l := range g {
-		sort.Slice(l, func(i, j int) bool { return l[i].Address < l[j].Address })
+		sort.SliceStable(l, func(i, j int) bool { return NaturalLess(l[i].Address, l[j].Address) })
 	}
 	return g
 }
+
+// NaturalLess orders addresses as people count: a run of digits compares
+// by its number, so r[2] comes before r[10] and module.m["a9"] before
+// module.m["a10"]; everything else compares byte by byte. Numbers that are
+// equal but spelled with different leading zeros fall back to the bytes, so
+// the order stays total.
+func NaturalLess(a, b string) bool {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		ca, cb := a[i], b[j]
+		if isDigit(ca) && isDigit(cb) {
+			si, sj := i, j
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			na := strings.TrimLeft(a[si:i], "0")
+			nb := strings.TrimLeft(b[sj:j], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			continue
+		}
+		if ca != cb {
+			return ca < cb
+		}
+		i++
+		j++
+	}
+	if len(a)-i != len(b)-j {
+		return len(a)-i < len(b)-j
+	}
+	return a < b
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // Marker is the hidden line that identifies the sticky comment of one pull
 // request, stack and environment: the comment is found by it and updated in

@@ -215,10 +215,14 @@ func TestHostileText(t *testing.T) {
 	md := r.Markdown(summary.Options{Marker: true})
 	out := checkWellFormed(t, md)
 	plain := stdhtml.UnescapeString(out)
-	for _, a := range []string{r.Changes[0].Address, r.Refusals[0].Address, r.Stack} {
+	for _, a := range []string{r.Refusals[0].Address, r.Stack} {
 		if !strings.Contains(plain, "<code>"+a+"</code>") {
 			t.Errorf("%q is not rendered whole in one code span:\n%s", a, out)
 		}
+	}
+	// The planned change is a line of the diff block, whole.
+	if !regexp.MustCompile(`(?s)<pre><code class="language-diff">\+ +` + regexp.QuoteMeta(r.Changes[0].Address) + `  # create\n`).MatchString(plain) {
+		t.Errorf("%q is not a line of the diff block:\n%s", r.Changes[0].Address, out)
 	}
 }
 
@@ -254,13 +258,14 @@ func TestCut(t *testing.T) {
 	golden(t, "plan-cut", small)
 	checkWellFormed(t, small)
 
-	// So many changes that even the list does not fit: the list is cut and
-	// the plan text left out, and it still says where the whole is.
+	// So many changes that the diff block lists the first maxDiffLines and
+	// says how many more there are; the whole still fits and is
+	// well-formed.
 	for i := range 5000 {
 		r.Changes = append(r.Changes, summary.Change{Address: "terraform_data.n[" + strings.Repeat("9", i%7) + "]", Action: summary.Create})
 	}
 	md := r.Markdown(summary.Options{Limit: 65_536, FullPlanAt: where})
-	if len(md) > 65_536 || !strings.Contains(md, where) || !strings.Contains(md, "more lines of this summary are cut") {
+	if len(md) > 65_536 || !strings.Contains(md, where) || !strings.Contains(md, "  # … and 4704 more; every change is in the job's log\n```") {
 		t.Errorf("a summary whose list is too long was not cut cleanly (%d bytes)", len(md))
 	}
 	checkWellFormed(t, md)

@@ -3,7 +3,9 @@
 // shapes of their documentation: GitHub's issue comments (list with Link
 // pagination, create, update; bodies over 65,536 characters refused with
 // 422) and GitLab's merge request notes (list with X-Next-Page, create,
-// update; PRIVATE-TOKEN or JOB-TOKEN). Tests can make it answer 403 or 5xx.
+// update; PRIVATE-TOKEN or JOB-TOKEN), and GitHub's deployments (create,
+// list by environment, statuses) and the head of a pull request
+// (deployments.go). Tests can make it answer 403 or 5xx.
 package commenttest
 
 import (
@@ -40,6 +42,9 @@ type Server struct {
 	next     int64
 	comments []Comment
 	requests []string
+	// deployments and pulls: deployments.go.
+	deployments []*Deployment
+	pulls       map[string]string
 }
 
 // New starts a server; Close it when done.
@@ -52,6 +57,7 @@ func New(token string) *Server {
 	mux.HandleFunc("GET /api/v4/projects/{project}/merge_requests/{iid}/notes", s.glList)
 	mux.HandleFunc("POST /api/v4/projects/{project}/merge_requests/{iid}/notes", s.glCreate)
 	mux.HandleFunc("PUT /api/v4/projects/{project}/merge_requests/{iid}/notes/{id}", s.glUpdate)
+	s.routeDeployments(mux)
 	s.Server = httptest.NewServer(mux)
 	return s
 }
