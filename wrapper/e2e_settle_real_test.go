@@ -1,0 +1,117 @@
+package wrapper_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sponson/terraform-provider-sponson/internal/fixtureprovider"
+	"github.com/sponson/terraform-provider-sponson/internal/realproviders"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// realChainFiles are the files testdata/chainlocal writes, by address.
+var realChainFiles = map[string]string{
+	"local_file.a":          "a.txt",
+	`local_file.after["x"]`: "x.txt",
+	`local_file.after["y"]`: "y.txt",
+	"local_file.later[0]":   "later-0.txt",
+}
+
+// realChainDependents are the creates of testdata/chainlocal that wait for
+// the gate.
+var realChainDependents = []string{`local_file.after["x"]`, `local_file.after["y"]`, "local_file.later[0]"}
+
+// newRealChainWorld is the chain of issue 25 over HashiCorp's local
+// provider (testdata/chainlocal, the real-provider tier): local_file.a,
+// the terraform_data gate, three local_files after it. out is where the
+// files are written.
+func newRealChainWorld(t *testing.T, h *harness, storeName string) (c *chainWorld, out string) {
+	t.Helper()
+	mirror := realproviders.Install(t)
+	c = newChainWorld(t, h, storeName)
+	cfg, err := fixtureprovider.WriteCLIConfig(t.TempDir(), fixtureprovider.Build(t), mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = t.TempDir()
+	c.dir = h.workdir("testdata/chainlocal")
+	c.env = append(c.env, "TF_CLI_CONFIG_FILE="+cfg, "TF_VAR_out="+out)
+	return c, out
+}
+
+// checkRealChain: every file of the chain exists, the ledger owns each
+// address once, and no entry is left open.
+func checkRealChain(t *testing.T, rec *receipt.Receipt, out string) {
+	t.Helper()
+	owned := map[string]int{}
+	for _, e := range rec.Ledger {
+		if e.CreatedBy == receipt.CreatedByUnresolved || e.CreatedBy == receipt.CreatedByIntent {
+			t.Errorf("ledger entry %s is %s after the recovery", e.Address, e.CreatedBy)
+		}
+		owned[e.Address]++
+	}
+	for addr, name := range realChainFiles {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("%s: %v", addr, err)
+		}
+		if owned[addr] != 1 {
+			t.Errorf("the ledger owns %s %d times, want once: %+v", addr, owned[addr], rec.Ledger)
+		}
+	}
+	if owned["terraform_data.gate"] != 1 {
+		t.Errorf("the ledger owns the gate %d times, want once", owned["terraform_data.gate"])
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(files) != len(realChainFiles) {
+		t.Errorf("the output directory holds %v, want the %d files of the chain", files, len(realChainFiles))
+	}
+}
+
+// TestE2ERealProvidersKilledChain is the chain of issue 25 with the real
+// local provider: the run is SIGKILLed (its whole process group) while the
+// gate's provisioner runs. local_file has no import, so the completion of
+// local_file.a cannot be adopted by id; the next apply needs no person all
+// the same.
+func TestE2ERealProvidersKilledChain(t *testing.T) {
+	e2e(t)
+	for _, storeName := range []string{"file", "git"} {
+		t.Run(storeName, func(t *testing.T) {
+			h := e2e(t)
+			c, out := newRealChainWorld(t, h, storeName)
+			v, err := c.startUntilGate("--lease-ttl", "2s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-v.exited
+			waitFor(t, "the killed run's provisioner to end", func() bool { return !processWithArg(c.marks + "/open") })
+			killed := c.latest()
+			t.Logf("the killed run's checkpoint: status %s, completed %+v", killed.Status, killed.Completed)
+			c.open()
+			r := c.h.run(c.dir, c.env, c.args("apply", "--wait", "--json")...)
+			rec := c.latest()
+			t.Logf("settled: %+v", rec.Settled)
+			if r.exit != 0 {
+				t.Fatalf("the apply after the kill: exit %d %s\n%s\n%s\nthe killed run:\n%s", r.exit, r.code(t), r.stdout, r.stderr, v.out.String())
+			}
+			got := outcomes(rec.Settled)
+			if s := got["local_file.a"]; s.Outcome == receipt.SettledUnresolved || s.Outcome == "" {
+				t.Errorf("local_file.a, complete before the kill, settled %+v", s)
+			}
+			if s := got["terraform_data.gate"]; s.Outcome != receipt.SettledDropped || s.Reason != receipt.ReasonStateOnly {
+				t.Errorf("the gate settled %+v, want not created (state only)", s)
+			}
+			for _, addr := range realChainDependents {
+				if s := got[addr]; s.Outcome != receipt.SettledDropped || s.Reason != receipt.ReasonNotStarted || !strings.Contains(s.Note, "terraform_data.gate") {
+					t.Errorf("%s settled %+v, want not created, waiting for terraform_data.gate", addr, s)
+				}
+			}
+			checkRealChain(t, rec, out)
+		})
+	}
+}
