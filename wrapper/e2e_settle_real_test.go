@@ -115,3 +115,90 @@ func TestE2ERealProvidersKilledChain(t *testing.T) {
 		})
 	}
 }
+
+// TestE2ERealProvidersKilledChainMovedFile: after the same kill, the next
+// apply plans local_file.a at another filename: creating it there would
+// leave the file the killed run wrote owned by nobody, so the run refuses
+// (INTENT_UNRESOLVED, naming the planned filename) and that file stays.
+func TestE2ERealProvidersKilledChainMovedFile(t *testing.T) {
+	h := e2e(t)
+	c, out := newRealChainWorld(t, h, "file")
+	v, err := c.startUntilGate("--lease-ttl", "2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-v.exited
+	waitFor(t, "the killed run's provisioner to end", func() bool { return !processWithArg(c.marks + "/open") })
+	c.open()
+	elsewhere := t.TempDir()
+	r := c.h.run(c.dir, append(c.env, "TF_VAR_out="+elsewhere), c.args("apply", "--wait", "--json")...)
+	if r.exit == 0 || r.code(t) != "INTENT_UNRESOLVED" || !strings.Contains(r.stdout, filepath.Join(out, "a.txt")) {
+		t.Fatalf("the apply at another filename: exit %d %s, want INTENT_UNRESOLVED naming %s\n%s\n%s", r.exit, r.code(t), filepath.Join(out, "a.txt"), r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "a.txt")); err == nil {
+		t.Error("local_file.a was created at the other filename")
+	}
+	if _, err := os.Stat(filepath.Join(out, "a.txt")); err != nil {
+		t.Errorf("the file the killed run wrote: %v", err)
+	}
+	// At its own filename again, the next apply rewrites it.
+	r = c.h.run(c.dir, c.env, c.args("apply", "--json")...)
+	if r.exit != 0 {
+		t.Fatalf("the apply at the same filename: exit %d %s\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	rec := c.latest()
+	if s := outcomes(rec.Settled)["local_file.a"]; s.Outcome != receipt.SettledRewritten {
+		t.Errorf("local_file.a settled %+v, want rewritten", s)
+	}
+	checkRealChain(t, rec, out)
+}
+
+// TestE2ERealProvidersStoppedChainIsTakenOver: a run of the real-provider
+// chain stopped (SIGSTOP) past its TTL while the gate's provisioner runs is
+// taken over by the next run, which settles by the same rules as after a
+// kill (issue 25 item 6): local_file.a rewritten at its filename, the gate
+// state-only, its dependents not started; no INTENT_UNRESOLVED. The
+// stopped run, continued, ends LOCK_LOST.
+func TestE2ERealProvidersStoppedChainIsTakenOver(t *testing.T) {
+	h := e2e(t)
+	c, out := newRealChainWorld(t, h, "file")
+	v, err := c.startUntilGate("--lease-ttl", "2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOutsideMutex(t, v.cmd.Process)
+	taker := &chainWorld{t: t, h: h, dir: c.dir, marks: t.TempDir(), world: c.world, env: c.env, where: c.where}
+	taker.open()
+	r := h.run(c.dir, c.env, taker.args("apply", "--wait", "--wait-timeout", "2m", "--json")...)
+	if err := v.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	<-v.exited
+	if r.exit != 0 {
+		t.Fatalf("the apply that took over: exit %d %s\n%s\n%s\nthe stopped run:\n%s", r.exit, r.code(t), r.stdout, r.stderr, v.out.String())
+	}
+	if !strings.Contains(r.stderr, "took over an expired lease") {
+		t.Errorf("the takeover was not reported:\n%s", r.stderr)
+	}
+	if code := v.cmd.ProcessState.ExitCode(); code != 3 {
+		t.Errorf("the stopped run, continued: exit %d, want 3 LOCK_LOST\n%s", code, v.out.String())
+	}
+	rec := c.latest()
+	got := outcomes(rec.Settled)
+	t.Logf("settled: %+v", rec.Settled)
+	if s := got["local_file.a"]; s.Outcome != receipt.SettledRewritten && s.Outcome != receipt.SettledClaimed {
+		t.Errorf("local_file.a settled %+v, want rewritten (or claimed)", s)
+	}
+	if s := got["terraform_data.gate"]; s.Outcome != receipt.SettledDropped || s.Reason != receipt.ReasonStateOnly {
+		t.Errorf("the gate settled %+v, want dropped (state only)", s)
+	}
+	for _, addr := range realChainDependents {
+		if s := got[addr]; s.Outcome != receipt.SettledDropped || s.Reason != receipt.ReasonNotStarted {
+			t.Errorf("%s settled %+v, want dropped (not started)", addr, s)
+		}
+	}
+	checkRealChain(t, rec, out)
+}
