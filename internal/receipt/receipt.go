@@ -26,6 +26,10 @@ const (
 	StatusUnchanged = "unchanged"
 	StatusFailed    = "failed"
 	StatusDestroyed = "destroyed"
+	// StatusCancelled is a run stopped by SIGINT or SIGTERM (a CI host's
+	// cancel): the engine finished what it had in flight and wrote its
+	// state, and every completion is recorded (Error says INTERRUPTED).
+	StatusCancelled = "cancelled"
 	// StatusSettled is the receipt a run writes once it has settled what an
 	// earlier run left unfinished (claimed, adopted or unresolved entries),
 	// before it plans; it stays the latest when the run goes no further.

@@ -79,6 +79,9 @@ func (r *runner) outcome(rec *receipt.Receipt, c *checked, engineErr, readErr er
 	case engineErr != nil:
 		rec.Status = receipt.StatusFailed
 		e := errcode.As(engineErr)
+		if e.Code == errcode.Interrupted {
+			rec.Status = receipt.StatusCancelled
+		}
 		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
 	case readErr != nil:
 		rec.Status = receipt.StatusFailed
