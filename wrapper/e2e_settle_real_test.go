@@ -202,3 +202,72 @@ func TestE2ERealProvidersStoppedChainIsTakenOver(t *testing.T) {
 	}
 	checkRealChain(t, rec, out)
 }
+
+// TestE2ERealProvidersCancelWithSleepInFlight: SIGTERM or SIGINT to
+// sponson while a time_sleep of ten minutes is in flight at HashiCorp's
+// time provider (testdata/cancelsleep): the engine stops the provider,
+// whose create gives up, and writes its state; sponson records local_file.a,
+// releases the lease and writes its receipt (cancelled) long before the
+// sleep would end. The next apply, without --wait, needs no person.
+func TestE2ERealProvidersCancelWithSleepInFlight(t *testing.T) {
+	e2e(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		for _, storeName := range []string{"file", "git"} {
+			t.Run(sig.String()+"/"+storeName, func(t *testing.T) {
+				h := e2e(t)
+				c, out := newRealChainWorld(t, h, storeName)
+				c.dir = h.workdir("testdata/cancelsleep")
+				args := append([]string{"apply"}, c.where...)
+				v := &victim{cmd: h.command(c.dir, c.env, args...), exited: make(chan struct{})}
+				v.cmd.Stdout, v.cmd.Stderr = &v.out, &v.out
+				if err := v.cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				go func() { _ = v.cmd.Wait(); close(v.exited) }()
+				waitFor(t, "the sleep to start", func() bool {
+					return strings.Contains(v.out.String(), "time_sleep.wait: Creating...")
+				})
+				if err := v.cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				// The sleep takes ten minutes, waitFor's patience two.
+				waitFor(t, "the cancelled run to end", func() bool {
+					select {
+					case <-v.exited:
+						return true
+					default:
+						return false
+					}
+				})
+				if code := v.cmd.ProcessState.ExitCode(); code == 0 {
+					t.Fatalf("the cancelled run exited 0:\n%s", v.out.String())
+				}
+				rec := c.latest()
+				if rec.Status != receipt.StatusCancelled {
+					t.Fatalf("the cancelled run's receipt: status %s, want cancelled\n%s", rec.Status, v.out.String())
+				}
+				owned := false
+				for _, e := range rec.Ledger {
+					if e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved {
+						t.Errorf("after the cancel, %s is %s", e.Address, e.CreatedBy)
+					}
+					owned = owned || (e.Address == "local_file.a" && e.CreatedBy == receipt.CreatedBySponson)
+				}
+				if !owned {
+					t.Errorf("the cancelled run's ledger does not own local_file.a: %+v", rec.Ledger)
+				}
+				r := h.run(c.dir, c.env, append(append([]string{"apply", "--json"}, c.where...), "-var", "sleep=1s")...)
+				if r.exit != 0 {
+					t.Fatalf("the apply after the cancel: exit %d %s\n%s\n%s\nthe cancelled run:\n%s", r.exit, r.code(t), r.stdout, r.stderr, v.out.String())
+				}
+				next := c.latest()
+				if len(next.Settled) != 0 {
+					t.Errorf("the apply after the cancel settled %+v, want nothing to settle", next.Settled)
+				}
+				if _, err := os.Stat(filepath.Join(out, "a.txt")); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+}
