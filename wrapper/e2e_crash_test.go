@@ -151,7 +151,8 @@ func (c *crashWorld) round(round int) {
 	if !alone {
 		pid = -pid
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+	killed := syscall.Kill(pid, syscall.SIGKILL) == nil
+	if killed {
 		c.kills++
 		if alone {
 			c.killsAlone++
@@ -159,8 +160,13 @@ func (c *crashWorld) round(round int) {
 	}
 	<-exited
 	c.created += 4
+	before := *c
 	c.recover(round)
 	c.check(fmt.Sprintf("round %d", round))
+	asked := func(w *crashWorld) int { return w.resolvedFound + w.resolvedGone + w.resolvedOther }
+	t.Logf("round %d (gated %v, killed %v, sponson alone %v): leaked %d, adopted %d, settled automatically %d, asked a person %d",
+		round, round%2 == 0, killed, alone, c.leaks-before.leaks, c.adopted-before.adopted,
+		c.adopted+c.dropped-before.adopted-before.dropped, asked(c)-asked(&before))
 }
 
 // recover runs the configuration again until it applies, resolving what
