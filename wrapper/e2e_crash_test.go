@@ -140,14 +140,28 @@ func (c *crashWorld) round(round int) {
 	go func() { _ = victim.Wait(); close(exited) }()
 	// The create window opens when the engine starts applying: the first
 	// object of this round's plan is on its way.
+	ended := false
 	waitFor(t, "the engine to start creating", func() bool {
 		select {
 		case <-exited:
-			t.Fatalf("round %d: the run ended before the engine created anything:\n%s", round, out.String())
+			ended = true
+			return true
 		default:
 		}
 		return strings.Contains(out.String(), "]: Creating...")
 	})
+	if ended && !strings.Contains(out.String(), "]: Creating...") {
+		// The victim's lease is two seconds: on a loaded machine a slow
+		// store can outlast it before the apply, and the run stops
+		// itself. That round has no kill; anything else is a failure.
+		if !strings.Contains(out.String(), "LOCK_LOST") || !strings.Contains(out.String(), "did not answer the renewal before the run's own deadline") {
+			t.Fatalf("round %d: the run ended before the engine created anything:\n%s", round, out.String())
+		}
+		t.Logf("round %d: the run lost its two-second lease before the apply (a slow store); no kill", round)
+		c.recover(round)
+		c.check(fmt.Sprintf("round %d", round))
+		return
+	}
 	// A random point inside the window (the creates take 800 ms each,
 	// after the gate's second in a gated round).
 	time.Sleep(time.Duration(c.rng.IntN(window)) * time.Millisecond)
