@@ -158,6 +158,7 @@ func (c *crashWorld) round(round int) {
 			t.Fatalf("round %d: the run ended before the engine created anything:\n%s", round, out.String())
 		}
 		t.Logf("round %d: the run lost its two-second lease before the apply (a slow store); no kill", round)
+		c.victimOut = out.String()
 		c.recover(round)
 		c.check(fmt.Sprintf("round %d", round))
 		return
