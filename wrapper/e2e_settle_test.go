@@ -252,8 +252,8 @@ func TestE2ECancelledChainIsGraceful(t *testing.T) {
 					t.Fatalf("the cancelled run exited 0:\n%s", v.out.String())
 				}
 				rec := c.latest()
-				if rec.Status == receipt.StatusRunning {
-					t.Fatalf("the cancelled run left its checkpoint as the latest receipt:\n%s", v.out.String())
+				if rec.Status != receipt.StatusCancelled {
+					t.Fatalf("the cancelled run's latest receipt is %s, want cancelled:\n%s", rec.Status, v.out.String())
 				}
 				for _, e := range rec.Ledger {
 					if e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved {
