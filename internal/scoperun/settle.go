@@ -235,25 +235,7 @@ func (s *settlement) settleOne(e receipt.Entry) {
 		st.ID, e.ID = id, id
 		s.keepUnresolved(e)
 	case known:
-		st.ID = id
-		note := ""
-		if present && (inState != old || !s.deleted[e.Address]) {
-			note = fmt.Sprintf("the state holds another object at its address (id %s) that may still exist", inState)
-		} else {
-			note = s.adopt(e, id, present)
-		}
-		switch {
-		case note != "" && stateOnly:
-			st.Outcome, st.Reason = receipt.SettledDropped, receipt.ReasonStateOnly
-			st.Note = fmt.Sprintf("it could not be adopted (%s), and a %s keeps nothing outside the state: the next apply creates it again", note, e.Type)
-		case note != "":
-			st.Outcome, st.Note = receipt.SettledUnresolved, note
-			e.ID = id
-			s.keepUnresolved(e)
-		default:
-			st.Outcome = receipt.SettledAdopted
-			s.present[e.Address] = id
-		}
+		s.settleKnown(&st, e, id, stateOnly)
 	case present && e.CreatedBy == receipt.CreatedByUnresolved:
 		// Left unresolved by an earlier settlement: no run can have
 		// created it since, so an object at its address was put there
@@ -279,6 +261,33 @@ func (s *settlement) settleOne(e receipt.Entry) {
 		s.keepUnresolved(e)
 	}
 	s.out = append(s.out, st)
+}
+
+// settleKnown settles e, whose object is known to exist with id and which
+// the state does not hold: adopted by an import, unless the state holds
+// another object at its address; what cannot be adopted is dropped when
+// its type keeps nothing outside the state, else unresolved.
+func (s *settlement) settleKnown(st *receipt.Settlement, e receipt.Entry, id string, stateOnly bool) {
+	st.ID = id
+	inState, present := s.present[e.Address]
+	note := ""
+	if present && (inState != s.old[e.Address] || !s.deleted[e.Address]) {
+		note = fmt.Sprintf("the state holds another object at its address (id %s) that may still exist", inState)
+	} else {
+		note = s.adopt(e, id, present)
+	}
+	switch {
+	case note != "" && stateOnly:
+		st.Outcome, st.Reason = receipt.SettledDropped, receipt.ReasonStateOnly
+		st.Note = fmt.Sprintf("it could not be adopted (%s), and a %s keeps nothing outside the state: the next apply creates it again", note, e.Type)
+	case note != "":
+		st.Outcome, st.Note = receipt.SettledUnresolved, note
+		e.ID = id
+		s.keepUnresolved(e)
+	default:
+		st.Outcome = receipt.SettledAdopted
+		s.present[e.Address] = id
+	}
 }
 
 // dropReason says why the create of e, which the state does not hold and
