@@ -271,3 +271,58 @@ func TestE2ERealProvidersCancelWithSleepInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ERealProvidersKilledReplacement: the chain applied, then a change
+// of a.txt's content replaces local_file.a (delete, then create at the same
+// filename), the gate and the files after it; the run is SIGKILLed while
+// the new gate's provisioner runs. The state the engine had not persisted
+// still holds the old local_file.a, whose delete completed: the next apply
+// writes a.txt again (rewritten), the old gate is claimed from the state and
+// replaced again, the files after it had not started, and no person is
+// asked.
+func TestE2ERealProvidersKilledReplacement(t *testing.T) {
+	h := e2e(t)
+	c, out := newRealChainWorld(t, h, "file")
+	c.open()
+	if r := h.run(c.dir, c.env, c.args("apply")...); r.exit != 0 {
+		t.Fatalf("the first apply: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	second := &chainWorld{t: t, h: h, dir: c.dir, marks: t.TempDir(), world: c.world, env: c.env, where: c.where}
+	v, err := second.startUntilGate("--lease-ttl", "2s", "-var", "a=second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(v.out.String(), "local_file.a: Creation complete") {
+		t.Fatalf("the replacement of local_file.a did not complete before the gate:\n%s", v.out.String())
+	}
+	if err := syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-v.exited
+	waitFor(t, "the killed run's provisioner to end", func() bool { return !processWithArg(second.marks + "/open") })
+	second.open()
+	r := h.run(c.dir, c.env, second.args("apply", "--wait", "--json", "-var", "a=second")...)
+	rec := c.latest()
+	t.Logf("settled: %+v", rec.Settled)
+	if r.exit != 0 {
+		t.Fatalf("the apply after the kill: exit %d %s\n%s\n%s\nthe killed run:\n%s", r.exit, r.code(t), r.stdout, r.stderr, v.out.String())
+	}
+	got := outcomes(rec.Settled)
+	if s := got["local_file.a"]; s.Outcome != receipt.SettledRewritten {
+		t.Errorf("local_file.a settled %+v, want rewritten", s)
+	}
+	// The state still holds the old gate: a state-only object is what
+	// the state holds (claimed), and the plan replaces it again.
+	if s := got["terraform_data.gate"]; s.Outcome != receipt.SettledClaimed {
+		t.Errorf("the gate settled %+v, want claimed (the old one, in the state)", s)
+	}
+	for _, addr := range realChainDependents {
+		if s, ok := got[addr]; ok && s.Outcome == receipt.SettledUnresolved {
+			t.Errorf("%s settled %+v", addr, s)
+		}
+	}
+	if b := readFile(t, filepath.Join(out, "a.txt")); string(b) != "second\n" {
+		t.Errorf("a.txt holds %q, want the new content", b)
+	}
+	checkRealChain(t, rec, out)
+}

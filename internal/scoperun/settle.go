@@ -229,9 +229,11 @@ func (s *settlement) settleOne(e receipt.Entry) {
 	case stateOnly && present:
 		// The state is the whole of such an object: what it holds is
 		// what exists.
-	case known && !present && s.inPlace(&st, e):
+	case known && (!present || (inState == old && s.deleted[e.Address])) && s.inPlace(&st, e):
 		// Completed, and written where its arguments say: no import
-		// (local_file has none), the next create there rewrites it.
+		// (local_file has none), the next create there rewrites it. The
+		// state may still hold the object it replaced, whose delete
+		// completed: the next plan's refresh finds it gone.
 		st.ID, e.ID = id, id
 		s.keepUnresolved(e)
 	case known:
@@ -249,7 +251,7 @@ func (s *settlement) settleOne(e receipt.Entry) {
 			st.Outcome, st.Reason, st.Note = receipt.SettledDropped, reason, note
 			break
 		}
-		if !present && s.inPlace(&st, e) {
+		if (!present || s.deleted[e.Address]) && s.inPlace(&st, e) {
 			s.keepUnresolved(e)
 			break
 		}

@@ -104,13 +104,24 @@ func TestInPlaceIntents(t *testing.T) {
 			file("local_file.unknown", ""),
 			file("local_file.waits", "/o/waits", "local_file.flight"),
 			file("local_file.held", "/o/held"),
+			{Address: "local_file.replaced", Provider: local, Type: "local_file", ID: "sha-old", CreatedBy: receipt.CreatedBySponson},
+			file("local_file.replaced", "/o/replaced"),
+			{Address: "local_file.halfway", Provider: local, Type: "local_file", ID: "sha-old2", CreatedBy: receipt.CreatedBySponson},
+			file("local_file.halfway", "/o/halfway"),
+		},
+		Changes: []receipt.Change{
+			{Address: "local_file.replaced", Actions: []string{"delete", "create"}},
+			{Address: "local_file.halfway", Actions: []string{"delete", "create"}},
 		},
 		Completed: []receipt.Completion{
 			{Address: "local_file.done", ID: "sha-done", Action: "create"},
 			{Address: "local_file.held", ID: "sha-held", Action: "create"},
+			{Address: "local_file.replaced", Action: "delete"},
+			{Address: "local_file.replaced", ID: "sha-new", Action: "create"},
+			{Address: "local_file.halfway", Action: "delete"},
 		},
 	}
-	s := newSettlement(&runner{}, t.Context(), nil, prev, nil, map[string]string{"local_file.held": "sha-held"})
+	s := newSettlement(&runner{}, t.Context(), nil, prev, nil, map[string]string{"local_file.held": "sha-held", "local_file.replaced": "sha-old", "local_file.halfway": "sha-old2"})
 	for _, e := range openEntries(prev) {
 		s.settleOne(e)
 	}
@@ -124,6 +135,10 @@ func TestInPlaceIntents(t *testing.T) {
 		"local_file.unknown": "unresolved//",
 		"local_file.waits":   "dropped/not-started/",
 		"local_file.held":    "claimed//",
+		// Replaced (delete, then create): the delete completed, so the
+		// state's object is gone, and the new one is at the filename.
+		"local_file.replaced": "unresolved/in-place/sha-new",
+		"local_file.halfway":  "unresolved/in-place/",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("outcomes (-want +got):\n%s", diff)

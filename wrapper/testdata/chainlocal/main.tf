@@ -17,13 +17,20 @@ variable "out" {
   type = string
 }
 
+variable "a" {
+  description = "The content of a.txt: a change replaces local_file.a, and the gate and the files after it."
+  type        = string
+  default     = "first"
+}
+
 resource "local_file" "a" {
   filename = "${var.out}/a.txt"
-  content  = "first\n"
+  content  = "${var.a}\n"
 }
 
 resource "terraform_data" "gate" {
-  input = local_file.a.id
+  input            = local_file.a.id
+  triggers_replace = local_file.a.id
   provisioner "local-exec" {
     command = "touch ${var.marks}/started; while [ ! -e ${var.marks}/open ]; do sleep 0.1; done"
   }
