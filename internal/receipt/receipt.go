@@ -28,7 +28,9 @@ const (
 	StatusDestroyed = "destroyed"
 	// StatusCancelled is a run stopped by SIGINT or SIGTERM (a CI host's
 	// cancel): the engine finished what it had in flight and wrote its
-	// state, and every completion is recorded (Error says INTERRUPTED).
+	// state, every completion is recorded, and Error says INTERRUPTED.
+	// After a second signal the engine stops at once, and the creates it
+	// gave up on stay intents for the next run to settle.
 	StatusCancelled = "cancelled"
 	// StatusSettled is the receipt a run writes once it has settled what an
 	// earlier run left unfinished (claimed, adopted or unresolved entries),
