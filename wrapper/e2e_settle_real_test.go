@@ -326,3 +326,55 @@ func TestE2ERealProvidersKilledReplacement(t *testing.T) {
 	}
 	checkRealChain(t, rec, out)
 }
+
+// TestE2ERealProvidersCancelledChain: SIGTERM or SIGINT to sponson while
+// the real-provider chain's gate runs: the engine stops after the gate,
+// sponson records local_file.a, writes its receipt (cancelled) and
+// releases the lease; the next apply, without --wait, needs no person and
+// makes the rest.
+func TestE2ERealProvidersCancelledChain(t *testing.T) {
+	e2e(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		for _, storeName := range []string{"file", "git"} {
+			t.Run(sig.String()+"/"+storeName, func(t *testing.T) {
+				h := e2e(t)
+				c, out := newRealChainWorld(t, h, storeName)
+				v, err := c.startUntilGate()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := v.cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				// The engine waits for the provisioner it runs: once it has
+				// the interrupt, let the provisioner end.
+				waitFor(t, "the engine to take the interrupt", func() bool {
+					return strings.Contains(v.out.String(), "Interrupt received")
+				})
+				c.open()
+				<-v.exited
+				if code := v.cmd.ProcessState.ExitCode(); code == 0 {
+					t.Fatalf("the cancelled run exited 0:\n%s", v.out.String())
+				}
+				rec := c.latest()
+				if rec.Status != receipt.StatusCancelled {
+					t.Fatalf("the cancelled run's receipt is %s, want cancelled:\n%s", rec.Status, v.out.String())
+				}
+				for _, e := range rec.Ledger {
+					if e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved {
+						t.Errorf("after the cancel, %s is %s", e.Address, e.CreatedBy)
+					}
+				}
+				r := h.run(c.dir, c.env, c.args("apply", "--json")...)
+				if r.exit != 0 {
+					t.Fatalf("the apply after the cancel: exit %d %s\n%s\n%s\nthe cancelled run:\n%s", r.exit, r.code(t), r.stdout, r.stderr, v.out.String())
+				}
+				next := c.latest()
+				if len(next.Settled) != 0 {
+					t.Errorf("the apply after the cancel settled %+v, want nothing to settle", next.Settled)
+				}
+				checkRealChain(t, next, out)
+			})
+		}
+	}
+}
