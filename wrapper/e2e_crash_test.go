@@ -58,9 +58,9 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 				c.round(round)
 			}
 			c.finish()
-			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted, %d not created), %d asked a person (%d found, %d gone, %d of other types), %d adopted after a person's word; leaks: %d",
+			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted, %d not created), %d asked a person (%d found, %d gone, %d of other types; %d shown complete before the kill), %d adopted after a person's word; leaks: %d",
 				name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted+c.dropped, c.adopted, c.dropped,
-				c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.adoptedGiven, c.leaks)
+				c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.lostCompletions, c.adoptedGiven, c.leaks)
 		})
 	}
 }
@@ -82,6 +82,11 @@ type crashWorld struct {
 	// the entries of other types a person resolved, adoptedGiven the
 	// adoptions of ids a person gave.
 	dropped, resolvedOther, adoptedGiven int
+	// victimOut is what the killed run showed; lostCompletions counts the
+	// entries a person was asked about whose completion it had shown
+	// (a completion the engine reported, lost with the kill).
+	victimOut       string
+	lostCompletions int
 }
 
 func newCrashWorld(t *testing.T, h *harness, storeFlag string, storeEnv []string) *crashWorld {
@@ -135,14 +140,29 @@ func (c *crashWorld) round(round int) {
 	go func() { _ = victim.Wait(); close(exited) }()
 	// The create window opens when the engine starts applying: the first
 	// object of this round's plan is on its way.
+	ended := false
 	waitFor(t, "the engine to start creating", func() bool {
 		select {
 		case <-exited:
-			t.Fatalf("round %d: the run ended before the engine created anything:\n%s", round, out.String())
+			ended = true
+			return true
 		default:
 		}
 		return strings.Contains(out.String(), "]: Creating...")
 	})
+	if ended && !strings.Contains(out.String(), "]: Creating...") {
+		// The victim's lease is two seconds: on a loaded machine a slow
+		// store can outlast it before the apply, and the run stops
+		// itself. That round has no kill; anything else is a failure.
+		if !strings.Contains(out.String(), "LOCK_LOST") || !strings.Contains(out.String(), "did not answer the renewal before the run's own deadline") {
+			t.Fatalf("round %d: the run ended before the engine created anything:\n%s", round, out.String())
+		}
+		t.Logf("round %d: the run lost its two-second lease before the apply (a slow store); no kill", round)
+		c.victimOut = out.String()
+		c.recover(round)
+		c.check(fmt.Sprintf("round %d", round))
+		return
+	}
 	// A random point inside the window (the creates take 800 ms each,
 	// after the gate's second in a gated round).
 	time.Sleep(time.Duration(c.rng.IntN(window)) * time.Millisecond)
@@ -151,7 +171,8 @@ func (c *crashWorld) round(round int) {
 	if !alone {
 		pid = -pid
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+	killed := syscall.Kill(pid, syscall.SIGKILL) == nil
+	if killed {
 		c.kills++
 		if alone {
 			c.killsAlone++
@@ -159,8 +180,14 @@ func (c *crashWorld) round(round int) {
 	}
 	<-exited
 	c.created += 4
+	c.victimOut = out.String()
+	before := *c
 	c.recover(round)
 	c.check(fmt.Sprintf("round %d", round))
+	asked := func(w *crashWorld) int { return w.resolvedFound + w.resolvedGone + w.resolvedOther }
+	t.Logf("round %d (gated %v, killed %v, sponson alone %v): leaked %d, adopted %d, settled automatically %d, asked a person %d (of them shown complete before the kill %d)",
+		round, round%2 == 0, killed, alone, c.leaks-before.leaks, c.adopted-before.adopted,
+		c.adopted+c.dropped-before.adopted-before.dropped, asked(c)-asked(&before), c.lostCompletions-before.lostCompletions)
 }
 
 // recover runs the configuration again until it applies, resolving what
@@ -198,6 +225,9 @@ func (c *crashWorld) resolve(rec *receipt.Receipt) {
 	for _, e := range rec.Ledger {
 		if e.CreatedBy != receipt.CreatedByUnresolved || e.ID != "" {
 			continue
+		}
+		if strings.Contains(c.victimOut, e.Address+": Creation complete") {
+			c.lostCompletions++
 		}
 		args := append([]string{"resolve", e.Address, "--wait"}, c.scope...)
 		if e.Type != "fixture_object" {

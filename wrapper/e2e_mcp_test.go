@@ -181,7 +181,7 @@ func TestE2EMCP(t *testing.T) {
 	var interrupted result
 	waitFor(t, "the cancelled run's receipt", func() bool {
 		interrupted = h.run(dir, nil, "receipt", "--branch", "agent-slow", "--json")
-		return interrupted.exit == 0 && strings.Contains(interrupted.stdout, `"status": "failed"`)
+		return interrupted.exit == 0 && strings.Contains(interrupted.stdout, `"status": "cancelled"`)
 	})
 	if !strings.Contains(interrupted.stdout, `"code": "INTERRUPTED"`) {
 		t.Errorf("the cancelled run's receipt does not say it was interrupted:\n%s", interrupted.stdout)

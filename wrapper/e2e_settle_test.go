@@ -252,8 +252,8 @@ func TestE2ECancelledChainIsGraceful(t *testing.T) {
 					t.Fatalf("the cancelled run exited 0:\n%s", v.out.String())
 				}
 				rec := c.latest()
-				if rec.Status == receipt.StatusRunning {
-					t.Fatalf("the cancelled run left its checkpoint as the latest receipt:\n%s", v.out.String())
+				if rec.Status != receipt.StatusCancelled {
+					t.Fatalf("the cancelled run's latest receipt is %s, want cancelled:\n%s", rec.Status, v.out.String())
 				}
 				for _, e := range rec.Ledger {
 					if e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved {
@@ -469,57 +469,65 @@ func TestE2ESecondInterruptStopsAtOnce(t *testing.T) {
 	}
 }
 
-// TestE2ECancelWaitsForTheProvider: SIGTERM to sponson while a create is
-// in flight at a plugin provider that does not stop for the engine (the
-// fixture's, three seconds): the engine finishes the create and writes its
-// state, sponson records it, releases the lease and writes its receipt;
-// the next apply, without --wait, finds nothing to do and asks no person.
+// TestE2ECancelWaitsForTheProvider: SIGTERM or SIGINT to sponson while a
+// create is in flight at a plugin provider that does not stop for the
+// engine (the fixture's, three seconds), on every store: the engine
+// finishes the create and writes its state, sponson records it, releases
+// the lease and writes its receipt (cancelled); the next apply, without
+// --wait, finds nothing to do and asks no person.
 func TestE2ECancelWaitsForTheProvider(t *testing.T) {
 	e2e(t)
-	for _, storeName := range []string{"file", "git"} {
-		t.Run(storeName, func(t *testing.T) {
-			h := e2e(t)
-			c := newChainWorld(t, h, storeName)
-			dir := h.workdir("testdata/fixture")
-			objects := objectsVar("o0", "cancelled-o0")
-			slow := append(slices.Clone(c.env), fixtureprovider.EnvCreateDelay+"=3s", fixtureprovider.EnvCreateIgnoresStop+"=1")
-			args := append(append([]string{"apply"}, c.where...), "-var", objects)
-			v := &victim{cmd: h.command(dir, slow, args...), exited: make(chan struct{})}
-			v.cmd.Stdout, v.cmd.Stderr = &v.out, &v.out
-			if err := v.cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			go func() { _ = v.cmd.Wait(); close(v.exited) }()
-			waitFor(t, "the create to start", func() bool {
-				return strings.Contains(v.out.String(), `fixture_object.o["o0"]: Creating...`)
-			})
-			if err := v.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			<-v.exited
-			if !strings.Contains(v.out.String(), `fixture_object.o["o0"]: Creation complete`) {
-				t.Fatalf("the engine did not finish the create in flight:\n%s", v.out.String())
-			}
-			obj, err := fixtureprovider.ReadObject(c.world, "cancelled-o0")
-			if err != nil {
-				t.Fatalf("the object of the create in flight: %v\n%s", err, v.out.String())
-			}
-			c.dir = dir
-			rec := c.latest()
-			owned := false
-			for _, e := range rec.Ledger {
-				if e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved {
-					t.Errorf("after the cancel, %s is %s", e.Address, e.CreatedBy)
-				}
-				owned = owned || (e.Address == `fixture_object.o["o0"]` && e.ID == obj.ID)
-			}
-			if rec.Status == receipt.StatusRunning || !owned {
-				t.Fatalf("the cancelled run's receipt: status %s, ledger %+v\n%s", rec.Status, rec.Ledger, v.out.String())
-			}
-			r := h.run(dir, c.env, append(append([]string{"apply", "--json"}, c.where...), "-var", objects)...)
-			if r.exit != 0 {
-				t.Fatalf("the apply after the cancel: exit %d %s\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
-			}
-		})
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		for _, storeName := range []string{"file", "git", "s3", "postgres"} {
+			t.Run(sig.String()+"/"+storeName, func(t *testing.T) { cancelWaitsForTheProvider(t, sig, storeName) })
+		}
+	}
+}
+
+func cancelWaitsForTheProvider(t *testing.T, sig syscall.Signal, storeName string) {
+	h := e2e(t)
+	c := newChainWorld(t, h, storeName)
+	dir := h.workdir("testdata/fixture")
+	objects := objectsVar("o0", "cancelled-o0")
+	slow := append(slices.Clone(c.env), fixtureprovider.EnvCreateDelay+"=3s", fixtureprovider.EnvCreateIgnoresStop+"=1")
+	args := append(append([]string{"apply"}, c.where...), "-var", objects)
+	v := &victim{cmd: h.command(dir, slow, args...), exited: make(chan struct{})}
+	v.cmd.Stdout, v.cmd.Stderr = &v.out, &v.out
+	if err := v.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = v.cmd.Wait(); close(v.exited) }()
+	waitFor(t, "the create to start", func() bool {
+		return strings.Contains(v.out.String(), `fixture_object.o["o0"]: Creating...`)
+	})
+	if err := v.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	<-v.exited
+	if !strings.Contains(v.out.String(), `fixture_object.o["o0"]: Creation complete`) {
+		t.Fatalf("the engine did not finish the create in flight:\n%s", v.out.String())
+	}
+	obj, err := fixtureprovider.ReadObject(c.world, "cancelled-o0")
+	if err != nil {
+		t.Fatalf("the object of the create in flight: %v\n%s", err, v.out.String())
+	}
+	c.dir = dir
+	rec := c.latest()
+	owned := false
+	for _, e := range rec.Ledger {
+		if e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved {
+			t.Errorf("after the cancel, %s is %s", e.Address, e.CreatedBy)
+		}
+		owned = owned || (e.Address == `fixture_object.o["o0"]` && e.ID == obj.ID)
+	}
+	if rec.Status != receipt.StatusCancelled || rec.Error == nil || rec.Error.Code != "INTERRUPTED" || !owned {
+		t.Fatalf("the cancelled run's receipt: status %s, error %+v, ledger %+v; want cancelled, INTERRUPTED, the object owned\n%s", rec.Status, rec.Error, rec.Ledger, v.out.String())
+	}
+	r := h.run(dir, c.env, append(append([]string{"apply", "--json"}, c.where...), "-var", objects)...)
+	if r.exit != 0 {
+		t.Fatalf("the apply after the cancel: exit %d %s\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	if next := c.latest(); next.Status != receipt.StatusUnchanged || len(next.Settled) != 0 {
+		t.Errorf("the apply after the cancel: status %s, settled %+v; want unchanged, nothing to settle", next.Status, next.Settled)
 	}
 }

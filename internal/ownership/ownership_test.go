@@ -172,3 +172,30 @@ func TestIdentifyKeepsImports(t *testing.T) {
 		t.Errorf("Identify (-want +got):\n%s", diff)
 	}
 }
+
+func TestSamePlace(t *testing.T) {
+	t.Parallel()
+	const local = "registry.opentofu.org/hashicorp/local"
+	at := func(f string) map[string]string { return map[string]string{"filename": f, "content": "x"} }
+	cases := []struct {
+		name, provider, typ string
+		a, b                map[string]string
+		want                bool
+	}{
+		{"same filename", local, "local_file", at("/o/a"), at("/o/a"), true},
+		{"other content, same filename", local, "local_sensitive_file", at("/o/a"), map[string]string{"filename": "/o/a"}, true},
+		{"other filename", local, "local_file", at("/o/a"), at("/o/b"), false},
+		{"filename unknown", local, "local_file", at("/o/a"), map[string]string{"content": "x"}, false},
+		{"not in the table", local, "local_command", at("/o/a"), at("/o/a"), false},
+		{"another provider", "registry.terraform.io/acme/local", "local_file", at("/o/a"), at("/o/a"), false},
+		{"terraform host", "registry.terraform.io/hashicorp/local", "local_file", at("/o/a"), at("/o/a"), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := SamePlace(tc.provider, tc.typ, tc.a, tc.b); got != tc.want {
+				t.Errorf("SamePlace = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

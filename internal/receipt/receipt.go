@@ -26,6 +26,12 @@ const (
 	StatusUnchanged = "unchanged"
 	StatusFailed    = "failed"
 	StatusDestroyed = "destroyed"
+	// StatusCancelled is a run stopped by SIGINT or SIGTERM (a CI host's
+	// cancel): the engine finished what it had in flight and wrote its
+	// state, every completion is recorded, and Error says INTERRUPTED.
+	// After a second signal the engine stops at once, and the creates it
+	// gave up on stay intents for the next run to settle.
+	StatusCancelled = "cancelled"
 	// StatusSettled is the receipt a run writes once it has settled what an
 	// earlier run left unfinished (claimed, adopted or unresolved entries),
 	// before it plans; it stays the latest when the run goes no further.
@@ -268,6 +274,11 @@ const (
 	// object does not exist, or exists with the given id.
 	SettledGone  = "gone"
 	SettledGiven = "given"
+	// SettledRewritten: its type writes its object where its arguments
+	// say (ownership.InPlace: local_file's filename), and this run created
+	// it again at the same place, which wrote the object the stopped run
+	// may have made instead of a second one.
+	SettledRewritten = "rewritten"
 )
 
 // Settlement records how one intent of an interrupted run was settled.
@@ -279,7 +290,9 @@ type Settlement struct {
 	// Note says why an intent stayed unresolved or was dropped.
 	Note string `json:"note,omitempty"`
 	// Reason says, for a dropped intent, which rule knew the create had
-	// not happened (ReasonNotStarted, ReasonStateOnly, ReasonReplaceFirst).
+	// not happened (ReasonNotStarted, ReasonStateOnly, ReasonReplaceFirst);
+	// for an unresolved one, ReasonInPlace when the next create at the
+	// same place settles it.
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -295,6 +308,11 @@ const (
 	// (ownership.StateOnly), so whatever its create did is gone with the
 	// state that lacks it.
 	ReasonStateOnly = "state-only"
+	// ReasonInPlace: its create may have happened, and its type writes
+	// its object where its arguments say (ownership.InPlace): it stays
+	// unresolved until a create of it at the same place completes, which
+	// settles it as SettledRewritten.
+	ReasonInPlace = "in-place"
 )
 
 // Preempted records the expired lease a run took over.

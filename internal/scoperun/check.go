@@ -29,6 +29,10 @@ type checked struct {
 	policy   ownership.Policy
 	planned  []ownership.Planned
 	rules    ownership.Rules
+	// rewrites are the unresolved entries this run creates again at the
+	// same place (ownership.InPlace), by address: the record phase
+	// settles them once the state holds them.
+	rewrites map[string]receipt.Entry
 }
 
 // planAndCheck is the sixth phase: the engine plans (a run that writes
@@ -147,7 +151,7 @@ func (r *runner) check(ctx context.Context, c *checked) error {
 			return err
 		}
 	}
-	if err := r.checkUnresolved(c.planned); err != nil {
+	if err := r.checkUnresolved(c); err != nil {
 		return err
 	}
 	c.rules = ownership.RulesFromPlan(c.plan)
@@ -274,18 +278,38 @@ func importOnly(planned []ownership.Planned) error {
 // checkUnresolved refuses to create again an object whose earlier create
 // may have happened (an unresolved intent): a second create could leave
 // two objects, one of them owned by nobody. A person says which it is with
-// `sponson resolve`.
-func (r *runner) checkUnresolved(planned []ownership.Planned) error {
+// `sponson resolve`. A create of a type that writes its object where its
+// arguments say (ownership.InPlace: local_file's filename), planned at the
+// same place as the unresolved one, goes through: it writes that object
+// again, not a second one (c.rewrites).
+func (r *runner) checkUnresolved(c *checked) error {
 	unresolved := map[string]receipt.Entry{}
 	for _, e := range r.unresolved {
 		unresolved[e.Address] = e
 	}
-	var hit, described []string
-	for _, p := range planned {
-		if e, ok := unresolved[p.Address]; ok && p.Creates() {
-			hit = append(hit, p.Address)
-			described = append(described, e.Described())
+	values := map[string]map[string]string{}
+	if c.plan != nil {
+		for _, rc := range c.plan.ResourceChanges {
+			if rc.DeposedKey == "" && rc.Change != nil {
+				values[rc.Address] = plannedValues(rc.Change)
+			}
 		}
+	}
+	var hit, described []string
+	for _, p := range c.planned {
+		e, ok := unresolved[p.Address]
+		if !ok || !p.Creates() {
+			continue
+		}
+		if p.Type == e.Type && p.Provider == e.Provider && ownership.SamePlace(e.Provider, e.Type, e.Planned, values[p.Address]) {
+			if c.rewrites == nil {
+				c.rewrites = map[string]receipt.Entry{}
+			}
+			c.rewrites[p.Address] = e
+			continue
+		}
+		hit = append(hit, p.Address)
+		described = append(described, e.Described())
 	}
 	if len(hit) == 0 {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -33,6 +34,14 @@ import (
 // prove that its dependents had not started, and it keeps a completion
 // from being lost while the engine goes on past it. A kill leaves at most
 // the completions of the write on its way unrecorded.
+//
+// A completed create whose loss would need a person (a type that keeps an
+// object outside the state and is not written in place: pressing, from the
+// intents) does not wait for the rest either: it goes into the next write
+// as soon as the one on its way lands, so it is unrecorded for at most two
+// writes, not two writes and the rest. The rest still batches the instant
+// creates of state-only types (terraform_data, random_*), which a lost
+// completion costs nothing.
 type completions struct {
 	write func(context.Context, *receipt.Receipt) error
 	rec   *receipt.Receipt
@@ -45,6 +54,10 @@ type completions struct {
 	// deleteFirst are the addresses replaced by a delete, then a create:
 	// the delete's completion is held.
 	deleteFirst map[string]bool
+	// pressing are the creates whose completion cuts the rest short; rest
+	// is the pause between two writes (checkpointRest).
+	pressing map[string]bool
+	rest     time.Duration
 
 	mu      sync.Mutex
 	pending []receipt.Completion
@@ -65,12 +78,14 @@ type completions struct {
 // (nil: never) pauses the engine for a completion a create waits for.
 func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, *receipt.Receipt) error, warn func(string), hold func() func()) *completions {
 	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{},
+		pressing: map[string]bool{}, rest: checkpointRest,
 		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	for _, e := range rec.Ledger {
 		if isIntent(e) {
 			for _, w := range e.After {
 				c.waitedFor[w] = true
 			}
+			c.pressing[e.Address] = !e.StateOnly && len(ownership.InPlace(e.Provider, e.Type)) == 0
 		}
 	}
 	for _, ch := range rec.Changes {
@@ -117,8 +132,12 @@ func (c *completions) observe(ev engine.Event) {
 		c.held++
 		resumed = c.resumed
 	}
+	pressing := done.Action == "create" && c.pressing[done.Address]
 	c.mu.Unlock()
 	notify(c.wake)
+	if pressing && resumed == nil {
+		notify(c.urgent)
+	}
 	if resumed != nil {
 		notify(c.urgent)
 		// The reader waits too: nothing the engine reports after the
@@ -131,6 +150,13 @@ func (c *completions) observe(ev engine.Event) {
 func notify(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func drain(ch chan struct{}) {
+	select {
+	case <-ch:
 	default:
 	}
 }
@@ -155,6 +181,8 @@ func (c *completions) loop(ctx context.Context) {
 	for {
 		select {
 		case <-c.wake:
+			// What cut a rest short is in this write.
+			drain(c.urgent)
 			c.flush(ctx)
 		case <-c.done:
 			c.flush(ctx)
@@ -164,7 +192,7 @@ func (c *completions) loop(ctx context.Context) {
 			// A held completion came during the write: no rest.
 			continue
 		}
-		rest.Reset(checkpointRest)
+		rest.Reset(c.rest)
 		select {
 		case <-rest.C:
 		case <-c.urgent:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
@@ -148,5 +149,53 @@ func TestHeldCompletionLetsGoWhenTheWriteFails(t *testing.T) {
 	c.stop()
 	if w.pauses != 1 {
 		t.Errorf("%d pauses, want 1", w.pauses)
+	}
+}
+
+// TestPressingCompletionSkipsTheRest: a completed create whose loss would
+// need a person is written as soon as the write on its way lands, without
+// the rest; completions of state-only and in-place types wait for it. The
+// rest is an hour here: a second write at all shows it was cut short.
+func TestPressingCompletionSkipsTheRest(t *testing.T) {
+	t.Parallel()
+	rec := &receipt.Receipt{Ledger: []receipt.Entry{
+		{Address: "fixture_object.p", Type: "fixture_object", CreatedBy: receipt.CreatedByIntent},
+		{Address: "terraform_data.s", Type: "terraform_data", StateOnly: true, CreatedBy: receipt.CreatedByIntent},
+		{Address: "local_file.f", Provider: "registry.opentofu.org/hashicorp/local", Type: "local_file", CreatedBy: receipt.CreatedByIntent},
+		{Address: "terraform_data.first", Type: "terraform_data", StateOnly: true, CreatedBy: receipt.CreatedByIntent},
+	}}
+	w := newRecorder()
+	c := startCompletions(context.Background(), rec, w.write, func(string) {}, w.hold)
+	c.mu.Lock()
+	c.rest = time.Hour
+	c.mu.Unlock()
+	// The first completion is written at once; while it is on its way,
+	// the others come.
+	c.observe(engine.Event{Type: "apply_complete", Address: "terraform_data.first", Action: "create", IDValue: "1"})
+	<-w.entered
+	c.observe(engine.Event{Type: "apply_complete", Address: "terraform_data.s", Action: "create", IDValue: "2"})
+	c.observe(engine.Event{Type: "apply_complete", Address: "local_file.f", Action: "create", IDValue: "3"})
+	w.gate <- nil
+	// Not pressing: they wait for the rest (an hour).
+	select {
+	case <-w.entered:
+		t.Fatal("completions of state-only and in-place types cut the rest short")
+	default:
+	}
+	c.observe(engine.Event{Type: "apply_complete", Address: "fixture_object.p", Action: "create", IDValue: "4"})
+	<-w.entered
+	w.gate <- nil
+	// Nothing is pending: stop writes nothing more, and waits for the
+	// second write to be done.
+	c.stop()
+	w.mu.Lock()
+	last := w.written[len(w.written)-1]
+	n := len(w.written)
+	w.mu.Unlock()
+	if n != 2 || len(last) != 4 || last[3].Address != "fixture_object.p" {
+		t.Fatalf("%d writes, the last holding %+v; want 2, the second with every completion, fixture_object.p last", n, last)
+	}
+	if w.pauses != 0 {
+		t.Errorf("%d pauses, want none: nothing waits for these creates", w.pauses)
 	}
 }

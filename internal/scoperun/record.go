@@ -30,6 +30,7 @@ func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.
 			r.warn(n)
 		}
 		rec.Ledger = r.keepUnaccounted(rec.Ledger, c, resources)
+		rec.Settled = rewritten(rec.Settled, c, resources)
 		rec.Ledger = r.keepStale(rec.Ledger, c, rec, resources, applyErr)
 		rec.Released = append(rec.Released, r.released(prev, c, resources)...)
 	}
@@ -78,6 +79,9 @@ func (r *runner) outcome(rec *receipt.Receipt, c *checked, engineErr, readErr er
 	case engineErr != nil:
 		rec.Status = receipt.StatusFailed
 		e := errcode.As(engineErr)
+		if e.Code == errcode.Interrupted {
+			rec.Status = receipt.StatusCancelled
+		}
 		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
 	case readErr != nil:
 		rec.Status = receipt.StatusFailed
@@ -104,9 +108,21 @@ func (r *runner) keepUnaccounted(ledger []receipt.Entry, c *checked, resources [
 		inState[res.Address] = true
 		idAt[res.Address] = res.ID
 	}
+	for i, e := range ledger {
+		if _, rewritten := c.rewrites[e.Address]; rewritten && e.CreatedBy == receipt.CreatedByUnresolved {
+			// Built from the state, it took how it came to be owned from
+			// the unresolved entry of its identity: this run created it.
+			ledger[i].CreatedBy = receipt.CreatedBySponson
+		}
+	}
 	for _, e := range r.unresolved {
 		// An unresolved entry stays until the object it stands for is
-		// accounted for: by its id, not by whatever is at its address.
+		// accounted for: by its id, not by whatever is at its address;
+		// or, for a type written where its arguments say, by this run's
+		// create of it at the same place (c.rewrites).
+		if _, rewritten := c.rewrites[e.Address]; rewritten && inState[e.Address] {
+			continue
+		}
 		if e.ID == "" || idAt[e.Address] != e.ID {
 			ledger = append(ledger, e)
 		}
@@ -183,6 +199,43 @@ func (r *runner) released(prev *receipt.Receipt, c *checked, resources []stateRe
 			out = append(out, e)
 			r.warn(fmt.Sprintf("%s (id %s) is released: a removed block took it out of the state without destroying it, so no scope owns it any more and no scope's destroy will delete it", e.Address, e.ID))
 		}
+	}
+	return out
+}
+
+// rewritten is settled with the unresolved entries this run created again
+// at the same place (c.rewrites), which the state now holds, settled as
+// rewritten (docs/design.md §2.4).
+func rewritten(settled []receipt.Settlement, c *checked, resources []stateResource) []receipt.Settlement {
+	if len(c.rewrites) == 0 {
+		return settled
+	}
+	idAt := map[string]string{}
+	for _, res := range resources {
+		idAt[res.Address] = res.ID
+	}
+	out := slices.Clone(settled)
+	for addr, e := range c.rewrites {
+		id, ok := idAt[addr]
+		if !ok {
+			continue
+		}
+		st := receipt.Settlement{Address: addr, Outcome: receipt.SettledRewritten, ID: id,
+			Note: "created again at the same place by this run, which wrote the object the stopped run may have made"}
+		if keys := ownership.InPlace(e.Provider, e.Type); len(keys) > 0 {
+			place := make([]string, len(keys))
+			for i, k := range keys {
+				place[i] = fmt.Sprintf("%s=%q", k, e.Planned[k])
+			}
+			st.Note = fmt.Sprintf("created again at the same place (%s) by this run, which wrote the object the stopped run may have made", strings.Join(place, ", "))
+		}
+		i := slices.IndexFunc(out, func(s receipt.Settlement) bool { return s.Address == addr })
+		if i < 0 {
+			out = append(out, st)
+			continue
+		}
+		st.FromRun = out[i].FromRun
+		out[i] = st
 	}
 	return out
 }

@@ -229,26 +229,15 @@ func (s *settlement) settleOne(e receipt.Entry) {
 	case stateOnly && present:
 		// The state is the whole of such an object: what it holds is
 		// what exists.
+	case known && (!present || (inState == old && s.deleted[e.Address])) && s.inPlace(&st, e):
+		// Completed, and written where its arguments say: no import
+		// (local_file has none), the next create there rewrites it. The
+		// state may still hold the object it replaced, whose delete
+		// completed: the next plan's refresh finds it gone.
+		st.ID, e.ID = id, id
+		s.keepUnresolved(e)
 	case known:
-		st.ID = id
-		note := ""
-		if present && (inState != old || !s.deleted[e.Address]) {
-			note = fmt.Sprintf("the state holds another object at its address (id %s) that may still exist", inState)
-		} else {
-			note = s.adopt(e, id, present)
-		}
-		switch {
-		case note != "" && stateOnly:
-			st.Outcome, st.Reason = receipt.SettledDropped, receipt.ReasonStateOnly
-			st.Note = fmt.Sprintf("it could not be adopted (%s), and a %s keeps nothing outside the state: the next apply creates it again", note, e.Type)
-		case note != "":
-			st.Outcome, st.Note = receipt.SettledUnresolved, note
-			e.ID = id
-			s.keepUnresolved(e)
-		default:
-			st.Outcome = receipt.SettledAdopted
-			s.present[e.Address] = id
-		}
+		s.settleKnown(&st, e, id, stateOnly)
 	case present && e.CreatedBy == receipt.CreatedByUnresolved:
 		// Left unresolved by an earlier settlement: no run can have
 		// created it since, so an object at its address was put there
@@ -262,6 +251,10 @@ func (s *settlement) settleOne(e receipt.Entry) {
 			st.Outcome, st.Reason, st.Note = receipt.SettledDropped, reason, note
 			break
 		}
+		if (!present || s.deleted[e.Address]) && s.inPlace(&st, e) {
+			s.keepUnresolved(e)
+			break
+		}
 		st.Outcome = receipt.SettledUnresolved
 		st.Note = "its create may have started before the run stopped, and no completion was recorded"
 		if present {
@@ -270,6 +263,33 @@ func (s *settlement) settleOne(e receipt.Entry) {
 		s.keepUnresolved(e)
 	}
 	s.out = append(s.out, st)
+}
+
+// settleKnown settles e, whose object is known to exist with id and which
+// the state does not hold: adopted by an import, unless the state holds
+// another object at its address; what cannot be adopted is dropped when
+// its type keeps nothing outside the state, else unresolved.
+func (s *settlement) settleKnown(st *receipt.Settlement, e receipt.Entry, id string, stateOnly bool) {
+	st.ID = id
+	inState, present := s.present[e.Address]
+	note := ""
+	if present && (inState != s.old[e.Address] || !s.deleted[e.Address]) {
+		note = fmt.Sprintf("the state holds another object at its address (id %s) that may still exist", inState)
+	} else {
+		note = s.adopt(e, id, present)
+	}
+	switch {
+	case note != "" && stateOnly:
+		st.Outcome, st.Reason = receipt.SettledDropped, receipt.ReasonStateOnly
+		st.Note = fmt.Sprintf("it could not be adopted (%s), and a %s keeps nothing outside the state: the next apply creates it again", note, e.Type)
+	case note != "":
+		st.Outcome, st.Note = receipt.SettledUnresolved, note
+		e.ID = id
+		s.keepUnresolved(e)
+	default:
+		st.Outcome = receipt.SettledAdopted
+		s.present[e.Address] = id
+	}
 }
 
 // dropReason says why the create of e, which the state does not hold and
@@ -303,6 +323,28 @@ func (s *settlement) dropReason(e receipt.Entry, stateOnly, present bool) (reaso
 		return receipt.ReasonReplaceFirst, fmt.Sprintf("it replaces an object whose delete had not completed when run %s stopped, so its create had not started", s.prev.RunID)
 	}
 	return "", ""
+}
+
+// inPlace settles e, whose create may have made an object the state
+// lacks, by the rewrite rule when its type writes its object where its
+// arguments say (ownership.InPlace: local_file's filename) and the plan
+// knew them: it stays unresolved, with ReasonInPlace, until a create of it
+// at the same place, which writes that object again instead of a second
+// one, completes (the check phase lets that create through, the record
+// phase settles it as rewritten). It reports whether the rule applies.
+func (s *settlement) inPlace(st *receipt.Settlement, e receipt.Entry) bool {
+	keys := ownership.InPlace(e.Provider, e.Type)
+	if len(keys) == 0 || !ownership.SamePlace(e.Provider, e.Type, e.Planned, e.Planned) {
+		return false
+	}
+	place := make([]string, len(keys))
+	for i, k := range keys {
+		place[i] = fmt.Sprintf("%s=%q", k, e.Planned[k])
+	}
+	st.Outcome, st.Reason = receipt.SettledUnresolved, receipt.ReasonInPlace
+	st.Note = fmt.Sprintf("its create may have happened; a %s is written where its arguments say (%s), so the next apply that creates it there writes that object again, not a second one, and settles it",
+		e.Type, strings.Join(place, ", "))
+	return true
 }
 
 // newInState reports whether the state holds a new object at addr: one
@@ -397,16 +439,27 @@ func (s *settlement) report() string {
 		if d, ok := described[a]; ok && st.Outcome == receipt.SettledUnresolved {
 			a = d
 		}
-		by[st.Outcome] = append(by[st.Outcome], a)
+		outcome := st.Outcome
+		if st.Reason == receipt.ReasonInPlace {
+			outcome = inPlaceOutcome
+		}
+		by[outcome] = append(by[outcome], a)
 	}
 	msg := fmt.Sprintf("run %s stopped before its receipt (status %s); settled %d entries against the state: claimed %s; adopted %s; not created %s; unresolved %s",
 		s.prev.RunID, s.prev.Status, len(s.out), listOrNone(by[receipt.SettledClaimed]), listOrNone(by[receipt.SettledAdopted]),
 		listOrNone(by[receipt.SettledDropped]), listOrNone(by[receipt.SettledUnresolved]))
+	if len(by[inPlaceOutcome]) > 0 {
+		msg += "; created again in place by the next create at the same place " + listOrNone(by[inPlaceOutcome])
+	}
 	if len(by[receipt.SettledUnresolved]) > 0 {
 		msg += "; an unresolved object may exist: find out, then run `sponson resolve ADDRESS --id ID` (it is adopted by the next apply) or `sponson resolve ADDRESS --gone`"
 	}
 	return msg
 }
+
+// inPlaceOutcome groups, in the report, the unresolved entries the next
+// create at the same place settles.
+const inPlaceOutcome = "in-place"
 
 func listOrNone(ss []string) string {
 	if len(ss) == 0 {

@@ -4,7 +4,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	tfjson "github.com/hashicorp/terraform-json"
 
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
@@ -73,6 +76,113 @@ func TestDroppedIntents(t *testing.T) {
 	for _, st := range s.out {
 		if st.Reason == receipt.ReasonNotStarted || st.Reason == receipt.ReasonReplaceFirst {
 			t.Errorf("%s dropped (%s) after a run that could not pause its engine", st.Address, st.Reason)
+		}
+	}
+}
+
+// TestInPlaceIntents: a local_file a stopped run may have made (its
+// completion recorded or not) that the state lacks stays unresolved with
+// ReasonInPlace, without an import; the check lets a create of it at the
+// same filename through (a rewrite) and refuses one elsewhere, and one
+// whose filename was unknown to the plan.
+func TestInPlaceIntents(t *testing.T) {
+	t.Parallel()
+	const local = "registry.opentofu.org/hashicorp/local"
+	file := func(addr, filename string, after ...string) receipt.Entry {
+		e := receipt.Entry{Address: addr, Provider: local, Type: "local_file", CreatedBy: receipt.CreatedByIntent, After: after}
+		if filename != "" {
+			e.Planned = map[string]string{"filename": filename, "content": "x"}
+		}
+		return e
+	}
+	prev := &receipt.Receipt{
+		RunID:           "run-1",
+		HeldCompletions: true,
+		Ledger: []receipt.Entry{
+			file("local_file.done", "/o/done"),
+			file("local_file.flight", "/o/flight"),
+			file("local_file.unknown", ""),
+			file("local_file.waits", "/o/waits", "local_file.flight"),
+			file("local_file.held", "/o/held"),
+			{Address: "local_file.replaced", Provider: local, Type: "local_file", ID: "sha-old", CreatedBy: receipt.CreatedBySponson},
+			file("local_file.replaced", "/o/replaced"),
+			{Address: "local_file.halfway", Provider: local, Type: "local_file", ID: "sha-old2", CreatedBy: receipt.CreatedBySponson},
+			file("local_file.halfway", "/o/halfway"),
+		},
+		Changes: []receipt.Change{
+			{Address: "local_file.replaced", Actions: []string{"delete", "create"}},
+			{Address: "local_file.halfway", Actions: []string{"delete", "create"}},
+		},
+		Completed: []receipt.Completion{
+			{Address: "local_file.done", ID: "sha-done", Action: "create"},
+			{Address: "local_file.held", ID: "sha-held", Action: "create"},
+			{Address: "local_file.replaced", Action: "delete"},
+			{Address: "local_file.replaced", ID: "sha-new", Action: "create"},
+			{Address: "local_file.halfway", Action: "delete"},
+		},
+	}
+	s := newSettlement(&runner{}, t.Context(), nil, prev, nil, map[string]string{"local_file.held": "sha-held", "local_file.replaced": "sha-old", "local_file.halfway": "sha-old2"})
+	for _, e := range openEntries(prev) {
+		s.settleOne(e)
+	}
+	got := map[string]string{}
+	for _, st := range s.out {
+		got[st.Address] = st.Outcome + "/" + st.Reason + "/" + st.ID
+	}
+	want := map[string]string{
+		"local_file.done":    "unresolved/in-place/sha-done",
+		"local_file.flight":  "unresolved/in-place/",
+		"local_file.unknown": "unresolved//",
+		"local_file.waits":   "dropped/not-started/",
+		"local_file.held":    "claimed//",
+		// Replaced (delete, then create): the delete completed, so the
+		// state's object is gone, and the new one is at the filename.
+		"local_file.replaced": "unresolved/in-place/sha-new",
+		"local_file.halfway":  "unresolved/in-place/",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("outcomes (-want +got):\n%s", diff)
+	}
+
+	r := &runner{unresolved: s.unresolved}
+	created := func(addr string) ownership.Planned {
+		return ownership.Planned{Address: addr, Provider: local, Type: "local_file", Actions: []string{"create"}}
+	}
+	change := func(addr, filename string) *tfjson.ResourceChange {
+		return &tfjson.ResourceChange{Address: addr, Change: &tfjson.Change{After: map[string]any{"filename": filename, "content": "y"}}}
+	}
+	c := &checked{
+		planned: []ownership.Planned{created("local_file.done"), created("local_file.flight")},
+		plan:    &tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{change("local_file.done", "/o/done"), change("local_file.flight", "/o/flight")}},
+	}
+	if err := r.checkUnresolved(c); err != nil {
+		t.Fatalf("creates at the same filename: %v", err)
+	}
+	if len(c.rewrites) != 2 {
+		t.Errorf("rewrites %v, want local_file.done and local_file.flight", c.rewrites)
+	}
+	for name, c := range map[string]*checked{
+		"another filename": {
+			planned: []ownership.Planned{created("local_file.done")},
+			plan:    &tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{change("local_file.done", "/p/done")}},
+		},
+		"filename unknown to the stopped run's plan": {
+			planned: []ownership.Planned{created("local_file.unknown")},
+			plan:    &tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{change("local_file.unknown", "/o/unknown")}},
+		},
+	} {
+		if err := r.checkUnresolved(c); errcode.As(err).Code != errcode.IntentUnresolved {
+			t.Errorf("%s: %v, want INTENT_UNRESOLVED", name, err)
+		}
+	}
+
+	// After the apply: the rewritten entries leave the ledger's
+	// unresolved ones and are settled as rewritten.
+	c.rewrites = map[string]receipt.Entry{"local_file.done": s.unresolved[0]}
+	settled := rewritten(s.out, c, []stateResource{{Address: "local_file.done", ID: "sha-new"}})
+	for _, st := range settled {
+		if st.Address == "local_file.done" && (st.Outcome != receipt.SettledRewritten || st.ID != "sha-new" || st.FromRun != "run-1") {
+			t.Errorf("local_file.done settled %+v after its rewrite", st)
 		}
 	}
 }
