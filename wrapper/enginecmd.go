@@ -69,7 +69,7 @@ func EngineCommandTable() []EngineCommandRow {
 	return append(rows,
 		EngineCommandRow{"show [-json] [PLANFILE]", "a sponson saved plan (after its seal check) as the engine's plan JSON or text; without PLANFILE the scope's state"},
 		EngineCommandRow{"state pull", "prints the scope's state from the store"},
-		EngineCommandRow{"state push", "refused: it would replace the scope's state behind its lease and receipts (use state mv/rm, import or adopt)"},
+		EngineCommandRow{"state push", "replaces the scope's state under its lease, fenced; refused for another lineage, an older serial or another scope's objects"},
 		EngineCommandRow{"force-unlock [LOCK_ID]", "sponson unlock: needs --scope and --reason; LOCK_ID, when given, must be the run holding the lease"},
 		EngineCommandRow{"workspace ...", "refused: a scope replaces a workspace (--scope, --pr, --branch)"},
 		EngineCommandRow{"console", "refused: terraform-exec cannot run an interactive console"},

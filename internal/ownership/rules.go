@@ -10,6 +10,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // This file holds the rest of the sponson_scope policy: which planned changes
@@ -25,7 +26,7 @@ const ProductionEnvironment = "production"
 // ParentLeaseScopePrefix starts the store scope of every parent lease. Real
 // scopes are pr-<n>, main and branch-<name>, so a parent lease never shares a
 // key with a scope; `sponson status` can leave these scopes out.
-const ParentLeaseScopePrefix = "_parent-"
+const ParentLeaseScopePrefix = store.ParentScopePrefix
 
 // Rules is the production and parent policy of a configuration's
 // sponson_scope resource.
@@ -522,9 +523,7 @@ func ParentLeaseScope(key string) string {
 
 // IsParentLeaseScope reports whether a store scope holds a parent lease
 // rather than a scope.
-func IsParentLeaseScope(scope string) bool {
-	return strings.HasPrefix(scope, ParentLeaseScopePrefix)
-}
+func IsParentLeaseScope(scope string) bool { return store.IsParentScope(scope) }
 
 func sortedUnique(in []string) []string {
 	if len(in) == 0 {

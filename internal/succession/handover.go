@@ -22,7 +22,7 @@ const (
 
 // Run is what the handover needs of the run it is part of.
 type Run struct {
-	Store store.Store
+	Store lease.Store
 	Key   store.Key // the run's own scope
 	RunID string
 	// Command is "apply" or "destroy"; a plan takes no part.
