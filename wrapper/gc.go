@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,7 +18,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/gc"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
-	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
@@ -378,16 +376,11 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 		g.warn("--include-main has no effect without --older-than: only the older-than rule can select main")
 	}
 
-	scopes, err := st.List(ctx, envName)
+	scopes, err := store.ListScopes(ctx, st, envName, opts.Stack)
 	if err != nil {
 		o.err = err
 		return o
 	}
-	// Leases of shared parent objects are kept as scopes named _parent-*;
-	// they are not scopes of the environment.
-	scopes = slices.DeleteFunc(scopes, func(s store.ScopeSummary) bool {
-		return ownership.IsParentLeaseScope(s.Key.Scope) || (opts.Stack != "" && s.Key.Stack != opts.Stack)
-	})
 	cands := gc.Select(scopes, facts, g.now, gc.Options{OlderThan: opts.OlderThan, IncludeMain: opts.IncludeMain})
 	ownStack := ""
 	if base != nil {

@@ -105,3 +105,8 @@ func StackReads(p *tfjson.Plan) []receipt.StackRead {
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
 	return out
 }
+
+// isOpen reports whether no run has vouched for e yet.
+func isOpen(e receipt.Entry) bool {
+	return isIntent(e) || e.CreatedBy == receipt.CreatedByUnresolved
+}
