@@ -108,7 +108,9 @@ func TestRefuseForeign(t *testing.T) {
 func inEdit(t *testing.T, st *filestore.Store, key store.Key, check func(*scopeedit.Scope) error) error {
 	t.Helper()
 	_, err := scopeedit.Edit(t.Context(), scopeedit.Options{Store: st, Key: key, RunID: "run-check", Lease: lease.Config{TTL: time.Minute}},
-		func(_ context.Context, s *scopeedit.Scope) (scopeedit.Change, error) { return scopeedit.Change{}, check(s) })
+		func(_ context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
+			return scopeedit.Change{}, check(s)
+		})
 	return err
 }
 

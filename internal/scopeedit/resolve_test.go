@@ -61,4 +61,3 @@ func TestResolveRefusesAnotherScopesID(t *testing.T) {
 		t.Errorf("resolve --id of an object no scope owns: %v", err)
 	}
 }
-
