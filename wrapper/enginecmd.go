@@ -23,7 +23,7 @@ import (
 
 // engineCommand is one of the engine's own commands as sponson runs it: in
 // the configuration directory, as the engine would, with sponson's provider
-// served to it (docs/design.md §4 "Engine commands"). Its flags are the
+// served to it (docs/design.md §4 "The CLI contract"). Its flags are the
 // engine's, in the engine's spelling; the cobra command does not parse
 // them (the flag package's grammar is the engine's: -name, -name=value).
 type engineCommand struct {

@@ -197,7 +197,8 @@ func newStatePush(f *Factory, out *outcome) *cobra.Command {
 			data, err = os.ReadFile(args[0])
 		}
 		if err != nil {
-			return outcome{command: "state push", err: errcode.Wrap(errcode.Usage, err, "state push: reading %s", args[0])}
+			return outcome{command: "state push", err: errcode.Wrap(errcode.Usage, err, "state push: reading %s", args[0]).
+				WithHint("Give a state file (`sponson state pull > FILE` writes the scope's), or - for standard input.")}
 		}
 		return stateChange(cmd, f, o, "state push", func() map[string]string { return nil },
 			func(ctx context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {

@@ -98,8 +98,8 @@ type ScopeSummary struct {
 }
 
 // The contract of a backend comes in parts, one per kind of thing a store
-// keeps, as raft's LogStore and StableStore are (docs/design.md §5.1 "The contract"): a
-// caller takes the part it uses, and Store composes them. Every backend
+// keeps (docs/design.md §5.1 "The contract"): a caller takes the part it
+// uses, and Store composes them. Every backend
 // implements Store whole and passes the conformance suite of each part
 // (storetest).
 
