@@ -188,7 +188,7 @@ func newStatePull(f *Factory, out *outcome) *cobra.Command {
 }
 
 func newStatePush(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(out, "push PATH [flags]", "Replace the scope's state with a state file, under its lease, the ledger following", cobra.ExactArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+	cmd := stateCmd(out, "push PATH [flags]", "Replace the scope's state with a state file, under its lease, the ledger following", cobra.ExactArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
 		var data []byte
 		var err error
 		if args[0] == "-" {
@@ -206,6 +206,16 @@ func newStatePush(f *Factory, out *outcome) *cobra.Command {
 				return scopeedit.Push("state push", pol, data, stateWarn(f))(ctx, s)
 			})
 	})
+	cmd.Long = `Push replaces the scope's state with the state file PATH ("-" reads standard input),
+as the engine's state push does, under the scope's lease: the state is written fenced,
+then a receipt whose ledger matches it. The file must be of the scope's lineage and no
+older than its serial (the engine's rule); it is written with the next serial. An object
+the scope owned stays owned as it was, one it did not comes in adopted, as by an import,
+and one the file lacks is released, as by state rm (warned about; the object stays).
+Objects another scope of the environment owns are refused (OWNED_BY_OTHER_SCOPE), and
+nothing is written. An entry a stopped run left unresolved stays until 'sponson
+resolve' settles it.`
+	return cmd
 }
 
 func jsonWanted(cmd *cobra.Command, f *Factory) bool {
