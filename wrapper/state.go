@@ -202,8 +202,7 @@ func newStatePush(f *Factory, out *outcome) *cobra.Command {
 		}
 		return stateChange(cmd, f, o, "state push", func() map[string]string { return nil },
 			func(ctx context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
-				pol := declaredIdentity(o.Chdir, s.Key.Environment).Policy()
-				return scopeedit.Push("state push", pol, data, stateWarn(f))(ctx, s)
+				return scopeedit.Push("state push", declaredIdentity(o.Chdir, s.Key.Environment), data, stateWarn(f))(ctx, s)
 			})
 	})
 	cmd.Long = `Push replaces the scope's state with the state file PATH ("-" reads standard input),

@@ -160,7 +160,7 @@ func TestPush(t *testing.T) {
 	applied(t, st, mine, stateOf("L", 5, "a", "b"))
 	applied(t, st, theirs, stateOf("M", 1, "z"))
 	push := func(state []byte) (scopeedit.Change, error) {
-		return scopeedit.Edit(ctx, opts(st, mine, "run-push"), scopeedit.Push("state push", ownership.Policy{}, state, func(string) {}))
+		return scopeedit.Edit(ctx, opts(st, mine, "run-push"), scopeedit.Push("state push", ownership.Declaration{}, state, func(string) {}))
 	}
 	for name, tc := range map[string]struct {
 		state []byte

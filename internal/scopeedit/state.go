@@ -2,6 +2,7 @@ package scopeedit
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -90,7 +91,7 @@ func (s *Scope) ledger() []receipt.Entry {
 // when another scope owns one of its objects. An object the scope owned
 // keeps how it came to be owned; one it did not is adopted; one the new
 // state lacks is released, as by state rm. Open entries stay.
-func Push(command string, pol ownership.Policy, state []byte, warn func(string)) func(context.Context, *Scope) (Change, error) {
+func Push(command string, declared ownership.Declaration, state []byte, warn func(string)) func(context.Context, *Scope) (Change, error) {
 	return func(ctx context.Context, s *Scope) (Change, error) {
 		doc, err := tfstate.Parse(state)
 		if err != nil {
@@ -123,6 +124,10 @@ func Push(command string, pol ownership.Policy, state []byte, warn func(string))
 		if err != nil {
 			return Change{}, errcode.Wrap(errcode.Usage, err, "%s", command)
 		}
+		pol, err := s.StatePolicy(ctx, declared, objects)
+		if err != nil {
+			return Change{}, err
+		}
 		if err := s.RefuseForeign(ctx, pol, objects, "pushing the state"); err != nil {
 			return Change{}, err
 		}
@@ -133,16 +138,23 @@ func Push(command string, pol ownership.Policy, state []byte, warn func(string))
 		}
 		ledger, _ := ownership.Ledger(s.Latest, objects, pol, planned)
 		rec := s.Next(command, receipt.StatusApplied)
+		// An entry is kept when the new ledger has it under any of its
+		// identities, as Ledger matched it.
 		kept := map[string]bool{}
 		for _, e := range ledger {
-			kept[e.Identity] = true
+			for _, k := range append([]string{e.Identity}, e.Keys...) {
+				kept[k] = true
+			}
+		}
+		isKept := func(e receipt.Entry) bool {
+			return slices.ContainsFunc(append([]string{e.Identity}, e.Keys...), func(k string) bool { return kept[k] })
 		}
 		rec.Ledger = ledger
 		for _, e := range s.ledger() {
 			switch {
 			case IsOpen(e):
 				rec.Ledger = append(rec.Ledger, e)
-			case !kept[e.Identity]:
+			case !isKept(e):
 				rec.Released = append(rec.Released, e)
 				warn(Released(e, command))
 				rec.Changes = append(rec.Changes, receipt.Change{Address: e.Address, Type: e.Type, Actions: []string{"forget"}})
@@ -151,4 +163,18 @@ func Push(command string, pol ownership.Policy, state []byte, warn func(string))
 		sort.Slice(rec.Ledger, func(i, j int) bool { return rec.Ledger[i].Address < rec.Ledger[j].Address })
 		return Change{State: data, Receipt: rec}, nil
 	}
+}
+
+// StatePolicy is the identity policy the ledger of a state is computed
+// under, as a run's re-index computes it: what the environment declares,
+// the scope's own policy as the state records it (its sponson_scope), and
+// the environment's key for sensitive identifying values, when it has one.
+func (s *Scope) StatePolicy(ctx context.Context, declared ownership.Declaration, objects []ownership.Object) (ownership.Policy, error) {
+	pol := declared.Policy()
+	hashKey, err := ownership.LoadHashKey(ctx, s.o.Store, s.Key.Environment, "", s.o.Lease, false, false)
+	if err != nil {
+		return pol, err
+	}
+	pol.Identity, pol.HashKey = ownership.ScopePolicy(objects), hashKey
+	return pol, nil
 }
