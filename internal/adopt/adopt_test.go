@@ -32,7 +32,11 @@ func TestRefuseOccupied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer st.Release(ctx, g.Lease)
+		defer func() {
+			if err := st.Release(ctx, g.Lease); err != nil {
+				t.Error(err)
+			}
+		}()
 		if err := st.WriteState(ctx, g.Lease, []byte(state)); err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,11 @@ func applied(t *testing.T, st store.Store, k store.Key, state []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Release(ctx, g.Lease)
+	defer func() {
+		if err := st.Release(ctx, g.Lease); err != nil {
+			t.Error(err)
+		}
+	}()
 	objs, err := ownership.StateObjects(state)
 	if err != nil {
 		t.Fatal(err)
