@@ -23,9 +23,11 @@ import (
 // approver, whatever the policy says.
 const ProductionEnvironment = "production"
 
-// ParentLeaseScopePrefix starts the store scope of every parent lease. Real
-// scopes are pr-<n>, main and branch-<name>, so a parent lease never shares a
-// key with a scope; `sponson status` can leave these scopes out.
+// ParentLeaseScopePrefix starts the store scope of every parent lease
+// (store.ParentScopePrefix). Real scopes are pr-<n>, main and
+// branch-<name>, so a parent lease never shares a key with a scope, and
+// the listers of an environment's scopes leave these out
+// (store.ListScopes).
 const ParentLeaseScopePrefix = store.ParentScopePrefix
 
 // Rules is the production and parent policy of a configuration's
@@ -520,10 +522,6 @@ func ParentLeaseScope(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return ParentLeaseScopePrefix + hex.EncodeToString(sum[:16])
 }
-
-// IsParentLeaseScope reports whether a store scope holds a parent lease
-// rather than a scope.
-func IsParentLeaseScope(scope string) bool { return store.IsParentScope(scope) }
 
 func sortedUnique(in []string) []string {
 	if len(in) == 0 {
