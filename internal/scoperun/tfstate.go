@@ -22,10 +22,6 @@ type stateResource = ownership.Object
 // address. An empty or absent state has none.
 func readState(data []byte) ([]stateResource, error) { return ownership.StateObjects(data) }
 
-// StateObjects lists the managed resource instances of a raw state, as a
-// run reads them for its ledger (`sponson adopt` reads an adopted state so).
-func StateObjects(data []byte) ([]ownership.Object, error) { return readState(data) }
-
 // isIntent reports whether a ledger entry is an unsettled intent.
 func isIntent(e receipt.Entry) bool { return e.CreatedBy == receipt.CreatedByIntent }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // The commands a handover takes part in.
@@ -100,7 +101,7 @@ func (h *Handover) finishPredecessor(ctx context.Context, held *lease.Held, prom
 	if err != nil {
 		return nil, err
 	}
-	if empty, err := EmptyState(state); err != nil {
+	if empty, err := tfstate.Emptied(state); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "emptying the state of %s for %s", l.Key, to)
 	} else if empty != nil {
 		if err := held.WriteState(ctx, empty); err != nil {
@@ -352,7 +353,7 @@ func (h *Handover) DropCopy(ctx context.Context, prev *receipt.Receipt) (*receip
 	if err != nil {
 		return nil, err
 	}
-	if empty, err := EmptyState(state); err != nil {
+	if empty, err := tfstate.Emptied(state); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "emptying the copied state of %s", key)
 	} else if empty != nil {
 		if err := h.run.Held.WriteState(ctx, empty); err != nil {
