@@ -22,6 +22,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 var _ datasource.DataSourceWithConfigure = (*outputsDataSource)(nil)
@@ -304,32 +305,23 @@ func (d *providerData) plannedOutputs(key store.Key, ownScope bool) (stackoutput
 }
 
 // stateOutputs is what sponson_outputs takes from a state document.
-type stateOutputs struct {
-	Serial    int64                  `json:"serial"`
-	Outputs   map[string]stateOutput `json:"outputs"`
-	Resources []json.RawMessage      `json:"resources"`
-}
+type stateOutputs = tfstate.Outputs
 
-// stateOutput is one root module output of a state, as the engines write
-// it: the value as JSON, its type in cty's JSON notation.
-type stateOutput struct {
-	Value     json.RawMessage `json:"value"`
-	Type      json.RawMessage `json:"type"`
-	Sensitive bool            `json:"sensitive"`
-}
+// stateOutput is one root module output of a state.
+type stateOutput = tfstate.Output
 
 // readOutputs reads the outputs of key's state; found is false for a scope
 // with no state, or an empty one (never applied, or destroyed).
 func readOutputs(ctx context.Context, states StateReader, key store.Key) (stateOutputs, bool, error) {
-	var st stateOutputs
 	b, err := states.ReadState(ctx, key)
-	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
-		return st, false, err
+	if err != nil {
+		return stateOutputs{}, false, err
 	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, false, fmt.Errorf("the state of %s is not a state document: %w", key, err)
+	st, err := tfstate.ReadOutputs(b)
+	if err != nil {
+		return st, false, fmt.Errorf("the state of %s: %w", key, err)
 	}
-	return st, len(st.Outputs) > 0 || len(st.Resources) > 0, nil
+	return st, st.Holds, nil
 }
 
 // outputValues turns outputs into two objects, the values that are not

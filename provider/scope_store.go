@@ -119,7 +119,7 @@ func runKey(rc runctx.Context) store.Key {
 
 // put writes rec as the scope record of key.
 func (s *scopeStore) put(ctx context.Context, key store.Key, rec scopeRecord) diag.Diagnostics {
-	return s.withLease(ctx, key, func(ctx context.Context, _ store.Store, h *lease.Held) error {
+	return s.withLease(ctx, key, func(ctx context.Context, _ store.Records, h *lease.Held) error {
 		rec.Writer = h.Lease().Holder
 		rec.WrittenAt = s.now().UTC()
 		b, err := json.Marshal(rec)
@@ -135,7 +135,7 @@ func (s *scopeStore) put(ctx context.Context, key store.Key, rec scopeRecord) di
 // another environment or scope belongs to another object, for example the
 // replacement a create_before_destroy lifecycle created first, and is left.
 func (s *scopeStore) remove(ctx context.Context, key store.Key, environment, name string) diag.Diagnostics {
-	return s.withLease(ctx, key, func(ctx context.Context, st store.Store, h *lease.Held) error {
+	return s.withLease(ctx, key, func(ctx context.Context, st store.Records, h *lease.Held) error {
 		// Reading, then deleting under the lease is consistent: the delete
 		// is fenced, and nobody writes the record without the lease.
 		b, err := st.ReadRecord(ctx, key, scopeRecordName)
@@ -158,7 +158,7 @@ func (s *scopeStore) remove(ctx context.Context, key store.Key, environment, nam
 // writeFunc is one write under a lease: it reads from st and writes
 // through h, the only way to write under the lease; withLease reports its
 // error.
-type writeFunc func(ctx context.Context, st store.Store, h *lease.Held) error
+type writeFunc func(ctx context.Context, st store.Records, h *lease.Held) error
 
 // withLease runs write under the run's handed-over lease of key, or else
 // under a lease of key taken for the call, and reports what went wrong.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
@@ -229,12 +228,11 @@ func runDriftOne(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 // those named, or every scope of the environment that may own something
 // (parent-object leases, destroyed and superseded scopes left out). Other
 // stacks are other root modules, checked by a drift in their directories.
-func driftTargets(ctx context.Context, st store.Store, stack, env string, named []string) ([]store.ScopeSummary, error) {
-	all, err := st.List(ctx, env)
+func driftTargets(ctx context.Context, st store.Scopes, stack, env string, named []string) ([]store.ScopeSummary, error) {
+	all, err := store.ListScopes(ctx, st, env, stack)
 	if err != nil {
 		return nil, err
 	}
-	all = slices.DeleteFunc(all, func(s store.ScopeSummary) bool { return s.Key.Stack != stack })
 	byName := map[string]store.ScopeSummary{}
 	for _, s := range all {
 		byName[s.Key.Scope] = s
@@ -251,7 +249,7 @@ func driftTargets(ctx context.Context, st store.Store, stack, env string, named 
 		return out, nil
 	}
 	for _, s := range all {
-		if ownership.IsParentLeaseScope(s.Key.Scope) || s.Latest == nil {
+		if s.Latest == nil {
 			continue
 		}
 		if r := s.Latest; len(r.Ledger) == 0 && (r.Status == receipt.StatusDestroyed || r.SupersededBy != "") {

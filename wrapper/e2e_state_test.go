@@ -1,6 +1,7 @@
 package wrapper_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +73,93 @@ func TestE2EStateRmThenLedger(t *testing.T) {
 	}
 	if r := h.run(dir, env, "state", "rm", "--scope", "pr-1", "--json", "fixture_object.nope"); r.exit != 2 || r.code(t) != "USAGE" {
 		t.Errorf("state rm of nothing: exit %d %q", r.exit, r.code(t))
+	}
+}
+
+// TestE2EStatePush: `state push` replaces the scope's state under its lease
+// and the ledger follows, as an edit outside a run (scopeedit): an instance
+// the pushed state lacks is released, the others stay owned as they were.
+// A state of another lineage, an older serial, or objects another scope
+// owns are refused before anything is written.
+func TestE2EStatePush(t *testing.T) {
+	h := e2e(t)
+	env, objects := fixtureEnv(t)
+	dir := h.workdir("testdata/fixture")
+	h.mustRunEnv(dir, env, "apply", "--scope", "pr-1", "-var", objectsVar("a", "push-a", "b", "push-b"))
+	h.mustRunEnv(dir, env, "apply", "--scope", "pr-2", "-var", objectsVar("c", "push-c"))
+	before := ledgerOf(t, dir, "pr-1")
+
+	pulled := []byte(h.mustRunEnv(dir, env, "state", "pull", "--scope", "pr-1").stdout)
+	var doc map[string]any
+	if err := json.Unmarshal(pulled, &doc); err != nil {
+		t.Fatalf("state pull: %v\n%s", err, pulled)
+	}
+	serial := doc["serial"].(float64)
+	for _, r := range doc["resources"].([]any) {
+		res := r.(map[string]any)
+		if res["type"] != "fixture_object" {
+			continue
+		}
+		var keep []any
+		for _, i := range res["instances"].([]any) {
+			if i.(map[string]any)["index_key"] != "b" {
+				keep = append(keep, i)
+			}
+		}
+		res["instances"] = keep
+	}
+	edited := filepath.Join(t.TempDir(), "edited.tfstate")
+	if b, err := json.Marshal(doc); err != nil || os.WriteFile(edited, b, 0o600) != nil {
+		t.Fatalf("writing the edited state: %v", err)
+	}
+	old := filepath.Join(t.TempDir(), "old.tfstate")
+	if err := os.WriteFile(old, pulled, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	push := h.mustRunEnv(dir, env, "state", "push", "--scope", "pr-1", edited)
+	if !strings.Contains(push.stderr, `fixture_object.o["b"] (id `) || !strings.Contains(push.stderr, "is released") {
+		t.Errorf("state push gave the object up silently:\n%s", push.stderr)
+	}
+	rec := latestReceipt(t, dir, "preview", "pr-1")
+	if rec.Command != "state push" || len(rec.Released) != 1 || rec.Released[0].Address != `fixture_object.o["b"]` {
+		t.Errorf("the receipt of state push: command %q, released %+v", rec.Command, rec.Released)
+	}
+	after := ledgerOf(t, dir, "pr-1")
+	if _, ok := after[`fixture_object.o["b"]`]; ok || len(after) != len(before)-1 {
+		t.Fatalf("ledger after state push: %v, was %v", identities(after), identities(before))
+	}
+	if a := after[`fixture_object.o["a"]`]; a.Identity != before[`fixture_object.o["a"]`].Identity || a.CreatedBy != before[`fixture_object.o["a"]`].CreatedBy {
+		t.Errorf("o[\"a\"] after state push %+v, was %+v", a, before[`fixture_object.o["a"]`])
+	}
+	var now map[string]any
+	if err := json.Unmarshal([]byte(h.mustRunEnv(dir, env, "state", "pull", "--scope", "pr-1").stdout), &now); err != nil || now["serial"].(float64) <= serial {
+		t.Errorf("the pushed state has serial %v (%v), want more than %v", now["serial"], err, serial)
+	}
+	if _, err := os.Stat(filepath.Join(objects, "objects", "push-b.json")); err != nil {
+		t.Fatalf("state push deleted the object: %v", err)
+	}
+
+	// Refused, writing nothing: the state as it was before (an older
+	// serial), another scope's state (another lineage), and another scope's
+	// objects pushed into a scope without a state.
+	if r := h.run(dir, env, "state", "push", "--scope", "pr-1", "--json", old); r.exit != 2 || r.code(t) != "USAGE" || !strings.Contains(r.stdout+r.stderr, "older than") {
+		t.Errorf("state push of an older serial: exit %d %q\n%s%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	theirs := filepath.Join(t.TempDir(), "pr-2.tfstate")
+	if err := os.WriteFile(theirs, []byte(h.mustRunEnv(dir, env, "state", "pull", "--scope", "pr-2").stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.run(dir, env, "state", "push", "--scope", "pr-1", "--json", theirs); r.exit != 2 || r.code(t) != "USAGE" || !strings.Contains(r.stdout+r.stderr, "lineage") {
+		t.Errorf("state push of another lineage: exit %d %q\n%s%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	if r := h.run(dir, env, "state", "push", "--scope", "pr-3", "--json", theirs); r.code(t) != "OWNED_BY_OTHER_SCOPE" || !strings.Contains(r.stdout+r.stderr, "pr-2") {
+		t.Errorf("state push of pr-2's objects into pr-3: exit %d %q\n%s%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	if got := latestReceipt(t, dir, "preview", "pr-1"); got.RunID != rec.RunID {
+		t.Errorf("a refused push wrote receipt %s", got.RunID)
+	}
+	if _, err := os.Stat(filepath.Join(scopeDir(dir, "preview", "pr-3"), "terraform.tfstate")); !os.IsNotExist(err) {
+		t.Errorf("a refused push wrote pr-3's state: %v", err)
 	}
 }

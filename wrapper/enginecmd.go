@@ -23,7 +23,7 @@ import (
 
 // engineCommand is one of the engine's own commands as sponson runs it: in
 // the configuration directory, as the engine would, with sponson's provider
-// served to it (docs/design.md §4 "Engine commands"). Its flags are the
+// served to it (docs/design.md §4 "The CLI contract"). Its flags are the
 // engine's, in the engine's spelling; the cobra command does not parse
 // them (the flag package's grammar is the engine's: -name, -name=value).
 type engineCommand struct {
@@ -69,7 +69,7 @@ func EngineCommandTable() []EngineCommandRow {
 	return append(rows,
 		EngineCommandRow{"show [-json] [PLANFILE]", "a sponson saved plan (after its seal check) as the engine's plan JSON or text; without PLANFILE the scope's state"},
 		EngineCommandRow{"state pull", "prints the scope's state from the store"},
-		EngineCommandRow{"state push", "refused: it would replace the scope's state behind its lease and receipts (use state mv/rm, import or adopt)"},
+		EngineCommandRow{"state push", "replaces the scope's state under its lease, fenced; refused for another lineage, an older serial or another scope's objects"},
 		EngineCommandRow{"force-unlock [LOCK_ID]", "sponson unlock: needs --scope and --reason; LOCK_ID, when given, must be the run holding the lease"},
 		EngineCommandRow{"workspace ...", "refused: a scope replaces a workspace (--scope, --pr, --branch)"},
 		EngineCommandRow{"console", "refused: terraform-exec cannot run an interactive console"},

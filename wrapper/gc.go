@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,8 +18,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/gc"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
-	"github.com/sponson/terraform-provider-sponson/internal/ownership"
-	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -141,15 +138,6 @@ type GCRule struct {
 	On     bool   `json:"on"`
 	Detail string `json:"detail"`
 }
-
-// Outcomes of a scope in gc.
-const (
-	gcWouldDestroy = "would-destroy" // dry run
-	gcDestroyed    = "destroyed"
-	gcFailed       = "failed"
-	gcSkipped      = "skipped"       // busy: a run holds the lease
-	gcNotAttempted = "not-attempted" // gc was interrupted first
-)
 
 // GCScope is one scope gc selected and what became of it.
 type GCScope struct {
@@ -293,22 +281,9 @@ func (a *ageValue) String() string {
 }
 
 func (a *ageValue) Set(s string) error {
-	s = strings.TrimSpace(s)
-	var d time.Duration
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n > 100000 {
-			return fmt.Errorf("%q is not a number of days", s)
-		}
-		d = time.Duration(n) * 24 * time.Hour
-	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil {
-			return fmt.Errorf("%q is not a duration like 720h or 30d", s)
-		}
-	}
-	if d <= 0 {
-		return fmt.Errorf("%q is not a positive duration", s)
+	d, err := gc.ParseAge(s)
+	if err != nil {
+		return err
 	}
 	*a.d = d
 	return nil
@@ -355,7 +330,7 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 
 	// The store, and with --yes everything a destroy needs, decided once.
 	// resolve needs a scope to decide a context; gc names each scope
-	// itself, so the placeholder is replaced per scope (gcContext).
+	// itself, so the placeholder is replaced per scope (gc.DestroyContext).
 	var base *runInput
 	var st store.Store
 	var storeURL, envName, dir string
@@ -393,21 +368,16 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 	res.Rules.OlderThan = GCRule{Detail: "off: pass --older-than DURATION to collect scopes by age"}
 	if opts.OlderThan > 0 {
 		res.Rules.Cutoff = g.now.Add(-opts.OlderThan).UTC()
-		res.Rules.OlderThan = GCRule{On: true, Detail: fmt.Sprintf("last run before %s (%s ago)", res.Rules.Cutoff.Local().Format("2006-01-02 15:04"), age(opts.OlderThan))}
+		res.Rules.OlderThan = GCRule{On: true, Detail: fmt.Sprintf("last run before %s (%s ago)", res.Rules.Cutoff.Local().Format("2006-01-02 15:04"), gc.Age(opts.OlderThan))}
 	} else if opts.IncludeMain {
 		g.warn("--include-main has no effect without --older-than: only the older-than rule can select main")
 	}
 
-	scopes, err := st.List(ctx, envName)
+	scopes, err := store.ListScopes(ctx, st, envName, opts.Stack)
 	if err != nil {
 		o.err = err
 		return o
 	}
-	// Leases of shared parent objects are kept as scopes named _parent-*;
-	// they are not scopes of the environment.
-	scopes = slices.DeleteFunc(scopes, func(s store.ScopeSummary) bool {
-		return ownership.IsParentLeaseScope(s.Key.Scope) || (opts.Stack != "" && s.Key.Stack != opts.Stack)
-	})
 	cands := gc.Select(scopes, facts, g.now, gc.Options{OlderThan: opts.OlderThan, IncludeMain: opts.IncludeMain})
 	ownStack := ""
 	if base != nil {
@@ -441,11 +411,11 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 	}
 	for i := range res.Scopes {
 		row := &res.Scopes[i]
-		if row.Outcome == gcSkipped {
+		if row.Outcome == gc.Skipped {
 			continue
 		}
 		if ctx.Err() != nil {
-			row.Outcome = gcNotAttempted
+			row.Outcome = gc.NotAttempted
 			continue
 		}
 		g.destroyOne(ctx, destroy, base.opts, cands[i], row, &res)
@@ -459,16 +429,15 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 // a scope of another stack is skipped: only its own configuration can
 // destroy it.
 func (res *GCResult) addCandidate(c gc.Candidate, ownStack string) {
-	row := GCScope{Stack: c.Stack, Scope: c.Scope, Reasons: c.Reasons, LastRun: summarize(c.Latest), Outcome: gcWouldDestroy}
+	row := GCScope{Stack: c.Stack, Scope: c.Scope, Reasons: c.Reasons, LastRun: summarize(c.Latest), Outcome: gc.WouldDestroy}
 	if c.Latest != nil {
 		row.Owns = len(c.Latest.Ledger)
 	}
-	switch {
-	case ownStack != "" && c.Stack != ownStack:
-		row.Outcome, row.SkipReason = gcSkipped, "other-stack"
-		res.Skipped++
-	case c.Busy != nil:
-		row.Outcome, row.SkipReason, row.Lease = gcSkipped, "busy", c.Busy
+	if skip := gc.Skip(c, ownStack); skip != "" {
+		row.Outcome, row.SkipReason = gc.Skipped, skip
+		if skip == gc.SkipBusy {
+			row.Lease = c.Busy
+		}
 		res.Skipped++
 	}
 	res.Scopes = append(res.Scopes, row)
@@ -543,7 +512,7 @@ func (g *gcRun) branchRule(ctx context.Context, dir string, facts *gc.Facts, rul
 // records what became of it.
 func (g *gcRun) destroyOne(ctx context.Context, destroy func(context.Context, scoperun.Options) (*scoperun.Result, error), base scoperun.Options, c gc.Candidate, row *GCScope, res *GCResult) {
 	o := base
-	o.Context = gcContext(base.Context, c)
+	o.Context = gc.DestroyContext(base.Context, c)
 	o.RunID = scoperun.NewRunID()
 	o.EngineOut = g.engine
 	warnOut := printer{w: g.f.ErrOut}
@@ -557,52 +526,22 @@ func (g *gcRun) destroyOne(ctx context.Context, destroy func(context.Context, sc
 			g.warn(c.Scope + ": " + w)
 		}
 	}
-	switch {
-	case err == nil:
-		row.Outcome = gcDestroyed
+	var holder *store.LeaseInfo
+	row.Outcome, row.SkipReason, holder = gc.Outcome(err)
+	switch row.Outcome {
+	case gc.Destroyed:
 		res.Destroyed++
 		g.p.line("gc: %s destroyed (receipt %s)", c.Scope, o.RunID)
-	case errcode.Is(err, errcode.LockHeld):
-		// A run took the lease since the listing: busy, as if it had been
-		// held then. Nothing was written.
-		e := errcode.As(err)
-		row.Outcome, row.SkipReason, row.RunID = gcSkipped, "busy", ""
-		if h, ok := e.Details["holder"].(string); ok {
-			l := &store.LeaseInfo{Holder: h}
-			l.ExpiresAt, _ = e.Details["expiresAt"].(time.Time)
-			row.Lease = l
-		}
+	case gc.Skipped:
+		row.RunID, row.Lease = "", holder
 		res.Skipped++
-		g.p.line("gc: %s skipped: busy (%s)", c.Scope, e.Message)
+		g.p.line("gc: %s skipped: busy (%s)", c.Scope, errcode.As(err).Message)
 	default:
 		e := errcode.As(err)
-		row.Outcome = gcFailed
 		row.Error = &ErrorBody{Code: e.Code, Message: e.Message, Hint: e.Hint}
 		res.Failed++
 		g.p.line("gc: %s failed: %s: %s", c.Scope, e.Code, e.Message)
 	}
-}
-
-// gcContext is the context of a gc destroy: the scope gc selected, with
-// the branch and pull request its latest receipt recorded (never those of
-// the job running gc), the commit of the configuration that destroys it,
-// and no predecessor, so that a destroy inherits nothing.
-func gcContext(base runctx.Context, c gc.Candidate) runctx.Context {
-	ctx := runctx.Context{
-		Stack:         base.Stack,
-		Environment:   base.Environment,
-		Scope:         c.Scope,
-		Commit:        base.Commit,
-		DefaultBranch: base.DefaultBranch,
-		Source:        runctx.SourceFlags,
-	}
-	if r := c.Latest; r != nil {
-		ctx.Branch, ctx.PullRequest = r.Branch, r.PullRequest
-	}
-	if n, ok := gc.PRNumber(c.Scope); ok {
-		ctx.PullRequest = n
-	}
-	return ctx
 }
 
 // summarize prints the closing line and returns the error of a gc in which
@@ -611,20 +550,19 @@ func gcContext(base runctx.Context, c gc.Candidate) runctx.Context {
 func (g *gcRun) summarize(res GCResult) error {
 	var failed []string
 	var details []map[string]string
-	var code errcode.Code
+	var codes []errcode.Code
 	for _, s := range res.Scopes {
-		if s.Outcome != gcFailed {
+		if s.Outcome != gc.Failed {
 			continue
 		}
 		failed = append(failed, fmt.Sprintf("%s (%s)", s.Scope, s.Error.Code))
 		details = append(details, map[string]string{"scope": s.Scope, "code": string(s.Error.Code), "message": s.Error.Message})
-		if code == "" || (errcode.Lookup(code).Exit != errcode.ExitFailed && errcode.Lookup(s.Error.Code).Exit == errcode.ExitFailed) {
-			code = s.Error.Code
-		}
+		codes = append(codes, s.Error.Code)
 	}
+	code := gc.FailureCode(codes)
 	notAttempted := 0
 	for _, s := range res.Scopes {
-		if s.Outcome == gcNotAttempted {
+		if s.Outcome == gc.NotAttempted {
 			notAttempted++
 		}
 	}
@@ -653,9 +591,9 @@ func (g *gcRun) skippedNote(res GCResult) string {
 	var busy, other []string
 	for _, s := range res.Scopes {
 		switch {
-		case s.Outcome == gcSkipped && s.SkipReason == "other-stack":
+		case s.Outcome == gc.Skipped && s.SkipReason == gc.SkipOtherStack:
 			other = append(other, s.Scope+" of "+s.Stack)
-		case s.Outcome == gcSkipped:
+		case s.Outcome == gc.Skipped:
 			busy = append(busy, s.Scope)
 		}
 	}
@@ -700,9 +638,9 @@ func (g *gcRun) writeTable(rows []GCScope, dryRun bool) {
 			action = "would destroy"
 		}
 		switch {
-		case r.Outcome == gcSkipped && r.SkipReason == "other-stack":
+		case r.Outcome == gc.Skipped && r.SkipReason == gc.SkipOtherStack:
 			action = "skip: other stack"
-		case r.Outcome == gcSkipped:
+		case r.Outcome == gc.Skipped:
 			action = fmt.Sprintf("skip: busy, %s until %s", r.Lease.Holder, r.Lease.ExpiresAt.Local().Format("15:04:05"))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", orDash(r.Stack), r.Scope, r.Owns, last, at, strings.Join(reasons, ","), action)
@@ -724,14 +662,6 @@ func prList(prs []int) string {
 		parts = append(parts, "#"+strconv.Itoa(n))
 	}
 	return strings.Join(parts, " ")
-}
-
-// age shows a duration in whole days when it is one (30d), else as Go does.
-func age(d time.Duration) string {
-	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
 }
 
 func plural(n int, one, many string) string {

@@ -22,7 +22,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/gc"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
-	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
@@ -234,11 +233,11 @@ func TestGCDryRunChangesNothing(t *testing.T) {
 		t.Errorf("envelope %+v", env)
 	}
 	want := []scopeOutcome{
-		{"branch-gone", gcWouldDestroy, "branch-gone"},
-		{"pr-1", gcWouldDestroy, "pr-closed"},
-		{"pr-3", gcWouldDestroy, "pr-closed"},
-		{"pr-5", gcSkipped, "pr-closed"},
-		{"stale", gcWouldDestroy, "older-than"},
+		{"branch-gone", gc.WouldDestroy, "branch-gone"},
+		{"pr-1", gc.WouldDestroy, "pr-closed"},
+		{"pr-3", gc.WouldDestroy, "pr-closed"},
+		{"pr-5", gc.Skipped, "pr-closed"},
+		{"stale", gc.WouldDestroy, "older-than"},
 	}
 	if diff := cmp.Diff(want, outcomes(res)); diff != "" {
 		t.Errorf("scopes (-want +got):\n%s", diff)
@@ -308,11 +307,11 @@ func TestGCDestroysExactlyTheSelected(t *testing.T) {
 		t.Errorf("destroyed scopes (-want +got):\n%s", diff)
 	}
 	want := []scopeOutcome{
-		{"branch-gone", gcDestroyed, "branch-gone"},
-		{"pr-1", gcDestroyed, "pr-closed"},
-		{"pr-3", gcFailed, "pr-closed"},
-		{"pr-5", gcSkipped, "pr-closed"},
-		{"stale", gcDestroyed, "older-than"},
+		{"branch-gone", gc.Destroyed, "branch-gone"},
+		{"pr-1", gc.Destroyed, "pr-closed"},
+		{"pr-3", gc.Failed, "pr-closed"},
+		{"pr-5", gc.Skipped, "pr-closed"},
+		{"stale", gc.Destroyed, "older-than"},
 	}
 	if diff := cmp.Diff(want, outcomes(res)); diff != "" {
 		t.Errorf("scopes (-want +got):\n%s", diff)
@@ -374,7 +373,7 @@ func TestGCDestroysExactlyTheSelected(t *testing.T) {
 		t.Fatalf("second gc: exit %d\n%s", code, out)
 	}
 	_, res = gcResult(t, out)
-	if diff := cmp.Diff([]scopeOutcome{{"pr-3", gcDestroyed, "pr-closed"}, {"pr-5", gcSkipped, "pr-closed"}}, outcomes(res)); diff != "" {
+	if diff := cmp.Diff([]scopeOutcome{{"pr-3", gc.Destroyed, "pr-closed"}, {"pr-5", gc.Skipped, "pr-closed"}}, outcomes(res)); diff != "" {
 		t.Errorf("second gc (-want +got):\n%s", diff)
 	}
 }
@@ -394,7 +393,7 @@ func TestGCLeaseTakenBeforeTheDestroyIsBusy(t *testing.T) {
 	if code != errcode.ExitOK || !env.OK {
 		t.Fatalf("exit %d, envelope %+v", code, env)
 	}
-	want := []scopeOutcome{{"pr-1", gcSkipped, "pr-closed"}, {"pr-2", gcDestroyed, "pr-closed"}}
+	want := []scopeOutcome{{"pr-1", gc.Skipped, "pr-closed"}, {"pr-2", gc.Destroyed, "pr-closed"}}
 	if diff := cmp.Diff(want, outcomes(res)); diff != "" {
 		t.Errorf("scopes (-want +got):\n%s", diff)
 	}
@@ -453,10 +452,10 @@ func TestGCRulesOffSaySo(t *testing.T) {
 	}
 	_, res = gcResult(t, out)
 	want := []scopeOutcome{
-		{"branch-feat-kept", gcWouldDestroy, "branch-gone"},
-		{"branch-gone", gcWouldDestroy, "branch-gone"},
-		{"main", gcWouldDestroy, "older-than"},
-		{"stale", gcWouldDestroy, "older-than"},
+		{"branch-feat-kept", gc.WouldDestroy, "branch-gone"},
+		{"branch-gone", gc.WouldDestroy, "branch-gone"},
+		{"main", gc.WouldDestroy, "older-than"},
+		{"stale", gc.WouldDestroy, "older-than"},
 	}
 	if diff := cmp.Diff(want, outcomes(res)); diff != "" {
 		t.Errorf("scopes (-want +got):\n%s", diff)
@@ -512,7 +511,7 @@ func TestGCReadsOpenPullRequestsFromGitHub(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	_, res := gcResult(t, out)
-	if diff := cmp.Diff([]scopeOutcome{{"pr-1", gcWouldDestroy, "pr-closed"}, {"pr-3", gcWouldDestroy, "pr-closed"}}, outcomes(res)); diff != "" {
+	if diff := cmp.Diff([]scopeOutcome{{"pr-1", gc.WouldDestroy, "pr-closed"}, {"pr-3", gc.WouldDestroy, "pr-closed"}}, outcomes(res)); diff != "" {
 		t.Errorf("scopes (-want +got):\n%s", diff)
 	}
 	if d := res.Rules.PRClosed.Detail; !strings.Contains(d, "the GitHub API (sponson/demo): #4 #2 #9") {
@@ -552,7 +551,7 @@ func TestGCOpenPRsFile(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	_, res := gcResult(t, out)
-	if diff := cmp.Diff([]scopeOutcome{{"pr-1", gcWouldDestroy, "pr-closed"}}, outcomes(res)); diff != "" {
+	if diff := cmp.Diff([]scopeOutcome{{"pr-1", gc.WouldDestroy, "pr-closed"}}, outcomes(res)); diff != "" {
 		t.Errorf("scopes (-want +got):\n%s", diff)
 	}
 }
@@ -636,7 +635,7 @@ func TestGCThroughRun(t *testing.T) {
 	if res.Rules.BranchGone.On || !strings.Contains(res.Rules.BranchGone.Detail, "git ls-remote --heads") {
 		t.Errorf("branch rule %+v", res.Rules.BranchGone)
 	}
-	if diff := cmp.Diff([]scopeOutcome{{"pr-1", gcWouldDestroy, "pr-closed"}}, outcomes(res)); diff != "" {
+	if diff := cmp.Diff([]scopeOutcome{{"pr-1", gc.WouldDestroy, "pr-closed"}}, outcomes(res)); diff != "" {
 		t.Errorf("scopes (-want +got):\n%s", diff)
 	}
 }
@@ -651,25 +650,5 @@ func TestGCNothingToCollect(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "nothing to collect") || len(h.scopes()) != 0 {
 		t.Errorf("output:\n%s", out)
-	}
-}
-
-func TestGCContext(t *testing.T) {
-	t.Parallel()
-	base := runctx.Context{Environment: "preview", Scope: "gc", Branch: "main", PullRequest: 99, Commit: "abc1234def", Predecessor: "branch-x", Source: runctx.SourceGitHub}
-	for _, tc := range []struct {
-		c    gc.Candidate
-		want string
-	}{
-		{gc.Candidate{Scope: "pr-7", Latest: &receipt.Receipt{Branch: "feat/x", PullRequest: 7}}, "pr-7 feat/x #7"},
-		{gc.Candidate{Scope: "pr-8"}, "pr-8  #8"},
-		{gc.Candidate{Scope: "branch-feat-x", Latest: &receipt.Receipt{Branch: "feat/x"}}, "branch-feat-x feat/x #0"},
-		{gc.Candidate{Scope: "stale", Latest: &receipt.Receipt{}}, "stale  #0"},
-	} {
-		c := gcContext(base, tc.c)
-		got := fmt.Sprintf("%s %s #%d", c.Scope, c.Branch, c.PullRequest)
-		if got != tc.want || c.Environment != "preview" || c.Commit != "abc1234def" || c.Predecessor != "" {
-			t.Errorf("gcContext(%s) = %+v, want %s", tc.c.Scope, c, tc.want)
-		}
 	}
 }

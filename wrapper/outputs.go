@@ -15,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // OutputOptions are the options of `sponson output`.
@@ -30,11 +31,7 @@ type OutputOptions struct {
 
 // Output is one root module output of a scope's state, as the engine's
 // `output -json` renders it.
-type Output struct {
-	Sensitive bool            `json:"sensitive"`
-	Type      json.RawMessage `json:"type,omitempty"`
-	Value     json.RawMessage `json:"value"`
-}
+type Output = tfstate.Output
 
 // NewCmdOutput builds `sponson output`.
 func NewCmdOutput(f *Factory, out *outcome, runF func(context.Context, *OutputOptions) outcome) *cobra.Command {
@@ -192,20 +189,8 @@ func runOutput(cmd *cobra.Command, f *Factory, opts *OutputOptions) outcome {
 // stateOutputs reads the root module outputs of a state; none for an empty
 // or missing state.
 func stateOutputs(state []byte) (map[string]Output, error) {
-	out := map[string]Output{}
-	if len(strings.TrimSpace(string(state))) == 0 {
-		return out, nil
-	}
-	var st struct {
-		Outputs map[string]Output `json:"outputs"`
-	}
-	if err := json.Unmarshal(state, &st); err != nil {
-		return nil, err
-	}
-	for k, v := range st.Outputs {
-		out[k] = v
-	}
-	return out, nil
+	st, err := tfstate.ReadOutputs(state)
+	return st.Outputs, err
 }
 
 func writeIndented(w io.Writer, raw json.RawMessage) {

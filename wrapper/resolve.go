@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scopeedit"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 )
 
@@ -68,11 +70,11 @@ func runResolve(cmd *cobra.Command, f *Factory, opts *ResolveOptions, addrs []st
 		return o
 	}
 	defer st.Close()
-	rec, err := scoperun.Resolve(cmd.Context(), scoperun.ResolveOptions{
-		Store: st, Key: key, RunID: scoperun.NewRunID(),
-		Lease:     lease.Config{TTL: lease.DefaultTTL, Wait: opts.Wait, WaitTimeout: lease.DefaultTTL},
-		Addresses: addrs, ID: opts.ID, Gone: opts.Gone, Declared: declaredIdentity(opts.Chdir, key.Environment),
-	})
+	rec, err := scopeedit.Resolve(cmd.Context(), scopeedit.Options{
+		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(f.Getenv).Actor,
+		Lease: lease.Config{TTL: lease.DefaultTTL, Wait: opts.Wait, WaitTimeout: lease.DefaultTTL},
+		Warn:  func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) },
+	}, scopeedit.Resolution{Addresses: addrs, ID: opts.ID, Gone: opts.Gone, Declared: declaredIdentity(opts.Chdir, key.Environment)})
 	if err != nil {
 		o.err = err
 		return o

@@ -182,7 +182,7 @@ func TestEngineCommandRefusals(t *testing.T) {
 		{[]string{"taint", "a.b"}, "-replace"},
 		{[]string{"frobnicate"}, `"frobnicate" is not a sponson command`},
 		{[]string{"pan"}, "Did you mean `sponson plan`?"},
-		{[]string{"state", "push", "x.tfstate"}, "adopt"},
+		{[]string{"state", "push", "x.tfstate"}, "state pull"}, // no such file
 		{[]string{"state"}, "needs a subcommand"},
 		{[]string{"state", "nope"}, `no subcommand "nope"`},
 		{[]string{"providers"}, "lock"},

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/gc"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
@@ -317,11 +318,11 @@ func gcStackLine(r *StackRunResult) string {
 	var would, destroyed, skipped []string
 	for _, s := range g.Scopes {
 		switch s.Outcome {
-		case gcWouldDestroy:
+		case gc.WouldDestroy:
 			would = append(would, s.Scope)
-		case gcDestroyed:
+		case gc.Destroyed:
 			destroyed = append(destroyed, s.Scope)
-		case gcSkipped:
+		case gc.Skipped:
 			skipped = append(skipped, s.Scope+" ("+s.SkipReason+")")
 		}
 	}

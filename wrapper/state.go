@@ -2,12 +2,11 @@ package wrapper
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,10 +14,11 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
-	"github.com/sponson/terraform-provider-sponson/internal/ownership"
-	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scopeedit"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // StateOptions are the options of `sponson state` and its commands.
@@ -33,7 +33,7 @@ type StateOptions struct {
 func NewCmdState(f *Factory, out *outcome) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "Read and repair a scope's state: list, show, rm, mv",
+		Short: "Read and repair a scope's state: list, show, pull, rm, mv, push",
 		Long: `State reads and repairs the state of the run's scope (detected as for apply, or
 named with --scope, --pr or --branch) in the store, without the engine:
 
@@ -43,10 +43,11 @@ named with --scope, --pr or --branch) in the store, without the engine:
                 warned about and recorded as released in the receipt)
   mv SRC DST    rename an instance or a resource; the scope keeps owning it
   pull          print the scope's state document, as the engine's state pull
-  push          refused: it would replace the state behind the scope's
-                receipts and ledger
+  push PATH     replace the state with PATH ("-": standard input), as the
+                engine's state push: same lineage, no older serial; objects
+                another scope owns are refused, the ledger follows
 
-rm and mv take the scope's lease (exit 3, LOCK_HELD, when a run holds it;
+rm, mv and push take the scope's lease (exit 3, LOCK_HELD, when a run holds it;
 --wait queues), write the state fenced by it, and write a receipt whose
 ledger matches the new state: an instance removed is no longer owned by the
 scope (its destroy will not delete it, and another scope may take it), an
@@ -62,7 +63,7 @@ store.`,
 			return nil
 		},
 	}
-	for _, c := range []*cobra.Command{newStatePull(f, out), newStatePush(out), newStateList(f, out), newStateShow(f, out), newStateRm(f, out), newStateMv(f, out)} {
+	for _, c := range []*cobra.Command{newStatePull(f, out), newStatePush(f, out), newStateList(f, out), newStateShow(f, out), newStateRm(f, out), newStateMv(f, out)} {
 		cmd.AddCommand(c)
 	}
 	return cmd
@@ -121,101 +122,23 @@ func (s *StateOptions) scopeState(cmd *cobra.Command, f *Factory) (store.Store, 
 
 // readScopeState reads the scope's state document for a command that only
 // reads it (list, show): the store is closed before it returns.
-func (s *StateOptions) readScopeState(cmd *cobra.Command, f *Factory) (store.Key, tfState, error) {
+func (s *StateOptions) readScopeState(cmd *cobra.Command, f *Factory) (store.Key, tfstate.Doc, error) {
 	st, key, data, err := s.scopeState(cmd, f)
 	if err != nil {
 		return store.Key{}, nil, err
 	}
 	st.Close()
-	doc, err := parseTFState(data)
+	doc, err := parseState(data)
 	return key, doc, err
 }
 
-// tfState is a state document, kept whole so that what sponson does not
-// touch is written back as it was.
-type tfState map[string]any
-
-type stateInstance struct {
-	addr     stateAddr
-	resource map[string]any
-	instance map[string]any
-}
-
-func parseTFState(data []byte) (tfState, error) {
-	if strings.TrimSpace(string(data)) == "" {
-		return tfState{"version": 4.0, "resources": []any{}}, nil
-	}
-	var s tfState
-	if err := json.Unmarshal(data, &s); err != nil {
+// parseState reads the scope's state document.
+func parseState(data []byte) (tfstate.Doc, error) {
+	doc, err := tfstate.Parse(data)
+	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "the scope's state is not JSON")
 	}
-	return s, nil
-}
-
-func (s tfState) resources() []map[string]any {
-	list, _ := s["resources"].([]any)
-	out := make([]map[string]any, 0, len(list))
-	for _, r := range list {
-		if m, ok := r.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func (s tfState) setResources(rs []map[string]any) {
-	list := make([]any, 0, len(rs))
-	for _, r := range rs {
-		list = append(list, r)
-	}
-	s["resources"] = list
-}
-
-func resourceAddr(r map[string]any) stateAddr {
-	str := func(k string) string { v, _ := r[k].(string); return v }
-	return stateAddr{Module: str("module"), Mode: str("mode"), Type: str("type"), Name: str("name")}
-}
-
-func instancesOf(r map[string]any) []map[string]any {
-	list, _ := r["instances"].([]any)
-	out := make([]map[string]any, 0, len(list))
-	for _, i := range list {
-		if m, ok := i.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func (s tfState) instances() []stateInstance {
-	var out []stateInstance
-	for _, r := range s.resources() {
-		base := resourceAddr(r)
-		for _, inst := range instancesOf(r) {
-			a := base
-			a.Key, a.HasKey = inst["index_key"]
-			out = append(out, stateInstance{addr: a, resource: r, instance: inst})
-		}
-	}
-	return out
-}
-
-// matches reports whether the instance at a falls under the target t.
-func matches(t, a stateAddr) bool {
-	if t.Type == "" {
-		return a.Module == t.Module || strings.HasPrefix(a.Module, t.Module+".")
-	}
-	if a.Module != t.Module || a.Mode != t.Mode || a.Type != t.Type || a.Name != t.Name {
-		return false
-	}
-	return !t.HasKey || (a.HasKey && fmt.Sprint(a.Key) == fmt.Sprint(t.Key))
-}
-
-func (s tfState) marshal() ([]byte, error) {
-	serial, _ := s["serial"].(float64)
-	s["serial"] = serial + 1
-	b, err := json.MarshalIndent(s, "", "  ")
-	return append(b, '\n'), err
+	return doc, nil
 }
 
 func newStateList(f *Factory, out *outcome) *cobra.Command {
@@ -227,8 +150,8 @@ func newStateList(f *Factory, out *outcome) *cobra.Command {
 			return res
 		}
 		addrs := []string{}
-		for _, i := range doc.instances() {
-			addrs = append(addrs, i.addr.String())
+		for _, i := range doc.Instances() {
+			addrs = append(addrs, i.Addr.String())
 		}
 		sort.Strings(addrs)
 		res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "addresses": addrs}
@@ -251,7 +174,7 @@ func newStatePull(f *Factory, out *outcome) *cobra.Command {
 		}
 		st.Close()
 		if jsonWanted(cmd, f) {
-			doc, err := parseTFState(data)
+			doc, err := parseState(data)
 			if err != nil {
 				res.err = err
 				return res
@@ -264,17 +187,34 @@ func newStatePull(f *Factory, out *outcome) *cobra.Command {
 	})
 }
 
-func newStatePush(out *outcome) *cobra.Command {
-	return &cobra.Command{
-		Use:                "push PATH",
-		Short:              "Refused: a state is not replaced behind the scope's lease and receipts",
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			*out = outcome{command: "state push", err: errcode.New(errcode.Usage, "sponson does not push a state: it would replace the scope's state behind its lease, and its receipt's ledger would no longer match what the scope owns").
-				WithHint("Bring a state into a new scope with `sponson adopt`; repair one with `sponson state mv` and `state rm` (both fenced and recorded); `sponson import` adopts one object.")}
-			return nil
-		},
-	}
+func newStatePush(f *Factory, out *outcome) *cobra.Command {
+	cmd := stateCmd(out, "push PATH [flags]", "Replace the scope's state with a state file, under its lease, the ledger following", cobra.ExactArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+		var data []byte
+		var err error
+		if args[0] == "-" {
+			data, err = io.ReadAll(f.In)
+		} else {
+			data, err = os.ReadFile(args[0])
+		}
+		if err != nil {
+			return outcome{command: "state push", err: errcode.Wrap(errcode.Usage, err, "state push: reading %s", args[0]).
+				WithHint("Give a state file (`sponson state pull > FILE` writes the scope's), or - for standard input.")}
+		}
+		return stateChange(cmd, f, o, "state push", func() map[string]string { return nil },
+			func(ctx context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
+				return scopeedit.Push("state push", declaredIdentity(o.Chdir, s.Key.Environment), data, stateWarn(f))(ctx, s)
+			})
+	})
+	cmd.Long = `Push replaces the scope's state with the state file PATH ("-" reads standard input),
+as the engine's state push does, under the scope's lease: the state is written fenced,
+then a receipt whose ledger matches it. The file must be of the scope's lineage and no
+older than its serial (the engine's rule); it is written with the next serial. An object
+the scope owned stays owned as it was, one it did not comes in adopted, as by an import,
+and one the file lacks is released, as by state rm (warned about; the object stays).
+Objects another scope of the environment owns are refused (OWNED_BY_OTHER_SCOPE), and
+nothing is written. An entry a stopped run left unresolved stays until 'sponson
+resolve' settles it.`
+	return cmd
 }
 
 func jsonWanted(cmd *cobra.Command, f *Factory) bool {
@@ -285,7 +225,7 @@ func jsonWanted(cmd *cobra.Command, f *Factory) bool {
 func newStateShow(f *Factory, out *outcome) *cobra.Command {
 	return stateCmd(out, "show ADDR [flags]", "Show one resource instance of a scope's state", cobra.ExactArgs(1), false, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
 		res := outcome{command: "state show"}
-		t, err := parseStateAddr(args[0])
+		t, err := tfstate.ParseAddr(args[0])
 		if err != nil {
 			res.err = errcode.Wrap(errcode.Usage, err, "state show")
 			return res
@@ -295,9 +235,9 @@ func newStateShow(f *Factory, out *outcome) *cobra.Command {
 			res.err = err
 			return res
 		}
-		var found []stateInstance
-		for _, i := range doc.instances() {
-			if matches(t, i.addr) {
+		var found []tfstate.Instance
+		for _, i := range doc.Instances() {
+			if tfstate.Matches(t, i.Addr) {
 				found = append(found, i)
 			}
 		}
@@ -307,8 +247,8 @@ func newStateShow(f *Factory, out *outcome) *cobra.Command {
 			return res
 		}
 		i := found[0]
-		attrs, _ := i.instance["attributes"].(map[string]any)
-		hidden := sensitiveNames(i.instance)
+		attrs, _ := i.Instance["attributes"].(map[string]any)
+		hidden := i.SensitiveNames()
 		shown := map[string]any{}
 		for k, v := range attrs {
 			if hidden[k] {
@@ -316,33 +256,15 @@ func newStateShow(f *Factory, out *outcome) *cobra.Command {
 			}
 			shown[k] = v
 		}
-		res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "address": i.addr.String(), "attributes": shown}
+		res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "address": i.Addr.String(), "attributes": shown}
 		if !jsonWanted(cmd, f) {
-			writeInstance(f.Out, i.addr, shown, hidden)
+			writeInstance(f.Out, i.Addr, shown, hidden)
 		}
 		return res
 	})
 }
 
-// sensitiveNames are the top-level attributes an instance marks sensitive.
-func sensitiveNames(inst map[string]any) map[string]bool {
-	out := map[string]bool{}
-	paths, _ := inst["sensitive_attributes"].([]any)
-	for _, p := range paths {
-		steps, _ := p.([]any)
-		if len(steps) == 0 {
-			continue
-		}
-		if step, ok := steps[0].(map[string]any); ok {
-			if name, ok := step["value"].(string); ok {
-				out[name] = true
-			}
-		}
-	}
-	return out
-}
-
-func writeInstance(w io.Writer, a stateAddr, attrs map[string]any, hidden map[string]bool) {
+func writeInstance(w io.Writer, a tfstate.Addr, attrs map[string]any, hidden map[string]bool) {
 	fmt.Fprintf(w, "# %s:\n", a)
 	kind := "resource"
 	if a.Mode == "data" {
@@ -364,10 +286,11 @@ func writeInstance(w io.Writer, a stateAddr, attrs map[string]any, hidden map[st
 	fmt.Fprintln(w, "}")
 }
 
-// stateChange performs a state change under the scope's lease: edit
-// changes the document and says which addresses went where (to "" for
-// removed); the state is written fenced, then a receipt whose ledger follows.
-func stateChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string, edit func(doc tfState) (map[string]string, error)) outcome {
+// stateChange performs a state change outside a run (scopeedit.Edit):
+// under the scope's lease, the state is written fenced, then a receipt whose
+// ledger follows. moved says where each address went ("" for removed),
+// once edit has run.
+func stateChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string, moved func() map[string]string, edit func(context.Context, *scopeedit.Scope) (scopeedit.Change, error)) outcome {
 	res := outcome{command: command}
 	st, key, _, err := o.scopeState(cmd, f)
 	if err != nil {
@@ -375,166 +298,73 @@ func stateChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string
 		return res
 	}
 	defer st.Close()
-	ctx := cmd.Context()
-	runID := scoperun.NewRunID()
-	held, err := lease.Acquire(ctx, st, key, runID, lease.Config{TTL: lease.DefaultTTL, Wait: o.Wait, WaitTimeout: o.WaitTimeout})
+	c, err := scopeedit.Edit(cmd.Context(), scopeedit.Options{
+		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(f.Getenv).Actor,
+		Lease: lease.Config{TTL: lease.DefaultTTL, Wait: o.Wait, WaitTimeout: o.WaitTimeout}, Warn: stateWarn(f),
+	}, edit)
 	if err != nil {
 		res.err = err
 		return res
 	}
-	bg := context.WithoutCancel(ctx)
-	defer func() {
-		if w := held.Release(bg); w != "" {
-			fmt.Fprintf(f.ErrOut, "warning: %s\n", w)
-		}
-	}()
-	// Read again under the lease: what was read before may be stale.
-	data, err := st.ReadState(ctx, key)
-	if err != nil {
-		res.err = err
-		return res
-	}
-	doc, err := parseTFState(data)
-	if err != nil {
-		res.err = err
-		return res
-	}
-	moved, err := edit(doc)
-	if err != nil {
-		res.err = err
-		return res
-	}
-	prev, err := st.LatestReceipt(ctx, key)
-	if err != nil {
-		res.err = err
-		return res
-	}
-	out, err := doc.marshal()
-	if err != nil {
-		res.err = errcode.Wrap(errcode.Internal, err, "encoding the state")
-		return res
-	}
-	if err := held.WriteState(bg, out); err != nil {
-		res.err = err
-		return res
-	}
-	now := time.Now().UTC()
-	rec := &receipt.Receipt{Version: receipt.Version, Environment: key.Environment, Scope: key.Scope, Ledger: []receipt.Entry{}}
-	if prev != nil {
-		cp := *prev
-		rec = &cp
-		rec.Version, rec.Settled, rec.LockPreempted, rec.AllowedOlderCommit, rec.Unlocked, rec.Error = receipt.Version, nil, nil, nil, nil, nil
-		rec.Ledger = nil
-		for _, e := range prev.Ledger {
-			to, touched := moved[e.Address]
-			open := e.CreatedBy == receipt.CreatedByIntent || e.CreatedBy == receipt.CreatedByUnresolved
-			switch {
-			case !touched || open:
-				// An open entry stands for an object no state holds: what
-				// is at its address in the state is another one.
-			case to == "":
-				rec.Released = append(rec.Released, e)
-				fmt.Fprintf(f.ErrOut, "warning: %s (id %s) is released: state rm took it out of the state without destroying it, so no scope owns it any more and no scope's destroy will delete it\n", e.Address, e.ID)
-				continue
-			default:
-				e.Address = to
-				if ownership.IsAddressIdentity(e.Identity) {
-					// Owned by its address: the address it has now.
-					e.Identity = store.AddressIdentity(e.Provider, e.Type, to)
-				}
-			}
-			rec.Ledger = append(rec.Ledger, e)
-		}
-		if rec.Ledger == nil {
-			rec.Ledger = []receipt.Entry{}
-		}
-	}
-	rec.RunID, rec.Command, rec.Status = runID, command, receipt.StatusApplied
-	rec.StartedAt, rec.FinishedAt, rec.ApprovedBy = now, now, ""
-	rec.Changes = []receipt.Change{}
-	from := make([]string, 0, len(moved))
-	for a := range moved {
-		from = append(from, a)
-	}
-	sort.Strings(from)
-	for _, a := range from {
-		action := "forget"
-		if moved[a] != "" {
-			action = "move"
-		}
-		rec.Changes = append(rec.Changes, receipt.Change{Address: a, Actions: []string{action}})
-	}
-	if err := held.WriteReceipt(bg, rec); err != nil {
-		res.err = err
-		return res
-	}
-	res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "runId": runID, "changes": moved, "owned": len(rec.Ledger)}
+	rec, m := c.Receipt, moved()
+	res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "runId": rec.RunID, "changes": m, "owned": len(rec.Ledger)}
 	if !jsonWanted(cmd, f) {
+		from := make([]string, 0, len(m))
+		for a := range m {
+			from = append(from, a)
+		}
+		sort.Strings(from)
 		for _, a := range from {
-			if moved[a] == "" {
+			if m[a] == "" {
 				fmt.Fprintf(f.Out, "Removed %s\n", a)
 			} else {
-				fmt.Fprintf(f.Out, "Moved %s to %s\n", a, moved[a])
+				fmt.Fprintf(f.Out, "Moved %s to %s\n", a, m[a])
 			}
 		}
-		fmt.Fprintf(f.Out, "sponson %s %s: the scope owns %d resources; receipt %s\n", command, key, len(rec.Ledger), runID)
+		fmt.Fprintf(f.Out, "sponson %s %s: the scope owns %d resources; receipt %s\n", command, key, len(rec.Ledger), rec.RunID)
 	}
 	return res
 }
 
+func stateWarn(f *Factory) func(string) {
+	return func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) }
+}
+
+// moveChange is stateChange for rm and mv: change rewrites the state
+// document and says where each address went.
+func moveChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string, change func(tfstate.Doc) (map[string]string, error)) outcome {
+	var moved map[string]string
+	return stateChange(cmd, f, o, command, func() map[string]string { return moved },
+		scopeedit.EditState(command, stateWarn(f), func(doc tfstate.Doc) (map[string]string, error) {
+			m, err := change(doc)
+			moved = m
+			return m, err
+		}))
+}
+
 func newStateRm(f *Factory, out *outcome) *cobra.Command {
 	return stateCmd(out, "rm ADDR... [flags]", "Forget resource instances: the scope gives them up", cobra.MinimumNArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
-		var targets []stateAddr
+		var targets []tfstate.Addr
 		for _, a := range args {
-			t, err := parseStateAddr(a)
+			t, err := tfstate.ParseAddr(a)
 			if err != nil {
 				return outcome{command: "state rm", err: errcode.Wrap(errcode.Usage, err, "state rm")}
 			}
 			targets = append(targets, t)
 		}
-		return stateChange(cmd, f, o, "state rm", func(doc tfState) (map[string]string, error) {
-			removed := map[string]string{}
-			var keep []map[string]any
-			for _, r := range doc.resources() {
-				base := resourceAddr(r)
-				var left []any
-				for _, inst := range instancesOf(r) {
-					a := base
-					a.Key, a.HasKey = inst["index_key"]
-					hit := false
-					for _, t := range targets {
-						hit = hit || matches(t, a)
-					}
-					if hit {
-						removed[a.String()] = ""
-						continue
-					}
-					left = append(left, inst)
-				}
-				if len(left) > 0 {
-					r["instances"] = left
-					keep = append(keep, r)
-				}
-			}
-			if len(removed) == 0 {
-				return nil, errcode.New(errcode.Usage, "no instance of the state matches %s", strings.Join(args, " ")).
-					WithHint("Run `sponson state list` for the addresses.")
-			}
-			doc.setResources(keep)
-			return removed, nil
-		})
+		return moveChange(cmd, f, o, "state rm", func(doc tfstate.Doc) (map[string]string, error) { return doc.Remove(targets) })
 	})
 }
 
 func newStateMv(f *Factory, out *outcome) *cobra.Command {
 	return stateCmd(out, "mv SRC DST [flags]", "Rename a resource or resource instance in a scope's state", cobra.ExactArgs(2), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
-		src, err := parseStateAddr(args[0])
+		src, err := tfstate.ParseAddr(args[0])
 		if err == nil && src.Type == "" {
 			err = fmt.Errorf("%q is a module; move its resources one by one", args[0])
 		}
-		var dst stateAddr
+		var dst tfstate.Addr
 		if err == nil {
-			dst, err = parseStateAddr(args[1])
+			dst, err = tfstate.ParseAddr(args[1])
 		}
 		if err == nil && (dst.Type != src.Type || dst.Mode != src.Mode) {
 			err = fmt.Errorf("%s and %s are not of the same resource type", args[0], args[1])
@@ -545,102 +375,6 @@ func newStateMv(f *Factory, out *outcome) *cobra.Command {
 		if err != nil {
 			return outcome{command: "state mv", err: errcode.Wrap(errcode.Usage, err, "state mv")}
 		}
-		return stateChange(cmd, f, o, "state mv", func(doc tfState) (map[string]string, error) {
-			return moveInState(doc, src, dst)
-		})
+		return moveChange(cmd, f, o, "state mv", func(doc tfstate.Doc) (map[string]string, error) { return doc.Move(src, dst) })
 	})
-}
-
-// moveInState renames the resource src to dst (both without a key), or
-// moves the instance src to the instance dst.
-func moveInState(doc tfState, src, dst stateAddr) (map[string]string, error) {
-	moved := map[string]string{}
-	rs := doc.resources()
-	var from, to map[string]any
-	for _, r := range rs {
-		a := resourceAddr(r)
-		a.Key, a.HasKey = nil, false
-		s, d := src, dst
-		s.Key, s.HasKey, d.Key, d.HasKey = nil, false, nil, false
-		if a == s {
-			from = r
-		}
-		if a == d {
-			to = r
-		}
-	}
-	if from == nil {
-		return nil, errcode.New(errcode.Usage, "no resource of the state is %s", src).WithHint("Run `sponson state list` for the addresses.")
-	}
-	setAddr := func(r map[string]any, a stateAddr) {
-		if a.Module == "" {
-			delete(r, "module")
-		} else {
-			r["module"] = a.Module
-		}
-		r["name"] = a.Name
-	}
-	if !src.HasKey {
-		if to != nil {
-			return nil, errcode.New(errcode.Usage, "%s is in the state already", dst)
-		}
-		for _, inst := range instancesOf(from) {
-			a, b := src, dst
-			a.Key, a.HasKey = inst["index_key"]
-			b.Key, b.HasKey = a.Key, a.HasKey
-			moved[a.String()] = b.String()
-		}
-		setAddr(from, dst)
-		return moved, nil
-	}
-	var inst map[string]any
-	var left []any
-	for _, i := range instancesOf(from) {
-		a := src
-		a.Key, a.HasKey = i["index_key"]
-		if matches(src, a) && inst == nil {
-			inst = i
-			continue
-		}
-		left = append(left, i)
-	}
-	if inst == nil {
-		return nil, errcode.New(errcode.Usage, "no instance of the state is %s", src).WithHint("Run `sponson state list` for the addresses.")
-	}
-	if to != nil {
-		for _, i := range instancesOf(to) {
-			a := dst
-			a.Key, a.HasKey = i["index_key"]
-			if matches(dst, a) {
-				return nil, errcode.New(errcode.Usage, "%s is in the state already", dst)
-			}
-		}
-	}
-	inst["index_key"] = dst.Key
-	if to == nil {
-		to = map[string]any{}
-		for k, v := range from {
-			to[k] = v
-		}
-		setAddr(to, dst)
-		to["instances"] = []any{}
-		rs = append(rs, to)
-	}
-	if to["name"] == from["name"] && to["module"] == from["module"] {
-		left = append(left, inst)
-		from["instances"] = left
-	} else {
-		list, _ := to["instances"].([]any)
-		to["instances"] = append(list, inst)
-		from["instances"] = left
-	}
-	var keep []map[string]any
-	for _, r := range rs {
-		if len(instancesOf(r)) > 0 {
-			keep = append(keep, r)
-		}
-	}
-	doc.setResources(keep)
-	moved[src.String()] = dst.String()
-	return moved, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
-	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
@@ -188,16 +186,11 @@ func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
 		return o
 	}
 	defer st.Close()
-	scopes, err := st.List(cmd.Context(), env)
+	scopes, err := store.ListScopes(cmd.Context(), st, env, opts.Stack)
 	if err != nil {
 		o.err = err
 		return o
 	}
-	// Leases of shared parent objects are kept as scopes named _parent-*;
-	// they are not scopes of the environment.
-	scopes = slices.DeleteFunc(scopes, func(s store.ScopeSummary) bool {
-		return ownership.IsParentLeaseScope(s.Key.Scope) || (opts.Stack != "" && s.Key.Stack != opts.Stack)
-	})
 	rows := statusRows(scopes, time.Now())
 	res := map[string]any{"environment": env, "store": url, "scopes": rows}
 	if opts.Stack != "" {

@@ -11,8 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scopeedit"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -198,45 +200,42 @@ func runUnlock(ctx context.Context, cmd *cobra.Command, f *Factory, opts *Unlock
 	res.Ended = &l
 	fmt.Fprintf(f.ErrOut, "ended the lease of %s held by %s (token %d) since %s\n", key, l.Holder, l.Token, l.AcquiredAt.Local().Format(time.RFC3339))
 
-	// Record it: under a lease of its own, a receipt that carries the
+	// Record it: under a lease of its own (an edit outside a run, through
+	// the held lease like every fenced write), a receipt that carries the
 	// ledger (intents included, for the next run to settle) unchanged.
 	id := "unlock-" + strings.TrimPrefix(scoperun.NewRunID(), "run-")
-	g, err := st.Acquire(ctx, key, id, unlockTTL)
+	_, err = scopeedit.Edit(ctx, scopeedit.Options{
+		Store: st, Key: key, RunID: id, Actor: by, Lease: lease.Config{TTL: unlockTTL},
+		Warn: func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) },
+	}, func(_ context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
+		return scopeedit.Change{Receipt: unlockReceipt(s, l, by, reason, approver)}, nil
+	})
 	if err != nil {
-		o.err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
-		return o
-	}
-	defer func() { _ = st.Release(context.WithoutCancel(ctx), g.Lease) }()
-	prev, err := st.LatestReceipt(ctx, key)
-	if err != nil {
-		o.err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
-		return o
-	}
-	now := time.Now().UTC()
-	rec := &receipt.Receipt{Version: receipt.Version, Environment: key.Environment, Scope: key.Scope, Status: receipt.StatusUnchanged, Ledger: []receipt.Entry{}}
-	if prev != nil {
-		cp := *prev
-		rec = &cp
-		rec.Version = receipt.Version
-		rec.Settled, rec.LockPreempted, rec.AllowedOlderCommit = nil, nil, nil
-		if rec.Status == receipt.StatusRunning {
-			// The holder stopped before its receipt: its outcome is
-			// unknown, and its intents stay for the next run to settle.
-			rec.Status = receipt.StatusFailed
-			rec.Error = &receipt.Failure{Code: string(errcode.LockLost), Message: fmt.Sprintf("run %s lost its lease to sponson unlock by %s: %s", l.Holder, by, reason)}
-		}
-	}
-	rec.RunID, rec.Command, rec.Changes = id, "unlock", []receipt.Change{}
-	rec.StartedAt, rec.FinishedAt = now, now
-	rec.ApprovedBy = approver
-	rec.Unlocked = &receipt.Unlocked{By: by, Reason: reason, Holder: l.Holder, Token: l.Token, At: now}
-	if err := st.WriteReceipt(ctx, g.Lease, rec); err != nil {
 		o.err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
 		return o
 	}
 	res.Receipt = id
 	fmt.Fprintf(f.ErrOut, "recorded in receipt %s: unlocked by %s: %s\n", id, by, reason)
 	return o
+}
+
+// unlockReceipt is the receipt unlock records: the scope's standing as
+// it was, the outcome of its last run too, and who ended whose lease and
+// why.
+func unlockReceipt(s *scopeedit.Scope, ended store.LeaseInfo, by, reason, approver string) *receipt.Receipt {
+	rec := s.Next("unlock", receipt.StatusUnchanged)
+	if prev := s.Latest; prev != nil {
+		rec.Status, rec.Error = prev.Status, prev.Error
+		if prev.Status == receipt.StatusRunning {
+			// The holder stopped before its receipt: its outcome is
+			// unknown, and its intents stay for the next run to settle.
+			rec.Status = receipt.StatusFailed
+			rec.Error = &receipt.Failure{Code: string(errcode.LockLost), Message: fmt.Sprintf("run %s lost its lease to sponson unlock by %s: %s", ended.Holder, by, reason)}
+		}
+	}
+	rec.ApprovedBy = approver
+	rec.Unlocked = &receipt.Unlocked{By: by, Reason: reason, Holder: ended.Holder, Token: ended.Token, At: rec.FinishedAt}
+	return rec
 }
 
 // unlockApprover is the approver an unlock in env needs: in a protected

@@ -15,7 +15,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,8 +26,10 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scopeedit"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // Command is the receipt's command of an adoption.
@@ -38,7 +39,7 @@ const Command = "adopt"
 type Options struct {
 	Dir     string // the configuration directory
 	Context runctx.Context
-	Store   store.Store
+	Store   scopeedit.Store
 	Engine  string // the engine binary
 	// ProviderVersion is the version of the provider this process serves
 	// to the engine, as in a run, so a configuration using it initialises.
@@ -92,60 +93,40 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, errcode.New(errcode.Usage, "the configuration's %s backend holds no state in workspace %q: there is nothing to adopt", backend, o.Workspace).
 			WithHint("Check the backend settings and --from-workspace; a configuration without state needs no adoption: just run `sponson apply`.")
 	}
-	var meta struct {
-		Serial  int64  `json:"serial"`
-		Lineage string `json:"lineage"`
-	}
-	if err := json.Unmarshal(state, &meta); err != nil {
+	meta, err := tfstate.ReadMeta(state)
+	if err != nil {
 		return res, errcode.Wrap(errcode.EngineFailed, err, "the state the engine pulled is not JSON")
 	}
-	objects, err := scoperun.StateObjects(state)
+	objects, err := ownership.StateObjects(state)
 	if err != nil {
 		return res, errcode.Wrap(errcode.EngineFailed, err, "the state the engine pulled does not read")
 	}
-
-	held, err := lease.Acquire(ctx, o.Store, key, o.RunID, o.Lease)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		if w := held.Release(context.WithoutCancel(ctx)); w != "" {
-			o.Warn(w)
-		}
-	}()
-	if err := refuseOccupied(ctx, o.Store, key); err != nil {
-		return res, err
-	}
-	pol := o.Declared.Policy()
-	ledger, _ := ownership.Ledger(nil, objects, pol, nil)
-	for i := range ledger {
-		ledger[i].CreatedBy = receipt.CreatedByAdopted // Sponson did not create them
-	}
-	if err := refuseForeign(ctx, o.Store, key, pol, objects); err != nil {
-		return res, err
-	}
-	sum := sha256.Sum256(state)
-	rec := &receipt.Receipt{
-		Version: receipt.Version, RunID: o.RunID, Command: Command,
-		Environment: key.Environment, Scope: key.Scope, Status: receipt.StatusApplied,
-		StartedAt: started, Branch: o.Context.Branch, PullRequest: o.Context.PullRequest, Commit: o.Context.Commit,
-		Engine: eng, Changes: []receipt.Change{}, Ledger: ledger,
-		AdoptedFrom: &receipt.Adoption{Backend: backend, Workspace: o.Workspace, Lineage: meta.Lineage, Serial: meta.Serial, SHA256: hex.EncodeToString(sum[:])},
-	}
-	if p := held.Preempted; p != nil {
-		rec.LockPreempted = &receipt.Preempted{Holder: p.Holder, Since: p.AcquiredAt, Until: p.ExpiresAt}
-	}
-	// The state first: a crash before the receipt leaves a scope with
-	// state, which a second adoption refuses and the next apply records.
-	if err := held.WriteState(ctx, state); err != nil {
-		return res, err
-	}
-	rec.FinishedAt = time.Now().UTC()
-	if err := held.WriteReceipt(ctx, rec); err != nil {
-		return res, err
-	}
-	res.Receipt = rec
-	return res, nil
+	c, err := scopeedit.Edit(ctx, scopeedit.Options{Store: o.Store, Key: key, RunID: o.RunID, Lease: o.Lease, Warn: o.Warn},
+		func(ctx context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
+			if err := refuseOccupied(s); err != nil {
+				return scopeedit.Change{}, err
+			}
+			pol := o.Declared.Policy()
+			ledger, _ := ownership.Ledger(nil, objects, pol, nil)
+			for i := range ledger {
+				ledger[i].CreatedBy = receipt.CreatedByAdopted // Sponson did not create them
+			}
+			if err := s.RefuseForeign(ctx, pol, objects, "adopting the state"); err != nil {
+				return scopeedit.Change{}, err
+			}
+			// A scope adopted starts afresh: nothing of an earlier receipt
+			// (one with an empty ledger) carries over.
+			run := s.Run(Command, receipt.StatusApplied)
+			run.StartedAt, run.FinishedAt = started, time.Now().UTC()
+			rec := receipt.Next(receipt.First(key.Stack, key.Environment, key.Scope), run)
+			rec.Branch, rec.PullRequest, rec.Commit = o.Context.Branch, o.Context.PullRequest, o.Context.Commit
+			rec.Engine, rec.Ledger, rec.LockPreempted = eng, ledger, s.LockPreempted()
+			sum := sha256.Sum256(state)
+			rec.AdoptedFrom = &receipt.Adoption{Backend: backend, Workspace: o.Workspace, Lineage: meta.Lineage, Serial: meta.Serial, SHA256: hex.EncodeToString(sum[:])}
+			return scopeedit.Change{State: state, Receipt: rec}, nil
+		})
+	res.Receipt = c.Receipt
+	return res, err
 }
 
 // pull reads the state of the configuration's own backend through the
@@ -183,32 +164,14 @@ func pull(ctx context.Context, o Options) ([]byte, receipt.Engine, error) {
 }
 
 // refuseOccupied refuses a scope that has state with resources or a ledger.
-func refuseOccupied(ctx context.Context, st store.Store, key store.Key) error {
-	prev, err := st.LatestReceipt(ctx, key)
-	if err != nil {
-		return err
-	}
-	if prev != nil && len(prev.Ledger) > 0 {
+func refuseOccupied(s *scopeedit.Scope) error {
+	key := s.Key
+	if prev := s.Latest; prev != nil && len(prev.Ledger) > 0 {
 		return errcode.New(errcode.ScopeHasState, "scope %s owns %d resources (run %s): adopting would replace its state", key, len(prev.Ledger), prev.RunID).
 			With("scope", key.Scope).With("runId", prev.RunID)
 	}
-	cur, err := st.ReadState(ctx, key)
-	if err != nil {
-		return err
-	}
-	if objs, err := scoperun.StateObjects(cur); err != nil || len(objs) > 0 {
+	if objs, err := ownership.StateObjects(s.State); err != nil || len(objs) > 0 {
 		return errcode.New(errcode.ScopeHasState, "scope %s has a state already: adopting would replace it", key).With("scope", key.Scope)
 	}
 	return nil
-}
-
-// refuseForeign refuses a state whose resources another scope of the
-// environment owns under any identity: adopting them would give them two
-// owners.
-func refuseForeign(ctx context.Context, st store.Store, key store.Key, pol ownership.Policy, objects []ownership.Object) error {
-	foreign, err := ownership.ForeignOwners(ctx, st, key, pol, objects)
-	if err != nil {
-		return err
-	}
-	return ownership.ForeignObjectsError(key, "adopting the state", foreign)
 }

@@ -12,7 +12,7 @@ import (
 
 // The engine's own commands that sponson runs as the engine would, in the
 // configuration directory with sponson's provider available
-// (docs/design.md §4 "Engine commands"). Each goes through terraform-exec;
+// (docs/design.md §4 "The CLI contract"). Each goes through terraform-exec;
 // what the engine prints on stdout for a person streams to the session's
 // stdout, and a command whose answer is JSON returns it parsed and as the
 // engine's exact bytes.

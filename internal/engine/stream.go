@@ -55,7 +55,7 @@ type uiOutput struct {
 // person reads (each message's own text, diagnostics with their detail) and
 // hands every resource event to onEvent as it arrives, so a run can record a
 // completed create the moment the engine reports it instead of waiting for
-// the engine's next state write (docs/design.md, "Crashes").
+// the engine's next state write (docs/design.md §2.4 "Intent").
 type uiStream struct {
 	mu      sync.Mutex
 	out     io.Writer

@@ -4,7 +4,9 @@
 // store, git or network. gather.go gathers those facts: the open pull
 // requests from the GitHub API and the live branches from `git ls-remote`.
 // The command destroys what Select returns through the normal destroy path,
-// one scope at a time, each under its own lease.
+// one scope at a time, each under its own lease; outcome.go decides the
+// rest: which selected scope it skips, the context of each destroy, what a
+// destroy's error makes of the scope, and the code gc fails with.
 //
 // The rules (each one off unless its facts are known or its option is set):
 //

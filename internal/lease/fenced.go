@@ -67,7 +67,7 @@ func (h *Held) Confirm(ctx context.Context) error {
 // Confirm checks l against the store's lease record at now: an error
 // wrapping store.ErrLeaseLost when the record names another holder or
 // token or has expired, the store's error when it cannot be read.
-func Confirm(ctx context.Context, st store.Store, l store.Lease, now time.Time) error {
+func Confirm(ctx context.Context, st store.Leases, l store.Lease, now time.Time) error {
 	info, err := st.ReadLease(ctx, l.Key)
 	if err != nil {
 		return err

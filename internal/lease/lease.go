@@ -74,9 +74,20 @@ func (c *Config) defaults() {
 	}
 }
 
+// Store is what a Held works through: the lease itself, and the three kinds
+// of document it fences (docs/design.md §2.8 "Fenced write"). Every backend
+// is one; a caller that only takes, confirms or frees a lease needs
+// store.Leases alone.
+type Store interface {
+	store.Leases
+	store.Receipts
+	store.States
+	store.Records
+}
+
 // Held is a lease this run holds: the one way to write under it.
 type Held struct {
-	st    store.Store
+	st    Store
 	cfg   Config
 	sched Schedule
 	// joined: the lease is another process's (the wrapper's run lease,
@@ -103,7 +114,7 @@ type Held struct {
 
 // Acquire takes the lease of key for holder, waiting for it when cfg.Wait,
 // and starts the background renewal.
-func Acquire(ctx context.Context, st store.Store, key store.Key, holder string, cfg Config) (*Held, error) {
+func Acquire(ctx context.Context, st Store, key store.Key, holder string, cfg Config) (*Held, error) {
 	cfg.defaults()
 	cfg.Join = nil
 	t, err := Take(ctx, st, key, holder, cfg)
@@ -120,14 +131,14 @@ func Acquire(ctx context.Context, st store.Store, key store.Key, holder string, 
 // Joined returns the lease l that another process holds and renews, such as
 // the wrapper's run lease handed over to the provider: writes through it
 // are fenced by l, a refusal makes it lost, and Release leaves l alone.
-func Joined(st store.Store, l store.Lease) *Held {
+func Joined(st Store, l store.Lease) *Held {
 	h := newHeld(st, Config{}, l)
 	h.joined = true
 	close(h.renewDone)
 	return h
 }
 
-func newHeld(st store.Store, cfg Config, l store.Lease) *Held {
+func newHeld(st Store, cfg Config, l store.Lease) *Held {
 	cfg.defaults()
 	return &Held{
 		st: st, cfg: cfg, sched: Schedule{TTL: cfg.TTL}, lease: l,
@@ -208,7 +219,7 @@ func (h *Held) Release(ctx context.Context) (warning string) {
 // Free releases l, trying three times with backoff while the store fails:
 // a lease left behind blocks its scope or object for a whole TTL. A lease
 // the store says is not l's any more (ErrLeaseLost) is not retried.
-func Free(ctx context.Context, st store.Store, l store.Lease) error {
+func Free(ctx context.Context, st store.Leases, l store.Lease) error {
 	var err error
 	for attempt, backoff := 0, 200*time.Millisecond; ; attempt, backoff = attempt+1, backoff*2 {
 		if err = st.Release(ctx, l); err == nil || errors.Is(err, store.ErrLeaseLost) || attempt == 2 {

@@ -28,7 +28,7 @@ type Taken struct {
 // (not waiting), WAIT_TIMEOUT, INTERRUPTED (ctx ended the wait, also while
 // the store was busy) or the store's own error; the first two carry the
 // holder and its expiry as details.
-func Take(ctx context.Context, st store.Store, key store.Key, holder string, cfg Config) (Taken, error) {
+func Take(ctx context.Context, st store.Leases, key store.Key, holder string, cfg Config) (Taken, error) {
 	cfg.defaults()
 	waitUntil := cfg.Now().Add(cfg.WaitTimeout)
 	for {

@@ -18,18 +18,13 @@ import (
 // in the index, and the late-identity check after the apply. All three
 // report OWNED_BY_OTHER_SCOPE with the same text.
 
-// Index is what the checks read of the store: the ownership index.
-type Index interface {
-	Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error)
-}
-
 // CheckForeign is the foreign check: it refuses a run of key when a planned
 // change touches an object another scope of the environment owns or intends
 // to create. The entries of scope except do not count ("" for none): a
 // predecessor whose resources are promised to key's scope, whose index
 // drops them when the handover finishes. It returns the owners it read of
 // the identities the plan touches, except left in.
-func CheckForeign(ctx context.Context, idx Index, key store.Key, planned []Planned, except string) ([]store.Owner, error) {
+func CheckForeign(ctx context.Context, idx store.Index, key store.Key, planned []Planned, except string) ([]store.Owner, error) {
 	ids := Identities(planned)
 	if len(ids) == 0 {
 		return nil, nil
@@ -55,7 +50,7 @@ func CheckForeign(ctx context.Context, idx Index, key store.Key, planned []Plann
 // The objects exist already and the ledger records them, so a hit is
 // reported (the run fails) naming both owners, not refused. lookupErr is
 // set when the index could not be read: the run says so and goes on.
-func CheckLate(ctx context.Context, idx Index, key store.Key, planned []Planned, ledger []receipt.Entry, except string) (hit, lookupErr error) {
+func CheckLate(ctx context.Context, idx store.Index, key store.Key, planned []Planned, ledger []receipt.Entry, except string) (hit, lookupErr error) {
 	late := map[string]Planned{}
 	for _, p := range planned {
 		if p.Creates() && p.Identity == "" {

@@ -51,7 +51,7 @@ func NeedsIntentLease(planned []Planned) bool {
 // ownership index afresh: under the lease it sees every checkpoint written
 // before. A lease lost before write returned is LOCK_LOST: the order is
 // not proven, so the run must not go on.
-func UnderIntentLease(ctx context.Context, st store.Store, env, holder string, cfg lease.Config, check, write func(context.Context) error) (warning string, err error) {
+func UnderIntentLease(ctx context.Context, st lease.Store, env, holder string, cfg lease.Config, check, write func(context.Context) error) (warning string, err error) {
 	cfg.Wait = true
 	cfg.OnWait = nil
 	if cfg.TTL <= 0 || cfg.TTL > IntentLeaseTTL {

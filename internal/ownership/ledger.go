@@ -7,6 +7,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // Object is one managed resource instance of a scope's state.
@@ -206,4 +207,18 @@ func Moves(p *tfjson.Plan) []Planned {
 		}
 	}
 	return out
+}
+
+// StateObjects lists the managed resource instances of a state as objects
+// a ledger is computed from, sorted by address (tfstate.Objects).
+func StateObjects(state []byte) ([]Object, error) {
+	objs, err := tfstate.Objects(state)
+	if err != nil || objs == nil {
+		return nil, err
+	}
+	out := make([]Object, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, Object{Address: o.Address, Provider: o.Provider, Type: o.Type, ID: o.ID, Attributes: o.Attributes, ProviderIdentity: o.Identity, Sensitive: o.Sensitive})
+	}
+	return out, nil
 }

@@ -32,7 +32,7 @@ func ObjectKeys(o Object, pol Policy, schemes []Scheme) []string {
 // ForeignOwners returns, by address, the owners other than self of any
 // identity of objects: the schemes in use for their types are read from
 // the index first, then their owners, in two queries.
-func ForeignOwners(ctx context.Context, st Lookup, self store.Key, pol Policy, objects []Object) (map[string][]store.Owner, error) {
+func ForeignOwners(ctx context.Context, idx store.Index, self store.Key, pol Policy, objects []Object) (map[string][]store.Owner, error) {
 	var queries []string
 	seen := map[string]bool{}
 	for _, o := range objects {
@@ -44,7 +44,7 @@ func ForeignOwners(ctx context.Context, st Lookup, self store.Key, pol Policy, o
 	if len(queries) == 0 {
 		return nil, nil
 	}
-	rows, err := st.Owners(ctx, self.Environment, queries)
+	rows, err := idx.Owners(ctx, self.Environment, queries)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func ForeignOwners(ctx context.Context, st Lookup, self store.Key, pol Policy, o
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	owners, err := st.Owners(ctx, self.Environment, ids)
+	owners, err := idx.Owners(ctx, self.Environment, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // This file holds the rest of the sponson_scope policy: which planned changes
@@ -22,10 +23,12 @@ import (
 // approver, whatever the policy says.
 const ProductionEnvironment = "production"
 
-// ParentLeaseScopePrefix starts the store scope of every parent lease. Real
-// scopes are pr-<n>, main and branch-<name>, so a parent lease never shares a
-// key with a scope; `sponson status` can leave these scopes out.
-const ParentLeaseScopePrefix = "_parent-"
+// ParentLeaseScopePrefix starts the store scope of every parent lease
+// (store.ParentScopePrefix). Real scopes are pr-<n>, main and
+// branch-<name>, so a parent lease never shares a key with a scope, and
+// the listers of an environment's scopes leave these out
+// (store.ListScopes).
+const ParentLeaseScopePrefix = store.ParentScopePrefix
 
 // Rules is the production and parent policy of a configuration's
 // sponson_scope resource.
@@ -518,12 +521,6 @@ func ProviderType(source string) string {
 func ParentLeaseScope(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return ParentLeaseScopePrefix + hex.EncodeToString(sum[:16])
-}
-
-// IsParentLeaseScope reports whether a store scope holds a parent lease
-// rather than a scope.
-func IsParentLeaseScope(scope string) bool {
-	return strings.HasPrefix(scope, ParentLeaseScopePrefix)
 }
 
 func sortedUnique(in []string) []string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // The helpers of this file are named apart from ownership_test.go's, which
@@ -515,7 +516,7 @@ func TestParentLeaseScope(t *testing.T) {
 		if err := runctx.ValidName("scope", s); err != nil {
 			t.Errorf("ParentLeaseScope(%q) = %q, not a valid scope: %v", k, s, err)
 		}
-		if !IsParentLeaseScope(s) || len(s) != len(ParentLeaseScopePrefix)+32 {
+		if !store.IsParentScope(s) || len(s) != len(ParentLeaseScopePrefix)+32 {
 			t.Errorf("ParentLeaseScope(%q) = %q, want %s and 32 hex digits", k, s, ParentLeaseScopePrefix)
 		}
 		if ParentLeaseScope(k) != s {
@@ -531,8 +532,8 @@ func TestParentLeaseScope(t *testing.T) {
 		t.Errorf("ParentLeaseScope = %q, want %q", got, want)
 	}
 	for _, scope := range []string{"main", "pr-42", "branch-feat-x"} {
-		if IsParentLeaseScope(scope) {
-			t.Errorf("IsParentLeaseScope(%q) = true", scope)
+		if store.IsParentScope(scope) {
+			t.Errorf("store.IsParentScope(%q) = true", scope)
 		}
 	}
 }

@@ -35,15 +35,10 @@ type Scheme struct {
 	Attributes     []string
 }
 
-// Lookup is what Keyed needs of a store: the ownership index.
-type Lookup interface {
-	Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error)
-}
-
 // Keyed returns planned with the Keys of every change: its identities under
 // the base scheme and under every scheme the scopes of env use for its
 // type, read from the ownership index in one query.
-func Keyed(ctx context.Context, st Lookup, env string, plan *tfjson.Plan, own Policy, planned []Planned) ([]Planned, error) {
+func Keyed(ctx context.Context, idx store.Index, env string, plan *tfjson.Plan, own Policy, planned []Planned) ([]Planned, error) {
 	seen := map[string]bool{}
 	var queries []string
 	for _, p := range planned {
@@ -54,7 +49,7 @@ func Keyed(ctx context.Context, st Lookup, env string, plan *tfjson.Plan, own Po
 	}
 	var schemes []Scheme
 	if len(queries) > 0 {
-		rows, err := st.Owners(ctx, env, queries)
+		rows, err := idx.Owners(ctx, env, queries)
 		if err != nil {
 			return nil, err
 		}

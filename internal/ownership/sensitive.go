@@ -159,7 +159,7 @@ func sensitiveFromPlan(p *tfjson.Plan) map[string]map[string]bool {
 // a fresh key that is not kept: no identity in the environment is hashed
 // yet, so a read-only plan can match nothing hashed anyway. nil, nil when
 // there is none and need is false.
-func LoadHashKey(ctx context.Context, st store.Store, env, holder string, cfg lease.Config, need, create bool) ([]byte, error) {
+func LoadHashKey(ctx context.Context, st lease.Store, env, holder string, cfg lease.Config, need, create bool) ([]byte, error) {
 	key := store.Key{Environment: env, Scope: IntentLeaseScope}
 	read := func(ctx context.Context) ([]byte, error) {
 		b, err := st.ReadRecord(ctx, key, HashKeyRecord)

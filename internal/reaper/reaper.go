@@ -3,7 +3,7 @@
 // engine itself dies with sponson (terraform-exec starts it with a parent
 // death signal), but its children do not: a `local-exec` provisioner went on
 // writing for seconds after its run was killed, while another run held the
-// lease (docs/design.md, "Crashes").
+// lease (docs/design.md §7.1 "Driving the engine").
 //
 // Every process of a run's engine carries a marker in its environment
 // (EnvMarker=<run id>), inherited by everything it starts. On every exit

@@ -36,6 +36,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // Format is the first line of every saved plan this build writes and the
@@ -120,11 +121,7 @@ func Mark(of string, state []byte) StateMark {
 	if len(bytes.TrimSpace(state)) == 0 {
 		return m
 	}
-	var s struct {
-		Lineage string `json:"lineage"`
-		Serial  int64  `json:"serial"`
-	}
-	_ = json.Unmarshal(state, &s)
+	s, _ := tfstate.ReadMeta(state)
 	sum := sha256.Sum256(state)
 	m.Lineage, m.Serial, m.Digest = s.Lineage, s.Serial, hex.EncodeToString(sum[:])
 	return m

@@ -155,38 +155,29 @@ func (r *runner) approvedBy() string {
 
 func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned, rules ownership.Rules) *receipt.Receipt {
 	c := r.o.Context
-	rec := &receipt.Receipt{
-		Version:            receipt.Version,
-		Stack:              r.key.Stack,
-		RunID:              r.o.RunID,
-		Command:            r.o.label(),
-		Environment:        c.Environment,
-		Scope:              c.Scope,
-		Status:             receipt.StatusRunning,
-		StartedAt:          r.started.UTC(),
-		Branch:             c.Branch,
-		PullRequest:        c.PullRequest,
-		Commit:             c.Commit,
-		ApprovedBy:         r.approvedBy(),
-		Actor:              r.o.Job.Actor,
-		AllowedOlderCommit: r.olderCommit,
-		Engine:             r.res.Engine,
-		Changes:            Changes(plan),
-		Reads:              StackReads(plan),
-		// Carried forward: a run that fails before it can read the state
-		// forgets nothing the scope owned, intents of an earlier crash
-		// included.
-		Ledger:     append(carried(prev), intents(plan, planned, rules)...),
-		Reconciled: r.reconciled,
+	base := prev
+	if base == nil {
+		base = receipt.First(r.key.Stack, c.Environment, c.Scope)
 	}
+	// Carried forward (receipt.Next): a run that fails before it can read
+	// the state forgets nothing the scope owned, intents of an earlier
+	// crash included; the succession chain stays visible on every later
+	// receipt, and released objects stay listed: nobody else will remember
+	// them.
+	rec := receipt.Next(base, receipt.Run{RunID: r.o.RunID, Command: r.o.label(), Status: receipt.StatusRunning, Actor: r.o.Job.Actor, StartedAt: r.started.UTC()})
+	rec.Stack, rec.Environment, rec.Scope = r.key.Stack, c.Environment, c.Scope
+	rec.Branch, rec.PullRequest, rec.Commit = c.Branch, c.PullRequest, c.Commit
+	rec.ApprovedBy, rec.AllowedOlderCommit, rec.Engine = r.approvedBy(), r.olderCommit, r.res.Engine
+	rec.Changes, rec.Reads = Changes(plan), StackReads(plan)
+	rec.Ledger = append(rec.Ledger, intents(plan, planned, rules)...)
+	rec.Reconciled = r.reconciled
+	// The run's own completions start empty: what an earlier run left was
+	// settled before this run planned. A handover the scope promised was
+	// finished before (FinishPending), or the scope keeps its own backend
+	// and takes no part in a succession.
+	rec.Completed, rec.HeldCompletions, rec.Handover = nil, false, nil
 	if p := r.held.Preempted; p != nil {
 		rec.LockPreempted = &receipt.Preempted{Holder: p.Holder, Since: p.AcquiredAt, Until: p.ExpiresAt}
-	}
-	if prev != nil {
-		// The succession chain stays visible on every later receipt.
-		rec.InheritedFrom, rec.Inheriting, rec.SupersededBy = prev.InheritedFrom, prev.Inheriting, prev.SupersededBy
-		// Released objects stay listed: nobody else will remember them.
-		rec.Released = prev.Released
 	}
 	if r.o.Command == Destroy {
 		// A destroy that gets this far owns what it destroys: an open

@@ -75,6 +75,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scopeedit"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 	"github.com/sponson/terraform-provider-sponson/internal/succession"
@@ -483,17 +484,18 @@ func (w *world) resolveUnresolved(scope string) {
 			continue
 		}
 		name := strings.TrimPrefix(e.Address, fakeType+".")
-		o := ResolveOptions{Store: w.st, Key: store.Key{Stack: "acme/app", Environment: propEnv, Scope: scope}, RunID: fmt.Sprintf("run-r%07x", w.runs),
-			Lease: lease.Config{TTL: time.Minute}, Addresses: []string{e.Address}, Gone: true}
+		o := scopeedit.Options{Store: w.st, Key: store.Key{Stack: "acme/app", Environment: propEnv, Scope: scope}, RunID: fmt.Sprintf("run-r%07x", w.runs),
+			Lease: lease.Config{TTL: time.Minute}}
+		r := scopeedit.Resolution{Addresses: []string{e.Address}, Gone: true}
 		for id, n := range w.cloud.snapshot() {
 			if n == name && !held[id] {
-				o.ID, o.Gone = id, false
+				r.ID, r.Gone = id, false
 			}
 		}
-		if _, err := Resolve(w.ctx, o); err != nil {
+		if _, err := scopeedit.Resolve(w.ctx, o, r); err != nil {
 			w.fail("resolving %s of %s: %v", e.Address, scope, err)
 		}
-		w.history = append(w.history, fmt.Sprintf("resolve %s %s gone=%v id=%q", scope, e.Address, o.Gone, o.ID))
+		w.history = append(w.history, fmt.Sprintf("resolve %s %s gone=%v id=%q", scope, e.Address, r.Gone, r.ID))
 	}
 }
 

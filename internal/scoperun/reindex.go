@@ -112,12 +112,12 @@ func (r *runner) recordedSchemes(ctx context.Context, ik store.Key) (map[string]
 // reindexScopes re-indexes the scopes of the environment that own objects
 // of types and returns the ones whose lease another run holds.
 func (r *runner) reindexScopes(ctx context.Context, types []string) (busy []string, err error) {
-	scopes, err := r.o.Store.List(ctx, r.key.Environment)
+	scopes, err := store.ListScopes(ctx, r.o.Store, r.key.Environment, "")
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range scopes {
-		if ownership.IsParentLeaseScope(s.Key.Scope) || s.Latest == nil || !ownership.OwnsTypes(s.Latest.Ledger, types) {
+		if s.Latest == nil || !ownership.OwnsTypes(s.Latest.Ledger, types) {
 			continue
 		}
 		if s.Key == r.key {

@@ -2,7 +2,6 @@ package scoperun
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/succession"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 )
 
@@ -333,11 +333,8 @@ func (r *runner) checkSavedState(ctx context.Context, m savedplan.Meta, prev, pr
 // sponson_outputs takes for a state (an empty one is a scope never applied
 // or destroyed, which it falls back from).
 func StateHolds(state []byte) bool {
-	var doc struct {
-		Outputs   map[string]json.RawMessage `json:"outputs"`
-		Resources []json.RawMessage          `json:"resources"`
-	}
-	return json.Unmarshal(state, &doc) == nil && (len(doc.Outputs) > 0 || len(doc.Resources) > 0)
+	st, err := tfstate.ReadOutputs(state)
+	return err == nil && st.Holds
 }
 
 // checkSavedOwners refuses a saved plan when another scope has come to own

@@ -69,11 +69,9 @@ func (r *runner) settle(ctx context.Context, eng *engineRun, prev *receipt.Recei
 // under this run: entries claimed or adopted are owned, the others are
 // unresolved.
 func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlement, present map[string]string, objects map[string]stateResource) *receipt.Receipt {
-	rec := *prev
-	now := time.Now().UTC()
-	rec.RunID, rec.Command, rec.Status, rec.Error = r.o.RunID, string(r.o.Command), receipt.StatusSettled, nil
-	rec.StartedAt, rec.FinishedAt = r.started.UTC(), now
-	rec.Changes, rec.Settled, rec.Reconciled = []receipt.Change{}, settled, r.reconciled
+	rec := receipt.Next(prev, receipt.Run{RunID: r.o.RunID, Command: string(r.o.Command), Status: receipt.StatusSettled,
+		Actor: r.o.Job.Actor, StartedAt: r.started.UTC(), FinishedAt: time.Now().UTC()})
+	rec.Settled, rec.Reconciled = settled, r.reconciled
 	// What the crashed run's checkpoint knew stays only where it is still
 	// needed: for the entries that remain unresolved.
 	rec.Completed = nil
@@ -86,7 +84,6 @@ func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlem
 			rec.Completed = append(rec.Completed, c)
 		}
 	}
-	rec.LockPreempted = nil
 	if p := r.held.Preempted; p != nil {
 		rec.LockPreempted = &receipt.Preempted{Holder: p.Holder, Since: p.AcquiredAt, Until: p.ExpiresAt}
 	}
@@ -132,7 +129,7 @@ func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlem
 			rec.Ledger = append(rec.Ledger, u)
 		}
 	}
-	return &rec
+	return rec
 }
 
 // openEntries are the ledger entries of prev that no run has settled yet:

@@ -2,8 +2,6 @@ package scoperun
 
 import (
 	"encoding/json"
-	"fmt"
-	"regexp"
 	"sort"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -13,90 +11,16 @@ import (
 )
 
 // The state server hands the wrapper every state the engine writes, so the
-// ledger is read from those bytes instead of starting the engine again for
-// `show -json`. Only the stable, documented top of the format is read:
-// resources with mode, type, name, module, provider and instance ids.
-
-type rawState struct {
-	Resources []struct {
-		Module    string `json:"module"`
-		Mode      string `json:"mode"`
-		Type      string `json:"type"`
-		Name      string `json:"name"`
-		Provider  string `json:"provider"`
-		Instances []struct {
-			IndexKey   any            `json:"index_key"`
-			Attributes map[string]any `json:"attributes"`
-			Identity   any            `json:"identity"`
-			// Sensitive are the value paths the state marks sensitive:
-			// [[{"type": "get_attr", "value": "input"}, ...], ...].
-			Sensitive []([]struct {
-				Type  string `json:"type"`
-				Value any    `json:"value"`
-			}) `json:"sensitive_attributes"`
-		} `json:"instances"`
-	} `json:"resources"`
-}
+// ledger is read from those bytes (ownership.StateObjects, which reads them
+// with internal/tfstate) instead of starting the engine again for
+// `show -json`.
 
 // stateResource is one managed resource instance of a state.
 type stateResource = ownership.Object
 
-var providerSource = regexp.MustCompile(`^provider\["([^"]+)"\]`)
-
 // readState lists the managed resource instances of a raw state, sorted by
 // address. An empty or absent state has none.
-func readState(data []byte) ([]stateResource, error) {
-	if len(data) == 0 {
-		return nil, nil
-	}
-	var st rawState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("reading the scope's state: %w", err)
-	}
-	var out []stateResource
-	for _, r := range st.Resources {
-		if r.Mode != "managed" {
-			continue
-		}
-		provider := r.Provider
-		if m := providerSource.FindStringSubmatch(r.Provider); m != nil {
-			provider = m[1]
-		}
-		base := r.Type + "." + r.Name
-		if r.Module != "" {
-			base = r.Module + "." + base
-		}
-		for _, in := range r.Instances {
-			addr := base
-			switch k := in.IndexKey.(type) {
-			case float64:
-				addr += fmt.Sprintf("[%d]", int64(k))
-			case string:
-				addr += fmt.Sprintf("[%q]", k)
-			}
-			id, _ := in.Attributes["id"].(string)
-			var sensitive map[string]bool
-			for _, path := range in.Sensitive {
-				if len(path) == 0 || path[0].Type != "get_attr" {
-					continue
-				}
-				if name, ok := path[0].Value.(string); ok {
-					if sensitive == nil {
-						sensitive = map[string]bool{}
-					}
-					sensitive[name] = true
-				}
-			}
-			out = append(out, stateResource{Address: addr, Provider: provider, Type: r.Type, ID: id, Attributes: in.Attributes, ProviderIdentity: in.Identity, Sensitive: sensitive})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
-	return out, nil
-}
-
-// StateObjects lists the managed resource instances of a raw state, as a
-// run reads them for its ledger (`sponson adopt` reads an adopted state so).
-func StateObjects(data []byte) ([]ownership.Object, error) { return readState(data) }
+func readState(data []byte) ([]stateResource, error) { return ownership.StateObjects(data) }
 
 // isIntent reports whether a ledger entry is an unsettled intent.
 func isIntent(e receipt.Entry) bool { return e.CreatedBy == receipt.CreatedByIntent }
@@ -176,4 +100,9 @@ func StackReads(p *tfjson.Plan) []receipt.StackRead {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
 	return out
+}
+
+// isOpen reports whether no run has vouched for e yet.
+func isOpen(e receipt.Entry) bool {
+	return isIntent(e) || e.CreatedBy == receipt.CreatedByUnresolved
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -96,8 +97,14 @@ type ScopeSummary struct {
 	Latest *receipt.Receipt // nil when the scope has no receipt
 }
 
-// Store is the contract of a backend.
-type Store interface {
+// The contract of a backend comes in parts, one per kind of thing a store
+// keeps (docs/design.md §5.1 "The contract"): a caller takes the part it
+// uses, and Store composes them. Every backend
+// implements Store whole and passes the conformance suite of each part
+// (storetest).
+
+// Leases are the scope leases with their fencing tokens.
+type Leases interface {
 	// Acquire grants the lease of key to holder for ttl, taking over an
 	// expired lease. A live lease gives *HeldError, also when holder is the
 	// one holding it: holder ids name one run, which never asks twice.
@@ -109,27 +116,42 @@ type Store interface {
 	Release(ctx context.Context, l Lease) error
 	// ReadLease returns the lease record; the zero LeaseInfo if none.
 	ReadLease(ctx context.Context, key Key) (LeaseInfo, error)
+}
 
-	// WriteReceipt stores r as the scope's latest receipt, fenced by l.
+// Receipts are the scopes' receipts, whose latest carries the ledger.
+type Receipts interface {
+	// WriteReceipt stores r as the scope's latest receipt, fenced by l. It
+	// keeps the scope's part of the ownership index (Index) in the same
+	// fenced step.
 	WriteReceipt(ctx context.Context, l Lease, r *receipt.Receipt) error
 	// LatestReceipt returns the scope's latest receipt, nil if none.
 	LatestReceipt(ctx context.Context, key Key) (*receipt.Receipt, error)
+}
 
+// States are the scopes' Terraform states.
+type States interface {
 	// WriteState replaces the scope's Terraform state, fenced by l.
 	WriteState(ctx context.Context, l Lease, state []byte) error
 	// ReadState returns the scope's Terraform state, nil if none.
 	ReadState(ctx context.Context, key Key) ([]byte, error)
+}
 
-	// WriteRecord stores a small named document of the scope, fenced by l:
-	// the sponson_scope resource keeps its record here. name is a plain
-	// path segment.
+// Records are small named documents of a scope: the sponson_scope resource
+// keeps its record here, the intent lease's scope the environment's hash
+// key.
+type Records interface {
+	// WriteRecord stores a record, fenced by l. name is a plain path
+	// segment.
 	WriteRecord(ctx context.Context, l Lease, name string, data []byte) error
 	// ReadRecord returns a record, nil if there is none.
 	ReadRecord(ctx context.Context, key Key, name string) ([]byte, error)
 	// DeleteRecord removes a record, fenced by l; removing a record that
 	// does not exist is not an error.
 	DeleteRecord(ctx context.Context, l Lease, name string) error
+}
 
+// Quarantines keep the states a run could not write.
+type Quarantines interface {
 	// Quarantine keeps a state that a run could not write, for example the
 	// errored.tfstate an engine leaves when its state write was refused
 	// after the lease was lost. It is not fenced (the run that produced it
@@ -138,7 +160,10 @@ type Store interface {
 	Quarantine(ctx context.Context, key Key, runID string, state []byte) error
 	// ListQuarantine returns the quarantined states of a scope, oldest first.
 	ListQuarantine(ctx context.Context, key Key) ([]Quarantined, error)
+}
 
+// Index is the ownership index of an environment, kept by WriteReceipt.
+type Index interface {
 	// Owners returns the ledger entries, intents included, of every scope of
 	// every stack of env whose identity is one of identities (every entry when identities
 	// is nil), in one store operation: the foreign check reads the whole
@@ -146,15 +171,51 @@ type Store interface {
 	// it is kept by WriteReceipt in the same fenced step as the receipt, and
 	// each scope keeps its own part, so unrelated scopes never contend.
 	Owners(ctx context.Context, env string, identities []string) ([]Owner, error)
+}
 
+// Scopes lists what a store keeps of an environment.
+type Scopes interface {
 	// List returns every scope of every stack of env that has a lease
 	// record or a receipt, sorted by stack and then scope. Parent leases
-	// (no stack) come first.
+	// (no stack) come first. ListScopes leaves them out.
 	List(ctx context.Context, env string) ([]ScopeSummary, error)
+}
 
+// Store is the contract of a backend: every part, and Close.
+type Store interface {
+	Leases
+	Receipts
+	States
+	Records
+	Quarantines
+	Index
+	Scopes
 	// Close releases the store's connections; leases are not released.
 	Close() error
 }
+
+// ListScopes returns the scopes of env (List without the leases of shared
+// parent objects, which are no scope of the environment), of stack alone
+// when stack is not empty. It is how a command that shows or walks an
+// environment's scopes lists them.
+func ListScopes(ctx context.Context, sc Scopes, env, stack string) ([]ScopeSummary, error) {
+	all, err := sc.List(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, s := range all {
+		if IsParentScope(s.Key.Scope) || (stack != "" && s.Key.Stack != stack) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// IsParentScope reports whether a store scope holds a parent object's lease
+// (ParentScopePrefix) rather than being a scope of the environment.
+func IsParentScope(scope string) bool { return strings.HasPrefix(scope, ParentScopePrefix) }
 
 // Owner is one ledger entry of one scope, as the ownership index holds it.
 type Owner struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // The commands a handover takes part in.
@@ -22,7 +23,7 @@ const (
 
 // Run is what the handover needs of the run it is part of.
 type Run struct {
-	Store store.Store
+	Store lease.Store
 	Key   store.Key // the run's own scope
 	RunID string
 	// Command is "apply" or "destroy"; a plan takes no part.
@@ -100,7 +101,7 @@ func (h *Handover) finishPredecessor(ctx context.Context, held *lease.Held, prom
 	if err != nil {
 		return nil, err
 	}
-	if empty, err := EmptyState(state); err != nil {
+	if empty, err := tfstate.Emptied(state); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "emptying the state of %s for %s", l.Key, to)
 	} else if empty != nil {
 		if err := held.WriteState(ctx, empty); err != nil {
@@ -108,18 +109,15 @@ func (h *Handover) finishPredecessor(ctx context.Context, held *lease.Held, prom
 		}
 	}
 	failpoint.Hit(StepEmptied)
-	done := *promised
-	done.RunID = l.Holder
-	done.Command = "handover"
+	done := receipt.Next(promised, handoverRun(l.Holder, promised))
 	done.Handover = nil
 	done.SupersededBy = to
 	done.Ledger = []receipt.Entry{}
-	done.FinishedAt = time.Now().UTC()
-	if err := held.WriteReceipt(ctx, &done); err != nil {
+	if err := held.WriteReceipt(ctx, done); err != nil {
 		return nil, err
 	}
 	failpoint.Hit(StepDone)
-	return &done, nil
+	return done, nil
 }
 
 // Begin is the successor's side of steps 1 and 2: it takes the
@@ -218,16 +216,14 @@ func (h *Handover) copyAndPromise(ctx context.Context, prev, pred *receipt.Recei
 	failpoint.Hit(StepCopied)
 
 	// Step 2: the promise, the commit point of the handover.
-	promised := *pred
-	promised.RunID = h.held.Lease().Holder
-	promised.Command = "handover"
-	promised.Handover = &receipt.Handover{To: h.run.Key.Scope, RunID: h.run.RunID, At: time.Now().UTC()}
-	if err := h.held.WriteReceipt(ctx, &promised); err != nil {
+	promised := receipt.Next(pred, handoverRun(h.held.Lease().Holder, pred))
+	promised.Handover = &receipt.Handover{To: h.run.Key.Scope, RunID: h.run.RunID, At: promised.FinishedAt}
+	if err := h.held.WriteReceipt(ctx, promised); err != nil {
 		return nil, err
 	}
-	h.promised = &promised
+	h.promised = promised
 	failpoint.Hit(StepPromised)
-	inherited := h.withInherited(prev, &promised)
+	inherited := h.withInherited(prev, promised)
 	h.run.Warn(fmt.Sprintf("inherited %d resources from %s", len(Inherited(pred)), h.pred.Scope))
 	return inherited, nil
 }
@@ -292,13 +288,20 @@ func (h *Handover) finishForDestroy(ctx context.Context, prev *receipt.Receipt) 
 // inheritedReceipt is the successor's receipt right after the copy: the
 // predecessor's ledger, inherited.
 func (h *Handover) inheritedReceipt(pred *receipt.Receipt) *receipt.Receipt {
-	c := h.run.Context
-	return &receipt.Receipt{
-		Version: receipt.Version, RunID: h.run.RunID, Command: h.run.Command,
-		Environment: c.Environment, Scope: c.Scope, Status: receipt.StatusRunning,
-		StartedAt: h.run.Started.UTC(), Branch: c.Branch, PullRequest: c.PullRequest, Commit: c.Commit,
-		Changes: []receipt.Change{}, Ledger: Inherited(pred), InheritedFrom: pred.Scope, Inheriting: pred.Scope,
-	}
+	c, k := h.run.Context, h.run.Key
+	rec := receipt.Next(receipt.First(k.Stack, k.Environment, k.Scope),
+		receipt.Run{RunID: h.run.RunID, Command: h.run.Command, Status: receipt.StatusRunning, StartedAt: h.run.Started.UTC()})
+	rec.Branch, rec.PullRequest, rec.Commit = c.Branch, c.PullRequest, c.Commit
+	rec.Ledger, rec.InheritedFrom, rec.Inheriting = Inherited(pred), pred.Scope, pred.Scope
+	return rec
+}
+
+// handoverRun is the successor run's write of the predecessor's receipt
+// (the promise, then the finish) under the predecessor's lease, held by
+// holder: it keeps the outcome of the predecessor's last run.
+func handoverRun(holder string, pred *receipt.Receipt) receipt.Run {
+	now := time.Now().UTC()
+	return receipt.Run{RunID: holder, Command: "handover", Status: pred.Status, StartedAt: now, FinishedAt: now}
 }
 
 // Finish runs steps 4 to 6 after the successor's apply succeeded: the
@@ -350,7 +353,7 @@ func (h *Handover) DropCopy(ctx context.Context, prev *receipt.Receipt) (*receip
 	if err != nil {
 		return nil, err
 	}
-	if empty, err := EmptyState(state); err != nil {
+	if empty, err := tfstate.Emptied(state); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "emptying the copied state of %s", key)
 	} else if empty != nil {
 		if err := h.run.Held.WriteState(ctx, empty); err != nil {

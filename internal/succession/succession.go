@@ -26,7 +26,6 @@
 package succession
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -131,23 +130,4 @@ func Inherited(pred *receipt.Receipt) []receipt.Entry {
 		out = append(out, e)
 	}
 	return out
-}
-
-// EmptyState returns state without any resource, with the next serial and
-// the same lineage: what the predecessor keeps once its resources belong to
-// its successor.
-func EmptyState(state []byte) ([]byte, error) {
-	if len(state) == 0 {
-		return nil, nil
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(state, &doc); err != nil {
-		return nil, fmt.Errorf("reading the predecessor's state: %w", err)
-	}
-	serial, _ := doc["serial"].(float64)
-	doc["serial"] = serial + 1
-	doc["resources"] = []any{}
-	doc["outputs"] = map[string]any{}
-	delete(doc, "check_results")
-	return json.MarshalIndent(doc, "", "  ")
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership/ownershiptest"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
@@ -537,7 +538,7 @@ func BenchmarkOwners(b *testing.B) {
 }
 
 // TestIntentRace runs the intent race rule's race test on two handles of
-// one directory (storetest.IntentRace).
+// one directory (ownershiptest.IntentRace).
 func TestIntentRace(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -549,7 +550,7 @@ func TestIntentRace(t *testing.T) {
 		}
 		handles[i] = s
 	}
-	storetest.IntentRace(t, 200, handles[0], handles[1])
+	ownershiptest.IntentRace(t, 200, handles[0], handles[1])
 }
 
 // TestAcquireGivesUpOnAStoppedMutexHolder: a process stopped (SIGSTOP) in

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sponson/terraform-provider-sponson/internal/ownership/ownershiptest"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/gitstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/storetest"
@@ -193,9 +194,9 @@ func TestBranchLayout(t *testing.T) {
 }
 
 // TestIntentRace runs the intent race rule's race test on two stores of one
-// remote (storetest.IntentRace), as two CI jobs would use it.
+// remote (ownershiptest.IntentRace), as two CI jobs would use it.
 func TestIntentRace(t *testing.T) {
 	t.Parallel()
 	remote := newRemote(t)
-	storetest.IntentRace(t, 20, openStore(t, remote), openStore(t, remote))
+	ownershiptest.IntentRace(t, 20, openStore(t, remote), openStore(t, remote))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership/ownershiptest"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/pgstore"
@@ -421,12 +422,12 @@ func TestLeastPrivilegeRole(t *testing.T) {
 }
 
 // TestIntentRace runs the intent race rule's race test on two stores (two
-// connection pools) of one database (storetest.IntentRace).
+// connection pools) of one database (ownershiptest.IntentRace).
 func TestIntentRace(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Shared(t)
 	dsn := srv.DSN(srv.NewDatabase(t))
-	storetest.IntentRace(t, 200, openStore(t, dsn), openStore(t, dsn))
+	ownershiptest.IntentRace(t, 200, openStore(t, dsn), openStore(t, dsn))
 }
 
 // TestPerStackRoles (issue 28 item 6): with PerStackSQL, the role of

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sponson/terraform-provider-sponson/internal/ownership/ownershiptest"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/s3store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/s3store/gwtest"
@@ -52,10 +53,10 @@ func reopen(t testing.TB, gw *gwtest.Server, s *s3store.Store) *s3store.Store {
 }
 
 // TestIntentRaceVersityGW runs the intent race rule's race test on two
-// stores of one prefix of the real server (storetest.IntentRace).
+// stores of one prefix of the real server (ownershiptest.IntentRace).
 func TestIntentRaceVersityGW(t *testing.T) {
 	t.Parallel()
 	gw := gwtest.Start(t)
 	a := openGW(t, gw)
-	storetest.IntentRace(t, 100, a, reopen(t, gw, a))
+	ownershiptest.IntentRace(t, 100, a, reopen(t, gw, a))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/sponson/terraform-provider-sponson/internal/ownership/ownershiptest"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/s3store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/s3store/s3test"
@@ -33,9 +34,9 @@ func TestConformance(t *testing.T) {
 }
 
 // TestIntentRace runs the intent race rule's race test on two stores of one
-// bucket and prefix (storetest.IntentRace), as two CI jobs would use it.
+// bucket and prefix (ownershiptest.IntentRace), as two CI jobs would use it.
 func TestIntentRace(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, nil)
-	storetest.IntentRace(t, 100, openStore(t, srv, "team"), openStore(t, srv, "team"))
+	ownershiptest.IntentRace(t, 100, openStore(t, srv, "team"), openStore(t, srv, "team"))
 }

@@ -1,5 +1,7 @@
 // Package storetest is the conformance suite every store backend passes
-// (docs/design.md §5.1): exclusive leases, expiry and takeover, fenced writes refused
+// (docs/design.md §5.1 "The contract"), in one group of subtests per part of
+// the contract (Leases, Receipts, States, Records, Quarantines, Index,
+// Scopes) and one for names: exclusive leases, expiry and takeover, fenced writes refused
 // after takeover and after expiry, release only by the holder, renewal, N
 // contenders with one winner, tokens that never go back, receipt and state
 // round trips, listing one environment, and names that cannot escape.
@@ -95,42 +97,75 @@ func (c *Clock) TTL() time.Duration {
 // clock.UseWallTime); Run closes it when the subtest ends.
 func Run(t *testing.T, open func(t *testing.T, clock *Clock) store.Store) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(*testing.T, *suite)
-	}{
+	for _, p := range parts {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range p.tests {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					clock := NewClock()
+					s := open(t, clock)
+					t.Cleanup(func() {
+						if err := s.Close(); err != nil {
+							t.Errorf("Close: %v", err)
+						}
+					})
+					tc.run(t, &suite{s: s, clock: clock, ttl: clock.TTL()})
+				})
+			}
+		})
+	}
+}
+
+// test is one subtest of the suite.
+type test struct {
+	name string
+	run  func(*testing.T, *suite)
+}
+
+// parts are the subtests by part of the contract (store.Leases,
+// store.Receipts, ...): a subtest of a part of documents writes them under
+// a lease and checks that the write is fenced by it. Names are checked by
+// every part alike.
+var parts = []struct {
+	name  string
+	tests []test
+}{
+	{"Leases", []test{
 		{"ExclusiveLease", testExclusiveLease},
 		{"ExpiryAndTakeover", testExpiryAndTakeover},
-		{"FencedWriteRefusedAfterTakeover", testFencedAfterTakeover},
-		{"FencedWriteRefusedAfterExpiry", testFencedAfterExpiry},
 		{"ReleaseOnlyByHolder", testReleaseOnlyByHolder},
 		{"Renew", testRenew},
 		{"Contenders", testContenders},
 		{"TokensNeverGoBack", testTokensNeverGoBack},
-		{"ReceiptRoundTrip", testReceiptRoundTrip},
-		{"StateRoundTrip", testStateRoundTrip},
+		{"HolderInfo", testHolderInfo},
+	}},
+	{"Receipts", []test{
+		{"RoundTrip", testReceiptRoundTrip},
+		// Receipts and states together: the two writes of a run.
+		{"FencedWriteRefusedAfterTakeover", testFencedAfterTakeover},
+		{"FencedWriteRefusedAfterExpiry", testFencedAfterExpiry},
+	}},
+	{"States", []test{
+		{"RoundTrip", testStateRoundTrip},
+	}},
+	{"Records", []test{
 		{"RecordsAreFenced", testRecords},
+	}},
+	{"Quarantines", []test{
 		{"Quarantine", testQuarantine},
+	}},
+	{"Index", []test{
 		{"OwnersIndex", testOwners},
+	}},
+	{"Scopes", []test{
 		{"ListOneEnvironment", testList},
+	}},
+	{"Names", []test{
 		{"InvalidNames", testInvalidNames},
 		{"StacksAreIndependent", testStacks},
 		{"InvalidStacks", testInvalidStacks},
-		{"HolderInfo", testHolderInfo},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			clock := NewClock()
-			s := open(t, clock)
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			})
-			tc.run(t, &suite{s: s, clock: clock, ttl: clock.TTL()})
-		})
-	}
+	}},
 }
 
 // suite is what a subtest works with.

@@ -1,4 +1,7 @@
-package storetest
+// Package ownershiptest holds the race test of the intent race rule
+// (ownership.UnderIntentLease), which every store backend runs on two of
+// its own handles: the rule is ownership's, the race is each backend's.
+package ownershiptest
 
 import (
 	"context"
@@ -13,6 +16,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/storetest"
 )
 
 // IntentRace is the race test of the intent race rule (issue 12 item 6): in
@@ -31,7 +35,7 @@ import (
 // overrides it for the thousands of rounds of a real measurement, e.g.
 //
 //	SPONSON_INTENT_RACE_ROUNDS=2000 go test -run TestIntentRace ./internal/store/pgstore/
-func IntentRace(t *testing.T, rounds int, a, b store.Store) {
+func IntentRace(t *testing.T, rounds int, a, b Store) {
 	t.Helper()
 	if v := os.Getenv("SPONSON_INTENT_RACE_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -43,13 +47,13 @@ func IntentRace(t *testing.T, rounds int, a, b store.Store) {
 	ctx := t.Context()
 	const env = "preview"
 	type contender struct {
-		st    store.Store
+		st    Store
 		key   store.Key
 		lease store.Lease
 	}
 	var cs [2]*contender
-	for i, st := range []store.Store{a, b} {
-		k := store.Key{Stack: Stack, Environment: env, Scope: fmt.Sprintf("pr-race-%d", i)}
+	for i, st := range []Store{a, b} {
+		k := store.Key{Stack: storetest.Stack, Environment: env, Scope: fmt.Sprintf("pr-race-%d", i)}
 		g, err := st.Acquire(ctx, k, fmt.Sprintf("run-race-%d", i), time.Hour)
 		if err != nil {
 			t.Fatalf("Acquire(%s): %v", k, err)
@@ -82,7 +86,7 @@ func IntentRace(t *testing.T, rounds int, a, b store.Store) {
 					return nil
 				}
 				write := func(ctx context.Context) error {
-					rec := NewReceipt(c.key, fmt.Sprintf("run-%d-%d", round, i), 0)
+					rec := storetest.NewReceipt(c.key, fmt.Sprintf("run-%d-%d", round, i), 0)
 					rec.Status = receipt.StatusRunning
 					rec.Ledger = []receipt.Entry{{Identity: id, Address: `fixture_object.o["x"]`, Provider: "fixture", Type: "fixture_object", CreatedBy: receipt.CreatedByIntent}}
 					if err := c.st.WriteReceipt(ctx, c.lease, rec); err != nil {
@@ -110,6 +114,13 @@ func IntentRace(t *testing.T, rounds int, a, b store.Store) {
 		}
 	}
 	t.Logf("%d rounds, %d with other than exactly one creator", rounds, failures)
+}
+
+// Store is what the race takes of a backend: the leases, the fenced
+// receipt write and the ownership index.
+type Store interface {
+	lease.Store
+	store.Index
 }
 
 // errTaken is a check's refusal: another scope holds the identity.

@@ -1,4 +1,4 @@
-package wrapper
+package tfstate
 
 import (
 	"encoding/json"
@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// stateAddr is a resource or resource instance address as `sponson state`
+// Addr is a resource or resource instance address as `sponson state`
 // takes it: module.NAME[KEY]... then [data.]TYPE.NAME[KEY], or only modules.
-type stateAddr struct {
+type Addr struct {
 	Module string // "module.a.module.b[\"x\"]", "" for the root module
 	Mode   string // "managed" or "data"; "" for a module address
 	Type   string
@@ -18,7 +18,8 @@ type stateAddr struct {
 	HasKey bool
 }
 
-func (a stateAddr) String() string {
+// String renders the address as the engine writes it.
+func (a Addr) String() string {
 	var parts []string
 	if a.Module != "" {
 		parts = append(parts, a.Module)
@@ -47,9 +48,9 @@ func keyText(key any, has bool) string {
 	return ""
 }
 
-// parseStateAddr reads an address; keys are numbers or JSON strings.
-func parseStateAddr(s string) (stateAddr, error) {
-	var a stateAddr
+// ParseAddr reads an address; keys are numbers or JSON strings.
+func ParseAddr(s string) (Addr, error) {
+	var a Addr
 	rest := s
 	var mods []string
 	for strings.HasPrefix(rest, "module.") {
