@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -222,6 +223,9 @@ type runner struct {
 	engineProcs []int
 	// hurried is set when a second signal stopped the engine at once.
 	hurried bool
+	// stackReads counts the other stacks' states the engine's
+	// sponson_outputs read (the no-change fast path needs there to be none).
+	stackReads atomic.Int64
 }
 
 // Run performs o.Command.
@@ -241,7 +245,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r.res, err
 }
 
-// run is the list of the phases. A plan stops after the check; a destroy
+// run is the list of the phases. A plan stops after the check, and so does
+// an apply whose plan changes nothing (the fast path, unchanged.go); a destroy
 // with nothing to destroy stops after prepare, one that only drops a copy
 // of a predecessor's state after load.
 func (r *runner) run(ctx context.Context) error {
@@ -272,9 +277,14 @@ func (r *runner) run(ctx context.Context) error {
 	if prev, err = r.reindex(ctx, prev); err != nil {
 		return err
 	}
-	chk, err := r.planAndCheck(ctx, eng, work, prev)
+	chk, err := r.planAndCheck(ctx, eng, work, prev, len(settled) == 0)
 	if err != nil {
 		return err
+	}
+	if chk.fast {
+		// Nothing to apply and nothing the plan's values could change in
+		// the receipt (unchanged.go).
+		return r.recordUnchanged(bg, chk, prev)
 	}
 	if r.o.Command == Plan {
 		r.planOutcome(chk)

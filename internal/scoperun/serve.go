@@ -114,7 +114,7 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 	// init stamp covers the files it would read.
 	files, json := engine.UserCLIConfig(r.o.Engine, os.Getenv)
 	r.userCLI = append(files, json...)
-	provEnv, stop, err := ServeProvider(context.Background(), r.o.ProviderVersion, r.o.Dir, work.tmp, r.o.Store, r.warn)
+	provEnv, stop, err := ServeProvider(context.Background(), r.o.ProviderVersion, r.o.Dir, work.tmp, countingReader{states: r.o.Store, self: r.key, n: &r.stackReads}, r.warn)
 	if err != nil {
 		return nil, err
 	}
