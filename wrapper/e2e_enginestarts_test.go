@@ -261,3 +261,51 @@ func TestE2ENoChangeFastPath(t *testing.T) {
 	}
 	unchanged("a removed block", "-var", moved)
 }
+
+// TestE2ENewScopeTakesOverInit: the first apply of a new scope of a
+// configuration another scope has initialised starts no init (the new
+// scope's data directory takes over the sibling's, installed providers
+// included), and so does the first plan of a new scope; the taken-over
+// directory is the new scope's own: a changed configuration initialises
+// each scope again, and both go on working.
+func TestE2ENewScopeTakesOverInit(t *testing.T) {
+	h := e2e(t)
+	env, objects := fixtureEnv(t)
+	engine, log := tracingEngine(t)
+	env = append(env, "SPONSON_ENGINE="+engine)
+	dir := h.workdir("testdata/fixture")
+	run := func(args ...string) []string {
+		t.Helper()
+		if r := h.run(dir, env, args...); r.exit != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, r.exit, r.stdout, r.stderr)
+		}
+		return starts(t, log)
+	}
+	if got := run("apply", "--scope", "one", "-var", objectsVar("a", "one-a")); !slices.Contains(got, "init") {
+		t.Fatalf("the first scope's first apply did not initialise: %v", got)
+	}
+	if got := run("apply", "--scope", "two", "-var", objectsVar("a", "two-a")); !slices.Equal(got, []string{"plan", "show", "apply"}) {
+		t.Fatalf("the first apply of a new scope started %v, want plan, show and apply", got)
+	}
+	if _, err := os.Stat(filepath.Join(objects, "objects", "two-a.json")); err != nil {
+		t.Fatalf("the new scope's apply did not create its object: %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, ".terraform", "sponson", "preview", "two", "providers")); err != nil || !fi.IsDir() {
+		t.Fatalf("the new scope's data directory has no providers directory of its own: %v", err)
+	}
+	if got := run("plan", "--scope", "three", "-var", objectsVar("a", "three-a")); !slices.Equal(got, []string{"plan", "show"}) {
+		t.Fatalf("the first plan of a new scope started %v, want plan and show", got)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "extra.tf"), []byte(`resource "terraform_data" "extra" {}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, scope := range []string{"two", "one"} {
+		if got := run("apply", "--scope", scope, "-var", objectsVar("a", scope+"-a")); !slices.Equal(got, []string{"init", "plan", "show", "apply"}) {
+			t.Fatalf("scope %s's apply of a changed configuration started %v, want init, plan, show and apply", scope, got)
+		}
+	}
+	if got := run("apply", "--scope", "two", "-var", objectsVar("a", "two-a")); !slices.Equal(got, []string{"plan"}) {
+		t.Fatalf("a no-change apply of the new scope started %v, want plan", got)
+	}
+}
