@@ -309,3 +309,38 @@ func TestE2ENewScopeTakesOverInit(t *testing.T) {
 		t.Fatalf("a no-change apply of the new scope started %v, want plan", got)
 	}
 }
+
+// TestE2ENoChangeReadingOtherStacks: a no-change apply whose engine read
+// another stack's outputs (sponson_outputs) takes the full path, plan JSON
+// included: its receipt records the read, with the serial it read.
+func TestE2ENoChangeReadingOtherStacks(t *testing.T) {
+	h := e2e(t)
+	root := repoWith(t, multiStack)
+	engine, log := tracingEngine(t)
+	env := []string{deriveStack, "SPONSON_ENGINE=" + engine}
+	storeFlag := "--store=file://" + filepath.Join(t.TempDir(), "store")
+	apply := func(stack string) []string {
+		t.Helper()
+		h.mustRunEnv(root, env, "apply", "--chdir", stack, "--branch", "main", storeFlag)
+		return starts(t, log)
+	}
+	apply("stacks/network")
+	apply("stacks/app")
+	if got := apply("stacks/docs"); !slices.Contains(got, "apply") {
+		t.Fatalf("the first apply of docs started %v", got)
+	}
+	if got := apply("stacks/docs"); !slices.Equal(got, []string{"plan"}) {
+		t.Fatalf("a no-change apply of a stack that reads none started %v, want plan only", got)
+	}
+	if got := apply("stacks/app"); !slices.Equal(got, []string{"plan", "show"}) {
+		t.Fatalf("a no-change apply of a stack that reads another started %v, want plan and show", got)
+	}
+	rec := h.mustRunEnv(root, env, "receipt", "--json", storeFlag, "--chdir", "stacks/app", "--branch", "main").envelope(t)["result"].(map[string]any)
+	reads, _ := rec["reads"].([]any)
+	if rec["status"] != "unchanged" || len(reads) != 1 {
+		t.Fatalf("app's no-change receipt: status %v, reads %v; want unchanged with one read", rec["status"], rec["reads"])
+	}
+	if read := reads[0].(map[string]any); read["scope"] != "main" || read["serial"].(float64) < 1 {
+		t.Errorf("app's no-change receipt reads %v, want network's main state with its serial", read)
+	}
+}
