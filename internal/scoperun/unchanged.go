@@ -79,12 +79,18 @@ func (r *runner) unchangedLedger(ctx context.Context, prev *receipt.Receipt) ([]
 	if len(notes) > 0 {
 		return nil, false, nil
 	}
-	a, errA := json.Marshal(ledger)
-	b, errB := json.Marshal(carried(prev))
-	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+	if !sameLedger(ledger, carried(prev)) {
 		return nil, false, nil
 	}
 	return ledger, true, nil
+}
+
+// sameLedger reports whether two ledgers say the same, as the store would
+// record them (their JSON).
+func sameLedger(a, b []receipt.Entry) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // recordUnchanged ends a no-change apply on the fast path: the receipt the
