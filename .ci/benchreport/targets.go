@@ -67,7 +67,7 @@ func targetTable(rows []row) string {
 	for _, t := range targets {
 		tofu, tf := cell(t, "opentofu"), cell(t, "terraform")
 		if !strings.Contains(t.bench, "{engine}") {
-			tf = "(store benchmark)"
+			tf = "(no engine: as OpenTofu)"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.what, t.goal, tofu, tf)
 	}
