@@ -6,7 +6,8 @@
 //
 // A run is a list of phases, one file each, read in this order: run.go (the
 // list), prepare.go, acquire.go, load.go, serve.go, settle.go, check.go,
-// commit.go, apply.go, record.go, finish.go and release.go. Each phase takes
+// commit.go, apply.go, record.go, finish.go and release.go; unchanged.go is
+// where an apply whose plan changes nothing ends instead of commit.go. Each phase takes
 // what the one before produced and returns what the next one needs; what
 // every phase shares (the options, the result, the scope key, the held
 // lease) is the runner's.
