@@ -60,6 +60,7 @@ func main() {
 	b.WriteString("wrapper overhead ≤ 1.10×; lease acquire + fenced write + release p50 ≤ 5 ms (file), ≤ 150 ms\n")
 	b.WriteString("(git, local bare remote), ≤ 10 ms (PostgreSQL); the foreign check over 1,000 scopes × 50\n")
 	b.WriteString("resources ≤ 200 ms; 16 pull requests at once all succeed without waiting on each other.\n")
+	b.WriteString(targetTable(rows))
 	groups := map[string][]row{}
 	var order []string
 	for _, r := range rows {

@@ -160,3 +160,101 @@ func BorrowInit(src, dst string) error {
 	}
 	return nil
 }
+
+// CopyInit makes dst, a new data directory, initialised as src is, to keep
+// (a new scope's data directory taking over a sibling's initialisation): the
+// backend configuration copied, the installed providers and modules linked
+// file by file (hard links, copies where the file system refuses them), so
+// that neither directory's later init disturbs the other. It refuses a
+// module manifest that names a module installed inside src (dir is the
+// configuration directory the manifest's paths are relative to): dst would
+// use src's copy.
+func CopyInit(dir, src, dst string) error {
+	if b, err := os.ReadFile(filepath.Join(src, "modules", "modules.json")); err == nil {
+		var m struct {
+			Modules []struct{ Key, Dir string }
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		for _, mod := range m.Modules {
+			mdir := mod.Dir
+			if !filepath.IsAbs(mdir) {
+				mdir = filepath.Join(dir, mdir)
+			}
+			if rel, err := filepath.Rel(src, mdir); err != nil || !strings.HasPrefix(rel, "..") {
+				return fmt.Errorf("module %s is installed in %s", mod.Key, src)
+			}
+		}
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(src, "terraform.tfstate"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dst, "terraform.tfstate"), b, 0o600); err != nil {
+		return err
+	}
+	for _, sub := range []string{"providers", "modules"} {
+		from := filepath.Join(src, sub)
+		if _, err := os.Lstat(from); os.IsNotExist(err) {
+			continue
+		}
+		if err := linkTree(from, filepath.Join(dst, sub)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkTree recreates the tree from at to: directories made, symbolic links
+// copied as links, files hard-linked (copied where linking fails).
+func linkTree(from, to string) error {
+	return filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(to, rel)
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		}
+		if os.Link(p, target) == nil {
+			return nil
+		}
+		return copyFile(p, target)
+	})
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -33,15 +33,37 @@ type checked struct {
 	// same place (ownership.InPlace), by address: the record phase
 	// settles them once the state holds them.
 	rewrites map[string]receipt.Entry
+	// fast is set on the no-change fast path (unchanged.go), and
+	// unchanged is the ledger the run leaves; plan is nil then.
+	fast      bool
+	unchanged []receipt.Entry
 }
 
 // planAndCheck is the sixth phase: the engine plans (a run that writes
 // takes the engine's state lock for it), and the plan is checked before the
 // engine writes anything: no change may touch what another scope owns, and
 // a run that writes production needs a named approver.
-func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir, prev *receipt.Receipt) (*checked, error) {
+//
+// An apply whose plan changes nothing stops here when the fast path allows
+// it (unchanged.go; settledNothing: the settle phase wrote nothing): the plan
+// is not read as JSON, and c.unchanged is the ledger to record.
+func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir, prev *receipt.Receipt, settledNothing bool) (*checked, error) {
 	c := &checked{path: filepath.Join(work.tmp, "plan.bin")}
 	if err := r.enginePlan(ctx, eng, c); err != nil {
+		return nil, err
+	}
+	if !c.changed && r.o.Saved == nil && r.fastPathAllowed(prev, settledNothing) {
+		ledger, ok, err := r.unchangedLedger(ctx, prev)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c.fast, c.unchanged = true, ledger
+			r.finishPlan()
+			return c, nil
+		}
+	}
+	if err := r.readPlan(ctx, eng, c); err != nil {
 		return nil, err
 	}
 	if err := r.identify(ctx, c, prev); err != nil {
@@ -53,8 +75,7 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 	return c, nil
 }
 
-// enginePlan has the engine plan (or takes the saved plan) and reads the
-// plan's JSON, and its text where a summary or a saved plan wants it.
+// enginePlan has the engine plan (or takes the saved plan).
 func (r *runner) enginePlan(ctx context.Context, eng *engineRun, c *checked) error {
 	var err error
 	if sp := r.o.Saved; sp != nil {
@@ -71,6 +92,13 @@ func (r *runner) enginePlan(ctx context.Context, eng *engineRun, c *checked) err
 			return r.engineErr(ctx, err)
 		}
 	}
+	return nil
+}
+
+// readPlan reads the plan's JSON, and its text where a summary or a saved
+// plan wants it.
+func (r *runner) readPlan(ctx context.Context, eng *engineRun, c *checked) error {
+	var err error
 	pj, wantJSON := eng.sess.(PlanJSONer)
 	wantJSON = wantJSON && r.o.Command == Plan && (r.o.SavePlan != "" || r.o.JSONPlan != "")
 	if wantJSON {
@@ -97,12 +125,17 @@ func (r *runner) enginePlan(ctx context.Context, eng *engineRun, c *checked) err
 			r.warn(fmt.Sprintf("the engine's text of the plan is not in the summary: %v", err))
 		}
 	}
+	r.finishPlan()
+	return nil
+}
+
+// finishPlan notes in the result the succession the plan takes part in.
+func (r *runner) finishPlan() {
 	if r.handover != nil {
 		if pred, ok := r.handover.Predecessor(); ok {
 			r.res.InheritedFrom = pred
 		}
 	}
-	return nil
 }
 
 // identify computes the policy (the scope's, with what the environment

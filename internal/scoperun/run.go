@@ -6,7 +6,8 @@
 //
 // A run is a list of phases, one file each, read in this order: run.go (the
 // list), prepare.go, acquire.go, load.go, serve.go, settle.go, check.go,
-// commit.go, apply.go, record.go, finish.go and release.go. Each phase takes
+// commit.go, apply.go, record.go, finish.go and release.go; unchanged.go is
+// where an apply whose plan changes nothing ends instead of commit.go. Each phase takes
 // what the one before produced and returns what the next one needs; what
 // every phase shares (the options, the result, the scope key, the held
 // lease) is the runner's.
@@ -18,6 +19,7 @@ import (
 	"encoding/hex"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -226,6 +228,9 @@ type runner struct {
 	engineProcs []int
 	// hurried is set when a second signal stopped the engine at once.
 	hurried bool
+	// stackReads counts the other stacks' states the engine's
+	// sponson_outputs read (the no-change fast path needs there to be none).
+	stackReads atomic.Int64
 }
 
 // Run performs o.Command.
@@ -245,7 +250,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r.res, err
 }
 
-// run is the list of the phases. A plan stops after the check; a destroy
+// run is the list of the phases. A plan stops after the check, and so does
+// an apply whose plan changes nothing (the fast path, unchanged.go); a destroy
 // with nothing to destroy stops after prepare, one that only drops a copy
 // of a predecessor's state after load.
 func (r *runner) run(ctx context.Context) error {
@@ -276,9 +282,14 @@ func (r *runner) run(ctx context.Context) error {
 	if prev, err = r.reindex(ctx, prev); err != nil {
 		return err
 	}
-	chk, err := r.planAndCheck(ctx, eng, work, prev)
+	chk, err := r.planAndCheck(ctx, eng, work, prev, len(settled) == 0)
 	if err != nil {
 		return err
+	}
+	if chk.fast {
+		// Nothing to apply and nothing the plan's values could change in
+		// the receipt (unchanged.go).
+		return r.recordUnchanged(bg, chk, prev)
 	}
 	if r.o.Command == Plan {
 		r.planOutcome(chk)

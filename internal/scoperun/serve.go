@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -114,7 +115,7 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 	// init stamp covers the files it would read.
 	files, json := engine.UserCLIConfig(r.o.Engine, os.Getenv)
 	r.userCLI = append(files, json...)
-	provEnv, stop, err := ServeProvider(context.Background(), r.o.ProviderVersion, r.o.Dir, work.tmp, r.o.Store, r.warn)
+	provEnv, stop, err := ServeProvider(context.Background(), r.o.ProviderVersion, r.o.Dir, work.tmp, countingReader{states: r.o.Store, self: r.key, n: &r.stackReads}, r.warn)
 	if err != nil {
 		return nil, err
 	}
@@ -185,8 +186,13 @@ func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) er
 	current := err == nil && engine.InitCurrent(dataDir, stamp)
 	if r.o.Command == Plan {
 		// The plan's own data directory borrows what the scope's current
-		// one installed, rather than initialising it again.
-		if current && engine.BorrowInit(dataDir, filepath.Join(work.tmp, "data")) == nil {
+		// one installed (or a sibling scope's), rather than initialising
+		// it again.
+		src := dataDir
+		if !current {
+			src = r.initialisedSibling(dataDir, extra)
+		}
+		if src != "" && engine.BorrowInit(src, filepath.Join(work.tmp, "data")) == nil {
 			return nil
 		}
 		return r.init(ctx, sess)
@@ -196,6 +202,9 @@ func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) er
 	}
 	if err := engine.ForgetInit(dataDir); err != nil {
 		return errcode.Wrap(errcode.Internal, err, "clearing the init stamp in %s", dataDir)
+	}
+	if r.copySiblingInit(dataDir, extra) {
+		return nil
 	}
 	if err := r.init(ctx, sess); err != nil {
 		return err
@@ -208,6 +217,72 @@ func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) er
 		r.warn(fmt.Sprintf("could not record the initialisation of %s (%v); the next run initialises again", dataDir, err))
 	}
 	return nil
+}
+
+// maxSiblings bounds the sibling data directories a run looks at for one
+// whose initialisation it can take over: each costs an init stamp.
+const maxSiblings = 4
+
+// initialisedSibling returns the data directory of another scope of this
+// configuration that is initialised for it as it is now (its stamp
+// current), the most recently initialised first; "" when there is none
+// among the few looked at.
+func (r *runner) initialisedSibling(dataDir string, extra []string) string {
+	stamps, _ := filepath.Glob(filepath.Join(r.o.Dir, ".terraform", "sponson", "*", "*", engine.InitStampFile))
+	type cand struct {
+		dir string
+		mod int64
+	}
+	var cands []cand
+	for _, st := range stamps {
+		d := filepath.Dir(st)
+		if d == dataDir {
+			continue
+		}
+		if fi, err := os.Stat(st); err == nil {
+			cands = append(cands, cand{d, fi.ModTime().UnixNano()})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].mod > cands[j].mod })
+	for i, c := range cands {
+		if i == maxSiblings {
+			break
+		}
+		if stamp, err := engine.InitStamp(r.o.Dir, c.dir, extra...); err == nil && engine.InitCurrent(c.dir, stamp) {
+			return c.dir
+		}
+	}
+	return ""
+}
+
+// copySiblingInit initialises a new scope's data directory by taking over a
+// sibling scope's current initialisation (engine.CopyInit) instead of
+// starting the engine's init: the backend configuration never names a
+// scope (engine.OverrideContent), and the stamp, computed again on the
+// copy, proves it initialised for this configuration. It reports whether it
+// did; on any doubt the directory is cleared for init.
+func (r *runner) copySiblingInit(dataDir string, extra []string) bool {
+	if _, err := os.Stat(dataDir); err == nil {
+		return false // not new: init brings it up to date in place
+	}
+	src := r.initialisedSibling(dataDir, extra)
+	if src == "" {
+		return false
+	}
+	want, err := engine.InitStamp(r.o.Dir, src, extra...)
+	if err != nil {
+		return false
+	}
+	if err := engine.CopyInit(r.o.Dir, src, dataDir); err == nil {
+		got, err := engine.InitStamp(r.o.Dir, dataDir, extra...)
+		// Still current after the copy: the sibling was not initialised
+		// again while it was copied.
+		if err == nil && got == want && engine.InitCurrent(src, want) && engine.RecordInit(dataDir, got) == nil {
+			return true
+		}
+	}
+	_ = os.RemoveAll(dataDir)
+	return false
 }
 
 // init runs the engine's init. A plan is read-only: the lock file init

@@ -21,13 +21,13 @@ func BenchmarkCycle(b *testing.B) {
 	storetest.BenchCycle(b, openGW(b, gwtest.Start(b)))
 }
 
-// BenchmarkOwners is the foreign check's read of an environment of 10, 100
-// and 1,000 scopes × 50 resources (storetest.BenchOwners): warm-p50 from a
+// BenchmarkOwners is the foreign check's read of an environment of 10, 100,
+// 1,000 and 10,000 scopes × 50 resources (storetest.BenchOwners): warm-p50 from a
 // process that read the environment before (one listing), cold from a new
 // process each time (the listing and the cached index).
 func BenchmarkOwners(b *testing.B) {
 	gw := gwtest.Start(b)
-	for _, n := range []int{10, 100, 1000} {
+	for _, n := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("scopes=%d", n), func(b *testing.B) {
 			s := openGW(b, gw)
 			seed(b, s, n)

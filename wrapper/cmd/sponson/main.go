@@ -45,6 +45,7 @@ func main() {
 	stop := profile(os.Getenv("SPONSON_CPUPROFILE"))
 	code := wrapper.Main()
 	stop()
+	reportUsage(os.Getenv("SPONSON_RUSAGE"))
 	os.Exit(int(code))
 }
 
