@@ -118,14 +118,18 @@ func propContext(scope string) runctx.Context {
 // world is one property check: a store, a configuration directory and a
 // cloud, shared by the runs of one sequence.
 type world struct {
-	t       *rapid.T
-	ctx     context.Context
-	root    string
-	dir     string
-	st      *filestore.Store
-	cloud   *fakeCloud
-	runs    int
-	history []string
+	t     *rapid.T
+	ctx   context.Context
+	root  string
+	dir   string
+	st    *filestore.Store
+	cloud *fakeCloud
+	runs  int
+	// resolving counts the runs in a row refused INTENT_UNRESOLVED after a
+	// person resolved: a second refusal means the resolution did not reach
+	// what the run asks about.
+	resolving int
+	history   []string
 	// deleteViolations are the deletes property 3 refused, recorded by the
 	// cloud's hook during a run and reported after it.
 	deleteViolations []string
@@ -444,8 +448,19 @@ func (w *world) run(scope string, cmd Command, objects []string, crash string) (
 	if err != nil && crashed == "" && errcode.As(err).Code == errcode.IntentUnresolved {
 		// What a person does: look in the cloud for each object the crashed
 		// run may have created, say what they found, and run again.
-		w.resolveUnresolved(scope)
-		return w.run(scope, cmd, objects, "")
+		if w.resolving++; w.resolving > 1 {
+			w.fail("run %s is still refused after a person resolved what it asked about: %v", what, err)
+		}
+		// A takeover refused for its predecessor's open creates names
+		// the scope to resolve them in.
+		where := scope
+		if s, ok := errcode.As(err).Details["scope"].(string); ok {
+			where = s
+		}
+		w.resolveUnresolved(where)
+		ok, outcome = w.run(scope, cmd, objects, "")
+		w.resolving = 0
+		return ok, outcome
 	}
 	if err != nil && crashed == "" {
 		switch e := errcode.As(err); {

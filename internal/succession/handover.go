@@ -190,7 +190,30 @@ func (h *Handover) Begin(ctx context.Context, prev *receipt.Receipt) (*receipt.R
 		h.run.Warn(fmt.Sprintf("resuming the takeover of %d resources from %s", len(pred.Ledger), p))
 		return h.withInherited(prev, pred), nil
 	}
+	if err := refuseUnresolved(h.run.Key.Scope, pred); err != nil {
+		return nil, err
+	}
 	return h.copyAndPromise(ctx, prev, pred)
+}
+
+// refuseUnresolved refuses to begin a takeover of pred while its ledger
+// holds creates nobody could vouch for: the successor could vouch for them
+// no better, and a person's answer belongs to the scope whose run started
+// them (a resolution in the successor would be undone by the next resume).
+func refuseUnresolved(succ string, pred *receipt.Receipt) error {
+	var addrs []string
+	for _, e := range pred.Ledger {
+		if e.CreatedBy == receipt.CreatedByUnresolved {
+			addrs = append(addrs, e.Address)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil
+	}
+	return errcode.New(errcode.IntentUnresolved, "%s cannot take over the resources of %s yet: %d create(s) there may have happened (a run of %s stopped before it could tell): %s",
+		succ, pred.Scope, len(addrs), pred.Scope, strings.Join(addrs, ", ")).
+		WithHint(fmt.Sprintf("Say what became of each in %s first: `sponson resolve ADDR --scope %s --id ID` where the object exists, `--gone` where it does not; then run again.", pred.Scope, pred.Scope)).
+		With("scope", pred.Scope).With("addresses", addrs)
 }
 
 // copyAndPromise performs steps 1 and 2 under both leases.

@@ -123,8 +123,16 @@ func Promised(succ string, pred *receipt.Receipt) bool {
 func Inherited(pred *receipt.Receipt) []receipt.Entry {
 	out := make([]receipt.Entry, 0, len(pred.Ledger))
 	for _, e := range pred.Ledger {
-		if e.CreatedBy == receipt.CreatedByIntent {
+		switch e.CreatedBy {
+		case receipt.CreatedByIntent:
 			continue // never created: nothing to inherit
+		case receipt.CreatedByUnresolved:
+			// A create of the predecessor's that nobody could vouch for
+			// moves with the objects, still a question: the successor
+			// asks it (INTENT_UNRESOLVED) rather than own an object it
+			// cannot name, or forget one that may exist.
+			out = append(out, e)
+			continue
 		}
 		e.CreatedBy = receipt.CreatedByInherited
 		out = append(out, e)

@@ -58,3 +58,32 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// TestUnresolvedPredecessor: a takeover does not begin while the
+// predecessor holds creates nobody vouched for, and says where to resolve
+// them; once resolved, what it inherits is the owned objects only.
+func TestUnresolvedPredecessor(t *testing.T) {
+	t.Parallel()
+	pred := &receipt.Receipt{Scope: "branch-feat", Ledger: []receipt.Entry{
+		{Identity: "x", Address: "a.owned", ID: "1", CreatedBy: receipt.CreatedBySponson},
+		{Identity: "intent:a.open", Address: "a.open", CreatedBy: receipt.CreatedByUnresolved},
+	}}
+	err := refuseUnresolved("pr-1", pred)
+	e := errcode.As(err)
+	if err == nil || e.Code != errcode.IntentUnresolved || e.Details["scope"] != "branch-feat" {
+		t.Fatalf("refusal %v (details %v), want INTENT_UNRESOLVED naming branch-feat", err, e.Details)
+	}
+	pred.Ledger = pred.Ledger[:1]
+	if err := refuseUnresolved("pr-1", pred); err != nil {
+		t.Fatalf("a resolved predecessor is refused: %v", err)
+	}
+	if got := Inherited(pred); len(got) != 1 || got[0].CreatedBy != receipt.CreatedByInherited {
+		t.Errorf("inherited %+v", got)
+	}
+	// An unresolved entry that reached a promise (written before this
+	// check existed) moves as a question, never as an owned object.
+	pred.Ledger = append(pred.Ledger, receipt.Entry{Identity: "intent:a.open", Address: "a.open", CreatedBy: receipt.CreatedByUnresolved})
+	if got := Inherited(pred); len(got) != 2 || got[1].CreatedBy != receipt.CreatedByUnresolved {
+		t.Errorf("inherited %+v; want the open create still unresolved", got)
+	}
+}
