@@ -14,7 +14,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/provider"
 )
 
-// The no-change fast path (docs/design.md §8 "The no-change apply"). Most CI
+// The no-change fast path (docs/design.md §8, the no-change apply). Most CI
 // applies change nothing: a re-run, a push that touched another stack. The
 // engine's plan says so by its exit code (-detailed-exitcode: 0 when the
 // plan cannot be applied, which both engines decide as "no resource change,
