@@ -23,12 +23,12 @@ out="$root/.tools/bench.txt"
 mkdir -p .tools
 terraform="$root/.tools/bin/terraform"
 [ -x "$terraform" ] || { echo "no engine at $terraform: run 'make tools' first" >&2; exit 1; }
-cmd="go test -run '^\$' -bench . -benchtime 20x ./internal/store/... && go test -run '^\$' -bench E2E -benchtime 5x ./wrapper/ && go test -run '^\$' -bench ScaleTenThousand -benchtime 2x ./wrapper/ (SPONSON_TEST_ENGINE=tofu, then terraform)"
+cmd="go test -run '^\$' -bench . -benchtime 20x ./internal/store/... && go test -run '^\$' -bench E2E -benchtime 5x ./wrapper/e2e/ && go test -run '^\$' -bench ScaleTenThousand -benchtime 2x ./wrapper/e2e/ (SPONSON_TEST_ENGINE=tofu, then terraform)"
 {
 	go test -run '^$' -bench . -benchtime 20x ./internal/store/...
-	go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/
-	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/
-	go test -run '^$' -bench ScaleTenThousand -benchtime 2x -timeout 60m ./wrapper/
-	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench ScaleTenThousand -benchtime 2x -timeout 60m ./wrapper/
+	go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/e2e/
+	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/e2e/
+	go test -run '^$' -bench ScaleTenThousand -benchtime 2x -timeout 60m ./wrapper/e2e/
+	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench ScaleTenThousand -benchtime 2x -timeout 60m ./wrapper/e2e/
 } | tee "$out"
 go run ./.ci/benchreport "$cmd" <"$out"

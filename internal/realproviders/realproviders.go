@@ -1,5 +1,5 @@
 // Package realproviders installs HashiCorp's providers into a filesystem
-// mirror for the real-provider test tier (wrapper/e2e_realproviders_test.go),
+// mirror for the real-provider test tier (wrapper/e2e/e2e_realproviders_test.go),
 // on machines without a provider registry.
 //
 // Four come as gzipped linux/amd64 builds with a SHA256SUMS file from a

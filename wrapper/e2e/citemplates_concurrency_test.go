@@ -1,0 +1,192 @@
+package e2e_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// ghConcurrency is GitHub Actions' concurrency as its documentation states
+// it ("Control the concurrency of workflows and jobs"), for jobs of one
+// repository:
+//
+//   - group names match case-insensitively;
+//   - a job queued while another job of its group is in progress is pending;
+//     an existing pending job of the group is cancelled and the new one takes
+//     its place;
+//   - with cancel-in-progress: true, the job queued also cancels the job of
+//     its group in progress.
+type ghConcurrency struct {
+	running, pending map[string]string // group → job run
+	cancelled        []string
+}
+
+func newGHConcurrency() *ghConcurrency {
+	return &ghConcurrency{running: map[string]string{}, pending: map[string]string{}}
+}
+
+// queue a job run in group; it starts at once when the group is free.
+func (c *ghConcurrency) queue(run, group string, cancelInProgress bool) {
+	g := strings.ToLower(group)
+	if p, ok := c.pending[g]; ok {
+		c.cancelled = append(c.cancelled, p)
+		delete(c.pending, g)
+	}
+	if r, ok := c.running[g]; ok {
+		if !cancelInProgress {
+			c.pending[g] = run
+			return
+		}
+		c.cancelled = append(c.cancelled, r)
+	}
+	c.running[g] = run
+}
+
+// finish ends the run in progress in group and starts the pending one.
+func (c *ghConcurrency) finish(group string) {
+	g := strings.ToLower(group)
+	delete(c.running, g)
+	if p, ok := c.pending[g]; ok {
+		c.running[g] = p
+		delete(c.pending, g)
+	}
+}
+
+// ghGroup evaluates a job's concurrency group for an event.
+func ghGroup(t *testing.T, w *ghWorkflow, job string, e ghEvent) (string, bool) {
+	t.Helper()
+	j := w.Jobs.byKey[job]
+	if j == nil {
+		t.Fatalf("no job %s", job)
+	}
+	var err error
+	group := exprPat.ReplaceAllStringFunc(j.Concurrency.Group, func(m string) string {
+		v, e2 := evalExpr(exprPat.FindStringSubmatch(m)[1], ghLookup(e.context()), true)
+		if e2 != nil {
+			err = e2
+		}
+		return fmt.Sprint(v)
+	})
+	if err != nil {
+		t.Fatalf("job %s: group %q: %v", job, j.Concurrency.Group, err)
+	}
+	return group, j.Concurrency.CancelInProgress
+}
+
+// TestCITemplatesGitHubConcurrency reads the template's concurrency groups
+// and plays overlapping events through GitHub's documented rules: a newer
+// push cancels the superseded plan of its scope, never an apply or destroy
+// in progress; applies of one scope queue; scopes do not wait for each
+// other; and a plan's cancel-in-progress cannot reach an apply because no
+// plan job shares a group with an applying job.
+func TestCITemplatesGitHubConcurrency(t *testing.T) {
+	t.Parallel()
+	w := loadGitHub(t)
+	plans := map[string]bool{}   // groups of jobs that plan
+	writers := map[string]bool{} // groups of jobs that apply or destroy
+	events := []ghEvent{
+		ghPullRequest("synchronize", 12, "feat/x", false), ghPullRequest("closed", 12, "feat/x", false),
+		ghPullRequest("synchronize", 13, "feat/y", false), ghComment(12, "/sponson plan", "OWNER"),
+		ghOnMain("push", map[string]any{"ref": "refs/heads/main"}),
+	}
+	for _, name := range w.Jobs.names {
+		lines := ghStepLines(w, name)
+		if len(lines) == 0 {
+			continue
+		}
+		command := strings.Fields(lines[0].line)[1]
+		if command == "gc" || command == "drift" {
+			continue // they take each scope's lease themselves
+		}
+		for _, e := range events {
+			if !slices.Contains(ghRunningJobs(t, w, e), name) {
+				continue
+			}
+			group, cancel := ghGroup(t, w, name, e)
+			if group == "" {
+				t.Errorf("job %s has no concurrency group", name)
+				continue
+			}
+			switch command {
+			case "plan":
+				if !cancel {
+					t.Errorf("job %s plans without cancel-in-progress: a superseded plan would run on and be applied", name)
+				}
+				plans[strings.ToLower(group)] = true
+			case "apply", "destroy":
+				if cancel {
+					t.Errorf("job %s %ss with cancel-in-progress: a newer push would stop it half-way", name, command)
+				}
+				writers[strings.ToLower(group)] = true
+			}
+		}
+	}
+	for g := range plans {
+		if writers[g] {
+			t.Errorf("group %s holds a plan with cancel-in-progress and an apply: the plan would cancel the apply", g)
+		}
+	}
+
+	group := func(job string, e ghEvent) (string, bool) { return ghGroup(t, w, job, e) }
+	push1, push2, push3 := ghPullRequest("synchronize", 12, "feat/x", false), ghPullRequest("synchronize", 12, "feat/x", false), ghPullRequest("synchronize", 12, "feat/x", false)
+	c := newGHConcurrency()
+	// Push 1 plans; push 2 arrives while it plans: push 1's plan is
+	// cancelled (its apply, which needs it, is skipped).
+	g, cancel := group("preview-plan", push1)
+	c.queue("plan 1", g, cancel)
+	g, cancel = group("preview-plan", push2)
+	c.queue("plan 2", g, cancel)
+	if !slices.Contains(c.cancelled, "plan 1") || c.running[strings.ToLower(g)] != "plan 2" {
+		t.Errorf("a second push did not cancel the superseded plan: cancelled %v, running %v", c.cancelled, c.running)
+	}
+	c.finish(g)
+	// Push 2 applies; push 3's plan, a ChatOps plan and push 3's apply
+	// arrive: the apply in progress is never cancelled, push 3's apply
+	// waits, and a destroy of the closed pull request replaces it pending.
+	g, cancel = group("preview", push2)
+	c.queue("apply 2", g, cancel)
+	pg, pcancel := group("preview-plan", push3)
+	c.queue("plan 3", pg, pcancel)
+	cg, ccancel := group("chatops-plan", ghComment(12, "/sponson plan", "OWNER"))
+	if cg != pg {
+		t.Errorf("the ChatOps plan's group %q is not the pull request's plan group %q", cg, pg)
+	}
+	c.queue("chatops plan", cg, ccancel)
+	c.finish(pg)
+	g3, cancel3 := group("preview", push3)
+	c.queue("apply 3", g3, cancel3)
+	if slices.Contains(c.cancelled, "apply 2") || c.running[strings.ToLower(g)] != "apply 2" || c.pending[strings.ToLower(g3)] != "apply 3" {
+		t.Errorf("push 3 reached push 2's apply in progress: cancelled %v, running %v, pending %v", c.cancelled, c.running, c.pending)
+	}
+	dg, dcancel := group("preview-destroy", ghPullRequest("closed", 12, "feat/x", true))
+	if dg != g {
+		t.Errorf("preview-destroy's group %q is not the preview's apply group %q: a pending apply of a closed pull request would still run", dg, g)
+	}
+	c.queue("destroy", dg, dcancel)
+	if slices.Contains(c.cancelled, "apply 2") || c.pending[strings.ToLower(g)] != "destroy" {
+		t.Errorf("the destroy did not wait behind the apply in progress: cancelled %v, pending %v", c.cancelled, c.pending)
+	}
+	c.finish(g)
+	if c.running[strings.ToLower(g)] != "destroy" {
+		t.Errorf("the destroy did not run after the apply: running %v", c.running)
+	}
+	// Another pull request's scope does not wait for this one.
+	o, ocancel := group("preview", ghPullRequest("synchronize", 13, "feat/y", false))
+	c.queue("apply of 13", o, ocancel)
+	if c.running[strings.ToLower(o)] != "apply of 13" {
+		t.Errorf("pull request 13's apply waits for pull request 12's group %q", o)
+	}
+	// Production: a newer push cancels the superseded production plan, and
+	// never the approved apply in progress.
+	main := ghOnMain("push", map[string]any{"ref": "refs/heads/main"})
+	pp, ppc := group("production-plan", main)
+	pa, pac := group("production", main)
+	c.queue("production apply 1", pa, pac)
+	c.queue("production plan 2", pp, ppc)
+	c.queue("production plan 3", pp, ppc)
+	c.queue("production apply 3", pa, pac)
+	if slices.Contains(c.cancelled, "production apply 1") || !slices.Contains(c.cancelled, "production plan 2") {
+		t.Errorf("production: cancelled %v; want plan 2 cancelled and apply 1 never", c.cancelled)
+	}
+}
