@@ -78,6 +78,8 @@ type detection struct {
 	git    *localGit
 }
 
+// newDetection orders the sources: flags, then SPONSON_CTX_*, then the CI
+// host if one is detected. A missing Getenv reads as an empty environment.
 func newDetection(f Flags, src Sources) detection {
 	getenv := src.Getenv
 	if getenv == nil {
