@@ -162,16 +162,9 @@ func (d *outputsDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	dir, err := d.data.records.dir()
-	if err != nil {
-		resp.Diagnostics.Append(storeErrorDiag("Configuration Directory Not Read", "The sponson provider could not read its working directory.", err))
-		return
-	}
-	ref, err := stack.Resolve(dir, data.Stack.ValueString(), stack.Sources{Getenv: d.data.records.getenv, Git: runctx.ProcessSources(dir).Git})
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("stack"), "Invalid Stack",
-			fmt.Sprintf("The stack %q names no stack: write the stack's directory relative to the repository "+
-				"root, for example stacks/network, or its full name.\n\n%s", data.Stack.ValueString(), err))
+	ref, diags := d.data.resolveStack(data.Stack.ValueString())
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 
@@ -193,31 +186,9 @@ func (d *outputsDataSource) Read(ctx context.Context, req datasource.ReadRequest
 				"stacks handed over. This is a bug in sponson; report it with the command line.\n\n%s", key, err))
 		return
 	}
-	st, found, err := readOutputs(ctx, states, key)
-	tried := []string{key.Scope}
-	if err == nil && !found && fallback && key.Scope != mainScope {
-		key.Scope = mainScope
-		tried = append(tried, key.Scope)
-		st, found, err = readOutputs(ctx, states, key)
-	}
+	st, key, found, tried, err := readWithFallback(ctx, states, key, fallback)
 	if err == nil && isPlanned {
-		if key.Scope != planned.Scope {
-			st.Serial = 0 // the applied values are main's, the plan this scope's
-		}
-		// The upstream's plan says what its outputs will be; those it
-		// knows only after its apply keep their applied values.
-		applied := st.Outputs
-		st.Outputs = map[string]stateOutput{}
-		for name, o := range planned.Outputs {
-			st.Outputs[name] = stateOutput{Value: o.Value, Type: o.Type, Sensitive: o.Sensitive}
-		}
-		for _, name := range planned.Unknown {
-			if o, ok := applied[name]; ok {
-				st.Outputs[name] = o
-			} else {
-				st.Outputs[name] = stateOutput{Value: json.RawMessage("null"), Type: json.RawMessage(`"dynamic"`)}
-			}
-		}
+		st = withPlanned(st, key.Scope, planned)
 		key.Scope, found = planned.Scope, true
 	}
 	if err != nil {
@@ -252,12 +223,77 @@ func (d *outputsDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	data.Values = values
 	data.SensitiveValues = secrets
 	data.Planned = types.BoolValue(isPlanned)
-	provisional := []attr.Value{}
-	for _, name := range planned.Unknown {
-		provisional = append(provisional, types.StringValue(name))
-	}
-	data.Provisional = types.ListValueMust(types.StringType, provisional)
+	data.Provisional = stringList(planned.Unknown)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
+}
+
+// resolveStack resolves the stack a sponson_outputs names from the
+// configuration directory, with stack.Resolve as the wrapper resolves a
+// stack reference, so that both mean one stack by one name.
+func (d *providerData) resolveStack(name string) (stack.Reference, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	dir, err := d.records.dir()
+	if err != nil {
+		diags.Append(storeErrorDiag("Configuration Directory Not Read", "The sponson provider could not read its working directory.", err))
+		return stack.Reference{}, diags
+	}
+	ref, err := stack.Resolve(dir, name, stack.Sources{Getenv: d.records.getenv, Git: runctx.ProcessSources(dir).Git})
+	if err != nil {
+		diags.AddAttributeError(path.Root("stack"), "Invalid Stack",
+			fmt.Sprintf("The stack %q names no stack: write the stack's directory relative to the repository "+
+				"root, for example stacks/network, or its full name.\n\n%s", name, err))
+	}
+	return ref, diags
+}
+
+// readWithFallback reads the outputs at key. Where no scope is configured
+// (fallback) and the run's own scope has no state yet, it reads main's:
+// a new scope's stacks read what main applied until they apply their own.
+// It returns the key it read last and the scopes it tried, which the
+// "no state" error names.
+func readWithFallback(ctx context.Context, states StateReader, key store.Key, fallback bool) (stateOutputs, store.Key, bool, []string, error) {
+	st, found, err := readOutputs(ctx, states, key)
+	tried := []string{key.Scope}
+	if err == nil && !found && fallback && key.Scope != mainScope {
+		key.Scope = mainScope
+		tried = append(tried, key.Scope)
+		st, found, err = readOutputs(ctx, states, key)
+	}
+	return st, key, found, tried, err
+}
+
+// withPlanned is st, the applied outputs read from scope readScope, under
+// the upstream's plan: the plan says what its outputs will be; those it
+// knows only after its apply keep their applied values (null where it has
+// none). Applied values of another scope than the plan's (main's, read as
+// the fallback) have no serial in common with it: the serial is 0.
+func withPlanned(st stateOutputs, readScope string, planned stackoutputs.Planned) stateOutputs {
+	if readScope != planned.Scope {
+		st.Serial = 0
+	}
+	applied := st.Outputs
+	st.Outputs = map[string]stateOutput{}
+	for name, o := range planned.Outputs {
+		st.Outputs[name] = stateOutput{Value: o.Value, Type: o.Type, Sensitive: o.Sensitive}
+	}
+	for _, name := range planned.Unknown {
+		if o, ok := applied[name]; ok {
+			st.Outputs[name] = o
+		} else {
+			st.Outputs[name] = stateOutput{Value: json.RawMessage("null"), Type: json.RawMessage(`"dynamic"`)}
+		}
+	}
+	return st
+}
+
+// stringList is names as a list value, empty rather than null when there
+// are none.
+func stringList(names []string) types.List {
+	elems := []attr.Value{}
+	for _, name := range names {
+		elems = append(elems, types.StringValue(name))
+	}
+	return types.ListValueMust(types.StringType, elems)
 }
 
 // stateReader returns the run's store, or else opens the store this

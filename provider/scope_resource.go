@@ -273,15 +273,8 @@ func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		return
 	}
 
-	var config, plan scopeResourceModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(requireKnown(ctx, "production", config.Production)...)
-	resp.Diagnostics.Append(requireKnown(ctx, "parents", config.Parents)...)
-	resp.Diagnostics.Append(requireKnown(ctx, "state_only", config.StateOnly)...)
+	config, plan, state, diags := scopePlanInputs(ctx, req)
+	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -289,25 +282,8 @@ func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if config.Environment.IsNull() {
 		plan.Environment = types.StringValue(rc.Environment)
 	}
-	var state *scopeResourceModel
-	if !req.State.Raw.IsNull() {
-		state = &scopeResourceModel{}
-		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
-		if resp.Diagnostics.HasError() {
-			return
-		}
-	}
-	switch {
-	case config.Stack.IsNull() && state != nil && state.Stack.IsNull():
-		// Created before stacks: no change just for the upgrade.
-		plan.Stack = types.StringNull()
-	case config.Stack.IsNull():
-		plan.Stack = stringOrNull(rc.Stack)
-	case !config.Stack.IsUnknown() && config.Stack.ValueString() != rc.Stack:
-		resp.Diagnostics.AddAttributeError(path.Root("stack"), "Stack Differs From The Run's",
-			fmt.Sprintf("This configuration declares the stack %q, but the run is in stack %q (from --stack, "+
-				"SPONSON_STACK or detection). Declare the run's stack, or remove the override, so that the "+
-				"store keeps this configuration under one name.", config.Stack.ValueString(), rc.Stack))
+	resp.Diagnostics.Append(planStack(config, state, &plan, rc)...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	plan.Name = types.StringValue(rc.Scope)
@@ -316,24 +292,8 @@ func (r *scopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if !plan.Environment.IsUnknown() {
 		plan.ID = types.StringValue(scopeID(plan.Environment.ValueString(), rc.Scope))
 	}
-
-	if !req.State.Raw.IsNull() {
-		var state scopeResourceModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		if resp.Diagnostics.HasError() {
-			return
-		}
-		if !state.Name.Equal(plan.Name) {
-			resp.RequiresReplace.Append(path.Root("name"))
-		}
-		if !state.Stack.IsNull() && !plan.Stack.IsUnknown() && !state.Stack.Equal(plan.Stack) {
-			resp.RequiresReplace.Append(path.Root("stack"))
-		}
-		// A configured change is already caught by the attribute's
-		// RequiresReplace; this catches the default following the run.
-		if !plan.Environment.IsUnknown() && !state.Environment.Equal(plan.Environment) {
-			resp.RequiresReplace.Append(path.Root("environment"))
-		}
+	if state != nil {
+		resp.RequiresReplace.Append(scopeReplacements(*state, plan)...)
 	}
 
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -514,4 +474,63 @@ func parseScopeID(id string) (environment, scope string, err error) {
 		return "", "", err
 	}
 	return environment, scope, nil
+}
+
+// scopePlanInputs reads what ModifyPlan decides from: the configuration,
+// the plan and the prior state (nil on create). The flags that choose what
+// the apply does (production, parents, state_only) must be known at plan
+// time, so that the plan shows what will happen.
+func scopePlanInputs(ctx context.Context, req resource.ModifyPlanRequest) (config, plan scopeResourceModel, state *scopeResourceModel, diags diag.Diagnostics) {
+	diags.Append(req.Config.Get(ctx, &config)...)
+	diags.Append(req.Plan.Get(ctx, &plan)...)
+	if diags.HasError() {
+		return config, plan, nil, diags
+	}
+	diags.Append(requireKnown(ctx, "production", config.Production)...)
+	diags.Append(requireKnown(ctx, "parents", config.Parents)...)
+	diags.Append(requireKnown(ctx, "state_only", config.StateOnly)...)
+	if diags.HasError() || req.State.Raw.IsNull() {
+		return config, plan, nil, diags
+	}
+	state = &scopeResourceModel{}
+	diags.Append(req.State.Get(ctx, state)...)
+	return config, plan, state, diags
+}
+
+// planStack plans the stack: the run's unless configured. A scope created
+// before stacks keeps its null stack, so that the upgrade alone plans no
+// change; a configured stack other than the run's is an error, as the store
+// would keep one configuration under two names.
+func planStack(config scopeResourceModel, state *scopeResourceModel, plan *scopeResourceModel, rc runctx.Context) diag.Diagnostics {
+	var diags diag.Diagnostics
+	switch {
+	case config.Stack.IsNull() && state != nil && state.Stack.IsNull():
+		plan.Stack = types.StringNull()
+	case config.Stack.IsNull():
+		plan.Stack = stringOrNull(rc.Stack)
+	case !config.Stack.IsUnknown() && config.Stack.ValueString() != rc.Stack:
+		diags.AddAttributeError(path.Root("stack"), "Stack Differs From The Run's",
+			fmt.Sprintf("This configuration declares the stack %q, but the run is in stack %q (from --stack, "+
+				"SPONSON_STACK or detection). Declare the run's stack, or remove the override, so that the "+
+				"store keeps this configuration under one name.", config.Stack.ValueString(), rc.Stack))
+	}
+	return diags
+}
+
+// scopeReplacements are the attributes whose planned change from state
+// replaces the scope: its name, a stack it had, and its environment. A
+// configured environment change is already caught by the attribute's
+// RequiresReplace; this catches the default following the run.
+func scopeReplacements(state, plan scopeResourceModel) path.Paths {
+	var paths path.Paths
+	if !state.Name.Equal(plan.Name) {
+		paths = append(paths, path.Root("name"))
+	}
+	if !state.Stack.IsNull() && !plan.Stack.IsUnknown() && !state.Stack.Equal(plan.Stack) {
+		paths = append(paths, path.Root("stack"))
+	}
+	if !plan.Environment.IsUnknown() && !state.Environment.Equal(plan.Environment) {
+		paths = append(paths, path.Root("environment"))
+	}
+	return paths
 }

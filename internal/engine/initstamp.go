@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,79 +27,121 @@ const InitStampFile = "sponson-init.stamp"
 // sources) and anything else the caller knows to matter. A missing file
 // hashes as missing, so a file appearing or going away changes the stamp.
 func InitStamp(dir, dataDir string, extra ...string) (string, error) {
-	h := sha256.New()
-	add := func(label, path string) error {
-		f, err := os.Open(path)
-		if os.IsNotExist(err) {
-			fmt.Fprintf(h, "%s\x00missing\x00", label)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fmt.Fprintf(h, "%s\x00", label)
-		_, err = io.Copy(h, f)
-		h.Write([]byte{0})
-		return err
-	}
-	addModule := func(label, mdir string) error {
-		entries, err := os.ReadDir(mdir)
-		if os.IsNotExist(err) {
-			fmt.Fprintf(h, "%s\x00missing\x00", label)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for _, e := range entries { // ReadDir sorts by name
-			n := e.Name()
-			if e.IsDir() || (!strings.HasSuffix(n, ".tf") && !strings.HasSuffix(n, ".tf.json")) {
-				continue
-			}
-			if err := add(label+"/"+n, filepath.Join(mdir, n)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := addModule("root", dir); err != nil {
-		return "", err
-	}
-	if err := add("lock", filepath.Join(dir, ".terraform.lock.hcl")); err != nil {
-		return "", err
-	}
-	if err := add("backend", filepath.Join(dataDir, "terraform.tfstate")); err != nil {
-		return "", err
-	}
+	s := stamp{sha256.New()}
 	manifest := filepath.Join(dataDir, "modules", "modules.json")
-	if err := add("modules", manifest); err != nil {
+	if err := s.addModule("root", dir); err != nil {
 		return "", err
 	}
-	if b, err := os.ReadFile(manifest); err == nil {
-		var m struct {
-			Modules []struct{ Key, Dir string }
+	for _, f := range []struct{ label, path string }{
+		{"lock", filepath.Join(dir, ".terraform.lock.hcl")},
+		{"backend", filepath.Join(dataDir, "terraform.tfstate")},
+		{"modules", manifest},
+	} {
+		if err := s.addFile(f.label, f.path); err != nil {
+			return "", err
 		}
-		if json.Unmarshal(b, &m) == nil {
-			sort.Slice(m.Modules, func(i, j int) bool { return m.Modules[i].Key < m.Modules[j].Key })
-			for _, mod := range m.Modules {
-				if mod.Key == "" {
-					continue // the root module, hashed above
-				}
-				mdir := mod.Dir
-				if !filepath.IsAbs(mdir) {
-					mdir = filepath.Join(dir, mdir)
-				}
-				if err := addModule("module "+mod.Key, mdir); err != nil {
-					return "", err
-				}
-			}
-		}
+	}
+	if err := s.addInstalledModules(dir, manifest); err != nil {
+		return "", err
 	}
 	for _, e := range extra {
-		fmt.Fprintf(h, "extra\x00%s\x00", e)
+		fmt.Fprintf(s.h, "extra\x00%s\x00", e)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(s.h.Sum(nil)), nil
+}
+
+// stamp is an init stamp being hashed. Every part goes in under a label
+// and ends in a NUL, so that moving bytes from one part to the next, or a
+// file appearing or going away, changes the hash.
+type stamp struct{ h hash.Hash }
+
+func (s stamp) addMissing(label string) {
+	fmt.Fprintf(s.h, "%s\x00missing\x00", label)
+}
+
+// addFile hashes the file at path, or that it is missing.
+func (s stamp) addFile(label, path string) error {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		s.addMissing(label)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fmt.Fprintf(s.h, "%s\x00", label)
+	_, err = io.Copy(s.h, f)
+	s.h.Write([]byte{0})
+	return err
+}
+
+// addModule hashes the configuration files of the module in mdir (only
+// those decide what init installs), or that the module is missing.
+func (s stamp) addModule(label, mdir string) error {
+	entries, err := os.ReadDir(mdir)
+	if os.IsNotExist(err) {
+		s.addMissing(label)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries { // ReadDir sorts by name
+		n := e.Name()
+		if e.IsDir() || (!strings.HasSuffix(n, ".tf") && !strings.HasSuffix(n, ".tf.json")) {
+			continue
+		}
+		if err := s.addFile(label+"/"+n, filepath.Join(mdir, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addInstalledModules hashes every module the manifest at path lists, in
+// key order.
+func (s stamp) addInstalledModules(dir, path string) error {
+	mods := installedModules(path)
+	sort.Slice(mods, func(i, j int) bool { return mods[i].Key < mods[j].Key })
+	for _, mod := range mods {
+		if mod.Key == "" {
+			continue // the root module, hashed on its own
+		}
+		if err := s.addModule("module "+mod.Key, mod.in(dir)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moduleManifest is the module manifest init writes (modules/modules.json
+// in the data directory): each module call's key and where it is
+// installed.
+type moduleManifest struct {
+	Modules []installedModule
+}
+
+type installedModule struct{ Key, Dir string }
+
+// installedModules is what the manifest at path lists. An unreadable or
+// malformed manifest lists none: its bytes are in the stamp already, and
+// init is what will repair it.
+func installedModules(path string) []installedModule {
+	var m moduleManifest
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &m) == nil {
+		return m.Modules
+	}
+	return nil
+}
+
+// in is the module's directory: the manifest's paths are relative to the
+// configuration directory dir.
+func (mod installedModule) in(dir string) string {
+	if filepath.IsAbs(mod.Dir) {
+		return mod.Dir
+	}
+	return filepath.Join(dir, mod.Dir)
 }
 
 // InitCurrent reports whether the data directory was initialised for stamp.
@@ -170,22 +213,8 @@ func BorrowInit(src, dst string) error {
 // configuration directory the manifest's paths are relative to): dst would
 // use src's copy.
 func CopyInit(dir, src, dst string) error {
-	if b, err := os.ReadFile(filepath.Join(src, "modules", "modules.json")); err == nil {
-		var m struct {
-			Modules []struct{ Key, Dir string }
-		}
-		if err := json.Unmarshal(b, &m); err != nil {
-			return err
-		}
-		for _, mod := range m.Modules {
-			mdir := mod.Dir
-			if !filepath.IsAbs(mdir) {
-				mdir = filepath.Join(dir, mdir)
-			}
-			if rel, err := filepath.Rel(src, mdir); err != nil || !strings.HasPrefix(rel, "..") {
-				return fmt.Errorf("module %s is installed in %s", mod.Key, src)
-			}
-		}
+	if err := refuseModulesInside(dir, src); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(dst, 0o700); err != nil {
 		return err
@@ -204,6 +233,24 @@ func CopyInit(dir, src, dst string) error {
 		}
 		if err := linkTree(from, filepath.Join(dst, sub)); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// refuseModulesInside refuses a module manifest in src that names a module
+// installed inside src: the copy would use src's module. A manifest src
+// does not have (or cannot read) names none.
+func refuseModulesInside(dir, src string) error {
+	var m moduleManifest
+	if b, err := os.ReadFile(filepath.Join(src, "modules", "modules.json")); err == nil {
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+	}
+	for _, mod := range m.Modules {
+		if rel, err := filepath.Rel(src, mod.in(dir)); err != nil || !strings.HasPrefix(rel, "..") {
+			return fmt.Errorf("module %s is installed in %s", mod.Key, src)
 		}
 	}
 	return nil

@@ -47,83 +47,157 @@ const (
 // request value is not a positive integer; USAGE when the environment or the
 // scope is not a valid name (ValidName).
 func Detect(f Flags, src Sources) (Context, error) {
+	d := newDetection(f, src)
+	env, err := d.environment()
+	if err != nil {
+		return Context{}, err
+	}
+	c := Context{Environment: env, Tag: d.host.tag}
+	var branchSource string
+	c.Branch, branchSource = d.branch(c.Tag)
+	c.Commit = commitOf(d.layers, d.git, d.host)
+	c.DefaultBranch = d.defaultBranch()
+	var prSource string
+	if c.PullRequest, c.Fork, prSource, err = d.pullRequest(); err != nil {
+		return Context{}, err
+	}
+	if err := d.scope(&c, branchSource, prSource); err != nil {
+		return Context{}, err
+	}
+	c.Predecessor = predecessor(c)
+	return c, nil
+}
+
+// detection is the sources one Detect call asks, in order: the layers that
+// answer field by field, the CI host (also a layer when onHost) for what
+// only a host knows, and local git as the last resort.
+type detection struct {
+	layers []layer
+	host   layer
+	onHost bool
+	git    *localGit
+}
+
+// newDetection orders the sources: flags, then SPONSON_CTX_*, then the CI
+// host if one is detected. A missing Getenv reads as an empty environment.
+func newDetection(f Flags, src Sources) detection {
 	getenv := src.Getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	layers := []layer{flagLayer(f), envLayer(getenv)}
-	host, onHost := detectHost(getenv, src.ReadFile)
-	if onHost {
-		layers = append(layers, host)
+	d := detection{layers: []layer{flagLayer(f), envLayer(getenv)}, git: &localGit{run: src.Git}}
+	d.host, d.onHost = detectHost(getenv, src.ReadFile)
+	if d.onHost {
+		d.layers = append(d.layers, d.host)
 	}
-	git := &localGit{run: src.Git}
+	return d
+}
 
-	var c Context
-	c.Environment, _ = first(layers, func(l layer) string { return l.environment })
-	if c.Environment == "" {
-		c.Environment = DefaultEnvironment
+// environment is asked only of the flags and SPONSON_CTX_ENV (a host layer
+// has none), so production is never inferred from a branch.
+func (d detection) environment() (string, error) {
+	env, _ := first(d.layers, func(l layer) string { return l.environment })
+	if env == "" {
+		env = DefaultEnvironment
 	}
-	if err := ValidName("environment", c.Environment); err != nil {
-		return Context{}, err
+	if err := ValidName("environment", env); err != nil {
+		return "", err
 	}
+	return env, nil
+}
 
-	var branchSource, prSource string
-	c.Tag = host.tag
-	c.Branch, branchSource = first(layers, func(l layer) string { return l.branch })
-	// A host that ran for a tag has said there is no branch: a checkout that
-	// happens to be on one must not turn a release into a branch scope.
-	if c.Branch == "" && c.Tag == "" {
-		if c.Branch = git.branch(); c.Branch != "" {
-			branchSource = SourceGit
-		}
+// branch is the first layer's branch, else the checkout's. A host that ran
+// for a tag has said there is no branch: a checkout that happens to be on
+// one must not turn a release into a branch scope.
+func (d detection) branch(tag string) (branch, source string) {
+	branch, source = first(d.layers, func(l layer) string { return l.branch })
+	if branch != "" || tag != "" {
+		return branch, source
 	}
-	c.Commit = commitOf(layers, git, host)
-	if c.DefaultBranch, _ = first(layers, func(l layer) string { return l.defaultBranch }); c.DefaultBranch == "" {
-		c.DefaultBranch = git.defaultBranch()
+	if branch = d.git.branch(); branch != "" {
+		return branch, SourceGit
 	}
-	for _, l := range layers {
+	return "", source
+}
+
+// defaultBranch is the first layer's default branch, else the checkout's.
+func (d detection) defaultBranch() string {
+	if b, _ := first(d.layers, func(l layer) string { return l.defaultBranch }); b != "" {
+		return b
+	}
+	return d.git.defaultBranch()
+}
+
+// pullRequest is the first layer that knows the pull request (a CI host's
+// "no pull request" included), whether it is a fork's, and the name of that
+// layer. A layer holding a value that is not a pull request number stops
+// the search with its error, but only when no earlier layer knew: a value
+// is checked only when it is the answer that is used.
+func (d detection) pullRequest() (n int, fork bool, source string, err error) {
+	for _, l := range d.layers {
 		if l.pr.err != nil {
-			return Context{}, l.pr.err
+			return 0, false, "", l.pr.err
 		}
 		if l.pr.known {
-			c.PullRequest, prSource = l.pr.n, l.name
-			c.Fork = l.fork && l.pr.n > 0
-			break
+			return l.pr.n, l.fork && l.pr.n > 0, l.name, nil
 		}
 	}
+	return 0, false, "", nil
+}
 
-	scope, scopeSource := first(layers, func(l layer) string { return l.scope })
+// scope sets c's scope and its source: a named scope if a layer gives one,
+// else the one derived from the pull request or branch. A run for a tag
+// with neither, or a run where nothing answers, is CTX_NULL.
+func (d detection) scope(c *Context, branchSource, prSource string) error {
+	scope, scopeSource := first(d.layers, func(l layer) string { return l.scope })
 	switch {
 	case scope != "":
-		if err := ValidName("scope", scope); err != nil {
-			return Context{}, err
-		}
-		if strings.HasPrefix(scope, "_") {
-			// _-names hold the leases of shared parent objects.
-			return Context{}, errcode.New(errcode.Usage, "scope %q is reserved: names starting with _ hold the leases of shared parent objects", scope).
-				WithHint("Use pr-<n>, main or branch-<name>, or another name that starts with a letter or digit.")
+		if err := namedScope(scope); err != nil {
+			return err
 		}
 		c.Scope, c.Source = scope, scopeSource
+		return nil
 	case c.PullRequest > 0 || c.Branch != "":
-		c.Scope = ScopeFor(c.Branch, c.PullRequest, c.DefaultBranch)
-		c.Source = branchSource
-		if c.PullRequest > 0 {
-			c.Source = prSource
-		}
-		if err := ValidName("scope", c.Scope); err != nil {
-			return Context{}, errcode.As(err).WithHint("The scope was derived from the branch " + strconv.Quote(c.Branch) +
-				"; pass --scope NAME or set " + EnvScope + " to choose a shorter one.")
-		}
-		if onHost && c.PullRequest == 0 && branchSource == host.name {
-			c.PlanOnly = host.planOnly
-		}
+		return d.derivedScope(c, branchSource, prSource)
 	case c.Tag != "":
-		return Context{}, tagError(host.name, c.Tag)
+		return tagError(d.host.name, c.Tag)
 	default:
-		return Context{}, nullError(onHost, host.name, git)
+		return nullError(d.onHost, d.host.name, d.git)
 	}
-	c.Predecessor = predecessor(c)
-	return c, nil
+}
+
+// namedScope checks a scope a user named. Names starting with _ hold the
+// leases of shared parent objects, so no run may take one as its scope.
+func namedScope(scope string) error {
+	if err := ValidName("scope", scope); err != nil {
+		return err
+	}
+	if strings.HasPrefix(scope, "_") {
+		return errcode.New(errcode.Usage, "scope %q is reserved: names starting with _ hold the leases of shared parent objects", scope).
+			WithHint("Use pr-<n>, main or branch-<name>, or another name that starts with a letter or digit.")
+	}
+	return nil
+}
+
+// derivedScope sets c's scope from its pull request or branch (ScopeFor).
+// A derived name can be too long where the branch is, so the hint names the
+// branch and the way to choose another scope. A scope derived from a host's
+// own branch (not a pull request) takes the host's plan-only reason, as
+// the host knows the run cannot apply.
+func (d detection) derivedScope(c *Context, branchSource, prSource string) error {
+	c.Scope = ScopeFor(c.Branch, c.PullRequest, c.DefaultBranch)
+	c.Source = branchSource
+	if c.PullRequest > 0 {
+		c.Source = prSource
+	}
+	if err := ValidName("scope", c.Scope); err != nil {
+		return errcode.As(err).WithHint("The scope was derived from the branch " + strconv.Quote(c.Branch) +
+			"; pass --scope NAME or set " + EnvScope + " to choose a shorter one.")
+	}
+	if d.onHost && c.PullRequest == 0 && branchSource == d.host.name {
+		c.PlanOnly = d.host.planOnly
+	}
+	return nil
 }
 
 // commitOf is the first commit a layer answers, else the checkout's, else

@@ -64,48 +64,80 @@ func (d Doc) Remove(targets []Addr) (map[string]string, error) {
 // instance src to the instance dst. It returns the instance addresses that
 // moved, each to its new address.
 func (d Doc) Move(src, dst Addr) (map[string]string, error) {
-	moved := map[string]string{}
 	rs := d.Resources()
-	var from, to map[string]any
-	for _, r := range rs {
-		a := resourceAddr(r)
-		a.Key, a.HasKey = nil, false
-		s, d := src, dst
-		s.Key, s.HasKey, d.Key, d.HasKey = nil, false, nil, false
-		if a == s {
-			from = r
-		}
-		if a == d {
-			to = r
-		}
-	}
+	from, to := resourceAt(rs, src), resourceAt(rs, dst)
 	if from == nil {
 		return nil, errcode.New(errcode.Usage, "no resource of the state is %s", src).WithHint("Run `sponson state list` for the addresses.")
 	}
-	setAddr := func(r map[string]any, a Addr) {
-		if a.Module == "" {
-			delete(r, "module")
-		} else {
-			r["module"] = a.Module
-		}
-		r["name"] = a.Name
-	}
 	if !src.HasKey {
-		if to != nil {
-			return nil, errcode.New(errcode.Usage, "%s is in the state already", dst)
-		}
-		for _, inst := range instancesOf(from) {
-			a, b := src, dst
-			a.Key, a.HasKey = inst["index_key"]
-			b.Key, b.HasKey = a.Key, a.HasKey
-			moved[a.String()] = b.String()
-		}
-		setAddr(from, dst)
-		return moved, nil
+		return renameResource(from, to, src, dst)
 	}
-	var inst map[string]any
-	var left []any
-	for _, i := range instancesOf(from) {
+	return d.moveInstance(rs, from, to, src, dst)
+}
+
+// resourceAt is the resource of rs at a, whatever a's key; nil if none
+// (the last, were there two).
+func resourceAt(rs []map[string]any, a Addr) map[string]any {
+	a.Key, a.HasKey = nil, false
+	var found map[string]any
+	for _, r := range rs {
+		if resourceAddr(r) == a {
+			found = r
+		}
+	}
+	return found
+}
+
+// renameResource moves the whole resource from (at src) to dst, which must
+// not be in the state: its instances keep their keys.
+func renameResource(from, to map[string]any, src, dst Addr) (map[string]string, error) {
+	if to != nil {
+		return nil, errcode.New(errcode.Usage, "%s is in the state already", dst)
+	}
+	moved := map[string]string{}
+	for _, inst := range instancesOf(from) {
+		a, b := src, dst
+		a.Key, a.HasKey = inst["index_key"]
+		b.Key, b.HasKey = a.Key, a.HasKey
+		moved[a.String()] = b.String()
+	}
+	setResourceAddr(from, dst)
+	return moved, nil
+}
+
+// moveInstance moves the instance src out of from into to (the resource at
+// dst, made as a copy of from without instances when the state has none),
+// and drops from if it is left without an instance.
+func (d Doc) moveInstance(rs []map[string]any, from, to map[string]any, src, dst Addr) (map[string]string, error) {
+	inst, left := takeInstance(from, src)
+	if inst == nil {
+		return nil, errcode.New(errcode.Usage, "no instance of the state is %s", src).WithHint("Run `sponson state list` for the addresses.")
+	}
+	if to != nil && hasInstance(to, dst) {
+		return nil, errcode.New(errcode.Usage, "%s is in the state already", dst)
+	}
+	inst["index_key"] = dst.Key
+	if to == nil {
+		to = emptyCopy(from, dst)
+		rs = append(rs, to)
+	}
+	if to["name"] == from["name"] && to["module"] == from["module"] {
+		// A new key in the same resource: from and to are one.
+		from["instances"] = append(left, inst)
+	} else {
+		list, _ := to["instances"].([]any)
+		to["instances"] = append(list, inst)
+		from["instances"] = left
+	}
+	d.SetResources(withInstances(rs))
+	return map[string]string{src.String(): dst.String()}, nil
+}
+
+// takeInstance finds the first instance of r that src matches, and the
+// instances left without it; r is not changed, so that a refused move
+// leaves the document as it was.
+func takeInstance(r map[string]any, src Addr) (inst map[string]any, left []any) {
+	for _, i := range instancesOf(r) {
 		a := src
 		a.Key, a.HasKey = i["index_key"]
 		if Matches(src, a) && inst == nil {
@@ -114,43 +146,50 @@ func (d Doc) Move(src, dst Addr) (map[string]string, error) {
 		}
 		left = append(left, i)
 	}
-	if inst == nil {
-		return nil, errcode.New(errcode.Usage, "no instance of the state is %s", src).WithHint("Run `sponson state list` for the addresses.")
-	}
-	if to != nil {
-		for _, i := range instancesOf(to) {
-			a := dst
-			a.Key, a.HasKey = i["index_key"]
-			if Matches(dst, a) {
-				return nil, errcode.New(errcode.Usage, "%s is in the state already", dst)
-			}
+	return inst, left
+}
+
+// hasInstance reports whether r has an instance at a.
+func hasInstance(r map[string]any, a Addr) bool {
+	for _, i := range instancesOf(r) {
+		b := a
+		b.Key, b.HasKey = i["index_key"]
+		if Matches(a, b) {
+			return true
 		}
 	}
-	inst["index_key"] = dst.Key
-	if to == nil {
-		to = map[string]any{}
-		for k, v := range from {
-			to[k] = v
-		}
-		setAddr(to, dst)
-		to["instances"] = []any{}
-		rs = append(rs, to)
+	return false
+}
+
+// emptyCopy is a resource like r (its type, provider, mode) at a, without
+// instances.
+func emptyCopy(r map[string]any, a Addr) map[string]any {
+	c := map[string]any{}
+	for k, v := range r {
+		c[k] = v
 	}
-	if to["name"] == from["name"] && to["module"] == from["module"] {
-		left = append(left, inst)
-		from["instances"] = left
+	setResourceAddr(c, a)
+	c["instances"] = []any{}
+	return c
+}
+
+// setResourceAddr gives r a's module and name; no module is the root.
+func setResourceAddr(r map[string]any, a Addr) {
+	if a.Module == "" {
+		delete(r, "module")
 	} else {
-		list, _ := to["instances"].([]any)
-		to["instances"] = append(list, inst)
-		from["instances"] = left
+		r["module"] = a.Module
 	}
+	r["name"] = a.Name
+}
+
+// withInstances is rs without the resources left with no instance.
+func withInstances(rs []map[string]any) []map[string]any {
 	var keep []map[string]any
 	for _, r := range rs {
 		if len(instancesOf(r)) > 0 {
 			keep = append(keep, r)
 		}
 	}
-	d.SetResources(keep)
-	moved[src.String()] = dst.String()
-	return moved, nil
+	return keep
 }

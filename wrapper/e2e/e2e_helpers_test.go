@@ -283,3 +283,59 @@ func (h *harness) parallelEnv(dir string, n int, env []string, args func(i int) 
 	wg.Wait()
 	return out
 }
+
+// appliedStore is what checkApplied reads of a shared store (PostgreSQL,
+// S3): only the parts a successful apply writes.
+type appliedStore interface {
+	store.Leases
+	store.Receipts
+	store.States
+	store.Index
+}
+
+// checkApplied checks what a successful apply of testdata/slow left in s
+// for scope: a free lease with the given token, an applied receipt whose
+// ledger entries are sponson's creations and in the state, and the scope's
+// part of the ownership index, one entry per ledger entry.
+func checkApplied(t *testing.T, s appliedStore, scope string, token int64) *receipt.Receipt {
+	t.Helper()
+	ctx := t.Context()
+	k := store.Key{Stack: e2eStack, Environment: "preview", Scope: scope}
+	info, err := s.ReadLease(ctx, k)
+	if err != nil || info.Holder != "" || info.Token != token {
+		t.Errorf("%s: lease %+v, %v; want free with token %d", scope, info, err, token)
+	}
+	r, err := s.LatestReceipt(ctx, k)
+	if err != nil || r == nil {
+		t.Fatalf("%s: latest receipt %v, %v", scope, r, err)
+	}
+	if r.Status != receipt.StatusApplied || len(r.Ledger) != 2 {
+		t.Errorf("%s: receipt status %q with %d ledger entries, want applied with 2", scope, r.Status, len(r.Ledger))
+	}
+	st, err := s.ReadState(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range r.Ledger {
+		if e.CreatedBy != receipt.CreatedBySponson {
+			t.Errorf("%s: entry %s is %s after the run", scope, e.Address, e.CreatedBy)
+		}
+		if !strings.Contains(string(st), e.ID) {
+			t.Errorf("%s: ledger entry %s (%s) is not in the state", scope, e.Address, e.ID)
+		}
+	}
+	owners, err := s.Owners(ctx, "preview", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range owners {
+		if o.Scope == scope {
+			n++
+		}
+	}
+	if n != len(r.Ledger) {
+		t.Errorf("%s: %d entries in the ownership index, want the ledger's %d", scope, n, len(r.Ledger))
+	}
+	return r
+}

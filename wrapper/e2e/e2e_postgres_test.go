@@ -68,53 +68,6 @@ func copies(h *harness, src string, n int) []string {
 	return dirs
 }
 
-// checkApplied checks what a successful apply of testdata/slow left in the
-// store for scope: a free lease with the given token, an applied receipt
-// whose ledger matches the state, both resources in the state, and the
-// scope's part of the ownership index.
-func (p *pgE2E) checkApplied(t *testing.T, scope string, token int64) *receipt.Receipt {
-	t.Helper()
-	ctx := t.Context()
-	k := store.Key{Stack: e2eStack, Environment: "preview", Scope: scope}
-	info, err := p.check.ReadLease(ctx, k)
-	if err != nil || info.Holder != "" || info.Token != token {
-		t.Errorf("%s: lease %+v, %v; want free with token %d", scope, info, err, token)
-	}
-	r, err := p.check.LatestReceipt(ctx, k)
-	if err != nil || r == nil {
-		t.Fatalf("%s: latest receipt %v, %v", scope, r, err)
-	}
-	if r.Status != receipt.StatusApplied || len(r.Ledger) != 2 {
-		t.Errorf("%s: receipt status %q with %d ledger entries, want applied with 2", scope, r.Status, len(r.Ledger))
-	}
-	st, err := p.check.ReadState(ctx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range r.Ledger {
-		if e.CreatedBy != receipt.CreatedBySponson {
-			t.Errorf("%s: entry %s is %s after the run", scope, e.Address, e.CreatedBy)
-		}
-		if !strings.Contains(string(st), e.ID) {
-			t.Errorf("%s: ledger entry %s (%s) is not in the state", scope, e.Address, e.ID)
-		}
-	}
-	owners, err := p.check.Owners(ctx, "preview", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, o := range owners {
-		if o.Scope == scope {
-			n++
-		}
-	}
-	if n != len(r.Ledger) {
-		t.Errorf("%s: %d entries in the ownership index, want the ledger's %d", scope, n, len(r.Ledger))
-	}
-	return r
-}
-
 // TestE2EPostgresThirtyTwoScopes: 32 pull requests apply at once on one
 // PostgreSQL store. All succeed, none waits on another's scope, and each
 // scope ends with its own receipt, state and index entries.
@@ -151,7 +104,7 @@ func TestE2EPostgresThirtyTwoScopes(t *testing.T) {
 		t.Fatalf("List(preview) has %d scopes, want %d", len(sums), n)
 	}
 	for i := range n {
-		p.checkApplied(t, fmt.Sprintf("pr-%d", i+1), 1)
+		checkApplied(t, p.check, fmt.Sprintf("pr-%d", i+1), 1)
 	}
 	for _, dir := range dirs {
 		if _, err := os.Stat(filepath.Join(dir, ".sponson")); err == nil {
@@ -187,7 +140,7 @@ func TestE2EPostgresEightRunsOneScope(t *testing.T) {
 	if ok != 1 || held != runs-1 {
 		t.Fatalf("%d runs succeeded and %d got LOCK_HELD; want 1 and %d", ok, held, runs-1)
 	}
-	p.checkApplied(t, "pr-7", 1)
+	checkApplied(t, p.check, "pr-7", 1)
 	receipts, err := p.srv.QueryInt(t.Context(), p.db, "SELECT count(*) FROM sponson.receipts WHERE scope = 'pr-7'")
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +162,7 @@ func TestE2EPostgresEightRunsOneScope(t *testing.T) {
 	if len(runIDs) != runs {
 		t.Fatalf("%d distinct runs, want %d", len(runIDs), runs)
 	}
-	p.checkApplied(t, "pr-8", runs)
+	checkApplied(t, p.check, "pr-8", runs)
 	if receipts, err = p.srv.QueryInt(t.Context(), p.db, "SELECT count(*) FROM sponson.receipts WHERE scope = 'pr-8'"); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +224,7 @@ func TestE2EPostgresFaults(t *testing.T) {
 			}
 		}
 		for i := range n {
-			p.checkApplied(t, fmt.Sprintf("pr-%d", 100+i), 1)
+			checkApplied(t, p.check, fmt.Sprintf("pr-%d", 100+i), 1)
 		}
 		if killed.Load() == 0 {
 			t.Error("no backend was terminated: the test tested nothing")
@@ -337,7 +290,7 @@ func TestE2EPostgresFaults(t *testing.T) {
 		if next.exit != 0 {
 			t.Fatalf("the next run: exit %d\n%s\n%s", next.exit, next.stdout, next.stderr)
 		}
-		rec := p.checkApplied(t, k.Scope, 2)
+		rec := checkApplied(t, p.check, k.Scope, 2)
 		if rec.LockPreempted == nil || rec.LockPreempted.Holder != checkpoint.RunID {
 			t.Errorf("lockPreempted = %+v, want the victim %s", rec.LockPreempted, checkpoint.RunID)
 		}

@@ -48,49 +48,6 @@ func newS3E2E(t *testing.T, prefix string) *s3E2E {
 
 func (p *s3E2E) envOf(int) []string { return p.env }
 
-// checkApplied checks what a successful apply of testdata/slow left in the
-// bucket for scope: a free lease with the given token, an applied receipt
-// whose ledger matches the state, and the scope's ownership entries.
-func (p *s3E2E) checkApplied(t *testing.T, scope string, token int64) *receipt.Receipt {
-	t.Helper()
-	ctx := t.Context()
-	k := store.Key{Stack: e2eStack, Environment: "preview", Scope: scope}
-	info, err := p.check.ReadLease(ctx, k)
-	if err != nil || info.Holder != "" || info.Token != token {
-		t.Errorf("%s: lease %+v, %v; want free with token %d", scope, info, err, token)
-	}
-	r, err := p.check.LatestReceipt(ctx, k)
-	if err != nil || r == nil {
-		t.Fatalf("%s: latest receipt %v, %v", scope, r, err)
-	}
-	if r.Status != receipt.StatusApplied || len(r.Ledger) != 2 {
-		t.Errorf("%s: receipt status %q with %d ledger entries, want applied with 2", scope, r.Status, len(r.Ledger))
-	}
-	st, err := p.check.ReadState(ctx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range r.Ledger {
-		if !strings.Contains(string(st), e.ID) {
-			t.Errorf("%s: ledger entry %s (%s) is not in the state", scope, e.Address, e.ID)
-		}
-	}
-	owners, err := p.check.Owners(ctx, "preview", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, o := range owners {
-		if o.Scope == scope {
-			n++
-		}
-	}
-	if n != len(r.Ledger) {
-		t.Errorf("%s: %d entries in the ownership index, want the ledger's %d", scope, n, len(r.Ledger))
-	}
-	return r
-}
-
 // TestE2ES3SixteenScopes: sixteen pull requests apply at once on one
 // bucket. All succeed without waiting on each other, and each scope ends
 // with its own receipt, sealed state and ownership entries.
@@ -122,7 +79,7 @@ func TestE2ES3SixteenScopes(t *testing.T) {
 		t.Fatalf("List(preview) = %d scopes, %v; want %d", len(sums), err, n)
 	}
 	for i := range n {
-		p.checkApplied(t, fmt.Sprintf("pr-%d", i+1), 1)
+		checkApplied(t, p.check, fmt.Sprintf("pr-%d", i+1), 1)
 	}
 }
 
@@ -150,7 +107,7 @@ func TestE2ES3EightContenders(t *testing.T) {
 	if ok != 1 || held != runs-1 {
 		t.Fatalf("%d runs succeeded and %d got LOCK_HELD; want 1 and %d", ok, held, runs-1)
 	}
-	p.checkApplied(t, "pr-7", 1)
+	checkApplied(t, p.check, "pr-7", 1)
 }
 
 // TestE2ES3StoppedRunLosesItsLease: a run stopped (SIGSTOP) past its TTL is
@@ -290,7 +247,7 @@ func TestE2ES3ServerStopped(t *testing.T) {
 	if next.exit != 0 {
 		t.Fatalf("the run after the restart: exit %d\n%s\n%s", next.exit, next.stdout, next.stderr)
 	}
-	p.checkApplied(t, k.Scope, int64(grants))
+	checkApplied(t, p.check, k.Scope, int64(grants))
 }
 
 // TestE2ES3Forbidden: credentials the bucket policy allows to read but not

@@ -37,72 +37,11 @@ import (
 //	SPONSON_INTENT_RACE_ROUNDS=2000 go test -run TestIntentRace ./internal/store/pgstore/
 func IntentRace(t *testing.T, rounds int, a, b Store) {
 	t.Helper()
-	if v := os.Getenv("SPONSON_INTENT_RACE_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("SPONSON_INTENT_RACE_ROUNDS: %v", err)
-		}
-		rounds = n
-	}
-	ctx := t.Context()
-	const env = "preview"
-	type contender struct {
-		st    Store
-		key   store.Key
-		lease store.Lease
-	}
-	var cs [2]*contender
-	for i, st := range []Store{a, b} {
-		k := store.Key{Stack: storetest.Stack, Environment: env, Scope: fmt.Sprintf("pr-race-%d", i)}
-		g, err := st.Acquire(ctx, k, fmt.Sprintf("run-race-%d", i), time.Hour)
-		if err != nil {
-			t.Fatalf("Acquire(%s): %v", k, err)
-		}
-		cs[i] = &contender{st: st, key: k, lease: g.Lease}
-	}
-	cfg := lease.Config{TTL: time.Minute, PollInterval: time.Millisecond, WaitTimeout: 10 * time.Minute}
+	rounds = roundsFromEnv(t, rounds)
+	cs := contenders(t, a, b)
 	failures := 0
 	for round := range rounds {
-		id := fmt.Sprintf("fixture|fixture_object|name=\"race-%d\"", round)
-		wrote := [2]bool{}
-		errs := [2]error{}
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, c := range cs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				check := func(ctx context.Context) error {
-					owners, err := c.st.Owners(ctx, env, []string{id})
-					if err != nil {
-						return err
-					}
-					for _, o := range owners {
-						if o.Scope != c.key.Scope {
-							return errTaken
-						}
-					}
-					return nil
-				}
-				write := func(ctx context.Context) error {
-					rec := storetest.NewReceipt(c.key, fmt.Sprintf("run-%d-%d", round, i), 0)
-					rec.Status = receipt.StatusRunning
-					rec.Ledger = []receipt.Entry{{Identity: id, Address: `fixture_object.o["x"]`, Provider: "fixture", Type: "fixture_object", CreatedBy: receipt.CreatedByIntent}}
-					if err := c.st.WriteReceipt(ctx, c.lease, rec); err != nil {
-						return err
-					}
-					wrote[i] = true
-					return nil
-				}
-				holder := fmt.Sprintf("intents-%d-%d", round, i)
-				if _, err := ownership.UnderIntentLease(ctx, c.st, env, holder, cfg, check, write); err != nil && err != errTaken {
-					errs[i] = err
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
+		wrote, errs := race(t.Context(), cs, round)
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("round %d, contender %d: %v", round, i, err)
@@ -114,6 +53,107 @@ func IntentRace(t *testing.T, rounds int, a, b Store) {
 		}
 	}
 	t.Logf("%d rounds, %d with other than exactly one creator", rounds, failures)
+}
+
+// raceEnv is the environment both contenders' scopes are in: the intent
+// lease and the ownership index are per environment.
+const raceEnv = "preview"
+
+// raceLease is the intent lease's configuration: polling every millisecond,
+// so that the race is decided by the lease, not by a wait.
+var raceLease = lease.Config{TTL: time.Minute, PollInterval: time.Millisecond, WaitTimeout: 10 * time.Minute}
+
+// roundsFromEnv is rounds, or SPONSON_INTENT_RACE_ROUNDS when set.
+func roundsFromEnv(t *testing.T, rounds int) int {
+	t.Helper()
+	v := os.Getenv("SPONSON_INTENT_RACE_ROUNDS")
+	if v == "" {
+		return rounds
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("SPONSON_INTENT_RACE_ROUNDS: %v", err)
+	}
+	return n
+}
+
+// contender is one scope of the race, on its own handle, holding its scope
+// lease for every round: the fence of its receipt writes.
+type contender struct {
+	i     int
+	st    Store
+	key   store.Key
+	lease store.Lease
+}
+
+// contenders takes one scope lease on each handle.
+func contenders(t *testing.T, a, b Store) [2]*contender {
+	t.Helper()
+	var cs [2]*contender
+	for i, st := range []Store{a, b} {
+		k := store.Key{Stack: storetest.Stack, Environment: raceEnv, Scope: fmt.Sprintf("pr-race-%d", i)}
+		g, err := st.Acquire(t.Context(), k, fmt.Sprintf("run-race-%d", i), time.Hour)
+		if err != nil {
+			t.Fatalf("Acquire(%s): %v", k, err)
+		}
+		cs[i] = &contender{i: i, st: st, key: k, lease: g.Lease}
+	}
+	return cs
+}
+
+// race runs one round: both contenders released from one barrier, each
+// claiming the round's object. It returns which wrote, and the errors other
+// than a refusal.
+func race(ctx context.Context, cs [2]*contender, round int) (wrote [2]bool, errs [2]error) {
+	id := fmt.Sprintf("fixture|fixture_object|name=\"race-%d\"", round)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			wrote[i], errs[i] = c.claim(ctx, round, id)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return wrote, errs
+}
+
+// claim does what a run's checkpoint does for a create: under the intent
+// lease, read the index for id and, when no other scope holds it, write a
+// receipt with the intent. It reports whether it wrote; another scope's
+// entry is a refusal, not an error.
+func (c *contender) claim(ctx context.Context, round int, id string) (bool, error) {
+	wrote := false
+	check := func(ctx context.Context) error {
+		owners, err := c.st.Owners(ctx, raceEnv, []string{id})
+		if err != nil {
+			return err
+		}
+		for _, o := range owners {
+			if o.Scope != c.key.Scope {
+				return errTaken
+			}
+		}
+		return nil
+	}
+	write := func(ctx context.Context) error {
+		rec := storetest.NewReceipt(c.key, fmt.Sprintf("run-%d-%d", round, c.i), 0)
+		rec.Status = receipt.StatusRunning
+		rec.Ledger = []receipt.Entry{{Identity: id, Address: `fixture_object.o["x"]`, Provider: "fixture", Type: "fixture_object", CreatedBy: receipt.CreatedByIntent}}
+		if err := c.st.WriteReceipt(ctx, c.lease, rec); err != nil {
+			return err
+		}
+		wrote = true
+		return nil
+	}
+	holder := fmt.Sprintf("intents-%d-%d", round, c.i)
+	if _, err := ownership.UnderIntentLease(ctx, c.st, raceEnv, holder, raceLease, check, write); err != nil && err != errTaken {
+		return wrote, err
+	}
+	return wrote, nil
 }
 
 // Store is what the race takes of a backend: the leases, the fenced

@@ -957,53 +957,13 @@ func testStacks(t *testing.T, x *suite) {
 	if ga.Lease.Token != 1 || gb.Lease.Token != 1 {
 		t.Fatalf("tokens %d and %d, want 1 and 1: the stacks share a lease record", ga.Lease.Token, gb.Lease.Token)
 	}
-	if err := x.s.WriteState(t.Context(), ga.Lease, []byte(`{"by":"a"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if got := x.state(t, b); got != nil {
-		t.Fatalf("stack %s reads the state of stack %s: %q", b.Stack, a.Stack, got)
-	}
-	if err := x.s.WriteState(t.Context(), gb.Lease, []byte(`{"by":"b"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if got := x.state(t, a); string(got) != `{"by":"a"}` {
-		t.Fatalf("stack %s's state became %q", a.Stack, got)
-	}
+	stacksKeepStates(t, x, ga, gb)
 	// Renewed before each later write: on the wall clock a lease lasts a
 	// handful of operations.
-	renew := func(g *store.Grant) {
-		t.Helper()
-		l, err := x.s.Renew(t.Context(), g.Lease, x.ttl)
-		if err != nil {
-			t.Fatalf("Renew(%s): %v", g.Lease.Key, err)
-		}
-		g.Lease = l
-	}
-	renew(&ga)
-	ra := NewReceipt(a, "run-a", 0)
-	ra.Ledger = []receipt.Entry{{Identity: "dns", Address: "fixture_object.dns", CreatedBy: receipt.CreatedBySponson}}
-	if err := x.s.WriteReceipt(t.Context(), ga.Lease, ra); err != nil {
-		t.Fatal(err)
-	}
-	if r := x.latest(t, b); r != nil {
-		t.Fatalf("stack %s reads the receipt of stack %s: %+v", b.Stack, a.Stack, r)
-	}
-	if r := x.latest(t, a); r == nil || r.Stack != a.Stack {
-		t.Fatalf("LatestReceipt(%s) = %+v, want run-a's receipt with its stack", a, r)
-	}
-	renew(&gb)
-	if err := x.s.WriteRecord(t.Context(), gb.Lease, "scope", []byte("b")); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := x.s.ReadRecord(t.Context(), a, "scope"); err != nil || r != nil {
-		t.Fatalf("ReadRecord(%s) = %q, %v; want nil: records are per stack", a, r, err)
-	}
-	if err := x.s.Quarantine(t.Context(), b, "run-q", []byte("q")); err != nil {
-		t.Fatal(err)
-	}
-	if q, err := x.s.ListQuarantine(t.Context(), a); err != nil || len(q) != 0 {
-		t.Fatalf("ListQuarantine(%s) = %v, %v; want none", a, q, err)
-	}
+	x.renew(t, &ga)
+	stacksKeepReceipts(t, x, ga, b)
+	x.renew(t, &gb)
+	stacksKeepRecords(t, x, gb, a)
 	// A fence of one stack is no proof for the other.
 	forged := store.Lease{Key: b, Holder: ga.Lease.Holder, Token: ga.Lease.Token, ExpiresAt: ga.Lease.ExpiresAt}
 	wantLost(t, x.s.WriteState(t.Context(), forged, []byte("x")), "WriteState with the lease of another stack")
@@ -1016,11 +976,81 @@ func testStacks(t *testing.T, x *suite) {
 	if len(got) != 1 || got[0].Stack != a.Stack || got[0].Scope != a.Scope {
 		t.Fatalf("Owners(preview, [dns]) = %+v, want stack %s's pr-42", got, a.Stack)
 	}
+	stacksShareParentLease(t, x, a, b)
+}
 
-	// A parent lease is shared: the second stack's Acquire is refused.
+// renew renews g's lease in place.
+func (x *suite) renew(t *testing.T, g *store.Grant) {
+	t.Helper()
+	l, err := x.s.Renew(t.Context(), g.Lease, x.ttl)
+	if err != nil {
+		t.Fatalf("Renew(%s): %v", g.Lease.Key, err)
+	}
+	g.Lease = l
+}
+
+// stacksKeepStates: each stack of one scope reads its own state only.
+func stacksKeepStates(t *testing.T, x *suite, ga, gb store.Grant) {
+	t.Helper()
+	a, b := ga.Lease.Key, gb.Lease.Key
+	if err := x.s.WriteState(t.Context(), ga.Lease, []byte(`{"by":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.state(t, b); got != nil {
+		t.Fatalf("stack %s reads the state of stack %s: %q", b.Stack, a.Stack, got)
+	}
+	if err := x.s.WriteState(t.Context(), gb.Lease, []byte(`{"by":"b"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.state(t, a); string(got) != `{"by":"a"}` {
+		t.Fatalf("stack %s's state became %q", a.Stack, got)
+	}
+}
+
+// stacksKeepReceipts: a receipt written under ga (whose ledger holds "dns",
+// which the index test reads) is its stack's alone, and carries the stack.
+func stacksKeepReceipts(t *testing.T, x *suite, ga store.Grant, b store.Key) {
+	t.Helper()
+	a := ga.Lease.Key
+	ra := NewReceipt(a, "run-a", 0)
+	ra.Ledger = []receipt.Entry{{Identity: "dns", Address: "fixture_object.dns", CreatedBy: receipt.CreatedBySponson}}
+	if err := x.s.WriteReceipt(t.Context(), ga.Lease, ra); err != nil {
+		t.Fatal(err)
+	}
+	if r := x.latest(t, b); r != nil {
+		t.Fatalf("stack %s reads the receipt of stack %s: %+v", b.Stack, a.Stack, r)
+	}
+	if r := x.latest(t, a); r == nil || r.Stack != a.Stack {
+		t.Fatalf("LatestReceipt(%s) = %+v, want run-a's receipt with its stack", a, r)
+	}
+}
+
+// stacksKeepRecords: records and quarantine written for gb's stack are
+// not a's.
+func stacksKeepRecords(t *testing.T, x *suite, gb store.Grant, a store.Key) {
+	t.Helper()
+	b := gb.Lease.Key
+	if err := x.s.WriteRecord(t.Context(), gb.Lease, "scope", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := x.s.ReadRecord(t.Context(), a, "scope"); err != nil || r != nil {
+		t.Fatalf("ReadRecord(%s) = %q, %v; want nil: records are per stack", a, r, err)
+	}
+	if err := x.s.Quarantine(t.Context(), b, "run-q", []byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := x.s.ListQuarantine(t.Context(), a); err != nil || len(q) != 0 {
+		t.Fatalf("ListQuarantine(%s) = %v, %v; want none", a, q, err)
+	}
+}
+
+// stacksShareParentLease: a parent lease is one lease for every stack, so
+// the second stack's Acquire is refused; List shows it beside a and b.
+func stacksShareParentLease(t *testing.T, x *suite, a, b store.Key) {
+	t.Helper()
 	parent := store.Key{Environment: preview, Scope: store.ParentScopePrefix + "0123456789abcdef0123456789abcdef"}
 	x.acquire(t, parent, "run-a")
-	_, err = x.s.Acquire(t.Context(), parent, "run-b", x.ttl)
+	_, err := x.s.Acquire(t.Context(), parent, "run-b", x.ttl)
 	wantHeld(t, err, parent, "run-a")
 
 	sums, err := x.s.List(t.Context(), preview)
