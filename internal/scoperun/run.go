@@ -120,6 +120,13 @@ type Options struct {
 	// OpenEngine starts the engine session; engine.Open when nil. Tests
 	// replace it with a stand-in that speaks to the same state server.
 	OpenEngine func(context.Context, engine.Options) (Engine, error)
+	// ServeProvider serves the sponson provider from this process to the
+	// engine (provider.EngineEnv, which the wrapper hands over: this package
+	// does not import the provider) and returns the engine's variables that
+	// name it; states is the run's store, which sponson_outputs reads other
+	// stacks' outputs from. When nil no provider is served (an engine
+	// stand-in needs none).
+	ServeProvider func(ctx context.Context, version, dir string, states store.StateReader) (env []string, stop func(), err error)
 }
 
 // Engine is what a run needs of the engine: *engine.Session, or a test's

@@ -115,7 +115,13 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 	// init stamp covers the files it would read.
 	files, json := engine.UserCLIConfig(r.o.Engine, os.Getenv)
 	r.userCLI = append(files, json...)
-	provEnv, stop, err := ServeProvider(context.Background(), r.o.ProviderVersion, r.o.Dir, work.tmp, countingReader{states: r.o.Store, self: r.key, n: &r.stackReads}, r.warn)
+	var serve func() ([]string, func(), error)
+	if r.o.ServeProvider != nil {
+		serve = func() ([]string, func(), error) {
+			return r.o.ServeProvider(context.Background(), r.o.ProviderVersion, r.o.Dir, countingReader{states: r.o.Store, self: r.key, n: &r.stackReads})
+		}
+	}
+	provEnv, stop, err := engine.WithProvider(work.tmp, serve, r.warn)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
-	"github.com/sponson/terraform-provider-sponson/provider"
 )
 
 // The no-change fast path (docs/design.md §8, the no-change apply). Most CI
@@ -116,7 +115,7 @@ func (r *runner) recordUnchanged(bg context.Context, c *checked, prev *receipt.R
 // countingReader is the run's store as the provider's sponson_outputs reads
 // it, counting the reads of other scopes' states.
 type countingReader struct {
-	states provider.StateReader
+	states store.StateReader
 	self   store.Key
 	n      *atomic.Int64
 }
