@@ -244,22 +244,30 @@ func (s *settlement) settleOne(e receipt.Entry) {
 		s.keepUnresolved(e)
 	case present && (old == "" || inState != old):
 	default:
-		if reason, note := s.dropReason(e, stateOnly, present); reason != "" {
-			st.Outcome, st.Reason, st.Note = receipt.SettledDropped, reason, note
-			break
-		}
-		if (!present || s.deleted[e.Address]) && s.inPlace(&st, e) {
-			s.keepUnresolved(e)
-			break
-		}
-		st.Outcome = receipt.SettledUnresolved
-		st.Note = "its create may have started before the run stopped, and no completion was recorded"
-		if present {
-			st.Note = fmt.Sprintf("the state still holds the object it replaces (id %s); the replacement may have been created", old)
-		}
-		s.keepUnresolved(e)
+		s.settleUnvouched(&st, e, stateOnly, present)
 	}
 	s.out = append(s.out, st)
+}
+
+// settleUnvouched settles e, whose object is not known to exist and which
+// the state does not vouch for (it lacks e, or holds the object e was to
+// replace): dropped when the create left nothing behind (dropReason), left
+// to the rewrite rule (inPlace), else unresolved.
+func (s *settlement) settleUnvouched(st *receipt.Settlement, e receipt.Entry, stateOnly, present bool) {
+	if reason, note := s.dropReason(e, stateOnly, present); reason != "" {
+		st.Outcome, st.Reason, st.Note = receipt.SettledDropped, reason, note
+		return
+	}
+	if (!present || s.deleted[e.Address]) && s.inPlace(st, e) {
+		s.keepUnresolved(e)
+		return
+	}
+	st.Outcome = receipt.SettledUnresolved
+	st.Note = "its create may have started before the run stopped, and no completion was recorded"
+	if present {
+		st.Note = fmt.Sprintf("the state still holds the object it replaces (id %s); the replacement may have been created", s.old[e.Address])
+	}
+	s.keepUnresolved(e)
 }
 
 // settleKnown settles e, whose object is known to exist with id and which
