@@ -33,7 +33,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
-	"github.com/sponson/terraform-provider-sponson/internal/succession"
 )
 
 // Command is what a run does.
@@ -197,37 +196,32 @@ func NewRunID() string {
 	return "run-" + hex.EncodeToString(b)
 }
 
-// runner is one run: what every phase shares. The phases' own products are
-// passed from one to the next.
+// runner is one run: what every phase shares. The phases' own products
+// travel from one to the next as values (workdir, loaded, engineRun,
+// settled, checked, the checkpoint's receipt); what stays here is what
+// every phase reads or writes, and what the run's goroutines share with it.
 type runner struct {
+	// o are the run's options, read by every phase (checkApproval settles
+	// o.ApprovedBy).
 	o Options
-	// userCLI are the user's CLI configuration files, read before the
-	// engine's environment (which names the run's own) is set.
-	userCLI []string
-	res     *Result
-	key     store.Key
-	// held is the scope lease of a run that writes (acquire); nil in a plan.
+	// res is what the run did, which every phase fills as far as it gets.
+	res *Result
+	// key is the scope every phase works on.
+	key store.Key
+	// started is when the run started: every receipt it writes (the
+	// settlement's, the handover's, the checkpoint's, the last) records
+	// it, and the quarantine of the engine's errored state goes by it.
+	started time.Time
+	// held is the scope lease of a run that writes (acquire), nil in a
+	// plan: every later phase writes through it, and its loss ends them.
 	held *lease.Held
-	// handover is the run's part in a succession (load), nil in a plan.
-	handover *succession.Handover
-	// olderCommit is what the receipt records of --allow-older-commit (load).
-	olderCommit *receipt.AllowedOlderCommit
-	// ownBackend is set when the configuration declares its own backend
-	// (prepare): the state is then the engine's to read, not the store's.
-	ownBackend bool
-	sess       Engine
-	started    time.Time
 	// releases undo, in reverse order, what the phases took (release).
 	releases []func()
-	// planned is what a plan saw of the scope before the engine ran, for
-	// a saved plan (load): the state it was made against, the receipts,
-	// the succession it previews.
-	seen planSeen
-	// unresolved are the ledger entries settle could not vouch for.
-	unresolved []receipt.Entry
-	// reconciled are the runs whose quarantined states are reconciled.
-	reconciled []string
 
+	// What goroutines of the run write while the engine runs (the engine's
+	// event callback serve hands it, the signal watcher of apply, the
+	// provider's reads of other stacks): shared, not handed from one phase
+	// to the next, so they are guarded (mu, atomic).
 	mu sync.Mutex
 	// completions records completed creates while the engine applies;
 	// engineProcs are the engine's processes it pauses (pauseEngine).
@@ -248,7 +242,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.EngineOut == nil {
 		o.EngineOut = io.Discard
 	}
-	r := &runner{o: o, key: store.Key{Stack: o.Context.Stack, Environment: o.Context.Environment, Scope: o.Context.Scope}}
+	r := &runner{o: o, key: store.Key{Stack: o.Context.Stack, Environment: o.Context.Environment, Scope: o.Context.Scope}, started: time.Now()}
 	r.res = &Result{RunID: o.RunID, Command: o.Command, Key: r.key}
 	err := r.run(ctx)
 	if err != nil && r.res.Status == "" {
@@ -274,35 +268,35 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.acquire(ctx, bg); err != nil {
 		return err
 	}
-	prev, done, err := r.load(ctx, bg)
+	ld, done, err := r.load(ctx, bg, work)
 	if err != nil || done {
 		return err
 	}
-	eng, err := r.serve(ctx, work)
+	eng, err := r.serve(ctx, work, r.stateKey(ld.seen))
 	if err != nil {
 		return err
 	}
-	prev, settled, err := r.settle(ctx, eng, prev)
+	st, err := r.settle(ctx, eng, ld.prev)
 	if err != nil {
 		return err
 	}
-	if prev, err = r.reindex(ctx, prev); err != nil {
+	if st.prev, err = r.reindex(ctx, eng, st.prev); err != nil {
 		return err
 	}
-	chk, err := r.planAndCheck(ctx, eng, work, prev, len(settled) == 0)
+	chk, err := r.planAndCheck(ctx, eng, work, ld, st)
 	if err != nil {
 		return err
 	}
 	if chk.fast {
 		// Nothing to apply and nothing the plan's values could change in
 		// the receipt (unchanged.go).
-		return r.recordUnchanged(bg, chk, prev)
+		return r.recordUnchanged(bg, ld, st, chk)
 	}
 	if r.o.Command == Plan {
 		r.planOutcome(chk)
-		return r.savePlan(chk)
+		return r.savePlan(work, ld.seen, chk)
 	}
-	rec, err := r.commitIntents(ctx, bg, eng, chk, prev, settled)
+	rec, err := r.commitIntents(ctx, bg, eng, ld, st, chk)
 	if err != nil {
 		return err
 	}
@@ -310,14 +304,14 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lateErr, err := r.record(ctx, bg, chk, prev, rec, applyErr)
+	lateErr, err := r.record(ctx, bg, eng, ld, st, chk, rec, applyErr)
 	if err != nil {
 		return err
 	}
 	// A late identity hit is reported once the handover is finished: the
 	// apply created what the receipt records, so the scope must be left as
 	// the receipt says (issue 24 item 2).
-	if err := r.finishSuccession(bg, rec); err != nil {
+	if err := r.finishSuccession(bg, ld.handover, rec); err != nil {
 		return err
 	}
 	return lateErr
@@ -342,22 +336,6 @@ func (r *runner) info(msg string) {
 	if r.o.Info != nil {
 		r.o.Info(msg)
 	}
-}
-
-// currentState reads the scope's state: from the store, where the state
-// server put it, or from the user's backend.
-func (r *runner) currentState(ctx context.Context) ([]stateResource, error) {
-	var data []byte
-	var err error
-	if r.ownBackend {
-		data, err = r.sess.StatePull(ctx)
-	} else {
-		data, err = r.o.Store.ReadState(ctx, r.key)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return readState(data)
 }
 
 // engineErr turns an engine failure caused by a lost lease or an interrupt

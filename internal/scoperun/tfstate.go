@@ -1,6 +1,7 @@
 package scoperun
 
 import (
+	"context"
 	"encoding/json"
 	"sort"
 
@@ -17,6 +18,23 @@ import (
 
 // stateResource is one managed resource instance of a state.
 type stateResource = ownership.Object
+
+// currentState reads the scope's state: from the store, where the state
+// server put it, or, when the configuration keeps its own backend, through
+// the engine.
+func (r *runner) currentState(ctx context.Context, eng *engineRun) ([]stateResource, error) {
+	var data []byte
+	var err error
+	if eng.ownBackend {
+		data, err = eng.sess.StatePull(ctx)
+	} else {
+		data, err = r.o.Store.ReadState(ctx, r.key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readState(data)
+}
 
 // readState lists the managed resource instances of a raw state, sorted by
 // address. An empty or absent state has none.
