@@ -211,22 +211,6 @@ func (r *runner) noteUnknownIdentities(planned []ownership.Planned) {
 	}
 }
 
-// planChanges reports whether a plan changes anything (a saved plan says
-// so only in its JSON).
-func planChanges(p *tfjson.Plan) bool {
-	for _, rc := range p.ResourceChanges {
-		if rc.Change != nil && !rc.Change.Actions.NoOp() {
-			return true
-		}
-	}
-	for _, oc := range p.OutputChanges {
-		if oc != nil && !oc.Actions.NoOp() {
-			return true
-		}
-	}
-	return false
-}
-
 // planOutcome is where a plan ends: its status says whether it changes
 // anything.
 func (r *runner) planOutcome(c *checked) {

@@ -114,14 +114,6 @@ func (r *runner) nothingToDestroy(ctx context.Context, ownBackend bool) (bool, e
 	return true, nil
 }
 
-// stateEmpty reports whether a scope's state holds no managed resources. A
-// state that cannot be read is not known to be empty: the destroy goes
-// ahead, and the engine reads the state and reports what is wrong with it.
-func stateEmpty(state []byte) bool {
-	res, err := readState(state)
-	return err == nil && len(res) == 0
-}
-
 // Workspace is the engine workspace of a scope when the configuration keeps
 // its own backend.
 func Workspace(key store.Key) string { return key.Environment + "--" + key.Scope }

@@ -16,7 +16,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/succession"
-	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 )
 
@@ -326,14 +325,6 @@ func (r *runner) checkSavedState(ctx context.Context, m savedplan.Meta, prev, pr
 			With("changed", "receipt").With("run", runOf(prev))
 	}
 	return nil
-}
-
-// StateHolds reports whether a state has resources or outputs: what
-// sponson_outputs takes for a state (an empty one is a scope never applied
-// or destroyed, which it falls back from).
-func StateHolds(state []byte) bool {
-	st, err := tfstate.ReadOutputs(state)
-	return err == nil && st.Holds
 }
 
 // checkSavedOwners refuses a saved plan when another scope has come to own
