@@ -5,12 +5,24 @@
 // read (docs/design.md §3.2 "An apply, end to end").
 //
 // A run is a list of phases, one file each, read in this order: run.go (the
-// list), prepare.go, acquire.go, load.go, serve.go, settle.go, check.go,
-// commit.go, apply.go, record.go, finish.go and release.go; unchanged.go is
-// where an apply whose plan changes nothing ends instead of commit.go. Each phase takes
-// what the one before produced and returns what the next one needs; what
-// every phase shares (the options, the result, the scope key, the held
-// lease) is the runner's.
+// list), prepare.go, acquire.go, load.go, serve.go, settle.go, reindex.go,
+// check.go, commit.go, apply.go, record.go, finish.go and release.go;
+// unchanged.go is where an apply whose plan changes nothing ends instead of
+// commit.go, and saved.go where a plan ends. Each phase takes what the ones
+// before produced and returns what it makes, as values: prepare the
+// workdir, load what it loaded (the receipt carried forward, the handover,
+// what --allow-older-commit records, what a plan saw), serve the engineRun,
+// settle what it settled (and the receipt carried forward from then on),
+// check the checked plan, commit the checkpoint's receipt. What every phase
+// shares (the options, the result, the scope key, the start, the held lease,
+// the releases) and what the run's goroutines write while the engine runs
+// is the runner's. The helpers several phases use live in files named for
+// what they are: leases.go, ledger.go, receipts.go, plan.go, tfstate.go,
+// succession.go.
+//
+// The package does not import the provider: the wrapper hands it the
+// function that serves the provider to the engine (Options.ServeProvider,
+// provider.EngineEnv).
 package scoperun
 
 import (
