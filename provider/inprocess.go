@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 	testing "github.com/mitchellh/go-testing-interface"
 
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
@@ -125,4 +126,25 @@ type reattachConfig struct {
 type reattachAddr struct {
 	Network string
 	String  string
+}
+
+// EngineEnv serves the provider from this process to one run's engine
+// (ServeInProcess) and returns the engine's variable that names it
+// (TF_REATTACH_PROVIDERS, merged with the user's) and the function that
+// stops it. The wrapper hands it to the packages that start the engine
+// (scoperun.Options.ServeProvider, adopt.Options.ServeProvider), which do
+// not import the provider; engine.WithProvider adds what every engine
+// session needs besides.
+func EngineEnv(ctx context.Context, version, dir string, states StateReader) (env []string, stop func(), err error) {
+	srv, err := ServeInProcess(ctx, version, dir, states)
+	if err != nil {
+		return nil, nil, errcode.Wrap(errcode.Internal, err, "serving the provider to the engine")
+	}
+	reattach, err := srv.Environ(os.Getenv(ReattachEnvVar))
+	if err != nil {
+		srv.Close()
+		return nil, nil, errcode.Wrap(errcode.Usage, err, "reading %s", ReattachEnvVar).
+			WithHint("Unset it, or set it to the JSON the provider you debug printed.")
+	}
+	return []string{ReattachEnvVar + "=" + reattach}, srv.Close, nil
 }

@@ -33,9 +33,7 @@ const mainScope = "main"
 
 // StateReader reads a scope's state from a store: all sponson_outputs needs
 // of one.
-type StateReader interface {
-	ReadState(ctx context.Context, key store.Key) ([]byte, error)
-}
+type StateReader = store.StateReader
 
 // NewOutputsDataSource returns the sponson_outputs data source.
 func NewOutputsDataSource() datasource.DataSource {

@@ -77,7 +77,8 @@ func runAdopt(cmd *cobra.Command, f *Factory, flags *RunFlags, workspace string)
 		Dir: in.opts.Dir, Context: c, Store: in.opts.Store, Engine: in.opts.Engine,
 		ProviderVersion: in.opts.ProviderVersion,
 		Lease:           in.opts.Lease, RunID: runID, Workspace: workspace, EngineOut: engineOut, Declared: in.opts.Declared,
-		Warn: func(s string) { warnOut.warn(s); o.warnings = append(o.warnings, s) },
+		ServeProvider: in.opts.ServeProvider,
+		Warn:          func(s string) { warnOut.warn(s); o.warnings = append(o.warnings, s) },
 	})
 	r := AdoptResult{RunID: runID, Environment: c.Environment, Scope: c.Scope, Store: in.storeURL, Context: c, Receipt: res.Receipt}
 	if res.Receipt != nil {

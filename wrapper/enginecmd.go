@@ -17,8 +17,8 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
-	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
+	"github.com/sponson/terraform-provider-sponson/provider"
 )
 
 // engineCommand is one of the engine's own commands as sponson runs it: in
@@ -281,7 +281,9 @@ func openEngine(ctx context.Context, f *Factory, dir, engineFlag string, out io.
 	if err != nil {
 		return nil, nil, errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
 	}
-	env, stopProvider, err := scoperun.ServeProvider(context.Background(), version.Mirror(), dir, tmp, nil, warn)
+	env, stopProvider, err := engine.WithProvider(tmp, func() ([]string, func(), error) {
+		return provider.EngineEnv(context.Background(), version.Mirror(), dir, nil)
+	}, warn)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, nil, err
@@ -836,3 +838,8 @@ func wrapText(s string, indent, width int) string {
 	lines = append(lines, line)
 	return strings.Join(lines, "\n"+strings.Repeat(" ", indent))
 }
+
+// serveProvider serves sponson's provider from this process to a run's
+// engine (scoperun.Options.ServeProvider): the packages that start the
+// engine do not import the provider.
+var serveProvider = provider.EngineEnv

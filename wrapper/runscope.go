@@ -153,6 +153,7 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 			AllowOlderCommit: r.AllowOlderCommit,
 			Vars:             r.engine.Vars,
 			EngineFlags:      r.engine.Flags,
+			ServeProvider:    serveProvider,
 		},
 	}
 	if err := r.savedPlan(f, in); err != nil {

@@ -27,7 +27,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scopeedit"
-	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
@@ -51,9 +50,13 @@ type Options struct {
 	// EngineOut receives the engine's init output.
 	EngineOut io.Writer
 	Warn      func(string)
-	// Declared is what the environment declares about identity
+	// Declared is what the environment declares about identity, as a run's
 	// (scoperun.Options.Declared).
 	Declared ownership.Declaration
+	// ServeProvider serves the sponson provider from this process to the
+	// engine (provider.EngineEnv, handed over by the wrapper as to a run:
+	// scoperun.Options.ServeProvider); nil serves none.
+	ServeProvider func(ctx context.Context, version, dir string, states store.StateReader) (env []string, stop func(), err error)
 }
 
 // Result is what an adoption did.
@@ -138,7 +141,11 @@ func pull(ctx context.Context, o Options) ([]byte, receipt.Engine, error) {
 		return nil, receipt.Engine{}, errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
 	}
 	defer os.RemoveAll(tmp)
-	provEnv, stop, err := scoperun.ServeProvider(ctx, o.ProviderVersion, o.Dir, tmp, o.Store, o.Warn)
+	var serve func() ([]string, func(), error)
+	if o.ServeProvider != nil {
+		serve = func() ([]string, func(), error) { return o.ServeProvider(ctx, o.ProviderVersion, o.Dir, o.Store) }
+	}
+	provEnv, stop, err := engine.WithProvider(tmp, serve, o.Warn)
 	if err != nil {
 		return nil, receipt.Engine{}, err
 	}

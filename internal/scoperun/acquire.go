@@ -84,11 +84,3 @@ type WaitEvent struct {
 func (e WaitEvent) Line() string {
 	return fmt.Sprintf("waiting for %s: held by %s — waited %s", e.Key, lease.Describe(e.Lease), e.Waited.Round(time.Second))
 }
-
-// holderInfo describes this run for the lease records it takes.
-func (r *runner) holderInfo() store.HolderInfo {
-	return store.HolderInfo{
-		JobURL: r.o.Job.URL, Actor: r.o.Job.Actor, Host: r.o.Host,
-		Commit: r.o.Context.Commit, PullRequest: r.o.Context.PullRequest,
-	}
-}

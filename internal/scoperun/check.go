@@ -13,6 +13,8 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/succession"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 )
 
@@ -29,6 +31,9 @@ type checked struct {
 	policy   ownership.Policy
 	planned  []ownership.Planned
 	rules    ownership.Rules
+	// owners are the owners the foreign check saw of the identities the
+	// plan touches, for a saved plan.
+	owners []store.Owner
 	// rewrites are the unresolved entries this run creates again at the
 	// same place (ownership.InPlace), by address: the record phase
 	// settles them once the state holds them.
@@ -45,31 +50,34 @@ type checked struct {
 // a run that writes production needs a named approver.
 //
 // An apply whose plan changes nothing stops here when the fast path allows
-// it (unchanged.go; settledNothing: the settle phase wrote nothing): the plan
-// is not read as JSON, and c.unchanged is the ledger to record.
-func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir, prev *receipt.Receipt, settledNothing bool) (*checked, error) {
+// it (unchanged.go): the plan is not read as JSON, and c.unchanged is the
+// ledger to record. The plan is checked against st.prev, the receipt the
+// run carries forward, and st.unresolved; ld.handover names the
+// predecessor whose resources are not foreign to it.
+func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir, ld *loaded, st *settled) (*checked, error) {
 	c := &checked{path: filepath.Join(work.tmp, "plan.bin")}
 	if err := r.enginePlan(ctx, eng, c); err != nil {
 		return nil, err
 	}
-	if !c.changed && r.o.Saved == nil && r.fastPathAllowed(prev, settledNothing) {
-		ledger, ok, err := r.unchangedLedger(ctx, prev)
+	if !c.changed && r.o.Saved == nil && r.fastPathAllowed(work, ld, st) {
+		ledger, ok, err := r.unchangedLedger(ctx, eng, st.prev)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
 			c.fast, c.unchanged = true, ledger
-			r.finishPlan()
+			r.finishPlan(ld.handover)
 			return c, nil
 		}
 	}
 	if err := r.readPlan(ctx, eng, c); err != nil {
 		return nil, err
 	}
-	if err := r.identify(ctx, c, prev); err != nil {
+	r.finishPlan(ld.handover)
+	if err := r.identify(ctx, eng, c, st.prev); err != nil {
 		return nil, err
 	}
-	if err := r.check(ctx, c); err != nil {
+	if err := r.check(ctx, c, ld.handover, st.unresolved); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -125,14 +133,13 @@ func (r *runner) readPlan(ctx context.Context, eng *engineRun, c *checked) error
 			r.warn(fmt.Sprintf("the engine's text of the plan is not in the summary: %v", err))
 		}
 	}
-	r.finishPlan()
 	return nil
 }
 
 // finishPlan notes in the result the succession the plan takes part in.
-func (r *runner) finishPlan() {
-	if r.handover != nil {
-		if pred, ok := r.handover.Predecessor(); ok {
+func (r *runner) finishPlan(h *succession.Handover) {
+	if h != nil {
+		if pred, ok := h.Predecessor(); ok {
 			r.res.InheritedFrom = pred
 		}
 	}
@@ -141,7 +148,7 @@ func (r *runner) finishPlan() {
 // identify computes the policy (the scope's, with what the environment
 // declares) and the identities of every planned change, under every
 // scheme in use in the environment.
-func (r *runner) identify(ctx context.Context, c *checked, prev *receipt.Receipt) error {
+func (r *runner) identify(ctx context.Context, eng *engineRun, c *checked, prev *receipt.Receipt) error {
 	c.policy = ownership.PolicyFromPlan(c.plan)
 	decl := r.o.Declared.Policy()
 	c.policy.Declared, c.policy.AddressOwned = decl.Declared, decl.AddressOwned
@@ -159,7 +166,7 @@ func (r *runner) identify(ctx context.Context, c *checked, prev *receipt.Receipt
 	if c.planned, err = ownership.Keyed(ctx, r.o.Store, r.key.Environment, c.plan, c.policy, c.planned); err != nil {
 		return err
 	}
-	if err := r.checkPolicy(ctx, prev, c.policy, c.planned); err != nil {
+	if err := r.checkPolicy(ctx, eng, prev, c.policy, c.planned); err != nil {
 		return err
 	}
 	if r.o.Saved != nil {
@@ -169,14 +176,15 @@ func (r *runner) identify(ctx context.Context, c *checked, prev *receipt.Receipt
 }
 
 // check makes the checks before the engine writes: the foreign check, an
-// import's, the unresolved creates' and the approval.
-func (r *runner) check(ctx context.Context, c *checked) error {
+// import's, the unresolved creates' (unresolved: the entries settle could
+// not vouch for) and the approval. h is the run's part in a succession.
+func (r *runner) check(ctx context.Context, c *checked, h *succession.Handover, unresolved []receipt.Entry) error {
 	r.noteUnknownIdentities(c.planned)
 	// The foreign check: before the engine writes anything, no planned
 	// change may touch an object another scope of the environment owns.
 	// The owners it saw go into a saved plan.
 	var err error
-	if r.seen.owners, err = ownership.CheckForeign(ctx, r.o.Store, r.key, c.planned, r.foreignExcept()); err != nil {
+	if c.owners, err = ownership.CheckForeign(ctx, r.o.Store, r.key, c.planned, foreignExcept(h)); err != nil {
 		return err
 	}
 	if r.o.ImportOnly {
@@ -184,7 +192,7 @@ func (r *runner) check(ctx context.Context, c *checked) error {
 			return err
 		}
 	}
-	if err := r.checkUnresolved(c); err != nil {
+	if err := r.checkUnresolved(c, unresolved); err != nil {
 		return err
 	}
 	c.rules = ownership.RulesFromPlan(c.plan)
@@ -203,22 +211,6 @@ func (r *runner) noteUnknownIdentities(planned []ownership.Planned) {
 	}
 }
 
-// planChanges reports whether a plan changes anything (a saved plan says
-// so only in its JSON).
-func planChanges(p *tfjson.Plan) bool {
-	for _, rc := range p.ResourceChanges {
-		if rc.Change != nil && !rc.Change.Actions.NoOp() {
-			return true
-		}
-	}
-	for _, oc := range p.OutputChanges {
-		if oc != nil && !oc.Actions.NoOp() {
-			return true
-		}
-	}
-	return false
-}
-
 // planOutcome is where a plan ends: its status says whether it changes
 // anything.
 func (r *runner) planOutcome(c *checked) {
@@ -230,25 +222,15 @@ func (r *runner) planOutcome(c *checked) {
 
 // checkPolicy refuses a policy under which objects the scope owns would
 // lose an identity other scopes can match (ownership.Unmatchable).
-func (r *runner) checkPolicy(ctx context.Context, prev *receipt.Receipt, pol ownership.Policy, planned []ownership.Planned) error {
+func (r *runner) checkPolicy(ctx context.Context, eng *engineRun, prev *receipt.Receipt, pol ownership.Policy, planned []ownership.Planned) error {
 	if prev == nil || len(pol.Identity) == 0 && len(pol.Declared) == 0 {
 		return nil
 	}
-	objects, err := r.currentState(ctx)
+	objects, err := r.currentState(ctx, eng)
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "reading the state to check the identity policy")
 	}
 	return ownership.Unmatchable(prev, objects, pol, planned)
-}
-
-// foreignExcept is the scope whose ownership entries the foreign check
-// leaves out: a predecessor whose resources are promised to this scope.
-func (r *runner) foreignExcept() string {
-	if r.handover == nil {
-		return ""
-	}
-	pred, _ := r.handover.Predecessor()
-	return pred
 }
 
 // checkApproval refuses a run that can write production without a named
@@ -314,10 +296,11 @@ func importOnly(planned []ownership.Planned) error {
 // `sponson resolve`. A create of a type that writes its object where its
 // arguments say (ownership.InPlace: local_file's filename), planned at the
 // same place as the unresolved one, goes through: it writes that object
-// again, not a second one (c.rewrites).
-func (r *runner) checkUnresolved(c *checked) error {
+// again, not a second one (c.rewrites). open are the entries settle could
+// not vouch for.
+func (r *runner) checkUnresolved(c *checked, open []receipt.Entry) error {
 	unresolved := map[string]receipt.Entry{}
-	for _, e := range r.unresolved {
+	for _, e := range open {
 		unresolved[e.Address] = e
 	}
 	values := map[string]map[string]string{}

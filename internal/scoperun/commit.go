@@ -22,15 +22,15 @@ import (
 // that holds an intent for every create, under the intent lease when
 // another scope's intents could race it. It returns the receipt that record
 // completes.
-func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *checked, prev *receipt.Receipt, settled []receipt.Settlement) (*receipt.Receipt, error) {
+func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, ld *loaded, st *settled, c *checked) (*receipt.Receipt, error) {
 	releaseParents, err := r.acquireParents(eng.ctx, c.rules, c.plan, eng.stop)
 	if err != nil {
 		return nil, err
 	}
 	r.onRelease(releaseParents)
 
-	rec := r.newReceipt(prev, c.plan, c.planned, c.rules)
-	rec.Settled = settled
+	rec := r.newReceipt(ld, st, c.plan, c.planned, c.rules)
+	rec.Settled = st.out
 	// The engine is paused for the completions its creates wait for
 	// (apply.go, pauseEngine) where its process can be found.
 	rec.HeldCompletions = r.o.OpenEngine == nil && reaper.CanFind()
@@ -60,7 +60,7 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 	icfg.About = r.holderInfo()
 	warning, err := ownership.UnderIntentLease(bg, r.o.Store, r.key.Environment, "intents-"+strings.TrimPrefix(r.o.RunID, "run-"), icfg,
 		func(context.Context) error {
-			_, err := ownership.CheckForeign(ctx, r.o.Store, r.key, c.planned, r.foreignExcept())
+			_, err := ownership.CheckForeign(ctx, r.o.Store, r.key, c.planned, foreignExcept(ld.handover))
 			return err
 		}, write)
 	if warning != "" {
@@ -71,7 +71,7 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, c *check
 		// not proven, so the run ends failed with its intents dropped.
 		rec.Status = receipt.StatusFailed
 		rec.FinishedAt = time.Now().UTC()
-		rec.Ledger = carried(prev)
+		rec.Ledger = carried(st.prev)
 		e := errcode.As(err)
 		rec.Error = &receipt.Failure{Code: string(e.Code), Message: e.Message}
 		r.res.Status = rec.Status
@@ -138,68 +138,4 @@ func (r *runner) acquireParents(ctx context.Context, rules ownership.Rules, plan
 		}()
 	}
 	return release, nil
-}
-
-// approvedBy is the approver a receipt records: the one checkApproval
-// accepted, or in a protected environment the one the command checked
-// before the run (a run that fails before its checks still needed it).
-func (r *runner) approvedBy() string {
-	if r.res.ApprovedBy != "" {
-		return r.res.ApprovedBy
-	}
-	if r.o.Protected {
-		return r.o.ApprovedBy
-	}
-	return ""
-}
-
-func (r *runner) newReceipt(prev *receipt.Receipt, plan *tfjson.Plan, planned []ownership.Planned, rules ownership.Rules) *receipt.Receipt {
-	c := r.o.Context
-	base := prev
-	if base == nil {
-		base = receipt.First(r.key.Stack, c.Environment, c.Scope)
-	}
-	// Carried forward (receipt.Next): a run that fails before it can read
-	// the state forgets nothing the scope owned, intents of an earlier
-	// crash included; the succession chain stays visible on every later
-	// receipt, and released objects stay listed: nobody else will remember
-	// them.
-	rec := receipt.Next(base, receipt.Run{RunID: r.o.RunID, Command: r.o.label(), Status: receipt.StatusRunning, Actor: r.o.Job.Actor, StartedAt: r.started.UTC()})
-	rec.Stack, rec.Environment, rec.Scope = r.key.Stack, c.Environment, c.Scope
-	rec.Branch, rec.PullRequest, rec.Commit = c.Branch, c.PullRequest, c.Commit
-	rec.ApprovedBy, rec.AllowedOlderCommit, rec.Engine = r.approvedBy(), r.olderCommit, r.res.Engine
-	rec.Changes, rec.Reads = Changes(plan), StackReads(plan)
-	rec.Ledger = append(rec.Ledger, intents(plan, planned, rules)...)
-	rec.Reconciled = r.reconciled
-	// The run's own completions start empty: what an earlier run left was
-	// settled before this run planned. A handover the scope promised was
-	// finished before (FinishPending), or the scope keeps its own backend
-	// and takes no part in a succession.
-	rec.Completed, rec.HeldCompletions, rec.Handover = nil, false, nil
-	if p := r.held.Preempted; p != nil {
-		rec.LockPreempted = &receipt.Preempted{Holder: p.Holder, Since: p.AcquiredAt, Until: p.ExpiresAt}
-	}
-	if r.o.Command == Destroy {
-		// A destroy that gets this far owns what it destroys: an open
-		// handover was finished (finishForDestroy) or there was none.
-		rec.Inheriting = ""
-	}
-	return rec
-}
-
-// carried returns a copy of the previous ledger, empty when there is none.
-func carried(prev *receipt.Receipt) []receipt.Entry {
-	out := []receipt.Entry{}
-	if prev != nil {
-		out = append(out, prev.Ledger...)
-	}
-	return out
-}
-
-// label is the command's name as the receipt records it.
-func (o Options) label() string {
-	if o.Label != "" {
-		return o.Label
-	}
-	return string(o.Command)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -23,6 +22,11 @@ type workdir struct {
 	backend string
 }
 
+// ownBackend reports whether the configuration declares its own backend:
+// the state is then the engine's to read, not the store's, and the scope
+// takes no part in a succession.
+func (w workdir) ownBackend() bool { return w.backend != "" }
+
 // prepare is the first phase: the run's temporary directory, the
 // configuration's own backend, and, for a destroy, whether there is
 // anything to destroy at all. done is set when the run ends here.
@@ -32,7 +36,6 @@ func (r *runner) prepare(ctx context.Context) (work workdir, done bool, err erro
 		return workdir{}, false, errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
 	}
 	r.onRelease(func() { os.RemoveAll(tmp) })
-	r.started = time.Now()
 	if err := refuseNoConfig(r.o.Dir); err != nil {
 		return workdir{}, false, err
 	}
@@ -41,7 +44,6 @@ func (r *runner) prepare(ctx context.Context) (work workdir, done bool, err erro
 	if err != nil {
 		return workdir{}, false, errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", r.o.Dir)
 	}
-	r.ownBackend = backend != ""
 	if err := refuseEngineEncryption(r.o.Dir); err != nil {
 		return workdir{}, false, err
 	}
@@ -49,14 +51,14 @@ func (r *runner) prepare(ctx context.Context) (work workdir, done bool, err erro
 		r.warn(fmt.Sprintf("the configuration declares its own %q backend: each scope gets its own workspace %s in it; state writes are guarded by the scope lease and the backend's own lock but are NOT fenced. Remove the backend block to let sponson serve a fenced state.", backend, Workspace(r.key)))
 	}
 	work = workdir{tmp: tmp, backend: backend}
-	if err := r.checkStateWritable(); err != nil {
+	if err := r.checkStateWritable(work.ownBackend()); err != nil {
 		return workdir{}, false, err
 	}
-	if err := r.checkStateKey(ctx); err != nil {
+	if err := r.checkStateKey(ctx, work.ownBackend()); err != nil {
 		return workdir{}, false, err
 	}
 	if r.o.Command == Destroy {
-		done, err = r.nothingToDestroy(ctx)
+		done, err = r.nothingToDestroy(ctx, work.ownBackend())
 	}
 	return work, done, err
 }
@@ -81,8 +83,8 @@ func refuseNoConfig(dir string) error {
 // nothingToDestroy reports (and says) when a destroy has nothing to do: the
 // scope is unknown, or destroyed already and its state is empty. Such a
 // destroy takes no lease and writes nothing.
-func (r *runner) nothingToDestroy(ctx context.Context) (bool, error) {
-	if r.ownBackend {
+func (r *runner) nothingToDestroy(ctx context.Context, ownBackend bool) (bool, error) {
+	if ownBackend {
 		return false, nil
 	}
 	prev, err := r.o.Store.LatestReceipt(ctx, r.key)
@@ -112,14 +114,6 @@ func (r *runner) nothingToDestroy(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// stateEmpty reports whether a scope's state holds no managed resources. A
-// state that cannot be read is not known to be empty: the destroy goes
-// ahead, and the engine reads the state and reports what is wrong with it.
-func stateEmpty(state []byte) bool {
-	res, err := readState(state)
-	return err == nil && len(res) == 0
-}
-
 // Workspace is the engine workspace of a scope when the configuration keeps
 // its own backend.
 func Workspace(key store.Key) string { return key.Environment + "--" + key.Scope }
@@ -134,9 +128,9 @@ func DataDir(dir string, key store.Key) string {
 // checkStateWritable refuses a run that writes when the store would refuse
 // its state (an encrypting store without its key): found by the engine's
 // state write, the objects it created would have no state.
-func (r *runner) checkStateWritable() error {
+func (r *runner) checkStateWritable(ownBackend bool) error {
 	c, ok := r.o.Store.(store.StateChecker)
-	if r.o.Command == Plan || r.ownBackend || !ok {
+	if r.o.Command == Plan || ownBackend || !ok {
 		return nil
 	}
 	if err := c.CheckState(r.key); err != nil {
@@ -151,8 +145,8 @@ func (r *runner) checkStateWritable() error {
 // seals state, so that a state the given key cannot open (another key, or
 // none) is refused naming the key it was sealed with, before the lease and
 // the engine (where it failed as ENGINE_FAILED).
-func (r *runner) checkStateKey(ctx context.Context) error {
-	if _, ok := r.o.Store.(store.StateChecker); !ok || r.ownBackend {
+func (r *runner) checkStateKey(ctx context.Context, ownBackend bool) error {
+	if _, ok := r.o.Store.(store.StateChecker); !ok || ownBackend {
 		return nil
 	}
 	if _, err := r.o.Store.ReadState(ctx, r.key); errcode.Is(err, errcode.Usage) {

@@ -18,25 +18,28 @@ import (
 // completed from the state the engine left (the ledger), the outcome and
 // the late identity check, and written. It returns the run's error: the
 // engine's, else an unreadable state; a late identity hit of an apply that
-// otherwise succeeded comes back as lateErr, for after the handover.
-func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.Receipt, applyErr error) (lateErr, err error) {
+// otherwise succeeded comes back as lateErr, for after the handover. The
+// ledger is built against st.prev, with the entries settle left
+// unresolved.
+func (r *runner) record(ctx, bg context.Context, eng *engineRun, ld *loaded, st *settled, c *checked, rec *receipt.Receipt, applyErr error) (lateErr, err error) {
+	prev := st.prev
 	// Without the state the checkpoint's ledger stays, intents included,
 	// for the next run to settle.
-	resources, readErr := r.currentState(bg)
+	resources, readErr := r.currentState(bg, eng)
 	if readErr == nil {
 		var notes []string
 		rec.Ledger, notes = ownership.Ledger(prev, resources, c.policy, append(slices.Clone(c.planned), ownership.Moves(c.plan)...))
 		for _, n := range notes {
 			r.warn(n)
 		}
-		rec.Ledger = r.keepUnaccounted(rec.Ledger, c, resources)
+		rec.Ledger = r.keepUnaccounted(rec.Ledger, c, resources, st.unresolved)
 		rec.Settled = rewritten(rec.Settled, c, resources)
 		rec.Ledger = r.keepStale(rec.Ledger, c, rec, resources, applyErr)
 		rec.Released = append(rec.Released, r.released(prev, c, resources)...)
 	}
-	if r.o.Command == Destroy && len(r.unresolved) > 0 {
+	if r.o.Command == Destroy && len(st.unresolved) > 0 {
 		var addrs []string
-		for _, e := range r.unresolved {
+		for _, e := range st.unresolved {
 			addrs = append(addrs, e.Address)
 		}
 		r.warn(fmt.Sprintf("the destroy cannot vouch for %d objects a killed run may have created (%s): they may still exist; find them, delete them by hand or adopt them (`sponson resolve --help`); the scope keeps listing them", len(addrs), strings.Join(addrs, ", ")))
@@ -50,7 +53,7 @@ func (r *runner) record(ctx, bg context.Context, c *checked, prev, rec *receipt.
 	// Creates whose identity was unknown at plan time are checked now that
 	// it is known: the object exists already, so a hit is reported loudly
 	// (the run fails) instead of being refused.
-	lateHit, lookupErr := ownership.CheckLate(bg, r.o.Store, r.key, c.planned, rec.Ledger, r.foreignExcept())
+	lateHit, lookupErr := ownership.CheckLate(bg, r.o.Store, r.key, c.planned, rec.Ledger, foreignExcept(ld.handover))
 	if lookupErr != nil {
 		r.warn(fmt.Sprintf("could not check the identities learned during the apply: %v", lookupErr))
 	}
@@ -97,11 +100,11 @@ func (r *runner) outcome(rec *receipt.Receipt, c *checked, engineErr, readErr er
 }
 
 // keepUnaccounted adds to a ledger built from the state what the state
-// cannot vouch for: the entries settle left unresolved, and, when the
+// cannot vouch for: the entries settle left unresolved (unresolved), and, when the
 // engine could not persist its state (it was quarantined), the intents of
 // creates the state lacks, which the next run settles against the
 // quarantined state and the completions of the checkpoint.
-func (r *runner) keepUnaccounted(ledger []receipt.Entry, c *checked, resources []stateResource) []receipt.Entry {
+func (r *runner) keepUnaccounted(ledger []receipt.Entry, c *checked, resources []stateResource, unresolved []receipt.Entry) []receipt.Entry {
 	inState := map[string]bool{}
 	idAt := map[string]string{}
 	for _, res := range resources {
@@ -115,7 +118,7 @@ func (r *runner) keepUnaccounted(ledger []receipt.Entry, c *checked, resources [
 			ledger[i].CreatedBy = receipt.CreatedBySponson
 		}
 	}
-	for _, e := range r.unresolved {
+	for _, e := range unresolved {
 		// An unresolved entry stays until the object it stands for is
 		// accounted for: by its id, not by whatever is at its address;
 		// or, for a type written where its arguments say, by this run's

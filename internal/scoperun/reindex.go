@@ -26,7 +26,7 @@ import (
 //
 // It returns prev, the scope's own latest receipt, re-indexed when it had
 // objects of a changed type.
-func (r *runner) reindex(ctx context.Context, prev *receipt.Receipt) (*receipt.Receipt, error) {
+func (r *runner) reindex(ctx context.Context, eng *engineRun, prev *receipt.Receipt) (*receipt.Receipt, error) {
 	if r.o.Command == Plan {
 		return prev, nil
 	}
@@ -61,7 +61,7 @@ func (r *runner) reindex(ctx context.Context, prev *receipt.Receipt) (*receipt.R
 	if err != nil {
 		return nil, err
 	}
-	if prev, err = r.reindexOwn(ctx, prev, changed); err != nil {
+	if prev, err = r.reindexOwn(ctx, eng, prev, changed); err != nil {
 		return nil, err
 	}
 	if len(busy) > 0 {
@@ -79,11 +79,11 @@ func (r *runner) reindex(ctx context.Context, prev *receipt.Receipt) (*receipt.R
 // reindexOwn re-indexes the run's own scope under the lease it holds, from
 // its current state (which may live in the configuration's own backend),
 // and returns its receipt as written.
-func (r *runner) reindexOwn(ctx context.Context, prev *receipt.Receipt, types []string) (*receipt.Receipt, error) {
+func (r *runner) reindexOwn(ctx context.Context, eng *engineRun, prev *receipt.Receipt, types []string) (*receipt.Receipt, error) {
 	if prev == nil || !ownership.OwnsTypes(prev.Ledger, types) {
 		return prev, nil
 	}
-	objects, err := r.currentState(ctx)
+	objects, err := r.currentState(ctx, eng)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "reading the state of %s to re-index it", r.key)
 	}

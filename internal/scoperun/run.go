@@ -5,12 +5,24 @@
 // read (docs/design.md §3.2 "An apply, end to end").
 //
 // A run is a list of phases, one file each, read in this order: run.go (the
-// list), prepare.go, acquire.go, load.go, serve.go, settle.go, check.go,
-// commit.go, apply.go, record.go, finish.go and release.go; unchanged.go is
-// where an apply whose plan changes nothing ends instead of commit.go. Each phase takes
-// what the one before produced and returns what the next one needs; what
-// every phase shares (the options, the result, the scope key, the held
-// lease) is the runner's.
+// list), prepare.go, acquire.go, load.go, serve.go, settle.go, reindex.go,
+// check.go, commit.go, apply.go, record.go, finish.go and release.go;
+// unchanged.go is where an apply whose plan changes nothing ends instead of
+// commit.go, and saved.go where a plan ends. Each phase takes what the ones
+// before produced and returns what it makes, as values: prepare the
+// workdir, load what it loaded (the receipt carried forward, the handover,
+// what --allow-older-commit records, what a plan saw), serve the engineRun,
+// settle what it settled (and the receipt carried forward from then on),
+// check the checked plan, commit the checkpoint's receipt. What every phase
+// shares (the options, the result, the scope key, the start, the held lease,
+// the releases) and what the run's goroutines write while the engine runs
+// is the runner's. The helpers several phases use live in files named for
+// what they are: leases.go, ledger.go, receipts.go, plan.go, tfstate.go,
+// succession.go.
+//
+// The package does not import the provider: the wrapper hands it the
+// function that serves the provider to the engine (Options.ServeProvider,
+// provider.EngineEnv).
 package scoperun
 
 import (
@@ -33,7 +45,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
-	"github.com/sponson/terraform-provider-sponson/internal/succession"
 )
 
 // Command is what a run does.
@@ -120,6 +131,13 @@ type Options struct {
 	// OpenEngine starts the engine session; engine.Open when nil. Tests
 	// replace it with a stand-in that speaks to the same state server.
 	OpenEngine func(context.Context, engine.Options) (Engine, error)
+	// ServeProvider serves the sponson provider from this process to the
+	// engine (provider.EngineEnv, which the wrapper hands over: this package
+	// does not import the provider) and returns the engine's variables that
+	// name it; states is the run's store, which sponson_outputs reads other
+	// stacks' outputs from. When nil no provider is served (an engine
+	// stand-in needs none).
+	ServeProvider func(ctx context.Context, version, dir string, states store.StateReader) (env []string, stop func(), err error)
 }
 
 // Engine is what a run needs of the engine: *engine.Session, or a test's
@@ -190,37 +208,32 @@ func NewRunID() string {
 	return "run-" + hex.EncodeToString(b)
 }
 
-// runner is one run: what every phase shares. The phases' own products are
-// passed from one to the next.
+// runner is one run: what every phase shares. The phases' own products
+// travel from one to the next as values (workdir, loaded, engineRun,
+// settled, checked, the checkpoint's receipt); what stays here is what
+// every phase reads or writes, and what the run's goroutines share with it.
 type runner struct {
+	// o are the run's options, read by every phase (checkApproval settles
+	// o.ApprovedBy).
 	o Options
-	// userCLI are the user's CLI configuration files, read before the
-	// engine's environment (which names the run's own) is set.
-	userCLI []string
-	res     *Result
-	key     store.Key
-	// held is the scope lease of a run that writes (acquire); nil in a plan.
+	// res is what the run did, which every phase fills as far as it gets.
+	res *Result
+	// key is the scope every phase works on.
+	key store.Key
+	// started is when the run started: every receipt it writes (the
+	// settlement's, the handover's, the checkpoint's, the last) records
+	// it, and the quarantine of the engine's errored state goes by it.
+	started time.Time
+	// held is the scope lease of a run that writes (acquire), nil in a
+	// plan: every later phase writes through it, and its loss ends them.
 	held *lease.Held
-	// handover is the run's part in a succession (load), nil in a plan.
-	handover *succession.Handover
-	// olderCommit is what the receipt records of --allow-older-commit (load).
-	olderCommit *receipt.AllowedOlderCommit
-	// ownBackend is set when the configuration declares its own backend
-	// (prepare): the state is then the engine's to read, not the store's.
-	ownBackend bool
-	sess       Engine
-	started    time.Time
 	// releases undo, in reverse order, what the phases took (release).
 	releases []func()
-	// planned is what a plan saw of the scope before the engine ran, for
-	// a saved plan (load): the state it was made against, the receipts,
-	// the succession it previews.
-	seen planSeen
-	// unresolved are the ledger entries settle could not vouch for.
-	unresolved []receipt.Entry
-	// reconciled are the runs whose quarantined states are reconciled.
-	reconciled []string
 
+	// What goroutines of the run write while the engine runs (the engine's
+	// event callback serve hands it, the signal watcher of apply, the
+	// provider's reads of other stacks): shared, not handed from one phase
+	// to the next, so they are guarded (mu, atomic).
 	mu sync.Mutex
 	// completions records completed creates while the engine applies;
 	// engineProcs are the engine's processes it pauses (pauseEngine).
@@ -241,7 +254,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.EngineOut == nil {
 		o.EngineOut = io.Discard
 	}
-	r := &runner{o: o, key: store.Key{Stack: o.Context.Stack, Environment: o.Context.Environment, Scope: o.Context.Scope}}
+	r := &runner{o: o, key: store.Key{Stack: o.Context.Stack, Environment: o.Context.Environment, Scope: o.Context.Scope}, started: time.Now()}
 	r.res = &Result{RunID: o.RunID, Command: o.Command, Key: r.key}
 	err := r.run(ctx)
 	if err != nil && r.res.Status == "" {
@@ -267,35 +280,35 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.acquire(ctx, bg); err != nil {
 		return err
 	}
-	prev, done, err := r.load(ctx, bg)
+	ld, done, err := r.load(ctx, bg, work)
 	if err != nil || done {
 		return err
 	}
-	eng, err := r.serve(ctx, work)
+	eng, err := r.serve(ctx, work, r.stateKey(ld.seen))
 	if err != nil {
 		return err
 	}
-	prev, settled, err := r.settle(ctx, eng, prev)
+	st, err := r.settle(ctx, eng, ld.prev)
 	if err != nil {
 		return err
 	}
-	if prev, err = r.reindex(ctx, prev); err != nil {
+	if st.prev, err = r.reindex(ctx, eng, st.prev); err != nil {
 		return err
 	}
-	chk, err := r.planAndCheck(ctx, eng, work, prev, len(settled) == 0)
+	chk, err := r.planAndCheck(ctx, eng, work, ld, st)
 	if err != nil {
 		return err
 	}
 	if chk.fast {
 		// Nothing to apply and nothing the plan's values could change in
 		// the receipt (unchanged.go).
-		return r.recordUnchanged(bg, chk, prev)
+		return r.recordUnchanged(bg, ld, st, chk)
 	}
 	if r.o.Command == Plan {
 		r.planOutcome(chk)
-		return r.savePlan(chk)
+		return r.savePlan(work, ld.seen, chk)
 	}
-	rec, err := r.commitIntents(ctx, bg, eng, chk, prev, settled)
+	rec, err := r.commitIntents(ctx, bg, eng, ld, st, chk)
 	if err != nil {
 		return err
 	}
@@ -303,14 +316,14 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lateErr, err := r.record(ctx, bg, chk, prev, rec, applyErr)
+	lateErr, err := r.record(ctx, bg, eng, ld, st, chk, rec, applyErr)
 	if err != nil {
 		return err
 	}
 	// A late identity hit is reported once the handover is finished: the
 	// apply created what the receipt records, so the scope must be left as
 	// the receipt says (issue 24 item 2).
-	if err := r.finishSuccession(bg, rec); err != nil {
+	if err := r.finishSuccession(bg, ld.handover, rec); err != nil {
 		return err
 	}
 	return lateErr
@@ -335,22 +348,6 @@ func (r *runner) info(msg string) {
 	if r.o.Info != nil {
 		r.o.Info(msg)
 	}
-}
-
-// currentState reads the scope's state: from the store, where the state
-// server put it, or from the user's backend.
-func (r *runner) currentState(ctx context.Context) ([]stateResource, error) {
-	var data []byte
-	var err error
-	if r.ownBackend {
-		data, err = r.sess.StatePull(ctx)
-	} else {
-		data, err = r.o.Store.ReadState(ctx, r.key)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return readState(data)
 }
 
 // engineErr turns an engine failure caused by a lost lease or an interrupt

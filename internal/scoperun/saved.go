@@ -16,11 +16,11 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/succession"
-	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 )
 
-// planSeen is what a plan saw of the store, for its saved plan.
+// planSeen is what a plan saw of the store before the engine ran, for its
+// saved plan (the owners the foreign check saw are checked.owners).
 type planSeen struct {
 	// pred is the predecessor whose state a plan previewing a succession
 	// is made against (nil: the scope's own state).
@@ -29,16 +29,13 @@ type planSeen struct {
 	own *receipt.Receipt
 	// state marks the state the plan is made against.
 	state savedplan.StateMark
-	// owners are the owners the foreign check saw of the identities the
-	// plan touches.
-	owners []store.Owner
 }
 
 // stateKey is the scope whose state the engine plans against: the
 // predecessor's when a plan previews a succession.
-func (r *runner) stateKey() store.Key {
-	if r.seen.pred != nil {
-		return store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: r.seen.pred.Scope}
+func (r *runner) stateKey(seen planSeen) store.Key {
+	if seen.pred != nil {
+		return store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: seen.pred.Scope}
 	}
 	return r.key
 }
@@ -47,50 +44,51 @@ func (r *runner) stateKey() store.Key {
 // takes over a predecessor (succession): the apply inherits its state and
 // ledger before the engine plans, so the plan is made against that state
 // too, and the predecessor's resources are not foreign to it. It writes
-// nothing. It also marks the state the plan is made against, for a saved
-// plan.
-func (r *runner) previewSuccession(ctx context.Context, prev *receipt.Receipt) error {
-	r.seen.own = prev
+// nothing (h only records the preview). It returns what the plan saw, the
+// state it is made against marked, for a saved plan.
+func (r *runner) previewSuccession(ctx context.Context, prev *receipt.Receipt, h *succession.Handover, ownBackend bool) (planSeen, error) {
+	seen := planSeen{own: prev}
 	p := r.o.Context.Predecessor
 	if prev != nil && prev.Inheriting != "" {
 		p = prev.Inheriting
 	}
-	if p != "" && !r.ownBackend {
+	if p != "" && !ownBackend {
 		predKey := store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: p}
 		pred, err := r.o.Store.LatestReceipt(ctx, predKey)
 		if err != nil {
-			return err
+			return seen, err
 		}
 		act, err := succession.Decide(r.key.Scope, prev, pred)
 		if err != nil {
-			return err
+			return seen, err
 		}
 		switch {
 		case act == succession.Start || (act == succession.Resume && !succession.Promised(r.key.Scope, pred)):
-			r.seen.pred = pred
-			r.handover.Preview(predKey, false)
+			seen.pred = pred
+			h.Preview(predKey, false)
 			r.res.InheritedFrom = p
 			r.warn(fmt.Sprintf("this plan includes the takeover of %d resources from %s (succession): the apply inherits them, and the plan is made against %s's state", len(succession.Inherited(pred)), p, p))
 		case act == succession.Resume || act == succession.Finish:
 			// Promised already: the scope's own state holds the copy,
 			// and the predecessor's index entries are this scope's.
-			r.handover.Preview(predKey, act == succession.Finish)
+			h.Preview(predKey, act == succession.Finish)
 		}
 	}
-	if r.ownBackend {
-		return nil
+	if ownBackend {
+		return seen, nil
 	}
-	state, err := r.o.Store.ReadState(ctx, r.stateKey())
+	key := r.stateKey(seen)
+	state, err := r.o.Store.ReadState(ctx, key)
 	if err != nil {
-		return err
+		return seen, err
 	}
-	r.seen.state = savedplan.Mark(r.stateKey().Scope, state)
-	return nil
+	seen.state = savedplan.Mark(key.Scope, state)
+	return seen, nil
 }
 
 // savePlan writes the saved plan of `plan -out`: the engine's plan and
-// what this run decided.
-func (r *runner) savePlan(c *checked) error {
+// what this run decided: what it saw before the engine ran, and c.
+func (r *runner) savePlan(work workdir, seen planSeen, c *checked) error {
 	if r.o.JSONPlan != "" {
 		// The plan's values, sensitive ones included: mode 0600, as the
 		// saved plan.
@@ -102,7 +100,7 @@ func (r *runner) savePlan(c *checked) error {
 	if r.o.SavePlan == "" {
 		return nil
 	}
-	if r.ownBackend {
+	if work.ownBackend() {
 		return errcode.New(errcode.Usage, "-out needs the state sponson serves; this configuration declares its own backend").
 			WithHint("Remove the backend block, or plan and apply in one `sponson apply`.")
 	}
@@ -115,16 +113,16 @@ func (r *runner) savePlan(c *checked) error {
 		Sponson: version.Version, RunID: r.o.RunID, CreatedAt: time.Now().UTC(),
 		Stack: r.key.Stack, Environment: r.key.Environment, Scope: r.key.Scope,
 		Commit: ctxt.Commit, Branch: ctxt.Branch, PullRequest: ctxt.PullRequest,
-		Engine: r.res.Engine, State: r.seen.state, ApprovalNeeded: r.res.NeedsApproval,
-		Touches: []savedplan.Touch{}, Owners: r.seen.owners, Reads: StackReads(c.plan),
+		Engine: r.res.Engine, State: seen.state, ApprovalNeeded: r.res.NeedsApproval,
+		Touches: []savedplan.Touch{}, Owners: c.owners, Reads: StackReads(c.plan),
 	}
 	if m.Owners == nil {
 		m.Owners = []store.Owner{}
 	}
-	if r.seen.own != nil {
-		m.Receipt = r.seen.own.RunID
+	if seen.own != nil {
+		m.Receipt = seen.own.RunID
 	}
-	if p := r.seen.pred; p != nil {
+	if p := seen.pred; p != nil {
 		m.Succession = &savedplan.Succession{From: p.Scope, FromRun: p.RunID}
 	}
 	for _, p := range c.planned {
@@ -184,13 +182,13 @@ func stale(format string, args ...any) *errcode.Error {
 // another scope or commit, or one whose scope state, succession or owners
 // changed since it was made. It names what changed, the run and scope that
 // changed it, and when.
-func (r *runner) checkSaved(ctx context.Context, prev *receipt.Receipt) error {
+func (r *runner) checkSaved(ctx context.Context, prev *receipt.Receipt, ownBackend bool) error {
 	sp := r.o.Saved
 	if sp == nil {
 		return nil
 	}
 	m := sp.Meta
-	if r.ownBackend {
+	if ownBackend {
 		return errcode.New(errcode.Usage, "a saved plan needs the state sponson serves; this configuration declares its own backend")
 	}
 	if err := r.checkSavedFor(m); err != nil {
@@ -327,14 +325,6 @@ func (r *runner) checkSavedState(ctx context.Context, m savedplan.Meta, prev, pr
 			With("changed", "receipt").With("run", runOf(prev))
 	}
 	return nil
-}
-
-// StateHolds reports whether a state has resources or outputs: what
-// sponson_outputs takes for a state (an empty one is a scope never applied
-// or destroyed, which it falls back from).
-func StateHolds(state []byte) bool {
-	st, err := tfstate.ReadOutputs(state)
-	return err == nil && st.Holds
 }
 
 // checkSavedOwners refuses a saved plan when another scope has come to own

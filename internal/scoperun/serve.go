@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/statesrv"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
@@ -22,13 +23,18 @@ type engineRun struct {
 	sess Engine
 	ctx  context.Context
 	stop context.CancelCauseFunc
+	// ownBackend is set when the configuration declares its own backend:
+	// the state is then the engine's to read, not the store's
+	// (currentState).
+	ownBackend bool
 }
 
 // serve is the fourth phase: it serves the scope's state to the engine
 // through the fenced state server (unless the configuration keeps its own
 // backend), starts the engine with the environment that points it there,
-// and initialises it.
-func (r *runner) serve(ctx context.Context, work workdir) (*engineRun, error) {
+// and initialises it. stateKey is the scope whose state the engine plans
+// against (a predecessor's, when a plan previews a succession).
+func (r *runner) serve(ctx context.Context, work workdir, stateKey store.Key) (*engineRun, error) {
 	// The engine runs under runCtx: losing the lease cancels it, which makes
 	// terraform-exec interrupt the engine (SIGINT: it flushes and exits).
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -46,7 +52,7 @@ func (r *runner) serve(ctx context.Context, work workdir) (*engineRun, error) {
 	// store read them when it opened; they come back when the run ends.
 	r.onRelease(statecrypt.Scrub())
 	r.watchEngine(work)
-	env, err := r.engineEnv(work)
+	env, userCLI, err := r.engineEnv(work, stateKey)
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +65,8 @@ func (r *runner) serve(ctx context.Context, work workdir) (*engineRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.sess = sess
 	r.res.Engine = sess.Describe()
-	if err := r.initIfNeeded(runCtx, sess, work); err != nil {
+	if err := r.initIfNeeded(runCtx, sess, work, userCLI); err != nil {
 		return nil, r.engineErr(ctx, err)
 	}
 	if work.backend != "" {
@@ -69,7 +74,7 @@ func (r *runner) serve(ctx context.Context, work workdir) (*engineRun, error) {
 			return nil, r.engineErr(ctx, err)
 		}
 	}
-	return &engineRun{sess: sess, ctx: runCtx, stop: cancel}, nil
+	return &engineRun{sess: sess, ctx: runCtx, stop: cancel, ownBackend: work.ownBackend()}, nil
 }
 
 // watchEngine makes sure the engine's children end with the run: on every
@@ -95,29 +100,37 @@ func (r *runner) watchEngine(work workdir) {
 
 // engineEnv is the engine's environment: its own data directory, the state
 // server, the provider this process serves (TF_REATTACH_PROVIDERS),
-// the store and run context for the provider, and the lease hand-over.
-func (r *runner) engineEnv(work workdir) ([]string, error) {
+// the store and run context for the provider, and the lease hand-over;
+// and the user's CLI configuration files the engine reads, which the init
+// stamp covers (read before the engine's environment names the run's own).
+func (r *runner) engineEnv(work workdir, stateKey store.Key) (env, userCLI []string, err error) {
 	dataDir := DataDir(r.o.Dir, r.key)
 	if r.o.Command == Plan {
 		// A plan may run while an apply of the same scope holds the engine's
 		// lock on the scope's data directory; it gets a directory of its own.
 		dataDir = filepath.Join(work.tmp, "data")
 	}
-	env := []string{"TF_DATA_DIR=" + dataDir}
+	env = []string{"TF_DATA_DIR=" + dataDir}
 	if work.backend == "" {
-		srvEnv, err := r.serveState()
+		srvEnv, err := r.serveState(stateKey)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		env = append(env, srvEnv...)
 	}
 	// The engine reads the user's CLI configuration by its own rules; the
 	// init stamp covers the files it would read.
 	files, json := engine.UserCLIConfig(r.o.Engine, os.Getenv)
-	r.userCLI = append(files, json...)
-	provEnv, stop, err := ServeProvider(context.Background(), r.o.ProviderVersion, r.o.Dir, work.tmp, countingReader{states: r.o.Store, self: r.key, n: &r.stackReads}, r.warn)
+	userCLI = append(files, json...)
+	var serve func() ([]string, func(), error)
+	if r.o.ServeProvider != nil {
+		serve = func() ([]string, func(), error) {
+			return r.o.ServeProvider(context.Background(), r.o.ProviderVersion, r.o.Dir, countingReader{states: r.o.Store, self: r.key, n: &r.stackReads})
+		}
+	}
+	provEnv, stop, err := engine.WithProvider(work.tmp, serve, r.warn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.onRelease(stop)
 	env = append(env, provEnv...)
@@ -133,7 +146,7 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 		// A plan hands over no lease: the provider must not write.
 		env = append(env, lease.EnvStore+"=", lease.EnvHolder+"=", lease.EnvToken+"=")
 	}
-	return env, nil
+	return env, userCLI, nil
 }
 
 // serveState starts the state server and places the backend override that
@@ -141,14 +154,14 @@ func (r *runner) engineEnv(work workdir) ([]string, error) {
 // through the run's held lease, which notices itself when a write is
 // refused; a plan hands it none. It returns the server's variables for the
 // engine.
-func (r *runner) serveState() ([]string, error) {
+func (r *runner) serveState(stateKey store.Key) ([]string, error) {
 	var w statesrv.Writer
 	if r.held != nil {
 		w = r.held
 	}
 	// A plan that previews a succession plans against the predecessor's
 	// state, read-only (it hands the server no lease, so no write).
-	srv, err := statesrv.Start(r.o.Store, r.stateKey(), w)
+	srv, err := statesrv.Start(r.o.Store, stateKey, w)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "starting the state server")
 	}
@@ -171,14 +184,15 @@ func (r *runner) serveState() ([]string, error) {
 // still matches. A plan's data directory is new each run: it borrows the
 // scope's when that is current, and initialises otherwise. A configuration
 // with its own backend may take its backend configuration from the
-// environment, so it always initialises.
-func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir) error {
+// environment, so it always initialises. userCLI are the user's CLI
+// configuration files the engine reads (engineEnv).
+func (r *runner) initIfNeeded(ctx context.Context, sess Engine, work workdir, userCLI []string) error {
 	if work.backend != "" {
 		return r.init(ctx, sess)
 	}
 	dataDir := DataDir(r.o.Dir, r.key)
 	extra := []string{engine.FileIdentity(r.o.Engine), sess.Describe().Name, sess.Describe().Version, r.o.ProviderVersion}
-	for _, f := range r.userCLI {
+	for _, f := range userCLI {
 		b, _ := os.ReadFile(f)
 		extra = append(extra, f, string(b))
 	}

@@ -18,21 +18,22 @@ import (
 // import under this run's lease, every state write fenced), and because a
 // configuration with its own backend has its state read through the engine.
 //
-// When it settled anything it returns the receipt it wrote, which the later
-// phases carry forward instead of prev.
-func (r *runner) settle(ctx context.Context, eng *engineRun, prev *receipt.Receipt) (*receipt.Receipt, []receipt.Settlement, error) {
+// When it settled anything, the receipt it wrote is the one the later
+// phases carry forward instead of prev (settled.prev).
+func (r *runner) settle(ctx context.Context, eng *engineRun, prev *receipt.Receipt) (*settled, error) {
+	st := &settled{prev: prev}
 	if r.o.Command == Plan || prev == nil {
-		return prev, nil, nil
+		return st, nil
 	}
 	open := openEntries(prev)
 	quarantined, reconciled := r.unreconciledQuarantine(ctx, prev)
-	r.reconciled = reconciled
+	st.reconciled = reconciled
 	if len(open) == 0 && len(quarantined) == 0 {
-		return prev, nil, nil
+		return st, nil
 	}
-	resources, err := r.currentState(ctx)
+	resources, err := r.currentState(ctx, eng)
 	if err != nil {
-		return nil, nil, errcode.Wrap(errcode.IntentUnresolved, err, "run %s left %d intents that cannot be settled", prev.RunID, len(open))
+		return nil, errcode.Wrap(errcode.IntentUnresolved, err, "run %s left %d intents that cannot be settled", prev.RunID, len(open))
 	}
 	present := map[string]string{}
 	for _, res := range resources {
@@ -49,7 +50,7 @@ func (r *runner) settle(ctx context.Context, eng *engineRun, prev *receipt.Recei
 			s.settleOne(receipt.Entry{Address: addr, CreatedBy: receipt.CreatedByIntent})
 		}
 	}
-	r.unresolved = s.unresolved
+	st.unresolved = s.unresolved
 	r.warn(s.report())
 	// The settlement is written at once: an adoption changed the state, and
 	// what stays unresolved must be visible (status, receipt) even when
@@ -58,20 +59,37 @@ func (r *runner) settle(ctx context.Context, eng *engineRun, prev *receipt.Recei
 	for _, res := range resources {
 		objects[res.Address] = res
 	}
-	settledRec := r.settledReceipt(prev, s.out, s.present, objects)
+	settledRec := r.settledReceipt(prev, s.out, s.present, objects, st)
 	if err := r.held.WriteReceipt(ctx, settledRec); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return settledRec, s.out, nil
+	st.prev, st.out = settledRec, s.out
+	return st, nil
+}
+
+// settled is what settle produced: the receipt the later phases carry
+// forward, what it settled, the entries it could not vouch for, and the
+// quarantined runs it reconciled, which every later receipt of the run
+// records.
+type settled struct {
+	// prev is the scope's receipt as the run carries it forward: the one
+	// settle wrote, else load's (reindex may write it again).
+	prev *receipt.Receipt
+	// out is what settle settled, nil when it settled nothing.
+	out []receipt.Settlement
+	// unresolved are the ledger entries settle could not vouch for.
+	unresolved []receipt.Entry
+	// reconciled are the runs whose quarantined states are reconciled.
+	reconciled []string
 }
 
 // settledReceipt is prev's ledger as the settlement leaves it, recorded
-// under this run: entries claimed or adopted are owned, the others are
-// unresolved.
-func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlement, present map[string]string, objects map[string]stateResource) *receipt.Receipt {
+// under this run: entries claimed or adopted are owned, the others (st's
+// unresolved) are unresolved.
+func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlement, present map[string]string, objects map[string]stateResource, st *settled) *receipt.Receipt {
 	rec := receipt.Next(prev, receipt.Run{RunID: r.o.RunID, Command: string(r.o.Command), Status: receipt.StatusSettled,
 		Actor: r.o.Job.Actor, StartedAt: r.started.UTC(), FinishedAt: time.Now().UTC()})
-	rec.Settled, rec.Reconciled = settled, r.reconciled
+	rec.Settled, rec.Reconciled = settled, st.reconciled
 	// What the crashed run's checkpoint knew stays only where it is still
 	// needed: for the entries that remain unresolved.
 	rec.Completed = nil
@@ -124,7 +142,7 @@ func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlem
 		delete(outcome, e.Address)
 	}
 	rec.Ledger = withoutReplaced(rec.Ledger, present)
-	for _, u := range r.unresolved {
+	for _, u := range st.unresolved {
 		if _, ok := outcome[u.Address]; ok {
 			rec.Ledger = append(rec.Ledger, u)
 		}
@@ -244,22 +262,30 @@ func (s *settlement) settleOne(e receipt.Entry) {
 		s.keepUnresolved(e)
 	case present && (old == "" || inState != old):
 	default:
-		if reason, note := s.dropReason(e, stateOnly, present); reason != "" {
-			st.Outcome, st.Reason, st.Note = receipt.SettledDropped, reason, note
-			break
-		}
-		if (!present || s.deleted[e.Address]) && s.inPlace(&st, e) {
-			s.keepUnresolved(e)
-			break
-		}
-		st.Outcome = receipt.SettledUnresolved
-		st.Note = "its create may have started before the run stopped, and no completion was recorded"
-		if present {
-			st.Note = fmt.Sprintf("the state still holds the object it replaces (id %s); the replacement may have been created", old)
-		}
-		s.keepUnresolved(e)
+		s.settleUnvouched(&st, e, stateOnly, present)
 	}
 	s.out = append(s.out, st)
+}
+
+// settleUnvouched settles e, whose object is not known to exist and which
+// the state does not vouch for (it lacks e, or holds the object e was to
+// replace): dropped when the create left nothing behind (dropReason), left
+// to the rewrite rule (inPlace), else unresolved.
+func (s *settlement) settleUnvouched(st *receipt.Settlement, e receipt.Entry, stateOnly, present bool) {
+	if reason, note := s.dropReason(e, stateOnly, present); reason != "" {
+		st.Outcome, st.Reason, st.Note = receipt.SettledDropped, reason, note
+		return
+	}
+	if (!present || s.deleted[e.Address]) && s.inPlace(st, e) {
+		s.keepUnresolved(e)
+		return
+	}
+	st.Outcome = receipt.SettledUnresolved
+	st.Note = "its create may have started before the run stopped, and no completion was recorded"
+	if present {
+		st.Note = fmt.Sprintf("the state still holds the object it replaces (id %s); the replacement may have been created", s.old[e.Address])
+	}
+	s.keepUnresolved(e)
 }
 
 // settleKnown settles e, whose object is known to exist with id and which
@@ -394,7 +420,7 @@ func (s *settlement) adopt(e receipt.Entry, id string, replacing bool) string {
 // when one of them owns it: why, or "" when it is the scope's.
 func (s *settlement) refuseForeignImport(addr string) string {
 	r := s.r
-	resources, err := r.currentState(s.ctx)
+	resources, err := r.currentState(s.ctx, s.eng)
 	if err != nil {
 		return s.dropImport(addr, fmt.Sprintf("the state could not be read to check its owners: %v", err))
 	}

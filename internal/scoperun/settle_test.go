@@ -144,7 +144,7 @@ func TestInPlaceIntents(t *testing.T) {
 		t.Fatalf("outcomes (-want +got):\n%s", diff)
 	}
 
-	r := &runner{unresolved: s.unresolved}
+	r := &runner{}
 	created := func(addr string) ownership.Planned {
 		return ownership.Planned{Address: addr, Provider: local, Type: "local_file", Actions: []string{"create"}}
 	}
@@ -155,7 +155,7 @@ func TestInPlaceIntents(t *testing.T) {
 		planned: []ownership.Planned{created("local_file.done"), created("local_file.flight")},
 		plan:    &tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{change("local_file.done", "/o/done"), change("local_file.flight", "/o/flight")}},
 	}
-	if err := r.checkUnresolved(c); err != nil {
+	if err := r.checkUnresolved(c, s.unresolved); err != nil {
 		t.Fatalf("creates at the same filename: %v", err)
 	}
 	if len(c.rewrites) != 2 {
@@ -171,7 +171,7 @@ func TestInPlaceIntents(t *testing.T) {
 			plan:    &tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{change("local_file.unknown", "/o/unknown")}},
 		},
 	} {
-		if err := r.checkUnresolved(c); errcode.As(err).Code != errcode.IntentUnresolved {
+		if err := r.checkUnresolved(c, s.unresolved); errcode.As(err).Code != errcode.IntentUnresolved {
 			t.Errorf("%s: %v, want INTENT_UNRESOLVED", name, err)
 		}
 	}

@@ -1,13 +1,10 @@
 package scoperun
 
 import (
-	"encoding/json"
-	"sort"
-
-	tfjson "github.com/hashicorp/terraform-json"
+	"context"
 
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
-	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // The state server hands the wrapper every state the engine writes, so the
@@ -18,91 +15,39 @@ import (
 // stateResource is one managed resource instance of a state.
 type stateResource = ownership.Object
 
+// currentState reads the scope's state: from the store, where the state
+// server put it, or, when the configuration keeps its own backend, through
+// the engine.
+func (r *runner) currentState(ctx context.Context, eng *engineRun) ([]stateResource, error) {
+	var data []byte
+	var err error
+	if eng.ownBackend {
+		data, err = eng.sess.StatePull(ctx)
+	} else {
+		data, err = r.o.Store.ReadState(ctx, r.key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readState(data)
+}
+
 // readState lists the managed resource instances of a raw state, sorted by
 // address. An empty or absent state has none.
 func readState(data []byte) ([]stateResource, error) { return ownership.StateObjects(data) }
 
-// isIntent reports whether a ledger entry is an unsettled intent.
-func isIntent(e receipt.Entry) bool { return e.CreatedBy == receipt.CreatedByIntent }
-
-// Changes lists the planned actions on managed resources, no-ops left out.
-func Changes(p *tfjson.Plan) []receipt.Change {
-	out := []receipt.Change{}
-	if p == nil {
-		return out
-	}
-	for _, rc := range p.ResourceChanges {
-		if rc.Mode != tfjson.ManagedResourceMode || rc.Change == nil || rc.Change.Actions.NoOp() {
-			continue
-		}
-		acts := make([]string, len(rc.Change.Actions))
-		for i, a := range rc.Change.Actions {
-			acts[i] = string(a)
-		}
-		out = append(out, receipt.Change{Address: rc.Address, Type: rc.Type, Actions: acts})
-	}
-	return out
+// StateHolds reports whether a state has resources or outputs: what
+// sponson_outputs takes for a state (an empty one is a scope never applied
+// or destroyed, which it falls back from).
+func StateHolds(state []byte) bool {
+	st, err := tfstate.ReadOutputs(state)
+	return err == nil && st.Holds
 }
 
-// StackReads lists what the plan's sponson_outputs data sources read
-// (docs/design.md §6.4), from the plan's planned values, else its prior
-// state, in address order; a read not known at plan time (deferred to the
-// apply) is left out.
-func StackReads(p *tfjson.Plan) []receipt.StackRead {
-	if p == nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	var out []receipt.StackRead
-	var walk func(m *tfjson.StateModule)
-	walk = func(m *tfjson.StateModule) {
-		if m == nil {
-			return
-		}
-		for _, r := range m.Resources {
-			if r.Mode != tfjson.DataResourceMode || r.Type != "sponson_outputs" || seen[r.Address] {
-				continue
-			}
-			stack, _ := r.AttributeValues["stack_name"].(string)
-			scope, _ := r.AttributeValues["read_scope"].(string)
-			var serial int64
-			switch n := r.AttributeValues["serial"].(type) {
-			case float64:
-				serial = int64(n)
-			case json.Number:
-				serial, _ = n.Int64()
-			}
-			if stack == "" || scope == "" {
-				continue
-			}
-			seen[r.Address] = true
-			read := receipt.StackRead{Address: r.Address, Stack: stack, Scope: scope, Serial: serial}
-			read.Planned, _ = r.AttributeValues["planned"].(bool)
-			named, _ := r.AttributeValues["scope"].(string)
-			read.Named = named != ""
-			list, _ := r.AttributeValues["provisional"].([]any)
-			for _, e := range list {
-				if s, ok := e.(string); ok {
-					read.Provisional = append(read.Provisional, s)
-				}
-			}
-			out = append(out, read)
-		}
-		for _, c := range m.ChildModules {
-			walk(c)
-		}
-	}
-	if p.PlannedValues != nil {
-		walk(p.PlannedValues.RootModule)
-	}
-	if p.PriorState != nil && p.PriorState.Values != nil {
-		walk(p.PriorState.Values.RootModule)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
-	return out
-}
-
-// isOpen reports whether no run has vouched for e yet.
-func isOpen(e receipt.Entry) bool {
-	return isIntent(e) || e.CreatedBy == receipt.CreatedByUnresolved
+// stateEmpty reports whether a scope's state holds no managed resources. A
+// state that cannot be read is not known to be empty: the destroy goes
+// ahead, and the engine reads the state and reports what is wrong with it.
+func stateEmpty(state []byte) bool {
+	res, err := readState(state)
+	return err == nil && len(res) == 0
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
-	"github.com/sponson/terraform-provider-sponson/provider"
 )
 
 // The no-change fast path (docs/design.md §8, the no-change apply). Most CI
@@ -41,16 +40,17 @@ import (
 // full path: the fast path only ever leaves out work whose outcome is known.
 
 // fastPathAllowed reports whether an apply may skip the plan's JSON when
-// the engine finds no change: what can be decided before the engine plans.
-func (r *runner) fastPathAllowed(prev *receipt.Receipt, settledNothing bool) bool {
-	if r.o.Command != Apply || r.o.Saved != nil || r.o.ImportOnly || r.o.PlanText || r.ownBackend || !settledNothing {
+// the engine finds no change: what can be decided before the engine plans,
+// from what load and settle produced.
+func (r *runner) fastPathAllowed(work workdir, ld *loaded, st *settled) bool {
+	if r.o.Command != Apply || r.o.Saved != nil || r.o.ImportOnly || r.o.PlanText || work.ownBackend() || len(st.out) > 0 {
 		return false
 	}
-	if prev == nil || prev.Handover != nil || prev.Inheriting != "" || len(r.unresolved) > 0 {
+	if prev := st.prev; prev == nil || prev.Handover != nil || prev.Inheriting != "" || len(st.unresolved) > 0 {
 		return false
 	}
-	if r.handover != nil {
-		if _, ok := r.handover.Predecessor(); ok {
+	if h := ld.handover; h != nil {
+		if _, ok := h.Predecessor(); ok {
 			return false
 		}
 	}
@@ -60,11 +60,11 @@ func (r *runner) fastPathAllowed(prev *receipt.Receipt, settledNothing bool) boo
 // unchangedLedger is the ledger a no-change apply leaves, and whether the
 // fast path may write it: the engine read no other stack, and the ledger is
 // the previous receipt's.
-func (r *runner) unchangedLedger(ctx context.Context, prev *receipt.Receipt) ([]receipt.Entry, bool, error) {
+func (r *runner) unchangedLedger(ctx context.Context, eng *engineRun, prev *receipt.Receipt) ([]receipt.Entry, bool, error) {
 	if r.stackReads.Load() > 0 {
 		return nil, false, nil
 	}
-	objects, err := r.currentState(ctx)
+	objects, err := r.currentState(ctx, eng)
 	if err != nil {
 		return nil, false, errcode.Wrap(errcode.Internal, err, "reading the state of a no-change apply")
 	}
@@ -96,8 +96,8 @@ func sameLedger(a, b []receipt.Entry) bool {
 // recordUnchanged ends a no-change apply on the fast path: the receipt the
 // full path would write, written once (no checkpoint: the engine writes
 // nothing).
-func (r *runner) recordUnchanged(bg context.Context, c *checked, prev *receipt.Receipt) error {
-	rec := r.newReceipt(prev, nil, nil, ownership.Rules{})
+func (r *runner) recordUnchanged(bg context.Context, ld *loaded, st *settled, c *checked) error {
+	rec := r.newReceipt(ld, st, nil, nil, ownership.Rules{})
 	rec.Ledger = c.unchanged
 	rec.Status = receipt.StatusUnchanged
 	rec.FinishedAt = time.Now().UTC()
@@ -110,13 +110,13 @@ func (r *runner) recordUnchanged(bg context.Context, c *checked, prev *receipt.R
 	if err := r.held.WriteReceipt(bg, rec); err != nil {
 		return err
 	}
-	return r.finishSuccession(bg, rec)
+	return r.finishSuccession(bg, ld.handover, rec)
 }
 
 // countingReader is the run's store as the provider's sponson_outputs reads
 // it, counting the reads of other scopes' states.
 type countingReader struct {
-	states provider.StateReader
+	states store.StateReader
 	self   store.Key
 	n      *atomic.Int64
 }

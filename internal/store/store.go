@@ -136,6 +136,13 @@ type States interface {
 	ReadState(ctx context.Context, key Key) ([]byte, error)
 }
 
+// StateReader reads a scope's state: what the provider's sponson_outputs
+// needs of the run's store, which the wrapper hands to the provider it
+// serves (provider.EngineEnv).
+type StateReader interface {
+	ReadState(ctx context.Context, key Key) ([]byte, error)
+}
+
 // Records are small named documents of a scope: the sponson_scope resource
 // keeps its record here, the intent lease's scope the environment's hash
 // key.
