@@ -81,16 +81,10 @@ line per stack, one --json document with each stack's result and the totals,
 DRIFT_DETECTED when any scope of any stack drifted; the summary has a section
 per stack. There is no --changed: drift is what changed outside the engine,
 which no diff of the repository shows.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out.command = "drift"
+		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Scopes = args
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runDrift(cmd, f, opts)
 			return nil
-		},
+		}, runF, runDrift),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Env, "env", "", "environment to check (env SPONSON_CTX_ENV; default \"preview\")")
@@ -147,7 +141,7 @@ func runDriftOne(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	o := outcome{command: "drift"}
 	// The run flags of a plan resolve everything but the scope, which each
 	// check sets; "main" only lets detection succeed outside CI.
-	rf := RunFlags{Env: opts.Env, Scope: "main", Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}
+	rf := RunFlags{ContextFlags: ContextFlags{Scope: "main"}, Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}
 	in, err := rf.resolve(cmd, f, scoperun.Plan, nil)
 	if err != nil {
 		o.err = err

@@ -224,11 +224,9 @@ receipts; the last one (status destroyed, empty ledger) is the record that the
 scope is gone. A superseded scope keeps its receipts, which name its successor.
 'sponson status' lists both.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			// A failure travels in *out, as for plan (see newRunCmd).
-			*out = gcCommand(cmd, f, opts, runF)
-			return nil
-		},
+		RunE: runE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return opts.prepare(cmd, f)
+		}, runF, gcCommand),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Env, "env", "", "environment whose scopes to collect (env SPONSON_CTX_ENV; default \"preview\")")
@@ -251,18 +249,19 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 	return cmd
 }
 
-// gcCommand reads gc's SPONSON_* variables and runs gc (or runF, in tests).
-func gcCommand(cmd *cobra.Command, f *Factory, opts *GCOptions, runF func(context.Context, *GCOptions) outcome) outcome {
+// prepare reads gc's SPONSON_* variables and refuses flags of one stack
+// given with --all.
+func (opts *GCOptions) prepare(cmd *cobra.Command, f *Factory) error {
 	opts.cmd = cmd
 	if err := bindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
-		return outcome{command: "gc", err: err}
+		return err
 	}
-	if err := opts.Every.checkOne(cmd); err != nil {
-		return outcome{command: "gc", err: err}
-	}
-	if runF != nil {
-		return runF(cmd.Context(), opts)
-	}
+	return opts.Every.checkOne(cmd)
+}
+
+// gcCommand runs gc in the configuration's stack, or with --all in every
+// stack.
+func gcCommand(cmd *cobra.Command, f *Factory, opts *GCOptions) outcome {
 	if opts.Every.All {
 		return runGCAll(cmd, f, opts)
 	}

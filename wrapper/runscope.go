@@ -357,19 +357,19 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 		Use:   string(command) + " [flags]",
 		Short: short,
 		Long:  long + "\n\n" + manyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// A failure travels in *out, which Run prints (the envelope
-			// with --json) and turns into the exit code; RunE returns nil
-			// so that cobra adds nothing of its own.
-			if sel.wanted() {
-				*out = runStacksCommand(cmd, f, &flags, &review, &sel, command, args)
-				return nil
-			}
-			*out = unlessFailed(string(command), sel.checkOne(cmd), func() outcome {
-				return runCommand(cmd, f, &flags, &review, command, args, runF)
-			})
+		// runF replaces the run once the flags are resolved (runCommand),
+		// not the command: runE gets none.
+		RunE: runE(f, out, &flags, func(_ *cobra.Command, args []string) error {
+			flags.positional = args
 			return nil
-		},
+		}, nil, func(cmd *cobra.Command, f *Factory, flags *RunFlags) outcome {
+			if sel.wanted() {
+				return runStacksCommand(cmd, f, flags, &review, &sel, command, flags.positional)
+			}
+			return unlessFailed(string(command), sel.checkOne(cmd), func() outcome {
+				return runCommand(cmd, f, flags, &review, command, flags.positional, runF)
+			})
+		}),
 	}
 	flags.bind(cmd, command != scoperun.Plan)
 	review.bind(cmd)
