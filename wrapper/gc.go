@@ -412,7 +412,7 @@ func (g *gcRun) target() (gcTarget, error) {
 	if err != nil {
 		return gcTarget{}, err
 	}
-	if base.opts.Vars, err = gcVars(opts.VarFiles, opts.Vars); err != nil {
+	if base.opts.Vars, err = varArgs(opts.VarFiles, opts.Vars); err != nil {
 		base.opts.Store.Close()
 		return gcTarget{}, err
 	}
@@ -715,8 +715,9 @@ func orDot(dir string) string {
 	return dir
 }
 
-// gcVars are the -var-file and -var of gc's destroys.
-func gcVars(files, vars []string) ([]engine.VarArg, error) {
+// varArgs are the -var-file and -var of gc's destroys and drift's plans,
+// files first.
+func varArgs(files, vars []string) ([]engine.VarArg, error) {
 	var out []engine.VarArg
 	for _, v := range files {
 		out = append(out, engine.VarArg{File: true, Value: v})
