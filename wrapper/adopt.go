@@ -23,10 +23,16 @@ type AdoptResult struct {
 	Receipt     *receipt.Receipt  `json:"receipt,omitempty"`
 }
 
+// AdoptOptions are the options of `sponson adopt`.
+type AdoptOptions struct {
+	RunFlags
+	// Workspace is the workspace of the configuration's backend to adopt.
+	Workspace string
+}
+
 // NewCmdAdopt builds `sponson adopt`.
 func NewCmdAdopt(f *Factory, out *outcome) *cobra.Command {
-	var flags RunFlags
-	var workspace string
+	opts := &AdoptOptions{}
 	cmd := &cobra.Command{
 		Use:   "adopt [flags]",
 		Short: "Take the state the configuration's own backend holds into a scope of the store",
@@ -44,19 +50,16 @@ block from the configuration (sponson then serves the adopted, fenced state),
 run 'sponson plan' to see no changes, and delete the old state when you no
 longer need it (see docs/guides/adopt.md).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			*out = runAdopt(cmd, f, &flags, workspace)
-			return nil
-		},
+		RunE: runE(f, out, opts, nil, nil, runAdopt),
 	}
-	flags.bind(cmd, true)
-	cmd.Flags().StringVar(&workspace, "from-workspace", "default", "the workspace of the configuration's backend to adopt")
+	opts.bind(cmd, true)
+	cmd.Flags().StringVar(&opts.Workspace, "from-workspace", "default", "the workspace of the configuration's backend to adopt")
 	return cmd
 }
 
-func runAdopt(cmd *cobra.Command, f *Factory, flags *RunFlags, workspace string) outcome {
+func runAdopt(cmd *cobra.Command, f *Factory, opts *AdoptOptions) outcome {
 	o := outcome{command: adopt.Command}
-	in, err := flags.resolve(cmd, f, scoperun.Command(adopt.Command), nil)
+	in, err := opts.resolve(cmd, f, scoperun.Command(adopt.Command), nil)
 	if err != nil {
 		o.err = err
 		return o
@@ -76,7 +79,7 @@ func runAdopt(cmd *cobra.Command, f *Factory, flags *RunFlags, workspace string)
 	res, err := adopt.Run(cmd.Context(), adopt.Options{
 		Dir: in.opts.Dir, Context: c, Store: in.opts.Store, Engine: in.opts.Engine,
 		ProviderVersion: in.opts.ProviderVersion,
-		Lease:           in.opts.Lease, RunID: runID, Workspace: workspace, EngineOut: engineOut, Declared: in.opts.Declared,
+		Lease:           in.opts.Lease, RunID: runID, Workspace: opts.Workspace, EngineOut: engineOut, Declared: in.opts.Declared,
 		ServeProvider: in.opts.ServeProvider,
 		Warn:          func(s string) { warnOut.warn(s); o.warnings = append(o.warnings, s) },
 	})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
@@ -81,16 +80,10 @@ line per stack, one --json document with each stack's result and the totals,
 DRIFT_DETECTED when any scope of any stack drifted; the summary has a section
 per stack. There is no --changed: drift is what changed outside the engine,
 which no diff of the repository shows.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out.command = "drift"
+		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Scopes = args
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runDrift(cmd, f, opts)
 			return nil
-		},
+		}, runF, runDrift),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Env, "env", "", "environment to check (env SPONSON_CTX_ENV; default \"preview\")")
@@ -145,38 +138,21 @@ func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 // runDriftOne checks the scopes of the configuration's stack.
 func runDriftOne(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	o := outcome{command: "drift"}
-	// The run flags of a plan resolve everything but the scope, which each
-	// check sets; "main" only lets detection succeed outside CI.
-	rf := RunFlags{Env: opts.Env, Scope: "main", Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}
-	in, err := rf.resolve(cmd, f, scoperun.Plan, nil)
+	in, err := driftInput(cmd, f, opts)
 	if err != nil {
 		o.err = err
 		return o
 	}
-	in.opts.Vars = nil
-	for _, v := range opts.VarFiles {
-		in.opts.Vars = append(in.opts.Vars, engine.VarArg{File: true, Value: v})
-	}
-	for _, v := range opts.Vars {
-		if !strings.Contains(v, "=") {
-			o.err = errcode.New(errcode.Usage, "-var %q must be NAME=VALUE", v)
-			return o
-		}
-		in.opts.Vars = append(in.opts.Vars, engine.VarArg{Value: v})
-	}
-	st := in.opts.Store
-	defer st.Close()
+	defer in.opts.Store.Close()
 	env := in.opts.Context.Environment
 	ctx := cmd.Context()
-	targets, err := driftTargets(ctx, st, in.opts.Context.Stack, env, opts.Scopes)
+	targets, err := driftTargets(ctx, in.opts.Store, in.opts.Context.Stack, env, opts.Scopes)
 	if err != nil {
 		o.err = err
 		return o
 	}
-	jsonMode, _ := cmd.Flags().GetBool("json")
-	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
 	p := printer{w: f.Out}
-	if jsonMode {
+	if jsonWanted(cmd, f) {
 		p.w = f.ErrOut
 	}
 	warnOut := printer{w: f.ErrOut}
@@ -201,27 +177,46 @@ func runDriftOne(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	if d.Scopes == nil {
 		o.result = DriftResult{Environment: env, Store: in.storeURL, Scopes: []summary.DriftScope{}}
 	}
-	if ps := f.Getenv("GITHUB_STEP_SUMMARY"); ps != "" {
-		if err := appendFile(ps, d.Markdown(summary.Options{Limit: stepSummaryLimit})+"\n"); err != nil {
-			warnOut.warn(fmt.Sprintf("could not write the summary to $GITHUB_STEP_SUMMARY: %v", err))
-		}
-	}
-	if opts.Summary != "" {
-		if err := writeFile(opts.Summary, []byte(d.Markdown(summary.Options{}))); err != nil {
-			warnOut.warn(fmt.Sprintf("could not write the summary to %s: %v", opts.Summary, err))
-		}
+	for _, w := range writeSummaries(f.Getenv, opts.Summary, summary.Options{Limit: stepSummaryLimit}, d.Markdown) {
+		warnOut.warn(w)
 	}
 	p.line("sponson drift %s: %d in sync, %d drifted, %d failed", env, in2, dr, fa)
-	switch {
-	case len(targets) == 0 && !opts.AllowEmpty:
+	if len(targets) == 0 && !opts.AllowEmpty {
 		o.err = errcode.New(errcode.DriftCheckFailed, "no scope of stack %s in environment %s of store %s has anything to check: nothing was checked", in.opts.Context.Stack, env, in.storeURL).
 			WithHint("Check --store (SPONSON_STORE), --env (SPONSON_CTX_ENV) and --chdir (SPONSON_CHDIR): `sponson status` with the same settings lists the scopes. Pass --allow-empty when an environment without scopes is expected.")
-	case dr > 0:
-		o.err = errcode.New(errcode.DriftDetected, "%d of %d scopes of %s drifted: %s", dr, len(d.Scopes), env, scopesWith(d, summary.Drifted))
-	case fa > 0:
-		o.err = errcode.New(errcode.DriftCheckFailed, "%d of %d scopes of %s could not be checked: %s", fa, len(d.Scopes), env, scopesWith(d, summary.Failed))
+		return o
 	}
+	o.err = driftFound(d)
 	return o
+}
+
+// driftInput resolves the plan every check runs: the run flags of a plan
+// resolve everything but the scope, which each check sets; "main" only lets
+// detection succeed outside CI.
+func driftInput(cmd *cobra.Command, f *Factory, opts *DriftOptions) (*runInput, error) {
+	rf := RunFlags{ContextFlags: ContextFlags{Scope: "main"}, Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}
+	in, err := rf.resolve(cmd, f, scoperun.Plan, nil)
+	if err != nil {
+		return nil, err
+	}
+	if in.opts.Vars, err = varArgs(opts.VarFiles, opts.Vars); err != nil {
+		in.opts.Store.Close()
+		return nil, err
+	}
+	return in, nil
+}
+
+// driftFound is the error of checks that found drift (DRIFT_DETECTED), or
+// else could not check a scope (DRIFT_CHECK_FAILED).
+func driftFound(d summary.Drift) error {
+	_, dr, fa := d.Counts()
+	switch {
+	case dr > 0:
+		return errcode.New(errcode.DriftDetected, "%d of %d scopes of %s drifted: %s", dr, len(d.Scopes), d.Environment, scopesWith(d, summary.Drifted))
+	case fa > 0:
+		return errcode.New(errcode.DriftCheckFailed, "%d of %d scopes of %s could not be checked: %s", fa, len(d.Scopes), d.Environment, scopesWith(d, summary.Failed))
+	}
+	return nil
 }
 
 // driftTargets lists the scopes of the configuration's stack to check:

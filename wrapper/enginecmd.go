@@ -126,10 +126,7 @@ func NewCmdEngine(f *Factory, out *outcome) []*cobra.Command {
 					Use:   name,
 					Short: "The engine's " + name + " commands, run as the engine would",
 					Args:  cobra.ArbitraryArgs,
-					RunE: func(cmd *cobra.Command, args []string) error {
-						*out = outcome{command: name, err: unknownSubcommand(cmd, args)}
-						return nil
-					},
+					RunE:  needsSubcommand(out),
 				}
 				parents[name] = p
 				cmds = append(cmds, p)
@@ -145,6 +142,12 @@ func NewCmdEngine(f *Factory, out *outcome) []*cobra.Command {
 
 // unknownSubcommand refuses a missing or unknown subcommand of a command
 // that only groups others, naming them.
+// needsSubcommand is the RunE of a command that only groups others: run
+// alone or with a word that is none of its subcommands, it fails.
+func needsSubcommand(out *outcome) func(*cobra.Command, []string) error {
+	return runE(nil, out, struct{}{}, unknownSubcommand, nil, nil)
+}
+
 func unknownSubcommand(cmd *cobra.Command, args []string) error {
 	var names []string
 	for _, c := range cmd.Commands() {
@@ -177,10 +180,12 @@ func newEngineCmd(f *Factory, out *outcome, prefix string, ec engineCommand) *co
 		Short:              "The engine's " + name + ", run as the engine would",
 		Long:               engineLong(name, ec.meaning, usage.String()),
 		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			*out = runEngineCommand(cmd, f, name, fs, common, run, ec.optionalEngine, args)
+		RunE: runE(f, out, common, func(_ *cobra.Command, args []string) error {
+			common.args = args
 			return nil
-		},
+		}, nil, func(cmd *cobra.Command, f *Factory, common *commonEngineFlags) outcome {
+			return runEngineCommand(cmd, f, name, fs, common, run, ec.optionalEngine, common.args)
+		}),
 	}
 	return cmd
 }
@@ -204,6 +209,8 @@ Engine flags:
 // own, and the engine's no-ops.
 type commonEngineFlags struct {
 	chdir, engine string
+	// args are the command's arguments, the engine's flags among them.
+	args []string
 }
 
 func runEngineCommand(cmd *cobra.Command, f *Factory, name string, fs *flag.FlagSet, common *commonEngineFlags, run engineRun, optional bool, args []string) outcome {

@@ -5,10 +5,14 @@
 package wrapper
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/secrets"
@@ -45,5 +49,28 @@ func NewFactory() *Factory {
 		Executable: os.Executable,
 		Lookup:     engine.ProcessLookup(),
 		IsTerminal: isTerminal,
+	}
+}
+
+// runE is the RunE of every command, gh's NewCmdX(f, runF) wiring written
+// once: prepare (when given) fills opts from the arguments and the SPONSON_*
+// variables, then runF, the seam a test hands the constructor, or else run
+// does the work. The outcome, a failure included, travels in *out, which Run
+// prints (the envelope with --json) and turns into the exit code; RunE
+// returns nil so that cobra adds nothing of its own.
+func runE[O any](f *Factory, out *outcome, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) outcome, run func(*cobra.Command, *Factory, O) outcome) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if prepare != nil {
+			if err := prepare(cmd, args); err != nil {
+				*out = outcome{command: strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), err: err}
+				return nil
+			}
+		}
+		if runF != nil {
+			*out = runF(cmd.Context(), opts)
+			return nil
+		}
+		*out = run(cmd, f, opts)
+		return nil
 	}
 }

@@ -1,6 +1,7 @@
 package wrapper
 
 import (
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
@@ -19,13 +22,13 @@ import (
 
 // RunFlags are the flags plan, apply and destroy share.
 type RunFlags struct {
-	Env, Scope, PR, Branch, Commit string
-	Stack                          string
-	Chdir, Store, Engine           string
-	Wait                           bool
-	WaitTimeout, LeaseTTL          time.Duration
-	ApprovedBy                     string
-	AllowOlderCommit               bool
+	ContextFlags
+	Env, Commit           string
+	Chdir, Store, Engine  string
+	Wait                  bool
+	WaitTimeout, LeaseTTL time.Duration
+	ApprovedBy            string
+	AllowOlderCommit      bool
 	// StrictCheckout refuses (CHECKOUT_NOT_HEAD) what is otherwise a
 	// warning: a comment-triggered run whose HEAD is not the pull
 	// request's head, a pull_request_target run of a fork's head.
@@ -39,6 +42,9 @@ type RunFlags struct {
 	// engineCommand names the engine command whose flags the command
 	// takes, when it is not the run's command (import applies).
 	engineCommand string
+	// positional are the arguments of plan, apply and destroy: apply's
+	// saved plan FILE.
+	positional []string
 }
 
 // runFlagEnv names the SPONSON_* variable of each flag. The context flags
@@ -59,10 +65,7 @@ var runFlagEnv = map[string]string{
 func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 	fs := cmd.Flags()
 	fs.StringVar(&r.Env, "env", "", "environment to run in, one sponson.hcl declares (matched case-insensitively; env SPONSON_CTX_ENV; default \"preview\"; never inferred from the branch)")
-	fs.StringVar(&r.Scope, "scope", "", "scope name, overriding detection (env SPONSON_CTX_SCOPE)")
-	fs.StringVar(&r.PR, "pr", "", "pull request number; the scope becomes pr-<n> (env SPONSON_CTX_PR)")
-	fs.StringVar(&r.Branch, "branch", "", "branch name; the scope becomes main or branch-<name> (env SPONSON_CTX_BRANCH)")
-	bindStack(cmd, &r.Stack, stackFlagHelp)
+	r.ContextFlags.bind(cmd, runContextHelp)
 	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
 	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
 	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
@@ -80,6 +83,65 @@ func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
 		fs.BoolVar(&r.AllowOlderCommit, "allow-older-commit", false, "apply even when the commit is an ancestor of the one the scope last applied, rolling the scope back (recorded in the receipt; without it: OLDER_COMMIT)")
 		fs.StringVar(&r.ApprovedBy, "approved-by", "", "name of the person approving a run in a protected environment such as production (env SPONSON_APPROVED_BY)")
 	}
+}
+
+// ContextFlags name the scope and the stack a command works in instead of
+// detecting them. Their SPONSON_CTX_* variables are read by context
+// detection itself (runctx.Detect), not by bindEnv; SPONSON_STACK by
+// detectStack.
+type ContextFlags struct {
+	Scope, PR, Branch, Stack string
+}
+
+// contextHelp is the help of the context flags: a run says what each one
+// overrides, a reader of the store says it shortly. No --stack without a
+// stack help.
+type contextHelp struct{ scope, pr, branch, stack string }
+
+var (
+	runContextHelp = contextHelp{
+		scope:  "scope name, overriding detection (env SPONSON_CTX_SCOPE)",
+		pr:     "pull request number; the scope becomes pr-<n> (env SPONSON_CTX_PR)",
+		branch: "branch name; the scope becomes main or branch-<name> (env SPONSON_CTX_BRANCH)",
+		stack:  stackFlagHelp,
+	}
+	readContextHelp = contextHelp{
+		scope:  "scope name (env SPONSON_CTX_SCOPE)",
+		pr:     "pull request number: scope pr-<n> (env SPONSON_CTX_PR)",
+		branch: "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)",
+		stack:  stackFlagHelp,
+	}
+)
+
+// bind adds --scope, --pr, --branch and --stack.
+func (c *ContextFlags) bind(cmd *cobra.Command, help contextHelp) {
+	fs := cmd.Flags()
+	fs.StringVar(&c.Scope, "scope", "", help.scope)
+	fs.StringVar(&c.PR, "pr", "", help.pr)
+	fs.StringVar(&c.Branch, "branch", "", help.branch)
+	if help.stack != "" {
+		bindStack(cmd, &c.Stack, help.stack)
+	}
+}
+
+// detect names the scope the flags select in environment env, detected as
+// for apply where they name none, in the configuration directory chdir.
+func (c *ContextFlags) detect(f *Factory, chdir, env string) (store.Key, error) {
+	dir := orDot(chdir)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	src := runctx.ProcessSources(dir)
+	src.Getenv = f.Getenv
+	rc, err := runctx.Detect(runctx.Flags{Environment: env, Scope: c.Scope, PullRequest: c.PR, Branch: c.Branch}, src)
+	if err != nil {
+		return store.Key{}, err
+	}
+	stk, err := detectStack(f, dir, c.Stack)
+	if err != nil {
+		return store.Key{}, err
+	}
+	return store.Key{Stack: stk.Name, Environment: rc.Environment, Scope: rc.Scope}, nil
 }
 
 // StoreFlags locate a store without running the engine.

@@ -224,11 +224,9 @@ receipts; the last one (status destroyed, empty ledger) is the record that the
 scope is gone. A superseded scope keeps its receipts, which name its successor.
 'sponson status' lists both.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			// A failure travels in *out, as for plan (see newRunCmd).
-			*out = gcCommand(cmd, f, opts, runF)
-			return nil
-		},
+		RunE: runE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return opts.prepare(cmd, f)
+		}, runF, gcCommand),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Env, "env", "", "environment whose scopes to collect (env SPONSON_CTX_ENV; default \"preview\")")
@@ -251,18 +249,19 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 	return cmd
 }
 
-// gcCommand reads gc's SPONSON_* variables and runs gc (or runF, in tests).
-func gcCommand(cmd *cobra.Command, f *Factory, opts *GCOptions, runF func(context.Context, *GCOptions) outcome) outcome {
+// prepare reads gc's SPONSON_* variables and refuses flags of one stack
+// given with --all.
+func (opts *GCOptions) prepare(cmd *cobra.Command, f *Factory) error {
 	opts.cmd = cmd
 	if err := bindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
-		return outcome{command: "gc", err: err}
+		return err
 	}
-	if err := opts.Every.checkOne(cmd); err != nil {
-		return outcome{command: "gc", err: err}
-	}
-	if runF != nil {
-		return runF(cmd.Context(), opts)
-	}
+	return opts.Every.checkOne(cmd)
+}
+
+// gcCommand runs gc in the configuration's stack, or with --all in every
+// stack.
+func gcCommand(cmd *cobra.Command, f *Factory, opts *GCOptions) outcome {
 	if opts.Every.All {
 		return runGCAll(cmd, f, opts)
 	}
@@ -305,19 +304,11 @@ func (g *gcRun) warn(msg string) {
 	g.warnings = append(g.warnings, msg)
 }
 
+// runGC selects the scopes of the environment that gc's rules collect, and
+// with --yes destroys them; without, it lists them.
 func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 	o := outcome{command: "gc"}
-	cmd := opts.cmd
-	jsonMode, _ := cmd.Flags().GetBool("json")
-	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
-	clock := opts.Now
-	if clock == nil {
-		clock = time.Now
-	}
-	g := &gcRun{f: f, opts: opts, p: printer{w: f.Out}, engine: f.Out}
-	if jsonMode {
-		g.p.w, g.engine = f.ErrOut, f.ErrOut
-	}
+	g := newGCRun(f, opts)
 	if strings.HasPrefix(opts.Remote, "-") {
 		o.err = errcode.New(errcode.Usage, "--remote %q is not a remote name or URL", opts.Remote)
 		return o
@@ -327,70 +318,30 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 		o.err = err
 		return o
 	}
-
-	// The store, and with --yes everything a destroy needs, decided once.
-	// resolve needs a scope to decide a context; gc names each scope
-	// itself, so the placeholder is replaced per scope (gc.DestroyContext).
-	var base *runInput
-	var st store.Store
-	var storeURL, envName, dir string
-	if opts.Yes {
-		rf := opts.RunFlags
-		rf.Scope, rf.PR, rf.Branch, rf.Commit = "gc", "", "", ""
-		if base, err = rf.resolve(cmd, f, scoperun.Destroy, nil); err != nil {
-			o.err = err
-			return o
-		}
-		if base.opts.Vars, err = gcVars(opts.VarFiles, opts.Vars); err != nil {
-			o.err = err
-			return o
-		}
-		st, storeURL, envName, dir = base.opts.Store, base.storeURL, base.opts.Context.Environment, base.opts.Dir
-	} else {
-		sf := StoreFlags{Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store}
-		if st, storeURL, envName, err = sf.open(cmd, f); err != nil {
-			o.err = err
-			return o
-		}
-		if dir, err = filepath.Abs(orDot(opts.Chdir)); err != nil {
-			o.err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
-			return o
-		}
-	}
-	defer st.Close()
-
-	res := GCResult{Environment: envName, Store: storeURL, DryRun: !opts.Yes, Scopes: []GCScope{}}
-	facts := gc.Facts{}
-	res.Rules.PRClosed = g.prRule(ctx, listed, listSource, &facts, &res.Rules)
-	res.Rules.BranchGone = g.branchRule(ctx, dir, &facts, &res.Rules)
-	g.now = clock()
-	res.Rules.IncludeMain = opts.IncludeMain
-	res.Rules.OlderThan = GCRule{Detail: "off: pass --older-than DURATION to collect scopes by age"}
-	if opts.OlderThan > 0 {
-		res.Rules.Cutoff = g.now.Add(-opts.OlderThan).UTC()
-		res.Rules.OlderThan = GCRule{On: true, Detail: fmt.Sprintf("last run before %s (%s ago)", res.Rules.Cutoff.Local().Format("2006-01-02 15:04"), gc.Age(opts.OlderThan))}
-	} else if opts.IncludeMain {
-		g.warn("--include-main has no effect without --older-than: only the older-than rule can select main")
-	}
-
-	scopes, err := store.ListScopes(ctx, st, envName, opts.Stack)
+	t, err := g.target()
 	if err != nil {
 		o.err = err
 		return o
 	}
-	cands := gc.Select(scopes, facts, g.now, gc.Options{OlderThan: opts.OlderThan, IncludeMain: opts.IncludeMain})
-	ownStack := ""
-	if base != nil {
-		ownStack = base.opts.Context.Stack
+	defer t.st.Close()
+
+	res := GCResult{Environment: t.env, Store: t.storeURL, DryRun: !opts.Yes, Scopes: []GCScope{}}
+	rules := gc.Options{OlderThan: opts.OlderThan, IncludeMain: opts.IncludeMain}
+	facts := g.decideRules(ctx, listed, listSource, t.dir, rules, &res.Rules)
+	scopes, err := store.ListScopes(ctx, t.st, t.env, opts.Stack)
+	if err != nil {
+		o.err = err
+		return o
 	}
+	cands := gc.Select(scopes, facts, g.now, rules)
 	for _, c := range cands {
-		res.addCandidate(c, ownStack)
+		res.addCandidate(c, t.ownStack())
 	}
 
-	g.p.line("sponson gc · %s · store %s", envName, storeURL)
+	g.p.line("sponson gc · %s · store %s", t.env, t.storeURL)
 	g.writeRules(res.Rules)
 	if opts.Yes {
-		g.collectGarbage(ctx, st, envName, &res)
+		g.collectGarbage(ctx, t.st, t.env, &res)
 	}
 	if len(res.Scopes) == 0 {
 		g.p.line("nothing to collect")
@@ -398,14 +349,103 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 		return o
 	}
 	g.writeTable(res.Scopes, !opts.Yes)
-	toDestroy := len(res.Scopes) - res.Skipped
 	if !opts.Yes {
+		toDestroy := len(res.Scopes) - res.Skipped
 		g.p.line("dry run: %d %s would be destroyed%s; run again with --yes", toDestroy, plural(toDestroy, "scope", "scopes"), g.skippedNote(res))
 		o.result, o.warnings = res, g.warnings
 		return o
 	}
+	g.destroyAll(ctx, t.base.opts, cands, &res)
+	o.result, o.warnings = res, g.warnings
+	o.err = g.summarize(res)
+	return o
+}
 
-	destroy := opts.Destroy
+// newGCRun starts a gc: its lines go to stdout, or to stderr with --json.
+func newGCRun(f *Factory, opts *GCOptions) *gcRun {
+	jsonMode, _ := opts.cmd.Flags().GetBool("json")
+	g := &gcRun{f: f, opts: opts, p: printer{w: f.Out}, engine: f.Out}
+	if jsonMode || wantsJSON(nil, f.Getenv) {
+		g.p.w, g.engine = f.ErrOut, f.ErrOut
+	}
+	return g
+}
+
+// gcTarget is where a gc collects: the store and environment, and with
+// --yes everything a destroy needs (base).
+type gcTarget struct {
+	base               *runInput
+	st                 store.Store
+	storeURL, env, dir string
+}
+
+// ownStack is the stack whose scopes this gc may destroy: the
+// configuration's, with --yes; none without.
+func (t gcTarget) ownStack() string {
+	if t.base == nil {
+		return ""
+	}
+	return t.base.opts.Context.Stack
+}
+
+// target opens the store, and with --yes decides once everything a destroy
+// needs. resolve needs a scope to decide a context; gc names each scope
+// itself, so the placeholder is replaced per scope (gc.DestroyContext).
+func (g *gcRun) target() (gcTarget, error) {
+	opts, cmd := g.opts, g.opts.cmd
+	if !opts.Yes {
+		sf := StoreFlags{Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store}
+		st, storeURL, env, err := sf.open(cmd, g.f)
+		if err != nil {
+			return gcTarget{}, err
+		}
+		dir, err := filepath.Abs(orDot(opts.Chdir))
+		if err != nil {
+			st.Close()
+			return gcTarget{}, errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
+		}
+		return gcTarget{st: st, storeURL: storeURL, env: env, dir: dir}, nil
+	}
+	rf := opts.RunFlags
+	rf.Scope, rf.PR, rf.Branch, rf.Commit = "gc", "", "", ""
+	base, err := rf.resolve(cmd, g.f, scoperun.Destroy, nil)
+	if err != nil {
+		return gcTarget{}, err
+	}
+	if base.opts.Vars, err = varArgs(opts.VarFiles, opts.Vars); err != nil {
+		base.opts.Store.Close()
+		return gcTarget{}, err
+	}
+	return gcTarget{base: base, st: base.opts.Store, storeURL: base.storeURL, env: base.opts.Context.Environment, dir: base.opts.Dir}, nil
+}
+
+// decideRules turns the rules on or off, into rules, and gathers their
+// facts; it reads the clock.
+func (g *gcRun) decideRules(ctx context.Context, listed []int, listSource, dir string, opts gc.Options, rules *GCRules) gc.Facts {
+	facts := gc.Facts{}
+	rules.PRClosed = g.prRule(ctx, listed, listSource, &facts, rules)
+	rules.BranchGone = g.branchRule(ctx, dir, &facts, rules)
+	clock := g.opts.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	g.now = clock()
+	rules.IncludeMain = opts.IncludeMain
+	rules.OlderThan = GCRule{Detail: "off: pass --older-than DURATION to collect scopes by age"}
+	if opts.OlderThan > 0 {
+		rules.Cutoff = opts.Cutoff(g.now).UTC()
+		rules.OlderThan = GCRule{On: true, Detail: fmt.Sprintf("last run before %s (%s ago)", rules.Cutoff.Local().Format("2006-01-02 15:04"), gc.Age(opts.OlderThan))}
+	}
+	if opts.MainIgnored() {
+		g.warn("--include-main has no effect without --older-than: only the older-than rule can select main")
+	}
+	return facts
+}
+
+// destroyAll destroys the selected scopes one after the other, skipping
+// those gc skips; once gc is interrupted, the rest are not attempted.
+func (g *gcRun) destroyAll(ctx context.Context, base scoperun.Options, cands []gc.Candidate, res *GCResult) {
+	destroy := g.opts.Destroy
 	if destroy == nil {
 		destroy = scoperun.Run
 	}
@@ -418,11 +458,8 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 			row.Outcome = gc.NotAttempted
 			continue
 		}
-		g.destroyOne(ctx, destroy, base.opts, cands[i], row, &res)
+		g.destroyOne(ctx, destroy, base, cands[i], row, res)
 	}
-	o.result, o.warnings = res, g.warnings
-	o.err = g.summarize(res)
-	return o
 }
 
 // addCandidate adds the row of a selected scope. With --yes (ownStack set)
@@ -678,8 +715,9 @@ func orDot(dir string) string {
 	return dir
 }
 
-// gcVars are the -var-file and -var of gc's destroys.
-func gcVars(files, vars []string) ([]engine.VarArg, error) {
+// varArgs are the -var-file and -var of gc's destroys and drift's plans,
+// files first.
+func varArgs(files, vars []string) ([]engine.VarArg, error) {
 	var out []engine.VarArg
 	for _, v := range files {
 		out = append(out, engine.VarArg{File: true, Value: v})

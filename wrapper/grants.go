@@ -10,6 +10,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store/pgstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/s3store"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
 // GrantsOptions are the options of `sponson grants`.
@@ -62,15 +63,7 @@ The file and git stores have no grants of their own: the machine's file
 permissions, or the repository's own access and branch protection rules on
 the sponson-stacks/ branches, are their boundary.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out.command = "grants"
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runGrants(cmd, f, opts)
-			return nil
-		},
+		RunE: runE(f, out, opts, nil, runF, runGrants),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Store, "store", "", "the shared store: s3://BUCKET/PREFIX or postgres://... (env SPONSON_STORE)")
@@ -79,10 +72,15 @@ the sponson-stacks/ branches, are their boundary.`,
 	return cmd
 }
 
+// grantsFlagEnv names the SPONSON_* variable of grants' one flag that has
+// one: the store, as every command names it.
+var grantsFlagEnv = map[string]string{"store": storeurl.EnvVar}
+
 func runGrants(cmd *cobra.Command, f *Factory, opts *GrantsOptions) outcome {
 	o := outcome{command: "grants"}
-	if opts.Store == "" {
-		opts.Store = f.Getenv("SPONSON_STORE")
+	if err := bindEnv(cmd.Flags(), grantsFlagEnv, f.Getenv); err != nil {
+		o.err = err
+		return o
 	}
 	res, err := grantsFor(opts)
 	if err != nil {

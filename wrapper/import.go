@@ -15,10 +15,18 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 )
 
+// ImportOptions are the options of `sponson import`.
+type ImportOptions struct {
+	RunFlags
+	// Address and ID are the arguments: the resource instance ADDR and the
+	// existing object's ID.
+	Address, ID string
+}
+
 // NewCmdImport builds `sponson import ADDR ID`. runF replaces the run in
 // tests.
 func NewCmdImport(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
-	var flags RunFlags
+	opts := &ImportOptions{}
 	cmd := &cobra.Command{
 		Use:   "import ADDR ID [flags]",
 		Short: "Bring an existing object under this scope's management",
@@ -35,13 +43,15 @@ be declared in the configuration, as for the engine's import.
 
 ` + engineflag.Help(engineflag.Import),
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			*out = runImport(cmd, f, &flags, args[0], args[1], runF)
+		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+			opts.Address, opts.ID = args[0], args[1]
 			return nil
-		},
+		}, nil, func(cmd *cobra.Command, f *Factory, opts *ImportOptions) outcome {
+			return runImport(cmd, f, opts, runF)
+		}),
 	}
-	flags.engineCommand = engineflag.Import
-	flags.bind(cmd, true)
+	opts.engineCommand = engineflag.Import
+	opts.bind(cmd, true)
 	return cmd
 }
 
@@ -50,7 +60,8 @@ be declared in the configuration, as for the engine's import.
 // import block it is written into.
 var importAddress = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?\.)*[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?$`)
 
-func runImport(cmd *cobra.Command, f *Factory, flags *RunFlags, addr, id string, runF func(context.Context, *runInput) outcome) outcome {
+func runImport(cmd *cobra.Command, f *Factory, opts *ImportOptions, runF func(context.Context, *runInput) outcome) outcome {
+	addr, id := opts.Address, opts.ID
 	fail := func(err error) outcome { return outcome{command: "import", err: err} }
 	if !importAddress.MatchString(addr) || strings.HasPrefix(addr, "data.") {
 		return fail(errcode.New(errcode.Usage, "%q is not the address of a managed resource instance", addr).
@@ -59,7 +70,7 @@ func runImport(cmd *cobra.Command, f *Factory, flags *RunFlags, addr, id string,
 	if strings.TrimSpace(id) == "" || strings.ContainsAny(id, "\n") {
 		return fail(errcode.New(errcode.Usage, "the import ID %q is empty or spans lines", id))
 	}
-	in, err := flags.resolve(cmd, f, scoperun.Apply, nil)
+	in, err := opts.resolve(cmd, f, scoperun.Apply, nil)
 	if err != nil {
 		return fail(err)
 	}

@@ -45,6 +45,17 @@ const mcpInterruptGrace = 2 * time.Minute
 // the result names the file with all of it.
 const logTailLines = 40
 
+// mcpFlagEnv names the SPONSON_* variable of each flag of mcp.
+var mcpFlagEnv = map[string]string{"approved-by": "SPONSON_APPROVED_BY", "engine": "SPONSON_ENGINE", "log-dir": "SPONSON_MCP_LOG_DIR"}
+
+// runMCP serves until the client leaves; only a failure is an outcome.
+func runMCP(cmd *cobra.Command, f *Factory, opts *MCPOptions) outcome {
+	if err := serveMCP(cmd.Context(), f, opts); err != nil {
+		return outcome{command: "mcp", err: err}
+	}
+	return outcome{}
+}
+
 // NewCmdMCP builds `sponson mcp`.
 func NewCmdMCP(f *Factory, out *outcome) *cobra.Command {
 	opts := &MCPOptions{}
@@ -78,17 +89,9 @@ when; the engine's init, plan and apply with resource counts). Cancelling a call
 interrupts its run as SIGINT does: the state is flushed, the lease released and
 the receipt written.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := map[string]string{"approved-by": "SPONSON_APPROVED_BY", "engine": "SPONSON_ENGINE", "log-dir": "SPONSON_MCP_LOG_DIR"}
-			err := bindEnv(cmd.Flags(), env, f.Getenv)
-			if err == nil {
-				err = serveMCP(cmd.Context(), f, opts)
-			}
-			if err != nil {
-				out.command, out.err = "mcp", err
-			}
-			return nil
-		},
+		RunE: runE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return bindEnv(cmd.Flags(), mcpFlagEnv, f.Getenv)
+		}, nil, runMCP),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.ApprovedBy, "approved-by", "", "the approver of every run this server starts in a protected environment: the person starting it (env SPONSON_APPROVED_BY); tool calls can never set one")

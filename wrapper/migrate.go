@@ -52,15 +52,7 @@ sponson-stacks/ branch (sealing the state again for its new place, so it needs
 SPONSON_STATE_KEY) and leaves the old branches as they were; PostgreSQL gives
 the old rows the stack in one transaction.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out.command = "migrate"
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runMigrate(cmd, f, opts)
-			return nil
-		},
+		RunE: runE(f, out, opts, nil, runF, runMigrate),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,15 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/runctx"
-	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // OutputOptions are the options of `sponson output`.
 type OutputOptions struct {
 	StoreFlags
-	Scope, PR, Branch, Stack string
+	ContextFlags
 	// Name is the one output to print; all when empty.
 	Name string
 	// EngineJSON is the engine's -json: the outputs as `terraform output
@@ -56,25 +53,16 @@ Without them, each output is printed as NAME = VALUE, sensitive ones as
 <sensitive>. --json (two dashes) is sponson's envelope, whose result holds
 the outputs as -json prints them.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out.command = "output"
+		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Name = args[0]
 			}
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runOutput(cmd, f, opts)
 			return nil
-		},
+		}, runF, runOutput),
 	}
-	opts.bind(cmd)
+	opts.StoreFlags.bind(cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&opts.Scope, "scope", "", "scope name (env SPONSON_CTX_SCOPE)")
-	fs.StringVar(&opts.PR, "pr", "", "pull request number: scope pr-<n> (env SPONSON_CTX_PR)")
-	fs.StringVar(&opts.Branch, "branch", "", "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)")
-	bindStack(cmd, &opts.Stack, stackFlagHelp)
+	opts.ContextFlags.bind(cmd, readContextHelp)
 	fs.BoolVar(&opts.EngineJSON, outputJSONFlag, false, "the engine's -json (set by NormalizeArgs)")
 	fs.BoolVar(&opts.Raw, "raw", false, "print NAME's value as plain text (-raw also works)")
 	fs.Bool("no-color", false, "accepted; nothing is colored (-no-color also works)")
@@ -99,28 +87,6 @@ func normalizeOutput(a string) string {
 	return a
 }
 
-// scopeKey detects the scope a read-only command reads, as plan does.
-func scopeKey(f *Factory, chdir, env, scope, pr, branch, stackFlag string) (store.Key, error) {
-	dir := chdir
-	if dir == "" {
-		dir = "."
-	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	src := runctx.ProcessSources(dir)
-	src.Getenv = f.Getenv
-	c, err := runctx.Detect(runctx.Flags{Environment: env, Scope: scope, PullRequest: pr, Branch: branch}, src)
-	if err != nil {
-		return store.Key{}, err
-	}
-	stk, err := detectStack(f, dir, stackFlag)
-	if err != nil {
-		return store.Key{}, err
-	}
-	return store.Key{Stack: stk.Name, Environment: c.Environment, Scope: c.Scope}, nil
-}
-
 func runOutput(cmd *cobra.Command, f *Factory, opts *OutputOptions) outcome {
 	o := outcome{command: "output"}
 	if opts.Raw && opts.EngineJSON {
@@ -137,7 +103,7 @@ func runOutput(cmd *cobra.Command, f *Factory, opts *OutputOptions) outcome {
 		return o
 	}
 	defer st.Close()
-	key, err := scopeKey(f, opts.Chdir, env, opts.Scope, opts.PR, opts.Branch, opts.Stack)
+	key, err := opts.detect(f, opts.Chdir, env)
 	if err != nil {
 		o.err = err
 		return o

@@ -39,16 +39,10 @@ for the lock file: 'init' records the h1: hash and checks it on every later
 Under 'sponson plan', 'apply' and 'destroy' none of this is needed: sponson
 offers its own provider to the engine.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out.command = "provider mirror"
+		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Dir = args[0]
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runProviderMirror(cmd, f, opts)
 			return nil
-		},
+		}, runF, runProviderMirror),
 	}
 }
 

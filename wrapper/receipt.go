@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,14 +12,13 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
-	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // ReceiptOptions are the options of `sponson receipt`.
 type ReceiptOptions struct {
 	StoreFlags
-	Scope, PR, Branch, Stack string
+	ContextFlags
 }
 
 // NewCmdReceipt builds `sponson receipt`.
@@ -39,21 +37,10 @@ With --json the receipt document itself is the result.
 A destroyed scope keeps its last receipt: it is the record that the scope is
 gone, with an empty ledger.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out.command = "receipt"
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runReceipt(cmd, f, opts)
-			return nil
-		},
+		RunE: runE(f, out, opts, nil, runF, runReceipt),
 	}
-	opts.bind(cmd)
-	cmd.Flags().StringVar(&opts.Scope, "scope", "", "scope name (env SPONSON_CTX_SCOPE)")
-	cmd.Flags().StringVar(&opts.PR, "pr", "", "pull request number: scope pr-<n> (env SPONSON_CTX_PR)")
-	bindStack(cmd, &opts.Stack, stackFlagHelp)
-	cmd.Flags().StringVar(&opts.Branch, "branch", "", "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)")
+	opts.StoreFlags.bind(cmd)
+	opts.ContextFlags.bind(cmd, readContextHelp)
 	return cmd
 }
 
@@ -89,26 +76,12 @@ func (opts *ReceiptOptions) scopeKey(cmd *cobra.Command, f *Factory) (store.Stor
 	if err != nil {
 		return nil, store.Key{}, err
 	}
-	dir := opts.Chdir
-	if dir == "" {
-		dir = "."
-	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	src := runctx.ProcessSources(dir)
-	src.Getenv = f.Getenv
-	c, err := runctx.Detect(runctx.Flags{Environment: env, Scope: opts.Scope, PullRequest: opts.PR, Branch: opts.Branch}, src)
+	key, err := opts.detect(f, opts.Chdir, env)
 	if err != nil {
 		st.Close()
 		return nil, store.Key{}, err
 	}
-	stk, err := detectStack(f, dir, opts.Stack)
-	if err != nil {
-		st.Close()
-		return nil, store.Key{}, err
-	}
-	return st, store.Key{Stack: stk.Name, Environment: c.Environment, Scope: c.Scope}, nil
+	return st, key, nil
 }
 
 // writeReceipt prints a receipt for humans: what ran where, its context,

@@ -15,13 +15,15 @@ import (
 // ResolveOptions are the options of `sponson resolve`.
 type ResolveOptions struct {
 	ReceiptOptions
-	ID   string
-	Gone bool
-	Wait bool
+	// Addresses are the resource instances resolved: the arguments.
+	Addresses []string
+	ID        string
+	Gone      bool
+	Wait      bool
 }
 
 // NewCmdResolve builds `sponson resolve`. runF replaces the run in tests.
-func NewCmdResolve(f *Factory, out *outcome, runF func(context.Context, *ResolveOptions, []string) outcome) *cobra.Command {
+func NewCmdResolve(f *Factory, out *outcome, runF func(context.Context, *ResolveOptions) outcome) *cobra.Command {
 	opts := &ResolveOptions{}
 	cmd := &cobra.Command{
 		Use:   "resolve ADDRESS... (--gone | --id ID)",
@@ -41,28 +43,24 @@ starting the engine:
               import by that id, after the ownership check) instead of
               creating it again.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out.command = "resolve"
-			if runF != nil {
-				*out = runF(cmd.Context(), opts, args)
-				return nil
-			}
-			*out = runResolve(cmd, f, opts, args)
+		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+			opts.Addresses = args
 			return nil
-		},
+		}, runF, runResolve),
 	}
-	opts.bind(cmd)
+	opts.StoreFlags.bind(cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&opts.Scope, "scope", "", "scope name (env SPONSON_CTX_SCOPE)")
-	fs.StringVar(&opts.PR, "pr", "", "pull request number: scope pr-<n> (env SPONSON_CTX_PR)")
-	fs.StringVar(&opts.Branch, "branch", "", "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)")
+	// resolve has had no --stack: its stack is detected (or SPONSON_STACK).
+	noStack := readContextHelp
+	noStack.stack = ""
+	opts.ContextFlags.bind(cmd, noStack)
 	fs.StringVar(&opts.ID, "id", "", "the object exists with this `ID`: the next apply adopts it")
 	fs.BoolVar(&opts.Gone, "gone", false, "the object does not exist: forget the intent")
 	fs.BoolVar(&opts.Wait, "wait", false, "wait for the scope's lease when another run holds it")
 	return cmd
 }
 
-func runResolve(cmd *cobra.Command, f *Factory, opts *ResolveOptions, addrs []string) outcome {
+func runResolve(cmd *cobra.Command, f *Factory, opts *ResolveOptions) outcome {
 	o := outcome{command: "resolve"}
 	st, key, err := opts.scopeKey(cmd, f)
 	if err != nil {
@@ -74,7 +72,7 @@ func runResolve(cmd *cobra.Command, f *Factory, opts *ResolveOptions, addrs []st
 		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(f.Getenv).Actor,
 		Lease: lease.Config{TTL: lease.DefaultTTL, Wait: opts.Wait, WaitTimeout: lease.DefaultTTL},
 		Warn:  func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) },
-	}, scopeedit.Resolution{Addresses: addrs, ID: opts.ID, Gone: opts.Gone, Declared: declaredIdentity(opts.Chdir, key.Environment)})
+	}, scopeedit.Resolution{Addresses: opts.Addresses, ID: opts.ID, Gone: opts.Gone, Declared: declaredIdentity(opts.Chdir, key.Environment)})
 	if err != nil {
 		o.err = err
 		return o

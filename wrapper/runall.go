@@ -156,6 +156,21 @@ type manyRun struct {
 // engine flags, a cycle, a destroy that would strand a dependent), finds the
 // stacks, and makes the run's directory.
 func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) (*manyRun, []string, error) {
+	res, warnings, err := selectMany(cmd, f, flags, sel, command, args)
+	if err != nil {
+		return nil, warnings, err
+	}
+	m, err := newManyRun(cmd, f, review, sel, command, args, res)
+	if err != nil {
+		return nil, warnings, err
+	}
+	m.startLines(cmd, warnings)
+	return m, warnings, nil
+}
+
+// selectMany reads the flags and finds the stacks, refusing a destroy that
+// would strand a dependent.
+func selectMany(cmd *cobra.Command, f *Factory, flags *RunFlags, sel *StackSelection, command scoperun.Command, args []string) (*StacksResult, []string, error) {
 	for _, env := range []map[string]string{selectionFlagEnv, {"chdir": "SPONSON_CHDIR"}, reviewFlagEnv} {
 		if err := bindEnv(cmd.Flags(), env, f.Getenv); err != nil {
 			return nil, nil, err
@@ -186,17 +201,32 @@ func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *Review
 			return nil, warnings, err
 		}
 	}
-	if flags.Store == "" && strings.TrimSpace(f.Getenv(storeurl.EnvVar)) == "" {
-		for _, s := range res.Stacks {
-			if len(s.Needs) > 0 {
-				warnings = append(warnings, "no --store (or "+storeurl.EnvVar+"): each stack keeps its own .sponson/ in its directory, so a stack's sponson_outputs cannot read another's outputs; give every stack one store")
-				break
-			}
+	if w := storePerStackWarning(f, flags, res); w != "" {
+		warnings = append(warnings, w)
+	}
+	return res, warnings, nil
+}
+
+// storePerStackWarning warns when stacks that read each other's outputs
+// have no store in common.
+func storePerStackWarning(f *Factory, flags *RunFlags, res *StacksResult) string {
+	if flags.Store != "" || strings.TrimSpace(f.Getenv(storeurl.EnvVar)) != "" {
+		return ""
+	}
+	for _, s := range res.Stacks {
+		if len(s.Needs) > 0 {
+			return "no --store (or " + storeurl.EnvVar + "): each stack keeps its own .sponson/ in its directory, so a stack's sponson_outputs cannot read another's outputs; give every stack one store"
 		}
 	}
+	return ""
+}
+
+// newManyRun makes the run of the stacks res found: its directory, and the
+// command line and environment of every stack's process.
+func newManyRun(cmd *cobra.Command, f *Factory, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string, res *StacksResult) (*manyRun, error) {
 	self, err := f.Executable()
 	if err != nil {
-		return nil, warnings, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")
 	}
 	m := &manyRun{f: f, command: command, review: review, res: res, which: "--all", parallelism: max(sel.Parallelism, 1),
 		self: self, args: childArgs(cmd, command, args), wantReview: review.wanted(f.Getenv),
@@ -205,7 +235,7 @@ func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *Review
 		m.which = "--changed (since " + res.Base + ")"
 	}
 	if m.tmp, err = os.MkdirTemp("", "sponson-stacks-"); err != nil {
-		return nil, warnings, errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
+		return nil, errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
 	}
 	m.env = append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"="), reviewEnv...)
 	if command == scoperun.Plan {
@@ -214,24 +244,28 @@ func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *Review
 		planned := filepath.Join(m.tmp, "planned")
 		if err := os.Mkdir(planned, 0o700); err != nil {
 			os.RemoveAll(m.tmp)
-			return nil, warnings, errcode.Wrap(errcode.Internal, err, "creating the directory of the planned outputs")
+			return nil, errcode.Wrap(errcode.Internal, err, "creating the directory of the planned outputs")
 		}
 		m.env = append(m.env, stackoutputs.EnvVar+"="+planned)
 	}
-	jsonMode, _ := cmd.Flags().GetBool("json")
-	p := printer{w: f.Out}
-	if jsonMode || wantsJSON(nil, f.Getenv) {
-		p.w = f.ErrOut
+	return m, nil
+}
+
+// startLines opens the run's lines (stdout, or stderr with --json): the
+// warnings so far, the opening line, and the live table on a terminal.
+func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
+	p := printer{w: m.f.Out}
+	if jsonWanted(cmd, m.f) {
+		p.w = m.f.ErrOut
 	}
 	m.lines = &lockedPrinter{p: p}
 	for _, w := range warnings {
 		m.lines.line("warning: %s", w)
 	}
-	m.lines.line("sponson %s %s · %d stacks · parallelism %d", command, m.which, len(res.Stacks), m.parallelism)
-	if f.IsTerminal != nil && f.IsTerminal(p.w) {
-		m.lines.live(res.Stacks)
+	m.lines.line("sponson %s %s · %d stacks · parallelism %d", m.command, m.which, len(m.res.Stacks), m.parallelism)
+	if m.f.IsTerminal != nil && m.f.IsTerminal(p.w) {
+		m.lines.live(m.res.Stacks)
 	}
-	return m, warnings, nil
 }
 
 // run runs every stack in order and says how each ended.

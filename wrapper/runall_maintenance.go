@@ -367,23 +367,9 @@ func runDriftAll(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	m.quiet = func(r *StackRunResult) bool { return r.Error != nil && r.Error.Code == errcode.DriftDetected }
 	m.line = driftStackLine
 	res := StacksDriftResult{Stacks: m.run(cmd.Context(), false, opts.Every.Parallelism)}
-	var md []string
-	var drifted []string
+	var md, drifted []string
 	for _, r := range res.Stacks {
-		var d DriftResult
-		if r.Result != nil && json.Unmarshal(r.Result, &d) == nil {
-			res.InSync += d.InSync
-			res.Drifted += d.Drifted
-			res.Failed += d.Failed
-			if res.Environment == "" {
-				res.Environment = d.Environment
-			}
-			for _, s := range d.Scopes {
-				if s.Status == summary.Drifted {
-					drifted = append(drifted, r.Directory+" "+s.Scope)
-				}
-			}
-		}
+		drifted = append(drifted, res.add(r)...)
 		for _, w := range r.Warnings {
 			o.warnings = append(o.warnings, r.Directory+": "+w)
 		}
@@ -395,15 +381,8 @@ func runDriftAll(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	m.lines.line("sponson drift --all %s: %d in sync, %d drifted, %d failed in %d stacks", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks))
 	text := fmt.Sprintf("### sponson drift --all · %s: %d in sync, %d drifted, %d failed in %d stacks\n\n%s", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks), strings.Join(md, "\n"))
 	warnOut := printer{w: f.ErrOut}
-	if ps := f.Getenv("GITHUB_STEP_SUMMARY"); ps != "" {
-		if err := appendFile(ps, text+"\n"); err != nil {
-			warnOut.warn(fmt.Sprintf("could not write the summary to $GITHUB_STEP_SUMMARY: %v", err))
-		}
-	}
-	if opts.Summary != "" {
-		if err := writeFile(opts.Summary, []byte(text)); err != nil {
-			warnOut.warn(fmt.Sprintf("could not write the summary to %s: %v", opts.Summary, err))
-		}
+	for _, w := range writeSummaries(f.Getenv, opts.Summary, summary.Options{}, func(summary.Options) string { return text }) {
+		warnOut.warn(w)
 	}
 	scopes := res.InSync + res.Drifted + res.Failed
 	switch {
@@ -416,6 +395,28 @@ func runDriftAll(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 			WithHint("Check --store (SPONSON_STORE), --env (SPONSON_CTX_ENV) and --chdir (SPONSON_CHDIR). Pass --allow-empty when an environment without scopes is expected.")
 	}
 	return o
+}
+
+// add counts the scopes of one stack's drift into the totals, and returns
+// its drifted scopes as "DIRECTORY SCOPE".
+func (res *StacksDriftResult) add(r StackRunResult) []string {
+	var d DriftResult
+	if r.Result == nil || json.Unmarshal(r.Result, &d) != nil {
+		return nil
+	}
+	res.InSync += d.InSync
+	res.Drifted += d.Drifted
+	res.Failed += d.Failed
+	if res.Environment == "" {
+		res.Environment = d.Environment
+	}
+	var drifted []string
+	for _, s := range d.Scopes {
+		if s.Status == summary.Drifted {
+			drifted = append(drifted, r.Directory+" "+s.Scope)
+		}
+	}
+	return drifted
 }
 
 // driftStackLine is the line of a stack whose drift ended (in sync, or

@@ -68,16 +68,7 @@ func publishMany(ctx context.Context, f *Factory, review *ReviewFlags, command s
 	}
 	var warns []string
 	warn := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
-	if p := f.Getenv("GITHUB_STEP_SUMMARY"); p != "" {
-		if err := appendFile(p, m.Markdown(summary.Options{Limit: stepSummaryLimit, FullPlanAt: "the job's log"})+"\n"); err != nil {
-			warn("could not write the summary to $GITHUB_STEP_SUMMARY: %v", err)
-		}
-	}
-	if review.Summary != "" {
-		if err := writeFile(review.Summary, []byte(m.Markdown(summary.Options{}))); err != nil {
-			warn("could not write the summary to %s: %v", review.Summary, err)
-		}
-	}
+	warns = append(warns, writeSummaries(f.Getenv, review.Summary, summary.Options{Limit: stepSummaryLimit, FullPlanAt: "the job's log"}, m.Markdown)...)
 	if review.GitLabReport != "" {
 		if err := writeFile(review.GitLabReport, summary.GitLabReport(changes)); err != nil {
 			warn("could not write the GitLab report to %s: %v", review.GitLabReport, err)

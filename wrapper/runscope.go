@@ -20,6 +20,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
@@ -47,86 +48,32 @@ type runInput struct {
 // included), an undecidable context, an apply or destroy of a plan-only
 // context (the merge queue), an environment the repository does not declare
 // (sponson.hcl), a protected environment without an allowed approver, a
-// missing engine.
+// missing engine. Each piece resolves one thing, in this order.
 func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Command, positional []string) (*runInput, error) {
-	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
-		return nil, err
-	}
-	name := string(command)
-	if r.engineCommand != "" {
-		name = r.engineCommand
-	}
-	ef, err := engineFlags(cmd, name, f.Getenv)
+	dir, err := r.readFlags(cmd, f, command, positional)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.applyEngineFlags(cmd, name, ef, positional); err != nil {
-		return nil, err
-	}
-	dir := r.Chdir
-	if dir == "" {
-		dir = "."
-	}
-	dir, err = filepath.Abs(dir)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Usage, err, "--chdir %q", r.Chdir)
-	}
-	if command != scoperun.Plan && r.LeaseTTL < time.Second {
-		return nil, errcode.New(errcode.Usage, "--lease-ttl %s is too short; it must be at least 1s", r.LeaseTTL)
-	}
-	src := runctx.ProcessSources(dir)
-	src.Getenv = f.Getenv
-	c, err := runctx.Detect(runctx.Flags{Environment: r.Env, Scope: r.Scope, Branch: r.Branch, PullRequest: r.PR, Commit: r.Commit}, src)
+	c, src, err := r.detectContext(f, dir, command)
 	if err != nil {
 		return nil, err
-	}
-	if command != scoperun.Plan && c.PlanOnly != "" {
-		return nil, errcode.New(errcode.CtxNull, "%s refused in scope %s: %s", command, c.Scope, c.PlanOnly).
-			WithHint("Run `sponson plan` in merge queue jobs and apply on the push to the target branch, or pass --scope NAME to choose a scope yourself.").
-			With("planOnly", c.PlanOnly)
 	}
 	env, err := declaredEnvironment(dir, c.Environment)
 	if err != nil {
 		return nil, err
 	}
 	c.Environment = env.Name
-	// The stack is decided before anything is read or leased: it is part
-	// of every key of the store.
-	stk, err := detectStack(f, dir, r.Stack)
+	stk, warnings, err := r.placeRun(cmd, f, dir, src, &c)
 	if err != nil {
 		return nil, err
 	}
-	c.Stack = stk.Name
-	var warnings []string
-	if stk.Warning != "" {
-		warnings = append(warnings, stk.Warning)
-	}
-	w, err := checkCheckout(cmd.Context(), f, src, c, r.StrictCheckout)
+	approver, err := r.approver(command, env)
 	if err != nil {
 		return nil, err
 	}
-	if w != "" {
-		warnings = append(warnings, w)
-	}
-	approver := strings.TrimSpace(r.ApprovedBy)
-	if command != scoperun.Plan {
-		if approver, err = env.Approve(approver); err != nil {
-			e := errcode.As(err)
-			e.Message = string(command) + ": " + e.Message
-			return nil, e
-		}
-	}
-	bin, err := engine.Locate(r.Engine, f.Lookup)
+	bin, self, err := r.locateEngine(f)
 	if err != nil {
 		return nil, err
-	}
-	if len(r.engine.Flags.Excludes) > 0 && !strings.Contains(filepath.Base(bin), "tofu") {
-		return nil, errcode.New(errcode.Usage, "-exclude is an OpenTofu flag; the engine %s is HashiCorp Terraform, which has no such flag", bin).
-			WithHint("Name the resources to keep with -target instead, or run OpenTofu (--engine).")
-	}
-	self, err := f.Executable()
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to serve the provider")
 	}
 	st, url, err := storeurl.OpenFor(r.Store, dir, c.Environment)
 	if err != nil {
@@ -161,6 +108,108 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 		return nil, err
 	}
 	return in, nil
+}
+
+// readFlags gives the flags their SPONSON_* variables, reads the engine's
+// flags, and returns the configuration directory.
+func (r *RunFlags) readFlags(cmd *cobra.Command, f *Factory, command scoperun.Command, positional []string) (string, error) {
+	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
+		return "", err
+	}
+	name := string(command)
+	if r.engineCommand != "" {
+		name = r.engineCommand
+	}
+	ef, err := engineFlags(cmd, name, f.Getenv)
+	if err != nil {
+		return "", err
+	}
+	if err := r.applyEngineFlags(cmd, name, ef, positional); err != nil {
+		return "", err
+	}
+	dir, err := filepath.Abs(orDot(r.Chdir))
+	if err != nil {
+		return "", errcode.Wrap(errcode.Usage, err, "--chdir %q", r.Chdir)
+	}
+	if command != scoperun.Plan && r.LeaseTTL < time.Second {
+		return "", errcode.New(errcode.Usage, "--lease-ttl %s is too short; it must be at least 1s", r.LeaseTTL)
+	}
+	return dir, nil
+}
+
+// detectContext decides the run's context (runctx.Detect), refusing an
+// apply or destroy in a plan-only one.
+func (r *RunFlags) detectContext(f *Factory, dir string, command scoperun.Command) (runctx.Context, runctx.Sources, error) {
+	src := runctx.ProcessSources(dir)
+	src.Getenv = f.Getenv
+	c, err := runctx.Detect(runctx.Flags{Environment: r.Env, Scope: r.Scope, Branch: r.Branch, PullRequest: r.PR, Commit: r.Commit}, src)
+	if err != nil {
+		return c, src, err
+	}
+	if command != scoperun.Plan && c.PlanOnly != "" {
+		return c, src, errcode.New(errcode.CtxNull, "%s refused in scope %s: %s", command, c.Scope, c.PlanOnly).
+			WithHint("Run `sponson plan` in merge queue jobs and apply on the push to the target branch, or pass --scope NAME to choose a scope yourself.").
+			With("planOnly", c.PlanOnly)
+	}
+	return c, src, nil
+}
+
+// placeRun decides the run's stack, into c, and checks the checkout; it
+// returns the warnings of both.
+func (r *RunFlags) placeRun(cmd *cobra.Command, f *Factory, dir string, src runctx.Sources, c *runctx.Context) (stack.Result, []string, error) {
+	// The stack is decided before anything is read or leased: it is part
+	// of every key of the store.
+	stk, err := detectStack(f, dir, r.Stack)
+	if err != nil {
+		return stk, nil, err
+	}
+	c.Stack = stk.Name
+	var warnings []string
+	if stk.Warning != "" {
+		warnings = append(warnings, stk.Warning)
+	}
+	w, err := checkCheckout(cmd.Context(), f, src, *c, r.StrictCheckout)
+	if err != nil {
+		return stk, nil, err
+	}
+	if w != "" {
+		warnings = append(warnings, w)
+	}
+	return stk, warnings, nil
+}
+
+// approver is the run's approver: --approved-by, which an apply or destroy
+// in a protected environment must name one of its approvers.
+func (r *RunFlags) approver(command scoperun.Command, env environments.Environment) (string, error) {
+	approver := strings.TrimSpace(r.ApprovedBy)
+	if command == scoperun.Plan {
+		return approver, nil
+	}
+	approver, err := env.Approve(approver)
+	if err != nil {
+		e := errcode.As(err)
+		e.Message = string(command) + ": " + e.Message
+		return "", e
+	}
+	return approver, nil
+}
+
+// locateEngine finds the engine binary, refusing an OpenTofu flag given to
+// Terraform, and the sponson binary that serves the provider.
+func (r *RunFlags) locateEngine(f *Factory) (bin, self string, err error) {
+	bin, err = engine.Locate(r.Engine, f.Lookup)
+	if err != nil {
+		return "", "", err
+	}
+	if len(r.engine.Flags.Excludes) > 0 && !strings.Contains(filepath.Base(bin), "tofu") {
+		return "", "", errcode.New(errcode.Usage, "-exclude is an OpenTofu flag; the engine %s is HashiCorp Terraform, which has no such flag", bin).
+			WithHint("Name the resources to keep with -target instead, or run OpenTofu (--engine).")
+	}
+	self, err = f.Executable()
+	if err != nil {
+		return "", "", errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to serve the provider")
+	}
+	return bin, self, nil
 }
 
 // savedPlan fills the run's options for `plan -out FILE` and `apply FILE`.
@@ -358,19 +407,19 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 		Use:   string(command) + " [flags]",
 		Short: short,
 		Long:  long + "\n\n" + manyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// A failure travels in *out, which Run prints (the envelope
-			// with --json) and turns into the exit code; RunE returns nil
-			// so that cobra adds nothing of its own.
-			if sel.wanted() {
-				*out = runStacksCommand(cmd, f, &flags, &review, &sel, command, args)
-				return nil
-			}
-			*out = unlessFailed(string(command), sel.checkOne(cmd), func() outcome {
-				return runCommand(cmd, f, &flags, &review, command, args, runF)
-			})
+		// runF replaces the run once the flags are resolved (runCommand),
+		// not the command: runE gets none.
+		RunE: runE(f, out, &flags, func(_ *cobra.Command, args []string) error {
+			flags.positional = args
 			return nil
-		},
+		}, nil, func(cmd *cobra.Command, f *Factory, flags *RunFlags) outcome {
+			if sel.wanted() {
+				return runStacksCommand(cmd, f, flags, &review, &sel, command, flags.positional)
+			}
+			return unlessFailed(string(command), sel.checkOne(cmd), func() outcome {
+				return runCommand(cmd, f, flags, &review, command, flags.positional, runF)
+			})
+		}),
 	}
 	flags.bind(cmd, command != scoperun.Plan)
 	review.bind(cmd)

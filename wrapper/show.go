@@ -21,6 +21,10 @@ type ShowOptions struct {
 	StateOptions
 	Engine     string
 	EngineJSON bool
+	// PlanFile is the saved plan to show, when showsPlan; the scope's
+	// state is shown otherwise.
+	PlanFile  string
+	showsPlan bool
 }
 
 // NewCmdShow builds `sponson show [-json] [PLANFILE]`.
@@ -42,10 +46,13 @@ Without PLANFILE it shows the scope's state (detected as for plan, or --scope,
 engine in the configuration directory, which must be initialised
 (` + "`sponson init`" + `) for the providers' schemas.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			*out = runShow(cmd, f, opts, args)
+		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+			opts.showsPlan = len(args) == 1
+			if opts.showsPlan {
+				opts.PlanFile = args[0]
+			}
 			return nil
-		},
+		}, nil, runShow),
 	}
 	opts.bind(cmd, false)
 	fs := cmd.Flags()
@@ -57,11 +64,11 @@ engine in the configuration directory, which must be initialised
 	return cmd
 }
 
-func runShow(cmd *cobra.Command, f *Factory, opts *ShowOptions, args []string) outcome {
+func runShow(cmd *cobra.Command, f *Factory, opts *ShowOptions) outcome {
 	o := outcome{command: "show"}
 	jsonMode := jsonWanted(cmd, f)
-	if len(args) == 1 {
-		o.result, o.err = showPlanFile(f, args[0], opts.EngineJSON, jsonMode)
+	if opts.showsPlan {
+		o.result, o.err = showPlanFile(f, opts.PlanFile, opts.EngineJSON, jsonMode)
 		return o
 	}
 	if err := bindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR", "store": "SPONSON_STORE", "env": "SPONSON_CTX_ENV", "engine": "SPONSON_ENGINE"}, f.Getenv); err != nil {

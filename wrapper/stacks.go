@@ -117,16 +117,9 @@ then a stage per depth (depth-0, depth-1, ...) and, per stack, a job "stack DIR"
 extending .sponson-stack in its depth's stage with SPONSON_CHDIR set to its
 directory. Without a stack to run the pipeline holds one job saying so.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out.command = "stacks"
-			*out = unlessFailed("stacks", bindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv), func() outcome {
-				if runF != nil {
-					return runF(cmd.Context(), opts)
-				}
-				return runStacks(cmd, f, opts)
-			})
-			return nil
-		},
+		RunE: runE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return bindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv)
+		}, runF, runStacks),
 	}
 	opts.bind(cmd, "list")
 	cmd.Flags().StringVar(&opts.GitLabPipeline, "gitlab-pipeline", "", "write a GitLab child pipeline of the listed stacks to `FILE`: a stage per depth, a job per stack extending "+stackpipeline.StackJob+" of --gitlab-template")

@@ -24,9 +24,11 @@ import (
 // StateOptions are the options of `sponson state` and its commands.
 type StateOptions struct {
 	StoreFlags
-	Scope, PR, Branch, Stack string
-	Wait                     bool
-	WaitTimeout              time.Duration
+	ContextFlags
+	Wait        bool
+	WaitTimeout time.Duration
+	// args are the command's arguments (rm ADDR..., mv SRC DST, ...).
+	args []string
 }
 
 // NewCmdState builds `sponson state` with list, show, rm and mv.
@@ -58,10 +60,7 @@ every instance of the resource; module.NAME everything in the module. A
 configuration that keeps its own backend is refused: its state is not in the
 store.`,
 		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			*out = outcome{command: "state", err: unknownSubcommand(cmd, args)}
-			return nil
-		},
+		RunE: needsSubcommand(out),
 	}
 	for _, c := range []*cobra.Command{newStatePull(f, out), newStatePush(f, out), newStateList(f, out), newStateShow(f, out), newStateRm(f, out), newStateMv(f, out)} {
 		cmd.AddCommand(c)
@@ -72,24 +71,23 @@ store.`,
 func (s *StateOptions) bind(cmd *cobra.Command, writes bool) {
 	s.StoreFlags.bind(cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&s.Scope, "scope", "", "scope name (env SPONSON_CTX_SCOPE)")
-	fs.StringVar(&s.PR, "pr", "", "pull request number: scope pr-<n> (env SPONSON_CTX_PR)")
-	fs.StringVar(&s.Branch, "branch", "", "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)")
-	bindStack(cmd, &s.Stack, stackFlagHelp)
+	s.ContextFlags.bind(cmd, readContextHelp)
 	if writes {
 		fs.BoolVar(&s.Wait, "wait", false, "wait for the scope's lease when a run holds it")
 		fs.DurationVar(&s.WaitTimeout, "wait-timeout", waitDefault, "how long --wait waits before WAIT_TIMEOUT")
 	}
 }
 
-func stateCmd(out *outcome, use, short string, args cobra.PositionalArgs, writes bool, run func(cmd *cobra.Command, o *StateOptions, args []string) outcome) *cobra.Command {
+func stateCmd(f *Factory, out *outcome, use, short string, args cobra.PositionalArgs, writes bool, run func(cmd *cobra.Command, o *StateOptions, args []string) outcome) *cobra.Command {
 	opts := &StateOptions{}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			*out = run(cmd, opts, args)
+		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+			opts.args = args
 			return nil
-		},
+		}, nil, func(cmd *cobra.Command, _ *Factory, o *StateOptions) outcome {
+			return run(cmd, o, o.args)
+		}),
 	}
 	opts.bind(cmd, writes)
 	return cmd
@@ -107,7 +105,7 @@ func (s *StateOptions) scopeState(cmd *cobra.Command, f *Factory) (store.Store, 
 		return nil, store.Key{}, nil, errcode.New(errcode.Usage, "the configuration in %s keeps its own %q backend: its state is not in the sponson store", dir, b).
 			WithHint("Use the engine's own state commands on that backend, or adopt its state into the store (`sponson adopt`).")
 	}
-	key, err := scopeKey(f, s.Chdir, env, s.Scope, s.PR, s.Branch, s.Stack)
+	key, err := s.detect(f, s.Chdir, env)
 	if err != nil {
 		st.Close()
 		return nil, store.Key{}, nil, err
@@ -142,7 +140,7 @@ func parseState(data []byte) (tfstate.Doc, error) {
 }
 
 func newStateList(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(out, "list [flags]", "List the resource instances of a scope's state", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
+	return stateCmd(f, out, "list [flags]", "List the resource instances of a scope's state", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
 		res := outcome{command: "state list"}
 		key, doc, err := o.readScopeState(cmd, f)
 		if err != nil {
@@ -165,7 +163,7 @@ func newStateList(f *Factory, out *outcome) *cobra.Command {
 }
 
 func newStatePull(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(out, "pull [flags]", "Print the scope's state document, as the engine's state pull does", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
+	return stateCmd(f, out, "pull [flags]", "Print the scope's state document, as the engine's state pull does", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
 		res := outcome{command: "state pull"}
 		st, key, data, err := o.scopeState(cmd, f)
 		if err != nil {
@@ -188,7 +186,7 @@ func newStatePull(f *Factory, out *outcome) *cobra.Command {
 }
 
 func newStatePush(f *Factory, out *outcome) *cobra.Command {
-	cmd := stateCmd(out, "push PATH [flags]", "Replace the scope's state with a state file, under its lease, the ledger following", cobra.ExactArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+	cmd := stateCmd(f, out, "push PATH [flags]", "Replace the scope's state with a state file, under its lease, the ledger following", cobra.ExactArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
 		var data []byte
 		var err error
 		if args[0] == "-" {
@@ -223,7 +221,7 @@ func jsonWanted(cmd *cobra.Command, f *Factory) bool {
 }
 
 func newStateShow(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(out, "show ADDR [flags]", "Show one resource instance of a scope's state", cobra.ExactArgs(1), false, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+	return stateCmd(f, out, "show ADDR [flags]", "Show one resource instance of a scope's state", cobra.ExactArgs(1), false, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
 		res := outcome{command: "state show"}
 		t, err := tfstate.ParseAddr(args[0])
 		if err != nil {
@@ -343,7 +341,7 @@ func moveChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string,
 }
 
 func newStateRm(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(out, "rm ADDR... [flags]", "Forget resource instances: the scope gives them up", cobra.MinimumNArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+	return stateCmd(f, out, "rm ADDR... [flags]", "Forget resource instances: the scope gives them up", cobra.MinimumNArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
 		var targets []tfstate.Addr
 		for _, a := range args {
 			t, err := tfstate.ParseAddr(a)
@@ -357,7 +355,7 @@ func newStateRm(f *Factory, out *outcome) *cobra.Command {
 }
 
 func newStateMv(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(out, "mv SRC DST [flags]", "Rename a resource or resource instance in a scope's state", cobra.ExactArgs(2), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+	return stateCmd(f, out, "mv SRC DST [flags]", "Rename a resource or resource instance in a scope's state", cobra.ExactArgs(2), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
 		src, err := tfstate.ParseAddr(args[0])
 		if err == nil && src.Type == "" {
 			err = fmt.Errorf("%q is a module; move its resources one by one", args[0])

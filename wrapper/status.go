@@ -163,15 +163,7 @@ scope S, "inherited from S" when they came from S.
 Destroyed scopes stay listed: their last receipt is the record that they are
 gone. With --json the rows are the result, with full commits and times.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out.command = "status"
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runStatus(cmd, f, opts)
-			return nil
-		},
+		RunE: runE(f, out, opts, nil, runF, runStatus),
 	}
 	opts.bind(cmd)
 	bindStack(cmd, &opts.Stack, "show only this stack (default: every stack of the environment)")

@@ -92,17 +92,7 @@ func publish(ctx context.Context, f *Factory, in *runInput, res *scoperun.Result
 	s.JobURL = runctx.DetectJob(f.Getenv).URL
 	s.Outputs, s.PreviewURL = pv.outputs, pv.url
 
-	if p := f.Getenv("GITHUB_STEP_SUMMARY"); p != "" {
-		md := s.Markdown(summary.Options{Limit: stepSummaryLimit, FullPlanAt: "the job's log"})
-		if err := appendFile(p, md+"\n"); err != nil {
-			warn("could not write the summary to $GITHUB_STEP_SUMMARY: %v", err)
-		}
-	}
-	if rf.Summary != "" {
-		if err := writeFile(rf.Summary, []byte(s.Markdown(summary.Options{}))); err != nil {
-			warn("could not write the summary to %s: %v", rf.Summary, err)
-		}
-	}
+	warns = append(warns, writeSummaries(f.Getenv, rf.Summary, summary.Options{Limit: stepSummaryLimit, FullPlanAt: "the job's log"}, s.Markdown)...)
 	if rf.GitLabReport != "" {
 		if res.Plan == nil {
 			warn("no plan to report in %s: the run stopped before it had one", rf.GitLabReport)
@@ -136,6 +126,25 @@ func postComment(ctx context.Context, f *Factory, in *runInput, s summary.Run) s
 	}
 	fmt.Fprintf(f.ErrOut, "summary comment %s on %s\n", out, host.Name())
 	return ""
+}
+
+// writeSummaries writes a summary where summaries go: appended to
+// $GITHUB_STEP_SUMMARY, rendered with the step's options, when that is set,
+// and into file (--summary) in full when one is named. It returns a warning
+// for each one it could not write.
+func writeSummaries(getenv func(string) string, file string, step summary.Options, markdown func(summary.Options) string) []string {
+	var warns []string
+	if p := getenv("GITHUB_STEP_SUMMARY"); p != "" {
+		if err := appendFile(p, markdown(step)+"\n"); err != nil {
+			warns = append(warns, fmt.Sprintf("could not write the summary to $GITHUB_STEP_SUMMARY: %v", err))
+		}
+	}
+	if file != "" {
+		if err := writeFile(file, []byte(markdown(summary.Options{}))); err != nil {
+			warns = append(warns, fmt.Sprintf("could not write the summary to %s: %v", file, err))
+		}
+	}
+	return warns
 }
 
 func appendFile(path, text string) error {

@@ -69,15 +69,7 @@ a run's lease is break-glass on that environment: it needs --approved-by
 does, and the receipt records the approver with who, why and which run was
 ended (ENV_NOT_APPROVED, exit 2, otherwise).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out.command = "unlock"
-			if runF != nil {
-				*out = runF(cmd.Context(), opts)
-				return nil
-			}
-			*out = runUnlock(cmd.Context(), cmd, f, opts)
-			return nil
-		},
+		RunE: runE(f, out, opts, nil, runF, runUnlock),
 	}
 	opts.bindUnlock(cmd)
 	return cmd
@@ -112,18 +104,21 @@ shows it): a lease held by another run is not ended.
 
 ` + cmd.Long
 	cmd.Args = cobra.MaximumNArgs(1)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	cmd.RunE = runE(f, out, opts, func(_ *cobra.Command, args []string) error {
 		if len(args) == 1 {
 			opts.LockID = args[0]
 		}
-		*out = runUnlock(cmd.Context(), cmd, f, opts)
-		out.command = "force-unlock"
 		return nil
-	}
+	}, nil, func(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
+		o := runUnlock(cmd, f, opts)
+		o.command = "force-unlock"
+		return o
+	})
 	return cmd
 }
 
-func runUnlock(ctx context.Context, cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
+func runUnlock(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
+	ctx := cmd.Context()
 	o := outcome{command: "unlock"}
 	reason := strings.TrimSpace(opts.Reason)
 	if reason == "" {

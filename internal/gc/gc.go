@@ -80,6 +80,15 @@ type Options struct {
 	IncludeMain bool
 }
 
+// Cutoff is the time before which a scope's last run is too old: the
+// older-than rule's line, meaningful only when OlderThan is positive.
+func (o Options) Cutoff(now time.Time) time.Time { return now.Add(-o.OlderThan) }
+
+// MainIgnored reports whether IncludeMain asks for what cannot happen: only
+// the older-than rule can select main, which is neither a pull request's
+// scope nor a branch's.
+func (o Options) MainIgnored() bool { return o.IncludeMain && o.OlderThan <= 0 }
+
 // Candidate is a scope Select collects.
 type Candidate struct {
 	Stack   string   `json:"stack"`
@@ -99,7 +108,7 @@ func (c Candidate) Destroy() bool { return c.Busy == nil }
 // Select returns the scopes to collect, sorted by name.
 func Select(scopes []store.ScopeSummary, facts Facts, now time.Time, opts Options) []Candidate {
 	out := []Candidate{}
-	cutoff := now.Add(-opts.OlderThan)
+	cutoff := opts.Cutoff(now)
 	for _, s := range scopes {
 		name := s.Key.Scope
 		r := s.Latest

@@ -1,0 +1,64 @@
+package wrapper
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestRunE: prepare fills the options before the seam sees them, a failure
+// of prepare is the outcome of the command named by its path, and runF
+// replaces run.
+func TestRunE(t *testing.T) {
+	t.Parallel()
+	type opts struct{ args []string }
+	prepare := func(o *opts) func(*cobra.Command, []string) error {
+		return func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 && args[0] == "bad" {
+				return errors.New("bad argument")
+			}
+			o.args = args
+			return nil
+		}
+	}
+	build := func(out *outcome, o *opts, runF func(context.Context, *opts) outcome) *cobra.Command {
+		root := &cobra.Command{Use: "sponson"}
+		parent := &cobra.Command{Use: "provider"}
+		root.AddCommand(parent)
+		parent.AddCommand(&cobra.Command{Use: "mirror", RunE: runE(nil, out, o, prepare(o), runF, func(_ *cobra.Command, _ *Factory, o *opts) outcome {
+			return outcome{command: "run", result: o.args}
+		})})
+		return root
+	}
+	for _, tc := range []struct {
+		name, args0, command string
+		seam, wantErr        bool
+	}{
+		{name: "run", args0: "a", command: "run"},
+		{name: "seam", args0: "a", command: "seam", seam: true},
+		{name: "prepare fails", args0: "bad", command: "provider mirror", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out outcome
+			o := &opts{}
+			var runF func(context.Context, *opts) outcome
+			if tc.seam {
+				runF = func(_ context.Context, o *opts) outcome { return outcome{command: "seam", result: o.args} }
+			}
+			root := build(&out, o, runF)
+			root.SetArgs([]string{"provider", "mirror", tc.args0})
+			if err := root.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if out.command != tc.command || (out.err != nil) != tc.wantErr {
+				t.Fatalf("outcome %+v, want command %q, error %v", out, tc.command, tc.wantErr)
+			}
+			if !tc.wantErr && len(o.args) != 1 {
+				t.Errorf("prepare did not fill the options before %s: %+v", tc.command, o)
+			}
+		})
+	}
+}
