@@ -104,6 +104,7 @@ type envCache struct {
 	mu     sync.Mutex        // one refresh at a time
 	etags  map[string]string // of the stored indexes last merged, by object key
 	scopes map[string]*entry
+	log    logState // of the last refresh through the ownership log
 }
 
 func (s *Store) cacheOf(env string) *envCache {
@@ -126,7 +127,92 @@ func (s *Store) refresh(ctx context.Context, env string, n need, read func(map[s
 	c := s.cacheOf(env)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if n.owners && !n.receipt && s.logged() {
+		return s.refreshByLog(ctx, env, c, n, read)
+	}
+	if err := s.refreshByListing(ctx, env, c, n); err != nil {
+		return err
+	}
+	return read(c.scopes)
+}
 
+// refreshByLog brings the ownership parts of env's cache up to date through
+// the ownership log (changelog.go): one conditional GET of the log, then
+// the pointers of the scopes changed since the cache last read it, pending
+// then or now, or not yet known with their ownership part. A cache that
+// never read the log, or that the log no longer reaches back to, lists the
+// environment after reading the log.
+func (s *Store) refreshByLog(ctx context.Context, env string, c *envCache, n need, read func(map[string]*entry) error) error {
+	etag := ""
+	if c.log.ok {
+		etag = c.log.etag
+	}
+	o, err := s.getIfChanged(ctx, s.ownersLogKey(env), etag)
+	var doc ownersLog
+	switch {
+	case errors.Is(err, errNotModified):
+		doc.Seq, doc.Epoch = c.log.seq, c.log.epoch
+	case errors.Is(err, errNotFound):
+		// No ownership write yet (a log's first write precedes its
+		// pointer's): what the listing finds is all there is.
+	case err != nil:
+		return err
+	default:
+		if err := json.Unmarshal(o.Data, &doc); err != nil {
+			return errcode.Wrap(errcode.StoreUnavailable, err, "the ownership log %s does not parse; delete it (readers then list the environment)", s.ownersLogKey(env)).With("store", s.display)
+		}
+	}
+	var todo []string
+	changed, covered := doc.since(c.log.seq)
+	if errors.Is(err, errNotModified) {
+		changed, covered = nil, true
+	}
+	if doc.Epoch != c.log.epoch {
+		covered = false
+	}
+	if !c.log.ok || !covered {
+		if err := s.refreshByListing(ctx, env, c, n); err != nil {
+			return err
+		}
+	} else {
+		seen := map[string]bool{}
+		add := func(ids []string) {
+			for _, id := range ids {
+				if !seen[id] {
+					seen[id] = true
+					todo = append(todo, id)
+				}
+			}
+		}
+		add(changed)
+		add(c.log.pending)
+		add(pendingScopes(doc))
+		for id, e := range c.scopes {
+			if !e.ownersOK {
+				add([]string{id})
+			}
+		}
+		var valid []string
+		for _, id := range todo {
+			if _, ok := keyOf(env, id); ok {
+				valid = append(valid, id)
+			}
+		}
+		if _, err := s.fetchEntries(ctx, env, c, valid, n); err != nil {
+			return err
+		}
+	}
+	next := logState{ok: true, etag: o.ETag, epoch: doc.Epoch, seq: doc.Seq, pending: pendingScopes(doc)}
+	if errors.Is(err, errNotModified) {
+		next.etag, next.pending = c.log.etag, c.log.pending
+	}
+	c.log = next
+	return read(c.scopes)
+}
+
+// refreshByListing brings env's cache up to date with a listing of its
+// pointers, for what n needs.
+func (s *Store) refreshByListing(ctx context.Context, env string, c *envCache, n need) error {
 	prefix := s.leasesPrefix(env)
 	objs, err := s.list(ctx, prefix)
 	if err != nil {
@@ -168,7 +254,7 @@ func (s *Store) refresh(ctx context.Context, env string, n need, read func(map[s
 	if fetched >= saveAfter {
 		s.saveIndex(ctx, env, c, n)
 	}
-	return read(c.scopes)
+	return nil
 }
 
 // mergeIndex reads the stored index n needs (unless it is the one already

@@ -74,12 +74,21 @@ func (s *Store) readPointer(ctx context.Context, k store.Key) (current, error) {
 }
 
 // writePointer replaces the pointer read as cur with next (a fresh nonce is
-// drawn here), conditionally on cur's ETag.
+// drawn here), conditionally on cur's ETag. A write that changes the
+// ownership part is bracketed by the ownership log (changelog.go): no such
+// PUT is sent before its begin is recorded.
 func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next pointer) error {
 	next.Nonce = nonce()
 	data, err := json.Marshal(next)
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "encode the lease pointer of %s", k)
+	}
+	if next.Owners != cur.p.Owners && s.logged() {
+		token, err := s.logBegin(ctx, k)
+		if err != nil {
+			return err
+		}
+		defer s.logEnd(ctx, k, token)
 	}
 	_, err = s.putIf(ctx, s.pointerKey(k), data, cur.etag, func(b []byte) bool {
 		var p pointer
