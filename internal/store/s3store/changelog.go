@@ -23,15 +23,16 @@ import (
 // reads the log again (a conditional GET: 304 when nothing began) and
 // reads only the pointers of the scopes changed since N and those pending
 // in either version of the log. A write that never ends (a crash between
-// begin and end) stays pending, a pointer read per check, until it is old
-// enough (logPendingMax) that no request of it can still be in flight.
+// begin and end) stays pending, a pointer read per check, until the next
+// writer of the log finds the pointer moved away from the ETag the write
+// was conditional on: then that write has landed or never will.
 const (
 	// logKeep is how many recent changes the log holds; a reader further
 	// behind lists the environment instead.
 	logKeep = 2000
-	// logPendingMax is the age after which a pending mark is dropped: far
-	// beyond the retry budget and attempt timeout of any writer.
-	logPendingMax = time.Hour
+	// logPendingCheck is the age after which a writer of the log checks
+	// whether a pending mark's write is over (its pointer moved).
+	logPendingCheck = 10 * time.Minute
 	// logAttempts bounds the read-modify-write of the log under contention.
 	logAttempts = 100
 )
@@ -51,6 +52,8 @@ type ownersLog struct {
 type pending struct {
 	Scope string    `json:"scope"`
 	Since time.Time `json:"since"` // the server's clock at begin
+	// IfMatch is the pointer ETag the write is conditional on.
+	IfMatch string `json:"ifMatch"`
 }
 
 // first is the sequence number of the oldest change the log holds.
@@ -96,10 +99,8 @@ func (s *Store) editLog(ctx context.Context, env string, edit func(doc *ownersLo
 			doc.Epoch = nonce()
 		}
 		edit(&doc, o.Date)
-		for t, p := range doc.Pending {
-			if o.Date.Sub(p.Since) > logPendingMax {
-				delete(doc.Pending, t)
-			}
+		if err := s.dropOver(ctx, env, &doc, o.Date); err != nil {
+			return err
 		}
 		if len(doc.Changes) > logKeep {
 			doc.Changes = doc.Changes[len(doc.Changes)-logKeep:]
@@ -123,9 +124,35 @@ func (s *Store) editLog(ctx context.Context, env string, edit func(doc *ownersLo
 	return errcode.New(errcode.StoreContended, "the S3 store %s could not write the ownership log of %s: it kept moving", s.display, env).With("store", s.display)
 }
 
-// logBegin records that the ownership part of k is about to change and
-// returns the write's token for logEnd.
-func (s *Store) logBegin(ctx context.Context, k store.Key) (string, error) {
+// dropOver drops the pending marks older than logPendingCheck whose
+// pointer no longer has the ETag their write was conditional on: that
+// write has landed (and a reader that held the mark reads the pointer
+// again when the mark goes) or never will.
+func (s *Store) dropOver(ctx context.Context, env string, doc *ownersLog, now time.Time) error {
+	for t, p := range doc.Pending {
+		if now.Sub(p.Since) < logPendingCheck {
+			continue
+		}
+		k, ok := keyOf(env, p.Scope)
+		if !ok {
+			delete(doc.Pending, t)
+			continue
+		}
+		cur, err := s.readPointer(ctx, k)
+		if err != nil {
+			return err
+		}
+		if cur.etag != p.IfMatch {
+			delete(doc.Pending, t)
+		}
+	}
+	return nil
+}
+
+// logBegin records that the ownership part of k is about to change by a
+// write conditional on the pointer's ETag ifMatch, and returns the write's
+// token for logEnd.
+func (s *Store) logBegin(ctx context.Context, k store.Key, ifMatch string) (string, error) {
 	token, id := nonce(), scopeID(k)
 	err := s.editLog(ctx, k.Environment, func(doc *ownersLog, now time.Time) {
 		doc.Seq++
@@ -133,7 +160,7 @@ func (s *Store) logBegin(ctx context.Context, k store.Key) (string, error) {
 		if doc.Pending == nil {
 			doc.Pending = map[string]pending{}
 		}
-		doc.Pending[token] = pending{Scope: id, Since: now}
+		doc.Pending[token] = pending{Scope: id, Since: now, IfMatch: ifMatch}
 	})
 	return token, err
 }

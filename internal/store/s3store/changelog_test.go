@@ -134,3 +134,34 @@ func TestLayoutTwoIsListed(t *testing.T) {
 		t.Errorf("Owners = %+v, %v", got, err)
 	}
 }
+
+// A pending mark is dropped only when its pointer no longer has the ETag
+// its write was conditional on, however old it is.
+func TestPendingMarkDroppedWhenPointerMoved(t *testing.T) {
+	t.Parallel()
+	s := open(t, s3test.Start(t, nil))
+	if _, err := s.Acquire(t.Context(), k1, "run-a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := s.readPointer(t.Context(), k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := cur.now.Add(-2 * logPendingCheck)
+	doc := ownersLog{Pending: map[string]pending{
+		"old-still": {Scope: scopeID(k1), Since: long, IfMatch: cur.etag},
+		"young":     {Scope: scopeID(k1), Since: cur.now, IfMatch: "gone"},
+		"old-moved": {Scope: scopeID(k1), Since: long, IfMatch: "gone"},
+	}}
+	if err := s.dropOver(t.Context(), "preview", &doc, cur.now); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for tok := range doc.Pending {
+		left = append(left, tok)
+	}
+	slices.Sort(left)
+	if diff := cmp.Diff([]string{"old-still", "young"}, left); diff != "" {
+		t.Errorf("marks left (-want +got):\n%s", diff)
+	}
+}

@@ -84,7 +84,7 @@ func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next
 		return errcode.Wrap(errcode.Internal, err, "encode the lease pointer of %s", k)
 	}
 	if next.Owners != cur.p.Owners && s.logged() {
-		token, err := s.logBegin(ctx, k)
+		token, err := s.logBegin(ctx, k, cur.etag)
 		if err != nil {
 			return err
 		}
