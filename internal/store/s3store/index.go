@@ -596,9 +596,13 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 	out := []store.Owner{}
 	err := s.refresh(ctx, env, need{owners: true}, func(scopes map[string]*entry) error {
 		for id, e := range scopes {
-			k, _ := keyOf(env, id)
+			var k *store.Key // only for a scope with a match: keyOf checks the names
 			for _, o := range e.Owners {
 				if want == nil || want[o.Identity] {
+					if k == nil {
+						kk, _ := keyOf(env, id)
+						k = &kk
+					}
 					// The pointer names the stack and scope: an entry
 					// cannot claim another's.
 					o.Stack, o.Scope = k.Stack, k.Scope
