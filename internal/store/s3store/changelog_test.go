@@ -165,3 +165,29 @@ func TestPendingMarkDroppedWhenPointerMoved(t *testing.T) {
 		t.Errorf("marks left (-want +got):\n%s", diff)
 	}
 }
+
+// An owners index as of a state of the log reads that state back; one
+// without it reads back without it.
+func TestOwnersIndexLogState(t *testing.T) {
+	t.Parallel()
+	rows := map[string]ownersRow{"acme_2fapp/pr-1": {ETag: "e1", Key: "owners/a.json", RunID: "run-1", Entries: []ownerRow{{Identity: "x", Address: "t.x", CreatedBy: "sponson", Since: 1}}}}
+	for _, st := range []logState{
+		{ok: true, epoch: "E", seq: 42, pending: []string{"acme_2fapp/pr-2"}},
+		{},
+	} {
+		data, err := encodeOwnersIndex(ownersIndex{Version: indexVersion, Scopes: rows, Log: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeOwnersIndex(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(st, got.Log, cmp.AllowUnexported(logState{})); diff != "" {
+			t.Errorf("log state (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(rows, got.Scopes); diff != "" {
+			t.Errorf("rows (-want +got):\n%s", diff)
+		}
+	}
+}
