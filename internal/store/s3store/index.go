@@ -67,6 +67,9 @@ func (e *entry) has(etag string, n need) bool {
 type ownersIndex struct {
 	Version int                  `json:"v"`
 	Scopes  map[string]ownersRow `json:"s"`
+	// Log is the state of the ownership log the rows are as of, when
+	// they were read through it (not ok: as of their ETags).
+	Log logState `json:"-"`
 }
 
 type ownersRow struct {
@@ -104,6 +107,7 @@ type envCache struct {
 	mu     sync.Mutex        // one refresh at a time
 	etags  map[string]string // of the stored indexes last merged, by object key
 	scopes map[string]*entry
+	log    logState // of the last refresh through the ownership log
 }
 
 func (s *Store) cacheOf(env string) *envCache {
@@ -126,11 +130,112 @@ func (s *Store) refresh(ctx context.Context, env string, n need, read func(map[s
 	c := s.cacheOf(env)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if n.owners && !n.receipt && s.logged() {
+		return s.refreshByLog(ctx, env, c, n, read)
+	}
+	fetched, err := s.refreshByListing(ctx, env, c, n)
+	if err != nil {
+		return err
+	}
+	if fetched >= saveAfter {
+		s.saveIndex(ctx, env, c, n)
+	}
+	return read(c.scopes)
+}
 
+// refreshByLog brings the ownership parts of env's cache up to date through
+// the ownership log (changelog.go): one conditional GET of the log, then
+// the pointers of the scopes changed since the cache last read it, pending
+// then or now, or not yet known with their ownership part. A cache that
+// never read the log, or that the log no longer reaches back to, starts
+// from the stored owners index when that is as of a state of the log the
+// log reaches back from, and else lists the environment (after reading
+// the log, so the listing is as fresh as the log's state).
+func (s *Store) refreshByLog(ctx context.Context, env string, c *envCache, n need, read func(map[string]*entry) error) error {
+	etag := ""
+	if c.log.ok {
+		etag = c.log.etag
+	}
+	o, err := s.getIfChanged(ctx, s.ownersLogKey(env), etag)
+	var doc ownersLog
+	switch {
+	case errors.Is(err, errNotModified):
+		doc.Seq, doc.Epoch = c.log.seq, c.log.epoch
+	case errors.Is(err, errNotFound):
+		// No ownership write yet (a log's first write precedes its
+		// pointer's): what the listing finds is all there is.
+	case err != nil:
+		return err
+	default:
+		if err := json.Unmarshal(o.Data, &doc); err != nil {
+			return errcode.Wrap(errcode.StoreUnavailable, err, "the ownership log %s does not parse; delete it (readers then list the environment)", s.ownersLogKey(env)).With("store", s.display)
+		}
+	}
+	base := c.log
+	changed, covered := doc.since(base.seq)
+	if errors.Is(err, errNotModified) {
+		changed, covered = nil, true
+	}
+	next := logState{ok: true, etag: o.ETag, epoch: doc.Epoch, seq: doc.Seq, pending: pendingScopes(doc)}
+	if errors.Is(err, errNotModified) {
+		next.etag, next.pending = c.log.etag, c.log.pending
+	}
+	listed, fetched := false, 0
+	if !base.ok || !covered || doc.Epoch != base.epoch {
+		// Cold, or too far behind: the stored index, if it is as of a
+		// state of this log that the log still reaches back from; else
+		// the listing.
+		idx, err := s.loggedIndex(ctx, env, c, doc)
+		if err != nil {
+			return err
+		}
+		if idx.ok {
+			base = idx
+			changed, _ = doc.since(idx.seq)
+		} else {
+			if fetched, err = s.refreshByListing(ctx, env, c, n); err != nil {
+				return err
+			}
+			listed = true
+		}
+	}
+	if !listed {
+		var todo []string
+		seen := map[string]bool{}
+		add := func(ids []string) {
+			for _, id := range ids {
+				if _, ok := keyOf(env, id); ok && !seen[id] {
+					seen[id] = true
+					todo = append(todo, id)
+				}
+			}
+		}
+		add(changed)
+		add(base.pending)
+		add(next.pending)
+		for id, e := range c.scopes {
+			if !e.ownersOK {
+				add([]string{id})
+			}
+		}
+		if fetched, err = s.fetchEntries(ctx, env, c, todo, n); err != nil {
+			return err
+		}
+	}
+	c.log = next
+	if listed || fetched >= saveAfter {
+		s.saveIndex(ctx, env, c, n)
+	}
+	return read(c.scopes)
+}
+
+// refreshByListing brings env's cache up to date with a listing of its
+// pointers, for what n needs.
+func (s *Store) refreshByListing(ctx context.Context, env string, c *envCache, n need) (fetched int, err error) {
 	prefix := s.leasesPrefix(env)
 	objs, err := s.list(ctx, prefix)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	want := map[string]string{} // scope id -> listed ETag
 	for _, o := range objs {
@@ -157,18 +262,35 @@ func (s *Store) refresh(ctx context.Context, env string, n need, read func(map[s
 	if len(todo) > saveAfter {
 		// Cold or long unread: what another process cached may cover it.
 		if err := s.mergeIndex(ctx, env, c, n, want); err != nil {
-			return err
+			return 0, err
 		}
 		todo = stale()
 	}
-	fetched, err := s.fetchEntries(ctx, env, c, todo, n)
-	if err != nil {
-		return err
+	return s.fetchEntries(ctx, env, c, todo, n)
+}
+
+// loggedIndex takes every row of the stored owners index if it is as of a
+// state of the log doc that doc still reaches back from, and returns that
+// state (not ok when it is not, or there is no such index).
+func (s *Store) loggedIndex(ctx context.Context, env string, c *envCache, doc ownersLog) (logState, error) {
+	key := s.ownersIndexKey(env)
+	o, err := s.get(ctx, key)
+	switch {
+	case errors.Is(err, errNotFound):
+		return logState{}, nil
+	case err != nil:
+		return logState{}, err
 	}
-	if fetched >= saveAfter {
-		s.saveIndex(ctx, env, c, n)
+	idx, err := decodeOwnersIndex(o.Data)
+	if err != nil || !idx.Log.ok || idx.Log.epoch != doc.Epoch {
+		return logState{}, nil //nolint:nilerr // a damaged cache is no cache
 	}
-	return read(c.scopes)
+	if _, ok := doc.since(idx.Log.seq); !ok {
+		return logState{}, nil
+	}
+	c.takeOwners(env, idx, nil)
+	c.etags[key] = o.ETag
+	return idx.Log, nil
 }
 
 // mergeIndex reads the stored index n needs (unless it is the one already
@@ -230,10 +352,11 @@ func (c *envCache) takeList(doc listIndex, want map[string]string) {
 }
 
 // takeOwners takes the ownership part of every row of an owners index
-// whose ETag is the listed one.
+// whose ETag is the listed one, or of every row when want is nil (an index
+// as of a state of the ownership log).
 func (c *envCache) takeOwners(env string, doc ownersIndex, want map[string]string) {
 	for id, row := range doc.Scopes {
-		if want[id] != row.ETag {
+		if want != nil && want[id] != row.ETag {
 			continue
 		}
 		owners := make([]store.Owner, len(row.Entries))
@@ -262,9 +385,13 @@ func (c *envCache) listIndex() listIndex {
 }
 
 // ownersIndex is the owners index of what the cache knows: a scope's run
-// once per row, and again only in an entry another run wrote.
+// once per row, and again only in an entry another run wrote; the state of
+// the ownership log the cache was last brought up to date with, if any.
 func (c *envCache) ownersIndex() ownersIndex {
 	doc := ownersIndex{Version: indexVersion, Scopes: map[string]ownersRow{}}
+	if c.log.ok && c.log.epoch != "" {
+		doc.Log = logState{ok: true, epoch: c.log.epoch, seq: c.log.seq, pending: c.log.pending}
+	}
 	for id, e := range c.scopes {
 		if !e.ownersOK {
 			continue
@@ -469,9 +596,13 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 	out := []store.Owner{}
 	err := s.refresh(ctx, env, need{owners: true}, func(scopes map[string]*entry) error {
 		for id, e := range scopes {
-			k, _ := keyOf(env, id)
+			var k *store.Key // only for a scope with a match: keyOf checks the names
 			for _, o := range e.Owners {
 				if want == nil || want[o.Identity] {
+					if k == nil {
+						kk, _ := keyOf(env, id)
+						k = &kk
+					}
 					// The pointer names the stack and scope: an entry
 					// cannot claim another's.
 					o.Stack, o.Scope = k.Stack, k.Scope

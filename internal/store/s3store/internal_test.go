@@ -317,8 +317,10 @@ func (c *counter) take() map[string]int {
 }
 
 // Owners and List of an environment cost a bounded number of requests, not
-// one per scope: a cold process reads the layout marker (once per Store),
-// the listing and the cached index, a warm one the listing and what changed.
+// one per scope: a cold List reads the layout marker (once per Store), the
+// listing and the cached index; Owners never lists once an index as of the
+// ownership log is stored: cold, the layout marker, the log and the index,
+// and then what changed since the index; warm, the log and what changed.
 func TestOwnersRequestsAreBounded(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, nil)
@@ -360,8 +362,14 @@ func TestOwnersRequestsAreBounded(t *testing.T) {
 	if got, err := coldOwners.Owners(t.Context(), "preview", nil); err != nil || len(got) != scopes*3 {
 		t.Fatalf("cold Owners = %d entries, %v", len(got), err)
 	}
-	if n := c.take(); n["LIST"] != 1 || n["GET"] != 2 || n["PUT"] != 0 {
-		t.Errorf("a cold Owners of %d scopes made %v requests, want one LIST and two GETs (layout, index)", scopes, n)
+	if n := c.take(); n["LIST"] != 0 || n["GET"] != 3 || n["PUT"] != 0 {
+		t.Errorf("a cold Owners of %d scopes made %v requests, want three GETs (layout, log, index)", scopes, n)
+	}
+	if got, err := coldOwners.Owners(t.Context(), "preview", nil); err != nil || len(got) != scopes*3 {
+		t.Fatalf("warm Owners = %d entries, %v", len(got), err)
+	}
+	if n := c.take(); n["LIST"] != 0 || n["GET"] != 1 || n["PUT"] != 0 {
+		t.Errorf("a warm Owners of %d unchanged scopes made %v requests, want one GET (the log, not modified)", scopes, n)
 	}
 
 	k := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-7"}
@@ -379,8 +387,15 @@ func TestOwnersRequestsAreBounded(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Scope != "pr-7" || got[0].RunID != "run-2" {
 		t.Fatalf("Owners after a write = %+v, %v", got, err)
 	}
-	if n := c.take(); n["LIST"] != 1 || n["GET"] != 2 {
-		t.Errorf("a warm Owners after one scope's write made %v requests, want one LIST and two GETs (pointer, ownership part)", n)
+	if n := c.take(); n["LIST"] != 0 || n["GET"] != 3 {
+		t.Errorf("a warm Owners after one scope's write made %v requests, want three GETs (log, pointer, ownership part)", n)
+	}
+	got, err = open(t, srv).Owners(t.Context(), "preview", []string{r.Ledger[4].Identity})
+	if err != nil || len(got) != 1 || got[0].Scope != "pr-7" || got[0].RunID != "run-2" {
+		t.Fatalf("cold Owners after a write the stored index is older than = %+v, %v", got, err)
+	}
+	if n := c.take(); n["LIST"] != 0 || n["GET"] != 5 {
+		t.Errorf("a cold Owners after one scope's write made %v requests, want five GETs (layout, log, index, pointer, ownership part)", n)
 	}
 }
 

@@ -17,8 +17,15 @@ import (
 
 // Layout is the version of the object layout this package writes and reads
 // (docs/design.md §5.6). 1 was the layout before stacks, whose pointers were
-// <env>/.leases/<scope>.json; a newer one is refused.
-const Layout = 2
+// <env>/.leases/<scope>.json; a newer one is refused. 3 adds the ownership
+// log (changelog.go), which every ownership write of a layout 3 prefix
+// goes through, so that its readers need not list; a prefix of layout 2
+// (which a sponson that does not log may still write) is read and written
+// as before, its readers listing the environment.
+const Layout = 3
+
+// layoutStacks is the first layout with stacks, still read and written.
+const layoutStacks = 2
 
 // layoutObject is the layout marker under the prefix. "@" never occurs in
 // an environment name, so no scope's objects can take its name.
@@ -54,8 +61,8 @@ func (s *Store) ready(ctx context.Context, write bool) error {
 		switch {
 		case v > Layout:
 			return store.NewerLayoutError(s.display, v, Layout)
-		case v == Layout:
-			s.layoutChecked, s.layoutWritten = true, true
+		case v >= layoutStacks:
+			s.layoutChecked, s.layoutWritten, s.layout = true, true, v
 			return nil
 		case v > 0:
 			return errcode.As(store.OldLayoutError(s.display, fmt.Sprintf("its %s records layout %d", layoutObject, v))).WithHint(oldLayoutHint)
@@ -77,7 +84,7 @@ func (s *Store) ready(ctx context.Context, write bool) error {
 		_, err = s.putIf(ctx, s.prefix+layoutObject, doc, "", func(cur []byte) bool { return bytes.Equal(cur, doc) })
 		switch {
 		case err == nil:
-			s.layoutWritten = true
+			s.layoutWritten, s.layout = true, Layout
 			return nil
 		case !errors.Is(err, errPrecondition):
 			return err

@@ -38,8 +38,8 @@ func TestLayoutMarkerWrittenByFirstWrite(t *testing.T) {
 	if _, err := s.Acquire(t.Context(), k1, "run-a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(objects(t, s)[layoutObject]); got != `{"layout":2}` {
-		t.Errorf("%s = %q after the first write, want {\"layout\":2}", layoutObject, got)
+	if got := string(objects(t, s)[layoutObject]); got != `{"layout":3}` {
+		t.Errorf("%s = %q after the first write, want {\"layout\":3}", layoutObject, got)
 	}
 }
 
@@ -99,13 +99,13 @@ func TestLayoutNewerRefused(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, nil)
 	s := open(t, srv)
-	if err := s.put(t.Context(), s.prefix+layoutObject, []byte(`{"layout":3}`)); err != nil {
+	if err := s.put(t.Context(), s.prefix+layoutObject, []byte(`{"layout":4}`)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Acquire(t.Context(), k1, "run-a", time.Minute)
 	wantLayoutCode(t, "Acquire", err, errcode.StoreLayoutNewer)
 	e := errcode.As(err)
-	if !strings.Contains(e.Message, "layout 3") {
+	if !strings.Contains(e.Message, "layout 4") {
 		t.Errorf("message %q does not name the layout found", e.Message)
 	}
 	_, err = s.List(t.Context(), k1.Environment)

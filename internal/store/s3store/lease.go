@@ -74,12 +74,30 @@ func (s *Store) readPointer(ctx context.Context, k store.Key) (current, error) {
 }
 
 // writePointer replaces the pointer read as cur with next (a fresh nonce is
-// drawn here), conditionally on cur's ETag.
-func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next pointer) error {
+// drawn here), conditionally on cur's ETag. A write that changes the
+// ownership part is bracketed by the ownership log (changelog.go): no such
+// PUT is sent before its begin is recorded.
+func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next pointer) (err error) {
 	next.Nonce = nonce()
 	data, err := json.Marshal(next)
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "encode the lease pointer of %s", k)
+	}
+	if next.Owners != cur.p.Owners && s.logged() {
+		token, err := s.logBegin(ctx, k, cur.etag)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			// Only a known outcome ends the mark: landed, or the pointer
+			// moved off cur.etag (no request of ours can land now). After
+			// another failure an attempt may still be on its way to the
+			// server; the mark stays until a writer of the log finds the
+			// pointer moved (dropOver).
+			if err == nil || errors.Is(err, errPrecondition) {
+				s.logEnd(ctx, k, token)
+			}
+		}()
 	}
 	_, err = s.putIf(ctx, s.pointerKey(k), data, cur.etag, func(b []byte) bool {
 		var p pointer

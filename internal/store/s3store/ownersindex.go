@@ -11,12 +11,20 @@ import (
 // 50 resources 50,000 entries: JSON took hundreds of milliseconds to decode
 // there, so it has a compact binary form of its own, gzipped:
 //
-//	magic, uvarint scopes, then per scope: id, etag, key, run, uvarint n,
-//	then per entry: identity, address, createdBy, run ("" for the scope's),
-//	varint since (Unix nanoseconds)
+//	magic, [log state,] uvarint scopes, then per scope: id, etag, key, run,
+//	uvarint n, then per entry: identity, address, createdBy, run ("" for
+//	the scope's), varint since (Unix nanoseconds)
 //
-// where every string is a uvarint length and its bytes.
-const ownersMagic = "sponson-owners/1\n"
+// where every string is a uvarint length and its bytes. The second form
+// (ownersMagicLog) is the state of the ownership log the index is as of
+// (changelog.go): epoch, varint seq, uvarint n, then n pending scope ids;
+// a reader of a logged prefix takes such an index whole and reads only the
+// scopes the log names since. An index of the first form is as of the
+// ETags in its rows, which a listing validates.
+const (
+	ownersMagic    = "sponson-owners/1\n"
+	ownersMagicLog = "sponson-owners/2\n"
+)
 
 func encodeOwnersIndex(doc ownersIndex) ([]byte, error) {
 	return encodeIndex(func(zw io.Writer) error {
@@ -25,7 +33,17 @@ func encodeOwnersIndex(doc ownersIndex) ([]byte, error) {
 		var tmp [binary.MaxVarintLen64]byte
 		uv := func(n uint64) { _, _ = w.Write(tmp[:binary.PutUvarint(tmp[:], n)]) }
 		str := func(s string) { uv(uint64(len(s))); _, _ = w.WriteString(s) }
-		_, _ = w.WriteString(ownersMagic)
+		if doc.Log.ok {
+			_, _ = w.WriteString(ownersMagicLog)
+			str(doc.Log.epoch)
+			_, _ = w.Write(tmp[:binary.PutVarint(tmp[:], doc.Log.seq)])
+			uv(uint64(len(doc.Log.pending)))
+			for _, id := range doc.Log.pending {
+				str(id)
+			}
+		} else {
+			_, _ = w.WriteString(ownersMagic)
+		}
 		uv(uint64(len(doc.Scopes)))
 		for id, row := range doc.Scopes {
 			str(id)
@@ -62,7 +80,7 @@ func decodeOwnersIndex(data []byte) (ownersIndex, error) {
 
 func readOwnersIndex(r *bufio.Reader) (ownersIndex, error) {
 	magic := make([]byte, len(ownersMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != ownersMagic {
+	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != ownersMagic && string(magic) != ownersMagicLog) {
 		return ownersIndex{}, errBadIndex
 	}
 	var rerr error
@@ -89,11 +107,27 @@ func readOwnersIndex(r *bufio.Reader) (ownersIndex, error) {
 		}
 		return string(buf)
 	}
+	var log logState
+	if string(magic) == ownersMagicLog {
+		log.ok, log.epoch = true, str()
+		seq, err := binary.ReadVarint(r)
+		if err != nil {
+			return ownersIndex{}, err
+		}
+		log.seq = seq
+		n := uv()
+		if rerr != nil || n > 1<<24 || log.epoch == "" {
+			return ownersIndex{}, errBadIndex
+		}
+		for range n {
+			log.pending = append(log.pending, str())
+		}
+	}
 	scopes := uv()
 	if rerr != nil || scopes > 1<<24 {
 		return ownersIndex{}, errBadIndex
 	}
-	doc := ownersIndex{Version: indexVersion, Scopes: make(map[string]ownersRow, scopes)}
+	doc := ownersIndex{Version: indexVersion, Scopes: make(map[string]ownersRow, scopes), Log: log}
 	for range scopes {
 		id := str()
 		row := ownersRow{ETag: str(), Key: str(), RunID: str()}

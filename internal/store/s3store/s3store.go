@@ -114,6 +114,7 @@ type Store struct {
 	layoutMu      sync.Mutex
 	layoutChecked bool
 	layoutWritten bool
+	layout        int // the marker's, 0 while none was found
 }
 
 // Option configures Open.
