@@ -19,9 +19,10 @@ import (
 // every receipt write. The engine persists its state only every ~20 s, so
 // after a crash the state rarely holds what was just created; the
 // checkpoint does, with the new object's id, and the next run adopts it
-// (docs/design.md §2.4 "Intent"). Writes are batched: the first completion
-// is written at once; while a write is on its way, and for checkpointRest
-// after it, completions gather for the next. So a fast apply costs a few
+// (docs/design.md §2.4 "Intent"). Writes are batched: the completions of
+// one read of the engine's output (those it reported together) are written
+// at once; while a write is on its way, and for checkpointRest after it,
+// completions gather for the next. So a fast apply costs a few
 // writes, not one per resource (each write is three durable files).
 //
 // A completion that a planned create waits for (an intent's After, or the
@@ -72,6 +73,12 @@ type completions struct {
 	done    chan struct{}
 	stopped chan struct{}
 	failed  bool
+	// byRead defers waking the writer for a completion that is not held
+	// to the end of the read it came in (readEnd); unread and
+	// unreadPressing say what that read observed.
+	byRead         bool
+	unread         bool
+	unreadPressing bool
 }
 
 // startCompletions starts the batching writer of rec's completions; hold
@@ -133,6 +140,14 @@ func (c *completions) observe(ev engine.Event) {
 		resumed = c.resumed
 	}
 	pressing := done.Action == "create" && c.pressing[done.Address]
+	if c.byRead && resumed == nil {
+		// The writer is woken at the end of the read (readEnd), with
+		// everything the engine reported together.
+		c.unread = true
+		c.unreadPressing = c.unreadPressing || pressing
+		c.mu.Unlock()
+		return
+	}
 	c.mu.Unlock()
 	notify(c.wake)
 	if pressing && resumed == nil {
@@ -144,6 +159,25 @@ func (c *completions) observe(ev engine.Event) {
 		// completion is shown or acted on before the completion is in
 		// the store.
 		<-resumed
+	}
+}
+
+// readEnd is the end of one read of the engine's output (OnReadEnd): the
+// completions observed since the last one are all the engine had written
+// when sponson read, and go to the writer together. Without it, the writer
+// woke at the first of four creates reported in the same instant, and the
+// other three waited for that write to land before their own: a kill
+// during the first write lost all four (docs/design.md §2.4).
+func (c *completions) readEnd() {
+	c.mu.Lock()
+	unread, pressing := c.unread, c.unreadPressing
+	c.unread, c.unreadPressing = false, false
+	c.mu.Unlock()
+	if unread {
+		notify(c.wake)
+	}
+	if pressing {
+		notify(c.urgent)
 	}
 }
 
