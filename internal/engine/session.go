@@ -34,6 +34,12 @@ type Options struct {
 	// OnEvent receives the resource events of an apply as the engine
 	// reports them (see Event); nil ignores them.
 	OnEvent func(Event)
+	// OnReadEnd, when set, is called once the lines of one read of the
+	// engine's output have gone to OnEvent: the events delivered since the
+	// last call are all the engine had written when sponson read, so a
+	// consumer that batches them (the checkpoint) takes those the engine
+	// reported together in one batch.
+	OnReadEnd func()
 	// KeepCLIArgs leaves the user's TF_CLI_ARGS* to the engine: the engine
 	// commands sponson runs as the engine would (init, validate, ...) read
 	// them as the engine does. A run reads them itself and clears them.
@@ -52,6 +58,7 @@ type Session struct {
 	stdout  io.Writer // where init, plan and apply stream; JSON commands are silent
 	flags   Flags
 	onEvent func(Event)
+	readEnd func()
 	Binary  string
 	Name    string // "opentofu" or "terraform"
 	Version string
@@ -96,7 +103,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if err := passLogging(tf); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "passing TF_LOG to the engine")
 	}
-	return &Session{tf: tf, stdout: o.Stdout, flags: o.Flags, onEvent: o.OnEvent, Binary: o.Binary, Name: name, Version: v.String()}, nil
+	return &Session{tf: tf, stdout: o.Stdout, flags: o.Flags, onEvent: o.OnEvent, readEnd: o.OnReadEnd, Binary: o.Binary, Name: name, Version: v.String()}, nil
 }
 
 // passLogging hands the user's TF_LOG, TF_LOG_CORE, TF_LOG_PROVIDER and
@@ -181,6 +188,7 @@ func (s *Session) Apply(ctx context.Context, plan string) error {
 	}
 	defer restore()
 	ui := newUIStream(s.stdout, s.onEvent)
+	ui.readEnd = s.readEnd
 	defer s.tf.SetStdout(io.Discard)
 	err = s.tf.ApplyJSON(ctx, ui, append([]tfexec.ApplyOption{tfexec.DirOrPlan(plan)}, s.flags.applyOptions()...)...)
 	ui.Flush()

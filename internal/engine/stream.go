@@ -60,6 +60,9 @@ type uiStream struct {
 	mu      sync.Mutex
 	out     io.Writer
 	onEvent func(Event)
+	// readEnd (nil: none) is called after the lines of each Write, one read
+	// of the engine's output.
+	readEnd func()
 	partial []byte
 }
 
@@ -78,6 +81,9 @@ func (s *uiStream) Write(p []byte) (int, error) {
 	for {
 		i := bytes.IndexByte(s.partial, '\n')
 		if i < 0 {
+			if s.readEnd != nil {
+				s.readEnd()
+			}
 			return len(p), nil
 		}
 		s.line(s.partial[:i])

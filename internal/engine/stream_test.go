@@ -59,3 +59,25 @@ func TestUIStreamReadsLikeTheHumanApply(t *testing.T) {
 		t.Errorf("text (-want +got):\n%s", d)
 	}
 }
+
+// TestUIStreamReadEnd: after the lines of each read, and only then, the
+// stream says the read ended, so events the engine wrote together reach a
+// consumer as one batch.
+func TestUIStreamReadEnd(t *testing.T) {
+	t.Parallel()
+	line := func(addr string) string {
+		return `{"@message":"` + addr + `: Creation complete","type":"apply_complete","hook":{"resource":{"addr":"` + addr + `"},"action":"create","id_value":"1"}}` + "\n"
+	}
+	var log []string
+	ui := newUIStream(&strings.Builder{}, func(e Event) { log = append(log, e.Address) })
+	ui.readEnd = func() { log = append(log, "|") }
+	two := line("a.x") + line("a.y")
+	for _, read := range []string{two + line("a.z")[:10], line("a.z")[10:]} {
+		if _, err := ui.Write([]byte(read)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := cmp.Diff([]string{"a.x", "a.y", "|", "a.z", "|"}, log); d != "" {
+		t.Errorf("events and read ends (-want +got):\n%s", d)
+	}
+}

@@ -43,7 +43,11 @@ func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, 
 	r.engineProcs = nil
 	r.mu.Unlock()
 	if createsAny(c.planned) {
-		r.setCompletions(startCompletions(bg, rec, r.held.WriteReceipt, r.warn, r.pauseEngine))
+		cs := startCompletions(bg, rec, r.held.WriteReceipt, r.warn, r.pauseEngine)
+		// The engine's stream says where each of its reads ends
+		// (onEngineReadEnd): what it reported together is written together.
+		cs.byRead = true
+		r.setCompletions(cs)
 		defer r.setCompletions(nil)
 	}
 	defer r.section("apply", "engine apply")()
@@ -145,6 +149,16 @@ func (r *runner) onEngineEvent(ev engine.Event) {
 	if c != nil {
 		r.enginePIDs()
 		c.observe(ev)
+	}
+}
+
+// onEngineReadEnd is the end of one read of the engine's output.
+func (r *runner) onEngineReadEnd() {
+	r.mu.Lock()
+	c := r.completions
+	r.mu.Unlock()
+	if c != nil {
+		c.readEnd()
 	}
 }
 

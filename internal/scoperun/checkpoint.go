@@ -19,9 +19,11 @@ import (
 // every receipt write. The engine persists its state only every ~20 s, so
 // after a crash the state rarely holds what was just created; the
 // checkpoint does, with the new object's id, and the next run adopts it
-// (docs/design.md §2.4 "Intent"). Writes are batched: the first completion
-// is written at once; while a write is on its way, and for checkpointRest
-// after it, completions gather for the next. So a fast apply costs a few
+// (docs/design.md §2.4 "Intent"). Writes are batched: a completion that
+// finds the writer idle is written with those of the same read of the
+// engine's output and those reported within the gather (an eighth of a
+// write, at most checkpointGather); while a write is on its way, and for
+// checkpointRest after it, completions gather for the next. So a fast apply costs a few
 // writes, not one per resource (each write is three durable files).
 //
 // A completion that a planned create waits for (an intent's After, or the
@@ -58,6 +60,9 @@ type completions struct {
 	// is the pause between two writes (checkpointRest).
 	pressing map[string]bool
 	rest     time.Duration
+	// gather is how long a write begun from idle waits for completions
+	// reported just after the one that woke it (checkpointGather).
+	gather time.Duration
 
 	mu      sync.Mutex
 	pending []receipt.Completion
@@ -72,13 +77,19 @@ type completions struct {
 	done    chan struct{}
 	stopped chan struct{}
 	failed  bool
+	// byRead defers waking the writer for a completion that is not held
+	// to the end of the read it came in (readEnd); unread and
+	// unreadPressing say what that read observed.
+	byRead         bool
+	unread         bool
+	unreadPressing bool
 }
 
 // startCompletions starts the batching writer of rec's completions; hold
 // (nil: never) pauses the engine for a completion a create waits for.
 func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, *receipt.Receipt) error, warn func(string), hold func() func()) *completions {
 	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{},
-		pressing: map[string]bool{}, rest: checkpointRest,
+		pressing: map[string]bool{}, rest: checkpointRest, gather: checkpointGather,
 		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	for _, e := range rec.Ledger {
 		if isIntent(e) {
@@ -133,6 +144,14 @@ func (c *completions) observe(ev engine.Event) {
 		resumed = c.resumed
 	}
 	pressing := done.Action == "create" && c.pressing[done.Address]
+	if c.byRead && resumed == nil {
+		// The writer is woken at the end of the read (readEnd), with
+		// everything the engine reported together.
+		c.unread = true
+		c.unreadPressing = c.unreadPressing || pressing
+		c.mu.Unlock()
+		return
+	}
 	c.mu.Unlock()
 	notify(c.wake)
 	if pressing && resumed == nil {
@@ -144,6 +163,25 @@ func (c *completions) observe(ev engine.Event) {
 		// completion is shown or acted on before the completion is in
 		// the store.
 		<-resumed
+	}
+}
+
+// readEnd is the end of one read of the engine's output (OnReadEnd): the
+// completions observed since the last one are all the engine had written
+// when sponson read, and go to the writer together. Without it, the writer
+// woke at the first of four creates reported in the same instant, and the
+// other three waited for that write to land before their own: a kill
+// during the first write lost all four (docs/design.md §2.4).
+func (c *completions) readEnd() {
+	c.mu.Lock()
+	unread, pressing := c.unread, c.unreadPressing
+	c.unread, c.unreadPressing = false, false
+	c.mu.Unlock()
+	if unread {
+		notify(c.wake)
+	}
+	if pressing {
+		notify(c.urgent)
 	}
 }
 
@@ -173,6 +211,19 @@ func (c *completions) stop() {
 // does not wait for it.
 const checkpointRest = 200 * time.Millisecond
 
+// checkpointGather bounds the gather: a write begun from idle waits an
+// eighth of the last write's time, at most checkpointGather (before the
+// first write, which nothing measured yet), for completions reported just
+// after the one that woke it. Creates started together complete together,
+// a few milliseconds apart, each in its own read of the engine's output;
+// without the gather the first went alone and the others waited for its
+// write to land before their own began, two writes in all (issue 25: on
+// the git store, two pushes). A held completion does not wait for it: the
+// engine is paused, nothing more is coming.
+const checkpointGather = 10 * time.Millisecond
+
+func gatherFor(write time.Duration) time.Duration { return min(write/8, checkpointGather) }
+
 func (c *completions) loop(ctx context.Context) {
 	defer close(c.stopped)
 	defer c.release(true)
@@ -181,6 +232,10 @@ func (c *completions) loop(ctx context.Context) {
 	for {
 		select {
 		case <-c.wake:
+			if !c.gathered(ctx) {
+				c.flush(ctx)
+				return
+			}
 			// What cut a rest short is in this write.
 			drain(c.urgent)
 			c.flush(ctx)
@@ -199,6 +254,35 @@ func (c *completions) loop(ctx context.Context) {
 		case <-c.done:
 			c.flush(ctx)
 			return
+		}
+	}
+}
+
+// gathered waits the gather after a wake from idle, until a held
+// completion comes or the gather ends; false when the writer is stopped
+// meanwhile.
+func (c *completions) gathered(ctx context.Context) bool {
+	c.mu.Lock()
+	d := c.gather
+	c.mu.Unlock()
+	if d <= 0 || c.isHeld() {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-c.urgent:
+			if c.isHeld() {
+				return true
+			}
+			// A pressing completion: it gathers with the others.
+		case <-c.done:
+			return false
+		case <-ctx.Done():
+			return true
 		}
 	}
 }
@@ -235,7 +319,13 @@ func (c *completions) flush(ctx context.Context) {
 		return
 	}
 	c.rec.Completed = append(c.rec.Completed, batch...)
+	began := time.Now()
 	err := c.write(ctx, c.rec)
+	if err == nil {
+		c.mu.Lock()
+		c.gather = gatherFor(time.Since(began))
+		c.mu.Unlock()
+	}
 	if err != nil {
 		c.mu.Lock()
 		c.failed = true

@@ -199,3 +199,71 @@ func TestPressingCompletionSkipsTheRest(t *testing.T) {
 		t.Errorf("%d pauses, want none: nothing waits for these creates", w.pauses)
 	}
 }
+
+// TestCompletionsOfOneReadAreWrittenTogether: completions the engine
+// reported in one read of its output go into one write, not the first alone
+// and the others after it landed (issue 25: four creates completed together
+// and a kill during the first one's write lost them all).
+func TestCompletionsOfOneReadAreWrittenTogether(t *testing.T) {
+	t.Parallel()
+	rec := &receipt.Receipt{}
+	for _, a := range []string{"fixture_object.a", "fixture_object.b", "fixture_object.c", "fixture_object.d"} {
+		rec.Ledger = append(rec.Ledger, receipt.Entry{Address: a, Type: "fixture_object", CreatedBy: receipt.CreatedByIntent})
+	}
+	w := newRecorder()
+	c := startCompletions(context.Background(), rec, w.write, func(string) {}, w.hold)
+	c.byRead = true
+	for _, e := range rec.Ledger {
+		c.observe(engine.Event{Type: "apply_complete", Address: e.Address, Action: "create", IDValue: "id-" + e.Address})
+	}
+	select {
+	case <-w.entered:
+		t.Fatal("a write began before the read ended")
+	default:
+	}
+	c.readEnd()
+	<-w.entered
+	w.gate <- nil
+	c.stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.written) != 1 || len(w.written[0]) != 4 {
+		t.Fatalf("writes %+v; want one with the four completions", w.written)
+	}
+}
+
+// TestCompletionsReportedTogetherShareAWrite: a completion that finds the
+// writer idle waits the gather for those reported just after it, each in
+// its own read, so creates completed together go into one write.
+func TestCompletionsReportedTogetherShareAWrite(t *testing.T) {
+	t.Parallel()
+	rec := &receipt.Receipt{}
+	for _, a := range []string{"fixture_object.a", "fixture_object.b"} {
+		rec.Ledger = append(rec.Ledger, receipt.Entry{Address: a, Type: "fixture_object", CreatedBy: receipt.CreatedByIntent})
+	}
+	w := newRecorder()
+	c := startCompletions(context.Background(), rec, w.write, func(string) {}, w.hold)
+	c.byRead = true
+	c.mu.Lock()
+	c.gather = time.Hour // the second comes within it, whatever the machine's speed
+	c.mu.Unlock()
+	for _, e := range rec.Ledger {
+		c.observe(engine.Event{Type: "apply_complete", Address: e.Address, Action: "create", IDValue: "id-" + e.Address})
+		c.readEnd()
+	}
+	select {
+	case <-w.entered:
+		t.Fatal("a write began before the gather ended")
+	default:
+	}
+	stopped := make(chan struct{})
+	go func() { c.stop(); close(stopped) }() // ends the gather: the write goes now
+	<-w.entered
+	w.gate <- nil
+	<-stopped
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.written) != 1 || len(w.written[0]) != 2 {
+		t.Fatalf("writes %+v; want one with both completions", w.written)
+	}
+}
