@@ -152,46 +152,23 @@ func (s *Store) refresh(ctx context.Context, env string, n need, read func(map[s
 // log reaches back from, and else lists the environment (after reading
 // the log, so the listing is as fresh as the log's state).
 func (s *Store) refreshByLog(ctx context.Context, env string, c *envCache, n need, read func(map[string]*entry) error) error {
-	etag := ""
-	if c.log.ok {
-		etag = c.log.etag
-	}
-	o, err := s.getIfChanged(ctx, s.ownersLogKey(env), etag)
-	var doc ownersLog
-	switch {
-	case errors.Is(err, errNotModified):
-		doc.Seq, doc.Epoch = c.log.seq, c.log.epoch
-	case errors.Is(err, errNotFound):
-		// No ownership write yet (a log's first write precedes its
-		// pointer's): what the listing finds is all there is.
-	case err != nil:
+	lr, err := s.readLog(ctx, env, c)
+	if err != nil {
 		return err
-	default:
-		if err := json.Unmarshal(o.Data, &doc); err != nil {
-			return errcode.Wrap(errcode.StoreUnavailable, err, "the ownership log %s does not parse; delete it (readers then list the environment)", s.ownersLogKey(env)).With("store", s.display)
-		}
 	}
-	base := c.log
-	changed, covered := doc.since(base.seq)
-	if errors.Is(err, errNotModified) {
-		changed, covered = nil, true
-	}
-	next := logState{ok: true, etag: o.ETag, epoch: doc.Epoch, seq: doc.Seq, pending: pendingScopes(doc)}
-	if errors.Is(err, errNotModified) {
-		next.etag, next.pending = c.log.etag, c.log.pending
-	}
+	base, changed := c.log, lr.changed
 	listed, fetched := false, 0
-	if !base.ok || !covered || doc.Epoch != base.epoch {
+	if !base.ok || !lr.covered || lr.doc.Epoch != base.epoch {
 		// Cold, or too far behind: the stored index, if it is as of a
 		// state of this log that the log still reaches back from; else
 		// the listing.
-		idx, err := s.loggedIndex(ctx, env, c, doc)
+		idx, err := s.loggedIndex(ctx, env, c, lr.doc)
 		if err != nil {
 			return err
 		}
 		if idx.ok {
 			base = idx
-			changed, _ = doc.since(idx.seq)
+			changed, _ = lr.doc.since(idx.seq)
 		} else {
 			if fetched, err = s.refreshByListing(ctx, env, c, n); err != nil {
 				return err
@@ -200,33 +177,83 @@ func (s *Store) refreshByLog(ctx context.Context, env string, c *envCache, n nee
 		}
 	}
 	if !listed {
-		var todo []string
-		seen := map[string]bool{}
-		add := func(ids []string) {
-			for _, id := range ids {
-				if _, ok := keyOf(env, id); ok && !seen[id] {
-					seen[id] = true
-					todo = append(todo, id)
-				}
-			}
-		}
-		add(changed)
-		add(base.pending)
-		add(next.pending)
-		for id, e := range c.scopes {
-			if !e.ownersOK {
-				add([]string{id})
-			}
-		}
+		todo := logTodo(env, c, changed, base.pending, lr.next.pending)
 		if fetched, err = s.fetchEntries(ctx, env, c, todo, n); err != nil {
 			return err
 		}
 	}
-	c.log = next
+	c.log = lr.next
 	if listed || fetched >= saveAfter {
 		s.saveIndex(ctx, env, c, n)
 	}
 	return read(c.scopes)
+}
+
+// logRead is what one conditional GET of the ownership log tells a cache:
+// the log (only its Seq and Epoch when it had not changed), the scopes
+// changed since the cache last read it, whether the log still reaches back
+// that far (covered), and the log state the cache is as of once it has
+// read them (next).
+type logRead struct {
+	doc     ownersLog
+	changed []string
+	covered bool
+	next    logState
+}
+
+// readLog reads env's ownership log, conditional on the ETag c last read
+// it with.
+func (s *Store) readLog(ctx context.Context, env string, c *envCache) (logRead, error) {
+	etag := ""
+	if c.log.ok {
+		etag = c.log.etag
+	}
+	o, err := s.getIfChanged(ctx, s.ownersLogKey(env), etag)
+	switch {
+	case errors.Is(err, errNotModified):
+		doc := ownersLog{Seq: c.log.seq, Epoch: c.log.epoch}
+		next := logState{ok: true, etag: c.log.etag, epoch: doc.Epoch, seq: doc.Seq, pending: c.log.pending}
+		return logRead{doc: doc, covered: true, next: next}, nil
+	case errors.Is(err, errNotFound):
+		// No ownership write yet (a log's first write precedes its
+		// pointer's): what the listing finds is all there is.
+	case err != nil:
+		return logRead{}, err
+	}
+	var doc ownersLog
+	if err == nil {
+		if err := json.Unmarshal(o.Data, &doc); err != nil {
+			return logRead{}, errcode.Wrap(errcode.StoreUnavailable, err, "the ownership log %s does not parse; delete it (readers then list the environment)", s.ownersLogKey(env)).With("store", s.display)
+		}
+	}
+	changed, covered := doc.since(c.log.seq)
+	next := logState{ok: true, etag: o.ETag, epoch: doc.Epoch, seq: doc.Seq, pending: pendingScopes(doc)}
+	return logRead{doc: doc, changed: changed, covered: covered, next: next}, nil
+}
+
+// logTodo lists, once each, the scopes of env whose pointers a cache read
+// through the log must read again: those changed since, those pending at
+// the last read or now, and those whose ownership part it does not hold.
+func logTodo(env string, c *envCache, lists ...[]string) []string {
+	var todo []string
+	seen := map[string]bool{}
+	add := func(id string) {
+		if _, ok := keyOf(env, id); ok && !seen[id] {
+			seen[id] = true
+			todo = append(todo, id)
+		}
+	}
+	for _, ids := range lists {
+		for _, id := range ids {
+			add(id)
+		}
+	}
+	for id, e := range c.scopes {
+		if !e.ownersOK {
+			add(id)
+		}
+	}
+	return todo
 }
 
 // refreshByListing brings env's cache up to date with a listing of its

@@ -83,72 +83,114 @@ func readOwnersIndex(r *bufio.Reader) (ownersIndex, error) {
 	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != ownersMagic && string(magic) != ownersMagicLog) {
 		return ownersIndex{}, errBadIndex
 	}
-	var rerr error
-	uv := func() uint64 {
-		n, err := binary.ReadUvarint(r)
-		if err != nil && rerr == nil {
-			rerr = err
-		}
-		return n
-	}
-	buf := make([]byte, 0, 256)
-	str := func() string {
-		n := uv()
-		if rerr != nil || n > maxString {
-			if rerr == nil {
-				rerr = errBadIndex
-			}
-			return ""
-		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			rerr = err
-			return ""
-		}
-		return string(buf)
-	}
+	ir := &indexReader{r: r, buf: make([]byte, 0, 256)}
 	var log logState
 	if string(magic) == ownersMagicLog {
-		log.ok, log.epoch = true, str()
-		seq, err := binary.ReadVarint(r)
-		if err != nil {
-			return ownersIndex{}, err
-		}
-		log.seq = seq
-		n := uv()
-		if rerr != nil || n > 1<<24 || log.epoch == "" {
-			return ownersIndex{}, errBadIndex
-		}
-		for range n {
-			log.pending = append(log.pending, str())
-		}
+		log = ir.logState()
 	}
-	scopes := uv()
-	if rerr != nil || scopes > 1<<24 {
-		return ownersIndex{}, errBadIndex
+	scopes := ir.count()
+	if ir.err != nil {
+		return ownersIndex{}, ir.err
 	}
 	doc := ownersIndex{Version: indexVersion, Scopes: make(map[string]ownersRow, scopes), Log: log}
 	for range scopes {
-		id := str()
-		row := ownersRow{ETag: str(), Key: str(), RunID: str()}
-		n := uv()
-		if rerr != nil || n > 1<<24 {
-			return ownersIndex{}, errBadIndex
-		}
-		row.Entries = make([]ownerRow, n)
-		for i := range row.Entries {
-			e := ownerRow{Identity: str(), Address: str(), CreatedBy: str(), RunID: str()}
-			since, err := binary.ReadVarint(r)
-			if err != nil {
-				return ownersIndex{}, err
-			}
-			e.Since = since
-			row.Entries[i] = e
-		}
-		if rerr != nil {
-			return ownersIndex{}, rerr
+		id := ir.str()
+		row := ir.scopeRow()
+		if ir.err != nil {
+			return ownersIndex{}, ir.err
 		}
 		doc.Scopes[id] = row
 	}
 	return doc, nil
+}
+
+// indexReader reads the owners index's fields, keeping the first error:
+// once one read failed every later one returns a zero value, and the
+// caller checks err where a bad count would make it loop or allocate.
+type indexReader struct {
+	r   *bufio.Reader
+	buf []byte
+	err error
+}
+
+func (ir *indexReader) fail(err error) {
+	if ir.err == nil {
+		ir.err = err
+	}
+}
+
+func (ir *indexReader) uv() uint64 {
+	if ir.err != nil {
+		return 0
+	}
+	n, err := binary.ReadUvarint(ir.r)
+	ir.fail(err)
+	return n
+}
+
+func (ir *indexReader) varint() int64 {
+	if ir.err != nil {
+		return 0
+	}
+	n, err := binary.ReadVarint(ir.r)
+	ir.fail(err)
+	return n
+}
+
+// count reads a length that the index bounds, so damage cannot make the
+// reader loop or allocate without end.
+func (ir *indexReader) count() uint64 {
+	n := ir.uv()
+	if n > 1<<24 {
+		ir.fail(errBadIndex)
+		return 0
+	}
+	return n
+}
+
+func (ir *indexReader) str() string {
+	n := ir.uv()
+	if n > maxString {
+		ir.fail(errBadIndex)
+	}
+	if ir.err != nil {
+		return ""
+	}
+	ir.buf = ir.buf[:n]
+	if _, err := io.ReadFull(ir.r, ir.buf); err != nil {
+		ir.fail(err)
+		return ""
+	}
+	return string(ir.buf)
+}
+
+// logState reads the state of the ownership log an index of the second
+// form is as of.
+func (ir *indexReader) logState() logState {
+	log := logState{ok: true, epoch: ir.str()}
+	log.seq = ir.varint()
+	n := ir.count()
+	if ir.err == nil && log.epoch == "" {
+		ir.fail(errBadIndex)
+	}
+	for range n {
+		log.pending = append(log.pending, ir.str())
+	}
+	return log
+}
+
+// scopeRow reads one scope's row after its id.
+func (ir *indexReader) scopeRow() ownersRow {
+	row := ownersRow{ETag: ir.str(), Key: ir.str(), RunID: ir.str()}
+	n := ir.count()
+	if ir.err != nil {
+		return row
+	}
+	row.Entries = make([]ownerRow, n)
+	for i := range row.Entries {
+		e := ownerRow{Identity: ir.str(), Address: ir.str(), CreatedBy: ir.str(), RunID: ir.str()}
+		e.Since = ir.varint()
+		row.Entries[i] = e
+	}
+	return row
 }
