@@ -60,17 +60,21 @@ func NewFactory() *Factory {
 // returns nil so that cobra adds nothing of its own.
 func runE[O any](f *Factory, out *outcome, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) outcome, run func(*cobra.Command, *Factory, O) outcome) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		if prepare != nil {
-			if err := prepare(cmd, args); err != nil {
-				*out = outcome{command: strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), err: err}
-				return nil
-			}
-		}
-		if runF != nil {
-			*out = runF(cmd.Context(), opts)
-			return nil
-		}
-		*out = run(cmd, f, opts)
+		*out = runOutcome(cmd, f, args, opts, prepare, runF, run)
 		return nil
 	}
+}
+
+// runOutcome is what runE puts in *out: a failure of prepare, else the
+// outcome of runF or run.
+func runOutcome[O any](cmd *cobra.Command, f *Factory, args []string, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) outcome, run func(*cobra.Command, *Factory, O) outcome) outcome {
+	if prepare != nil {
+		if err := prepare(cmd, args); err != nil {
+			return outcome{command: strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), err: err}
+		}
+	}
+	if runF != nil {
+		return runF(cmd.Context(), opts)
+	}
+	return run(cmd, f, opts)
 }
