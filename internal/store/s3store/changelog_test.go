@@ -186,7 +186,7 @@ func TestOwnersIndexLogState(t *testing.T) {
 		if diff := cmp.Diff(st, got.Log, cmp.AllowUnexported(logState{})); diff != "" {
 			t.Errorf("log state (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff(rows, got.Scopes); diff != "" {
+		if diff := cmp.Diff(rows, decodedRows(t, got.Scopes), cmp.AllowUnexported(ownersRow{})); diff != "" {
 			t.Errorf("rows (-want +got):\n%s", diff)
 		}
 	}

@@ -42,7 +42,7 @@ type entry struct {
 	Pointer   *pointer // nil when known from the owners index only
 	ownersOK  bool
 	OwnersKey string
-	Owners    []store.Owner
+	Owners    ownedPart
 	receiptOK bool
 	// ReceiptKey is the body Receipt was read from.
 	ReceiptKey string
@@ -77,6 +77,69 @@ type ownersRow struct {
 	Key     string     `json:"k"`
 	RunID   string     `json:"r"`
 	Entries []ownerRow `json:"o"`
+	// raw holds the n entries of a row read from a stored index, in its
+	// encoding, instead of Entries (decodeOwnersIndex).
+	raw []byte
+	n   int
+}
+
+// ownedPart is a scope's ownership part as the cache holds it: decoded
+// (entries), or as a row of the stored owners index holds it (raw, n
+// entries of the row's run), decoded only where a read asks for them.
+type ownedPart struct {
+	entries []store.Owner
+	raw     []byte
+	n       int
+	run     string
+}
+
+// each calls f with every entry of the part whose identity want holds
+// (every entry when want is nil).
+func (p ownedPart) each(want map[string]bool, f func(store.Owner)) {
+	if p.raw == nil {
+		for _, o := range p.entries {
+			if want == nil || want[o.Identity] {
+				f(o)
+			}
+		}
+		return
+	}
+	eachRaw(p.raw, want, func(identity, address, createdBy, run []byte, since int64) {
+		o := store.Owner{Identity: string(identity), Address: string(address), CreatedBy: string(createdBy), RunID: string(run), Since: time.Unix(0, since).UTC()}
+		if o.RunID == "" {
+			o.RunID = p.run
+		}
+		f(o)
+	})
+}
+
+// row is the part as a row of the stored owners index: as it was read
+// when it came from one, else encoded with the run of its first entry
+// written once for the row and again only in an entry another run wrote.
+func (p ownedPart) row(etag, key string) ownersRow {
+	if p.raw != nil {
+		return ownersRow{ETag: etag, Key: key, RunID: p.run, raw: p.raw, n: p.n}
+	}
+	row := ownersRow{ETag: etag, Key: key, Entries: make([]ownerRow, len(p.entries))}
+	if len(p.entries) > 0 {
+		row.RunID = p.entries[0].RunID
+	}
+	for i, o := range p.entries {
+		r := ownerRow{Identity: o.Identity, Address: o.Address, CreatedBy: o.CreatedBy, Since: o.Since.UnixNano()}
+		if o.RunID != row.RunID {
+			r.RunID = o.RunID
+		}
+		row.Entries[i] = r
+	}
+	return row
+}
+
+// owner is the entry of a row whose run is run.
+func (r ownerRow) owner(run string) store.Owner {
+	if r.RunID != "" {
+		run = r.RunID
+	}
+	return store.Owner{Identity: r.Identity, Address: r.Address, CreatedBy: r.CreatedBy, RunID: run, Since: time.Unix(0, r.Since).UTC()}
 }
 
 type ownerRow struct {
@@ -386,17 +449,15 @@ func (c *envCache) takeOwners(env string, doc ownersIndex, want map[string]strin
 		if want != nil && want[id] != row.ETag {
 			continue
 		}
-		owners := make([]store.Owner, len(row.Entries))
-		k, _ := keyOf(env, id) // once per scope: it checks the names
-		for i, r := range row.Entries {
-			run := r.RunID
-			if run == "" {
-				run = row.RunID
+		part := ownedPart{raw: row.raw, n: row.n, run: row.RunID}
+		if row.raw == nil {
+			part = ownedPart{entries: make([]store.Owner, len(row.Entries))}
+			for i, r := range row.Entries {
+				part.entries[i] = r.owner(row.RunID)
 			}
-			owners[i] = store.Owner{Stack: k.Stack, Scope: k.Scope, Identity: r.Identity, Address: r.Address, CreatedBy: r.CreatedBy, RunID: run, Since: time.Unix(0, r.Since).UTC()}
 		}
 		e := c.entryFor(id, row.ETag)
-		e.ownersOK, e.OwnersKey, e.Owners = true, row.Key, owners
+		e.ownersOK, e.OwnersKey, e.Owners = true, row.Key, part
 	}
 }
 
@@ -423,18 +484,7 @@ func (c *envCache) ownersIndex() ownersIndex {
 		if !e.ownersOK {
 			continue
 		}
-		row := ownersRow{ETag: e.ETag, Key: e.OwnersKey, Entries: make([]ownerRow, len(e.Owners))}
-		if len(e.Owners) > 0 {
-			row.RunID = e.Owners[0].RunID
-		}
-		for i, o := range e.Owners {
-			r := ownerRow{Identity: o.Identity, Address: o.Address, CreatedBy: o.CreatedBy, Since: o.Since.UnixNano()}
-			if o.RunID != row.RunID {
-				r.RunID = o.RunID
-			}
-			row.Entries[i] = r
-		}
-		doc.Scopes[id] = row
+		doc.Scopes[id] = e.Owners.row(e.ETag, e.OwnersKey)
 	}
 	return doc
 }
@@ -573,7 +623,7 @@ func (s *Store) entryOf(ctx context.Context, k store.Key, etag string, p pointer
 		if err := json.Unmarshal(data, &doc); err != nil {
 			return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s does not parse", s.scopeDir(k)+p.Owners)
 		}
-		e.ownersOK, e.OwnersKey, e.Owners = true, p.Owners, doc.Entries
+		e.ownersOK, e.OwnersKey, e.Owners = true, p.Owners, ownedPart{entries: doc.Entries}
 	}
 	switch {
 	case old != nil && old.receiptOK && old.ReceiptKey == p.Receipt:
@@ -624,18 +674,16 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 	err := s.refresh(ctx, env, need{owners: true}, func(scopes map[string]*entry) error {
 		for id, e := range scopes {
 			var k *store.Key // only for a scope with a match: keyOf checks the names
-			for _, o := range e.Owners {
-				if want == nil || want[o.Identity] {
-					if k == nil {
-						kk, _ := keyOf(env, id)
-						k = &kk
-					}
-					// The pointer names the stack and scope: an entry
-					// cannot claim another's.
-					o.Stack, o.Scope = k.Stack, k.Scope
-					out = append(out, o)
+			e.Owners.each(want, func(o store.Owner) {
+				if k == nil {
+					kk, _ := keyOf(env, id)
+					k = &kk
 				}
-			}
+				// The pointer names the stack and scope: an entry
+				// cannot claim another's.
+				o.Stack, o.Scope = k.Stack, k.Scope
+				out = append(out, o)
+			})
 		}
 		return nil
 	})

@@ -483,6 +483,7 @@ func TestOwnersIndexEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got.Scopes = decodedRows(t, got.Scopes)
 	if fmt.Sprint(got) != fmt.Sprint(doc) {
 		t.Errorf("decoded %+v, want %+v", got, doc)
 	}
@@ -491,6 +492,27 @@ func TestOwnersIndexEncoding(t *testing.T) {
 			t.Errorf("decodeOwnersIndex of %d damaged bytes gave no error", len(bad))
 		}
 	}
+}
+
+// decodedRows is rows with the entries the reader kept in their encoding
+// decoded into Entries, as the writer was given them.
+func decodedRows(t *testing.T, rows map[string]ownersRow) map[string]ownersRow {
+	t.Helper()
+	out := make(map[string]ownersRow, len(rows))
+	for id, row := range rows {
+		if row.raw == nil && row.n != 0 {
+			t.Fatalf("row %s was decoded on reading; want its entries kept in their encoding", id)
+		}
+		entries := []ownerRow{}
+		eachRaw(row.raw, nil, func(identity, address, createdBy, run []byte, since int64) {
+			entries = append(entries, ownerRow{Identity: string(identity), Address: string(address), CreatedBy: string(createdBy), RunID: string(run), Since: since})
+		})
+		if len(entries) != row.n {
+			t.Fatalf("row %s: %d entries read back, the row says %d", id, len(entries), row.n)
+		}
+		out[id] = ownersRow{ETag: row.ETag, Key: row.Key, RunID: row.RunID, Entries: entries}
+	}
+	return out
 }
 
 // The holder's description given at Acquire is kept in the pointer and
