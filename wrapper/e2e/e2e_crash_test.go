@@ -58,9 +58,9 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 				c.round(round)
 			}
 			c.finish()
-			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted, %d not created), %d asked a person (%d found, %d gone, %d of other types; %d shown complete before the kill), %d adopted after a person's word; leaks: %d",
+			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted, %d not created), %d asked a person (%d found, %d gone, %d of other types; %d shown complete before the kill, %d never shown starting), %d adopted after a person's word; leaks: %d",
 				name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted+c.dropped, c.adopted, c.dropped,
-				c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.lostCompletions, c.adoptedGiven, c.leaks)
+				c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.lostCompletions, c.unshownStarts, c.adoptedGiven, c.leaks)
 		})
 	}
 }
@@ -84,9 +84,11 @@ type crashWorld struct {
 	dropped, resolvedOther, adoptedGiven int
 	// victimOut is what the killed run showed; lostCompletions counts the
 	// entries a person was asked about whose completion it had shown
-	// (a completion the engine reported, lost with the kill).
-	victimOut       string
-	lostCompletions int
+	// (a completion the engine reported, lost with the kill), and
+	// unshownStarts those whose start it had not shown (the engine's
+	// report of it unread, or never made): the rest were shown in flight.
+	victimOut                      string
+	lostCompletions, unshownStarts int
 }
 
 func newCrashWorld(t *testing.T, h *harness, storeFlag string, storeEnv []string) *crashWorld {
@@ -185,9 +187,9 @@ func (c *crashWorld) round(round int) {
 	c.recover(round)
 	c.check(fmt.Sprintf("round %d", round))
 	asked := func(w *crashWorld) int { return w.resolvedFound + w.resolvedGone + w.resolvedOther }
-	t.Logf("round %d (gated %v, killed %v, sponson alone %v): leaked %d, adopted %d, settled automatically %d, asked a person %d (of them shown complete before the kill %d)",
+	t.Logf("round %d (gated %v, killed %v, sponson alone %v): leaked %d, adopted %d, settled automatically %d, asked a person %d (of them shown complete before the kill %d, never shown starting %d)",
 		round, round%2 == 0, killed, alone, c.leaks-before.leaks, c.adopted-before.adopted,
-		c.adopted+c.dropped-before.adopted-before.dropped, asked(c)-asked(&before), c.lostCompletions-before.lostCompletions)
+		c.adopted+c.dropped-before.adopted-before.dropped, asked(c)-asked(&before), c.lostCompletions-before.lostCompletions, c.unshownStarts-before.unshownStarts)
 }
 
 // recover runs the configuration again until it applies, resolving what
@@ -226,8 +228,11 @@ func (c *crashWorld) resolve(rec *receipt.Receipt) {
 		if e.CreatedBy != receipt.CreatedByUnresolved || e.ID != "" {
 			continue
 		}
-		if strings.Contains(c.victimOut, e.Address+": Creation complete") {
+		switch {
+		case strings.Contains(c.victimOut, e.Address+": Creation complete"):
 			c.lostCompletions++
+		case !strings.Contains(c.victimOut, e.Address+": Creating..."):
+			c.unshownStarts++
 		}
 		args := append([]string{"resolve", e.Address, "--wait"}, c.scope...)
 		if e.Type != "fixture_object" {
