@@ -378,7 +378,7 @@ func (s *Store) loggedIndex(ctx context.Context, env string, c *envCache, doc ow
 	if _, ok := doc.since(idx.Log.seq); !ok {
 		return logState{}, nil
 	}
-	c.takeOwners(env, idx, nil)
+	c.takeOwners(idx, nil)
 	c.etags[key] = o.ETag
 	return idx.Log, nil
 }
@@ -413,7 +413,7 @@ func (s *Store) mergeIndex(ctx context.Context, env string, c *envCache, n need,
 		if err != nil {
 			return nil //nolint:nilerr // a damaged cache is no cache
 		}
-		c.takeOwners(env, doc, want)
+		c.takeOwners(doc, want)
 	}
 	c.etags[key] = o.ETag
 	return nil
@@ -444,7 +444,7 @@ func (c *envCache) takeList(doc listIndex, want map[string]string) {
 // takeOwners takes the ownership part of every row of an owners index
 // whose ETag is the listed one, or of every row when want is nil (an index
 // as of a state of the ownership log).
-func (c *envCache) takeOwners(env string, doc ownersIndex, want map[string]string) {
+func (c *envCache) takeOwners(doc ownersIndex, want map[string]string) {
 	for id, row := range doc.Scopes {
 		if want != nil && want[id] != row.ETag {
 			continue

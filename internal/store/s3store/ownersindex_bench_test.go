@@ -27,7 +27,7 @@ func BenchmarkOwnersIndexCold(b *testing.B) {
 			b.Fatal(err)
 		}
 		c := &envCache{etags: map[string]string{}, scopes: map[string]*entry{}}
-		c.takeOwners("preview", idx, nil)
+		c.takeOwners(idx, nil)
 		found := 0
 		for _, e := range c.scopes {
 			e.Owners.each(want, func(store.Owner) { found++ })
