@@ -215,6 +215,12 @@ func (s *Store) refresh(ctx context.Context, env string, n need, read func(map[s
 // log reaches back from, and else lists the environment (after reading
 // the log, so the listing is as fresh as the log's state).
 func (s *Store) refreshByLog(ctx context.Context, env string, c *envCache, n need, read func(map[string]*entry) error) error {
+	var index <-chan gotten
+	if !c.log.ok {
+		// A cold cache starts from the stored index: it is read while
+		// the log is (loggedIndex checks it against the log either way).
+		index = s.getAsync(ctx, s.ownersIndexKey(env))
+	}
 	lr, err := s.readLog(ctx, env, c)
 	if err != nil {
 		return err
@@ -225,7 +231,10 @@ func (s *Store) refreshByLog(ctx context.Context, env string, c *envCache, n nee
 		// Cold, or too far behind: the stored index, if it is as of a
 		// state of this log that the log still reaches back from; else
 		// the listing.
-		idx, err := s.loggedIndex(ctx, env, c, lr.doc)
+		if index == nil {
+			index = s.getAsync(ctx, s.ownersIndexKey(env))
+		}
+		idx, err := s.loggedIndex(c, lr.doc, <-index)
 		if err != nil {
 			return err
 		}
@@ -359,12 +368,29 @@ func (s *Store) refreshByListing(ctx context.Context, env string, c *envCache, n
 	return s.fetchEntries(ctx, env, c, todo, n)
 }
 
-// loggedIndex takes every row of the stored owners index if it is as of a
+// gotten is the outcome of a GET made in the background.
+type gotten struct {
+	key string
+	o   object
+	err error
+}
+
+// getAsync GETs key in the background; the channel holds the outcome once.
+func (s *Store) getAsync(ctx context.Context, key string) <-chan gotten {
+	out := make(chan gotten, 1)
+	go func() {
+		o, err := s.get(ctx, key)
+		out <- gotten{key: key, o: o, err: err}
+	}()
+	return out
+}
+
+// loggedIndex takes every row of the stored owners index (got, read before
+// or after doc: an index newer than doc does not match it) if it is as of a
 // state of the log doc that doc still reaches back from, and returns that
 // state (not ok when it is not, or there is no such index).
-func (s *Store) loggedIndex(ctx context.Context, env string, c *envCache, doc ownersLog) (logState, error) {
-	key := s.ownersIndexKey(env)
-	o, err := s.get(ctx, key)
+func (s *Store) loggedIndex(c *envCache, doc ownersLog, got gotten) (logState, error) {
+	key, o, err := got.key, got.o, got.err
 	switch {
 	case errors.Is(err, errNotFound):
 		return logState{}, nil
