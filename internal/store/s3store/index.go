@@ -105,11 +105,7 @@ func (p ownedPart) each(want map[string]bool, f func(store.Owner)) {
 		return
 	}
 	eachRaw(p.raw, want, func(identity, address, createdBy, run []byte, since int64) {
-		o := store.Owner{Identity: string(identity), Address: string(address), CreatedBy: string(createdBy), RunID: string(run), Since: time.Unix(0, since).UTC()}
-		if o.RunID == "" {
-			o.RunID = p.run
-		}
-		f(o)
+		f(ownerRow{Identity: string(identity), Address: string(address), CreatedBy: string(createdBy), RunID: string(run), Since: since}.owner(p.run))
 	})
 }
 
