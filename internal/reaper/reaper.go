@@ -46,6 +46,18 @@ type Watcher struct {
 	cmd  *exec.Cmd
 }
 
+// trampoline is the watcher while the run lives: a POSIX shell that waits on
+// the pipe and starts sponson's own watcher (Main) only when the run died
+// without saying goodbye. A sponson process costs tens of milliseconds of
+// CPU to start, paid by every run that ends well; the shell costs one
+// (docs/design.md §8). $0 is the sponson executable, "$@" the marker and the
+// files.
+const trampoline = `IFS= read -r said; [ "$said" = done ] && exit 0; exec "$0" ` + Command + ` "$@"`
+
+// shell is the POSIX shell of the trampoline; without it the watcher is
+// sponson itself from the start.
+const shell = "/bin/sh"
+
 // Start starts the watcher for marker: self is the sponson executable;
 // files are removed if the run dies, unless another process holds a lock
 // on them (the shared backend override of concurrent runs).
@@ -56,6 +68,9 @@ func Start(self, marker string, files ...string) (*Watcher, error) {
 	}
 	defer r.Close()
 	cmd := exec.Command(self, append([]string{Command, marker}, files...)...)
+	if _, err := os.Stat(shell); err == nil {
+		cmd = exec.Command(shell, append([]string{"-c", trampoline, self, marker}, files...)...)
+	}
 	cmd.Stdin = r
 	// Its own session: a signal to the run's process group (Ctrl-C, a CI
 	// runner stopping the job) leaves the watcher to clean up after it.

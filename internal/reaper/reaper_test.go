@@ -47,3 +47,43 @@ func TestWatchDone(t *testing.T) {
 		t.Errorf("the file of a run that died stays: %v", err)
 	}
 }
+
+// TestStartTrampoline: the watcher starts the real one (self) only when the
+// run's pipe ends without a goodbye, and hands it the marker and the files.
+func TestStartTrampoline(t *testing.T) {
+	if _, err := os.Stat(shell); err != nil {
+		t.Skipf("no %s: the watcher is sponson itself", shell)
+	}
+	dir := t.TempDir()
+	ran := dir + "/ran"
+	self := dir + "/self"
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + ran + "\n"
+	if err := os.WriteFile(self, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := Start(self, "run-test-done", "a file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	if _, err := os.Stat(ran); !os.IsNotExist(err) {
+		t.Fatalf("a run that said goodbye started the real watcher: %v", err)
+	}
+
+	w, err = Start(self, "run-test-died", "a file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.pipe.Close() // the run dies: its end of the pipe closes unsaid
+	if err := w.cmd.Wait(); err != nil {
+		t.Fatalf("watcher: %v", err)
+	}
+	got, err := os.ReadFile(ran)
+	if err != nil {
+		t.Fatalf("a run that died did not start the real watcher: %v", err)
+	}
+	if want := Command + "\nrun-test-died\na file\n"; string(got) != want {
+		t.Errorf("the real watcher got %q, want %q", got, want)
+	}
+}
