@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
@@ -41,7 +42,9 @@ func Origin(ctx context.Context, dir string) (string, error) {
 // checkoutConfigKeys are the settings of a checkout that decide how `git
 // push` authenticates from it: actions/checkout keeps its token in the
 // checkout's http.<url>.extraheader, not in a global file.
-var checkoutConfigKeys = regexp.MustCompile(`^(http\..*|credential\..*|url\..*|core\.sshcommand)$`)
+var checkoutConfigKeys = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(http\..*|credential\..*|url\..*|core\.sshcommand)$`)
+})
 
 // CheckoutOptions returns the authentication settings of the local
 // configuration of the repository that holds dir (http.*, credential.*,
@@ -56,7 +59,7 @@ func CheckoutOptions(ctx context.Context, dir string) []Option {
 	var opts []Option
 	for _, item := range strings.Split(string(out), "\x00") {
 		key, value, _ := strings.Cut(item, "\n")
-		if key != "" && checkoutConfigKeys.MatchString(strings.ToLower(key)) {
+		if key != "" && checkoutConfigKeys().MatchString(strings.ToLower(key)) {
 			opts = append(opts, WithGitConfig(key, value))
 		}
 	}

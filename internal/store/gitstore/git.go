@@ -123,24 +123,33 @@ const (
 	failGone                      // the ref we asked for does not exist (any more)
 )
 
+// The expressions of this package are compiled on first use: most runs
+// never read a git failure, and every sponson process paid for compiling
+// them at start (docs/design.md §8).
 var (
-	permissionRe = regexp.MustCompile(`(?i)permission denied|permission to .* denied|insufficient permission|authentication failed|` +
-		`could not read (username|password)|terminal prompts disabled|returned error: 40[13]|\b40[13] (forbidden|unauthorized)|` +
-		`access denied|not authori[sz]ed|unauthori[sz]ed|forbidden|repository not found|write access to repository not granted|` +
-		`returned error: 404|host key verification failed|the requested url returned error: 40[134]`)
-	goneRe      = regexp.MustCompile(`(?i)couldn't find remote ref`)
-	transientRe = regexp.MustCompile(`(?i)could not resolve host|connection (refused|reset|timed out)|timed out|` +
-		`early eof|remote end hung up|rpc failed|returned error: 5\d\d|temporary failure|network is unreachable|` +
-		`couldn't connect|failed to connect|broken pipe|unexpected disconnect|transfer closed|ssl|tls`)
+	permissionRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)permission denied|permission to .* denied|insufficient permission|authentication failed|` +
+			`could not read (username|password)|terminal prompts disabled|returned error: 40[13]|\b40[13] (forbidden|unauthorized)|` +
+			`access denied|not authori[sz]ed|unauthori[sz]ed|forbidden|repository not found|write access to repository not granted|` +
+			`returned error: 404|host key verification failed|the requested url returned error: 40[134]`)
+	})
+	goneRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)couldn't find remote ref`)
+	})
+	transientRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)could not resolve host|connection (refused|reset|timed out)|timed out|` +
+			`early eof|remote end hung up|rpc failed|returned error: 5\d\d|temporary failure|network is unreachable|` +
+			`couldn't connect|failed to connect|broken pipe|unexpected disconnect|transfer closed|ssl|tls`)
+	})
 )
 
 func classify(stderr string) failure {
 	switch {
-	case permissionRe.MatchString(stderr):
+	case permissionRe().MatchString(stderr):
 		return failPermission
-	case goneRe.MatchString(stderr):
+	case goneRe().MatchString(stderr):
 		return failGone
-	case transientRe.MatchString(stderr):
+	case transientRe().MatchString(stderr):
 		return failTransient
 	default:
 		return failOther
@@ -265,7 +274,7 @@ func (s *Store) push(ctx context.Context, ref, expect, commit string) (outcome p
 			// put it there: see the package comment on identical commits.
 			return pushed, "", nil
 		case strings.Contains(status, "[remote rejected]"):
-			if raceRe.MatchString(status) {
+			if raceRe().MatchString(status) {
 				return raced, status, nil
 			}
 			return refused, remoteReason(status, stderr), nil
@@ -282,7 +291,9 @@ func (s *Store) push(ctx context.Context, ref, expect, commit string) (outcome p
 }
 
 // raceRe finds remote rejections that mean someone else moved the ref first.
-var raceRe = regexp.MustCompile(`(?i)failed to lock|cannot lock ref|failed to update ref|incorrect old value|is at [0-9a-f]+ but expected|reference already exists|stale info`)
+var raceRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)failed to lock|cannot lock ref|failed to update ref|incorrect old value|is at [0-9a-f]+ but expected|reference already exists|stale info`)
+})
 
 // remoteReason is the remote's refusal with what its hooks printed.
 func remoteReason(status, stderr string) string {

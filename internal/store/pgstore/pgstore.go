@@ -45,6 +45,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -77,12 +78,19 @@ const (
 	applicationName = "sponson"
 )
 
-// kvPassword is the password of a key/value connection string.
-var kvPassword = regexp.MustCompile(`password\s*=\s*('[^']*'|\S*)`)
+// kvPassword is the password of a key/value connection string. The
+// expressions of this package are compiled on first use: every sponson
+// process, whatever its store, paid for compiling them at start
+// (docs/design.md §8).
+var kvPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`password\s*=\s*('[^']*'|\S*)`)
+})
 
 // schemaName is what WithSchema accepts: a plain lower-case identifier that
 // needs no quoting.
-var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+var schemaName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+})
 
 // Store is the PostgreSQL store. It is safe for concurrent use; any number
 // of Stores in any number of processes may share one database.
@@ -148,7 +156,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	if !schemaName.MatchString(s.schema) {
+	if !schemaName().MatchString(s.schema) {
 		return nil, errcode.New(errcode.Usage, "invalid PostgreSQL schema name %q: use a lower-case identifier", s.schema)
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
@@ -551,7 +559,7 @@ func redactDSN(dsn string) string {
 		}
 		return "(an unparsable postgres:// URL)"
 	}
-	return kvPassword.ReplaceAllString(dsn, "password=xxxxx")
+	return kvPassword().ReplaceAllString(dsn, "password=xxxxx")
 }
 
 // scrub returns err's text with the DSN's password removed, whatever the
@@ -564,7 +572,7 @@ func scrub(err error, dsn string) string {
 			pw = append(pw, p, url.QueryEscape(p), url.PathEscape(p))
 		}
 	}
-	for _, m := range kvPassword.FindAllStringSubmatch(dsn, -1) {
+	for _, m := range kvPassword().FindAllStringSubmatch(dsn, -1) {
 		pw = append(pw, strings.Trim(m[1], "'"))
 	}
 	if i := strings.Index(dsn, "://"); i >= 0 {
