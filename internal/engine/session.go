@@ -56,6 +56,7 @@ type Options struct {
 type Session struct {
 	tf      *tfexec.Terraform
 	stdout  io.Writer // where init, plan and apply stream; JSON commands are silent
+	stderr  io.Writer
 	flags   Flags
 	onEvent func(Event)
 	readEnd func()
@@ -103,7 +104,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if err := passLogging(tf); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "passing TF_LOG to the engine")
 	}
-	return &Session{tf: tf, stdout: o.Stdout, flags: o.Flags, onEvent: o.OnEvent, readEnd: o.OnReadEnd, Binary: o.Binary, Name: name, Version: v.String()}, nil
+	return &Session{tf: tf, stdout: o.Stdout, stderr: o.Stderr, flags: o.Flags, onEvent: o.OnEvent, readEnd: o.OnReadEnd, Binary: o.Binary, Name: name, Version: v.String()}, nil
 }
 
 // passLogging hands the user's TF_LOG, TF_LOG_CORE, TF_LOG_PROVIDER and

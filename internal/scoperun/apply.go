@@ -53,6 +53,9 @@ func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, 
 	defer r.section("apply", "engine apply")()
 	stopHurry := r.hurryOnSecondSignal(eng.ctx)
 	defer stopHurry()
+	if c.early != nil {
+		return c.early.run()
+	}
 	return eng.sess.Apply(eng.ctx, c.path)
 }
 

@@ -42,6 +42,9 @@ type checked struct {
 	// unchanged is the ledger the run leaves; plan is nil then.
 	fast      bool
 	unchanged []receipt.Entry
+	// early is the apply started as soon as the plan was written (nil:
+	// the apply starts when the checks are done).
+	early *earlyApply
 }
 
 // planAndCheck is the sixth phase: the engine plans (a run that writes
@@ -59,6 +62,7 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 	if err := r.enginePlan(ctx, eng, c); err != nil {
 		return nil, err
 	}
+	r.startApplyEarly(eng, c)
 	if !c.changed && r.o.Saved == nil && r.fastPathAllowed(work, ld, st) {
 		ledger, ok, err := r.unchangedLedger(ctx, eng, st.prev)
 		if err != nil {

@@ -27,6 +27,8 @@ type engineRun struct {
 	// the state is then the engine's to read, not the store's
 	// (currentState).
 	ownBackend bool
+	// states is the state server the engine uses, nil with ownBackend.
+	states *statesrv.Server
 }
 
 // serve is the fourth phase: it serves the scope's state to the engine
@@ -52,7 +54,7 @@ func (r *runner) serve(ctx context.Context, work workdir, stateKey store.Key) (*
 	// store read them when it opened; they come back when the run ends.
 	r.onRelease(statecrypt.Scrub())
 	r.watchEngine(work)
-	env, userCLI, err := r.engineEnv(work, stateKey)
+	env, userCLI, states, err := r.engineEnv(work, stateKey)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +76,7 @@ func (r *runner) serve(ctx context.Context, work workdir, stateKey store.Key) (*
 			return nil, r.engineErr(ctx, err)
 		}
 	}
-	return &engineRun{sess: sess, ctx: runCtx, stop: cancel, ownBackend: work.ownBackend()}, nil
+	return &engineRun{sess: sess, ctx: runCtx, stop: cancel, ownBackend: work.ownBackend(), states: states}, nil
 }
 
 // watchEngine makes sure the engine's children end with the run: on every
@@ -103,7 +105,7 @@ func (r *runner) watchEngine(work workdir) {
 // the store and run context for the provider, and the lease hand-over;
 // and the user's CLI configuration files the engine reads, which the init
 // stamp covers (read before the engine's environment names the run's own).
-func (r *runner) engineEnv(work workdir, stateKey store.Key) (env, userCLI []string, err error) {
+func (r *runner) engineEnv(work workdir, stateKey store.Key) (env, userCLI []string, states *statesrv.Server, err error) {
 	dataDir := DataDir(r.o.Dir, r.key)
 	if r.o.Command == Plan {
 		// A plan may run while an apply of the same scope holds the engine's
@@ -112,11 +114,10 @@ func (r *runner) engineEnv(work workdir, stateKey store.Key) (env, userCLI []str
 	}
 	env = []string{"TF_DATA_DIR=" + dataDir}
 	if work.backend == "" {
-		srvEnv, err := r.serveState(stateKey)
-		if err != nil {
-			return nil, nil, err
+		if states, err = r.serveState(stateKey); err != nil {
+			return nil, nil, nil, err
 		}
-		env = append(env, srvEnv...)
+		env = append(env, states.Environ()...)
 	}
 	// The engine reads the user's CLI configuration by its own rules; the
 	// init stamp covers the files it would read.
@@ -130,7 +131,7 @@ func (r *runner) engineEnv(work workdir, stateKey store.Key) (env, userCLI []str
 	}
 	provEnv, stop, err := engine.WithProvider(work.tmp, serve, r.warn)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	r.onRelease(stop)
 	env = append(env, provEnv...)
@@ -146,15 +147,14 @@ func (r *runner) engineEnv(work workdir, stateKey store.Key) (env, userCLI []str
 		// A plan hands over no lease: the provider must not write.
 		env = append(env, lease.EnvStore+"=", lease.EnvHolder+"=", lease.EnvToken+"=")
 	}
-	return env, userCLI, nil
+	return env, userCLI, states, nil
 }
 
 // serveState starts the state server and places the backend override that
 // points the engine at it; both stay until release. The server writes
 // through the run's held lease, which notices itself when a write is
-// refused; a plan hands it none. It returns the server's variables for the
-// engine.
-func (r *runner) serveState(stateKey store.Key) ([]string, error) {
+// refused; a plan hands it none.
+func (r *runner) serveState(stateKey store.Key) (*statesrv.Server, error) {
 	var w statesrv.Writer
 	if r.held != nil {
 		w = r.held
@@ -175,7 +175,7 @@ func (r *runner) serveState(stateKey store.Key) ([]string, error) {
 			r.warn(fmt.Sprintf("could not release the backend override %s: %v; it is safe to delete once no sponson run uses %s", filepath.Join(r.o.Dir, engine.OverrideFileName), err, r.o.Dir))
 		}
 	})
-	return srv.Environ(), nil
+	return srv, nil
 }
 
 // initIfNeeded runs the engine's init unless the scope's data directory is

@@ -61,6 +61,7 @@ type Server struct {
 	lockID  string // the engine's own lock, within this run
 	lockRaw []byte
 	writes  int
+	gate    *Gate // nil: requests go through at once
 }
 
 // Start listens on a random loopback port and serves key's state from st;
@@ -130,6 +131,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path != "/state" {
 		http.NotFound(w, r)
+		return
+	}
+	if !s.gated(r) {
+		http.Error(w, "sponson: this run did not let the engine apply (its checks refused the plan, or it was interrupted)", http.StatusLocked)
 		return
 	}
 	switch r.Method {

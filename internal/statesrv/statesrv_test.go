@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -603,4 +604,55 @@ func (w *switchWriter) WriteState(ctx context.Context, state []byte) error {
 	l := w.cur
 	w.mu.Unlock()
 	return w.st.WriteState(ctx, l, state)
+}
+
+// TestGate: while a gate holds the server, the engine's requests wait;
+// opened, they go through as usual; shut, they are refused as a lock held
+// by another, and nothing is written.
+func TestGate(t *testing.T) {
+	t.Parallel()
+	lockA := `{"ID":"a","Operation":"OperationTypeApply","Who":"alice@host"}`
+	held := func(t *testing.T, f *fixture, g *statesrv.Gate, r req) <-chan resp {
+		t.Helper()
+		out := make(chan resp, 1)
+		go func() { out <- f.do(t, r) }()
+		for g.Waiting() == 0 {
+			select {
+			case res := <-out:
+				t.Fatalf("%s went through a closed gate: %d", r.method, res.status)
+			default:
+				runtime.Gosched()
+			}
+		}
+		return out
+	}
+
+	t.Run("open", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, false)
+		g := f.srv.Hold()
+		lock := held(t, f, g, req{method: "LOCK", body: lockA})
+		g.Open()
+		if res := <-lock; res.status != http.StatusOK {
+			t.Fatalf("LOCK after Open = %d, want 200", res.status)
+		}
+		f.wantStatus(t, req{method: http.MethodPost, query: "ID=a", body: state1, md5: "auto"}, http.StatusOK)
+		f.wantStored(t, []byte(state1))
+	})
+
+	t.Run("shut", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, false)
+		g := f.srv.Hold()
+		lock := held(t, f, g, req{method: "LOCK", body: lockA})
+		g.Shut()
+		if res := <-lock; res.status != http.StatusLocked {
+			t.Fatalf("LOCK after Shut = %d, want 423", res.status)
+		}
+		f.wantStatus(t, req{method: http.MethodGet}, http.StatusLocked)
+		f.wantStatus(t, req{method: http.MethodPost, body: state1, md5: "auto"}, http.StatusLocked)
+		f.wantStored(t, nil)
+		g.Open() // decided once: a shut gate stays shut
+		f.wantStatus(t, req{method: "LOCK", body: lockA}, http.StatusLocked)
+	})
 }

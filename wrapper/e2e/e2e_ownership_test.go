@@ -86,6 +86,11 @@ func TestE2EForeignChangeRefused(t *testing.T) {
 		if !strings.Contains(e["hint"].(string), "data source") {
 			t.Errorf("%s: hint %q", cmd, e["hint"])
 		}
+		// The apply the engine started while sponson checked the plan
+		// (docs/design.md §8) was stopped without a word of its own.
+		if out := r.stdout + r.stderr; strings.Contains(out, "state lock") || strings.Contains(out, "sponson: this run did not let the engine apply") {
+			t.Errorf("%s: the stopped engine's output reached the run's:\n%s", cmd, out)
+		}
 	}
 	if diff := snapshot(t, objects); fmt.Sprint(diff) != fmt.Sprint(before) {
 		t.Errorf("a refused run changed the fixture objects")
