@@ -15,18 +15,21 @@ import (
 // every sponson process paid at start (§8).
 func segment(name string) bool { return plainChars(name, 128, "._-") }
 
-// plainChars reports whether s is 1 to max of a-z A-Z 0-9 and extra.
-func plainChars(s string, max int, extra string) bool {
-	if len(s) == 0 || len(s) > max {
+// plainChars reports whether s is 1 to most of a-z A-Z 0-9 and extra.
+func plainChars(s string, most int, extra string) bool {
+	if len(s) == 0 || len(s) > most {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
+		if !plainChar(s[i]) && strings.IndexByte(extra, s[i]) < 0 {
 			return false
 		}
 	}
 	return true
+}
+
+func plainChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // CheckName refuses anything that is not one plain name, before a backend
