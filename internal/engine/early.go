@@ -13,7 +13,7 @@ import (
 )
 
 // PendingApply is an apply started before the run has decided to apply
-// (docs/design.md §8 "The apply starts early"): an engine process costs
+// (docs/design.md §8, the early apply): an engine process costs
 // 100 to 150 ms before it does anything, which it spends while sponson
 // reads and checks the plan. It must not write before the run decides:
 // the run holds the engine's requests to the state server (statesrv.Gate),

@@ -15,7 +15,7 @@ type EarlyApplier interface {
 
 // earlyApply is an apply started as soon as the plan is written, while the
 // run still reads the plan as JSON, checks it and records its intents
-// (docs/design.md §8 "The apply starts early"): the engine's start, 100 to
+// (docs/design.md §8, the early apply): the engine's start, 100 to
 // 150 ms of its own, overlaps that work instead of following it. The state
 // server holds the engine's requests (statesrv.Gate) until the run takes
 // the apply (run); until then the engine cannot lock, read or write the

@@ -7,8 +7,8 @@ import (
 )
 
 // Gate holds the engine's requests while the run decides whether an apply
-// the engine has already started may go on (docs/design.md §8 "The apply
-// starts early"): the engine starts, loads its plan and asks for the state
+// the engine has already started may go on (docs/design.md §8, the early
+// apply): the engine starts, loads its plan and asks for the state
 // lock while sponson still checks the plan, and nothing of the state is
 // read or written before Open. Shut answers every held and later request
 // as a lock held by someone else, so the engine ends without touching the

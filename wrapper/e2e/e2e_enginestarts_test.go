@@ -32,7 +32,7 @@ func tracingEngine(t *testing.T) (engine, log string) {
 
 // starts returns the engine commands logged since the last call, and
 // empties the log. The apply starts while `show -json` runs (docs/design.md
-// §8 "The apply starts early"): which of the two the log names first is a
+// §8, the early apply): which of the two the log names first is a
 // race, so starts gives an apply logged just before a show after it, in the
 // order of the run's phases.
 func starts(t *testing.T, log string) []string {
