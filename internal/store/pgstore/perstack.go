@@ -2,9 +2,7 @@ package pgstore
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 )
 
 // A stack name is a namespace, not an access control: every role that can
@@ -26,16 +24,12 @@ import (
 // and write only for its own stacks.
 var perStackTables = []string{"leases", "receipts", "latest", "states", "records", "quarantine"}
 
-var roleName = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-})
-
 // PerStackSQL returns the statements that let role use only the stacks
 // whose names start with prefix in schema (the store's schema, "sponson"
 // unless the URL names another). role must be a plain lower-case SQL name;
 // prefix is a stack name prefix such as "github.com/acme/app".
 func PerStackSQL(schema, role, prefix string) (string, error) {
-	if !roleName().MatchString(role) || !roleName().MatchString(schema) {
+	if !schemaName().MatchString(role) || !schemaName().MatchString(schema) {
 		return "", fmt.Errorf("role %q and schema %q must be lower-case SQL names (letters, digits, _)", role, schema)
 	}
 	if prefix == "" {

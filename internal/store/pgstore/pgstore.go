@@ -86,8 +86,8 @@ var kvPassword = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`password\s*=\s*('[^']*'|\S*)`)
 })
 
-// schemaName is what WithSchema accepts: a plain lower-case identifier that
-// needs no quoting.
+// schemaName is what WithSchema and PerStackSQL accept as a schema or a
+// role: a plain lower-case identifier that needs no quoting.
 var schemaName = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 })
