@@ -46,15 +46,13 @@ func (s *Session) StartApply(ctx context.Context, plan string) (*PendingApply, e
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "passing flags to the engine")
 	}
-	ui := newUIStream(s.stdout, s.onEvent)
-	ui.readEnd = s.readEnd
+	ui := s.applyUI()
 	p := &PendingApply{out: &heldWriter{dst: ui}, errOut: &heldWriter{dst: s.stderr}, ui: ui, done: make(chan struct{})}
 	tf.SetStderr(p.errOut)
 	go func() {
 		defer close(p.done)
 		defer restore()
-		err := tf.ApplyJSON(ctx, p.out, append([]tfexec.ApplyOption{tfexec.DirOrPlan(plan)}, s.flags.applyOptions()...)...)
-		p.err = s.wrap("apply", err)
+		p.err = s.wrap("apply", s.applyJSON(ctx, tf, p.out, plan))
 	}()
 	return p, nil
 }

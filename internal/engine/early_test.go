@@ -5,8 +5,7 @@ import (
 	"testing"
 )
 
-// TestHeldWriter: an early apply's output reaches the run's output only
-// once the run takes the apply, in its order; a stopped one leaves none.
+// write writes b to h, failing the test on an error.
 func write(t *testing.T, h *heldWriter, b []byte) {
 	t.Helper()
 	if _, err := h.Write(b); err != nil {
@@ -14,6 +13,8 @@ func write(t *testing.T, h *heldWriter, b []byte) {
 	}
 }
 
+// TestHeldWriter: an early apply's output reaches the run's output only
+// once the run takes the apply, in its order; a stopped one leaves none.
 func TestHeldWriter(t *testing.T) {
 	var dst bytes.Buffer
 	h := &heldWriter{dst: &dst}

@@ -188,12 +188,25 @@ func (s *Session) Apply(ctx context.Context, plan string) error {
 		return errcode.Wrap(errcode.Internal, err, "passing flags to the engine")
 	}
 	defer restore()
-	ui := newUIStream(s.stdout, s.onEvent)
-	ui.readEnd = s.readEnd
+	ui := s.applyUI()
 	defer s.tf.SetStdout(io.Discard)
-	err = s.tf.ApplyJSON(ctx, ui, append([]tfexec.ApplyOption{tfexec.DirOrPlan(plan)}, s.flags.applyOptions()...)...)
+	err = s.applyJSON(ctx, s.tf, ui, plan)
 	ui.Flush()
 	return s.wrap("apply", err)
+}
+
+// applyUI is the stream an apply's machine-readable UI goes to: the user
+// sees its messages as plain lines, the run its events.
+func (s *Session) applyUI() *uiStream {
+	ui := newUIStream(s.stdout, s.onEvent)
+	ui.readEnd = s.readEnd
+	return ui
+}
+
+// applyJSON has tf apply plan with the session's flags, its UI stream
+// going to w. The caller has set TF_CLI_ARGS_apply (withCLIArgs).
+func (s *Session) applyJSON(ctx context.Context, tf *tfexec.Terraform, w io.Writer, plan string) error {
+	return tf.ApplyJSON(ctx, w, append([]tfexec.ApplyOption{tfexec.DirOrPlan(plan)}, s.flags.applyOptions()...)...)
 }
 
 // Import adopts the existing object id at address into the state, under
