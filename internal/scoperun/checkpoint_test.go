@@ -267,3 +267,21 @@ func TestCompletionsReportedTogetherShareAWrite(t *testing.T) {
 		t.Fatalf("writes %+v; want one with both completions", w.written)
 	}
 }
+
+// TestRestAfter checks the pause after a checkpoint write: the floor for a
+// write of a small receipt, eight times the write for a large one, so that
+// writes nothing cuts short take at most a ninth of an apply.
+func TestRestAfter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ wrote, want time.Duration }{
+		{0, checkpointRest},
+		{5 * time.Millisecond, checkpointRest},
+		{checkpointRest / restPerWrite, checkpointRest},
+		{60 * time.Millisecond, 480 * time.Millisecond},
+		{time.Second, 8 * time.Second},
+	} {
+		if got := restAfter(checkpointRest, tc.wrote); got != tc.want {
+			t.Errorf("restAfter(%v, %v) = %v, want %v", checkpointRest, tc.wrote, got, tc.want)
+		}
+	}
+}

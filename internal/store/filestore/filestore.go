@@ -59,6 +59,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -290,7 +291,7 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	if err != nil {
 		return err
 	}
-	latestTmp, err := writeTemp(dir, latestFile, data)
+	latestTmp, err := linkTemp(runTmp, dir, latestFile, data)
 	if err != nil {
 		os.Remove(runTmp)
 		return err
@@ -895,6 +896,27 @@ func writeTemp(dir, name string, data []byte) (string, error) {
 		return "", fsError("write", tmp, err)
 	}
 	return tmp, nil
+}
+
+// linkTemp gives the file tmp, just written with data, a second temporary
+// name in dir, for a second target: the run's receipt and the scope's
+// latest are the same bytes, so a receipt write writes and fsyncs them
+// once (a checkpoint during a large apply is hundreds of kilobytes, and
+// there are many). Each write makes a new file, so the two names never
+// share a file that is changed later. Where hard links fail (a file
+// system without them), it writes a copy.
+func linkTemp(tmp, dir, name string, data []byte) (string, error) {
+	for range 3 {
+		link := filepath.Join(dir, "."+name+"."+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
+		err := os.Link(tmp, link)
+		if err == nil {
+			return link, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	return writeTemp(dir, name, data)
 }
 
 // commit renames tmp over target and fsyncs the directory, which makes the

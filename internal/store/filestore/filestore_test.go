@@ -145,6 +145,51 @@ func TestLayout(t *testing.T) {
 	}
 }
 
+// TestReceiptWrittenOnce checks that a receipt write writes its bytes
+// once: the scope's latest and the run's own receipt are one file, and the
+// next run's write leaves the earlier run's receipt as it was.
+func TestReceiptWrittenOnce(t *testing.T) {
+	t.Parallel()
+	s, root, _ := open(t)
+	dir := filepath.Join(root, "@stacks", "preview", "acme_2fapp", "pr-1")
+	stat := func(name string) os.FileInfo {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	a := mustAcquire(t, s, pr1, "run-a")
+	if err := s.WriteReceipt(t.Context(), a.Lease, storetest.NewReceipt(pr1, "run-a", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(stat("latest.json"), stat("receipts/run-a.json")) {
+		t.Error("latest.json and receipts/run-a.json are two files: the receipt was written twice")
+	}
+	runA := readFile(t, filepath.Join(dir, "receipts", "run-a.json"))
+	if err := s.Release(t.Context(), a.Lease); err != nil {
+		t.Fatal(err)
+	}
+	b := mustAcquire(t, s, pr1, "run-b")
+	r := storetest.NewReceipt(pr1, "run-b", 3)
+	if err := s.WriteReceipt(t.Context(), b.Lease, r); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(dir, "receipts", "run-a.json")); !bytes.Equal(got, runA) {
+		t.Errorf("run-a's receipt changed when run-b wrote its own:\n%s", got)
+	}
+	if os.SameFile(stat("latest.json"), stat("receipts/run-a.json")) {
+		t.Error("latest.json is still run-a's receipt")
+	}
+	if !os.SameFile(stat("latest.json"), stat("receipts/run-b.json")) {
+		t.Error("latest.json is not run-b's receipt file")
+	}
+	if diff := cmp.Diff([]string{".mutex", "latest.json", "lease.json", "receipts/run-a.json", "receipts/run-b.json"}, files(t, dir)); diff != "" {
+		t.Errorf("files of the scope (-want +got), no temporary file may remain:\n%s", diff)
+	}
+}
+
 func TestTokenSurvivesReopen(t *testing.T) {
 	t.Parallel()
 	s, root, clock := open(t)
