@@ -7,7 +7,7 @@
 //	<root>/@layout.json                 {"layout": 2}: the layout version (see Layout)
 //	<root>/@stacks/<env>/<S>/<scope>/.mutex             flock target, never replaced or deleted
 //	<root>/@stacks/<env>/<S>/<scope>/lease.json         the lease record (store.LeaseInfo)
-//	<root>/@stacks/<env>/<S>/<scope>/latest.json        the scope's latest receipt
+//	<root>/@stacks/<env>/<S>/<scope>/latest.json        the scope's latest receipt (a hard link of its run's)
 //	<root>/@stacks/<env>/<S>/<scope>/receipts/<runId>.json  every run's own receipt
 //	<root>/@stacks/<env>/<S>/<scope>/terraform.tfstate  the scope's Terraform state
 //	<root>/@stacks/<env>/<S>/<scope>/records/<name>.json  small fenced documents (sponson_scope)
