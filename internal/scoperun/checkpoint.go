@@ -219,9 +219,10 @@ const checkpointRest = 200 * time.Millisecond
 // milliseconds and the 200 ms rest alone let 51 writes of 600 KB (three
 // durable files each) take a fifth of sponson's time in the apply. With
 // the rest in proportion, writes that nothing cuts short take at most a
-// ninth of the apply whatever the receipt's size; what they wait for are
-// completions of state-only creates, whose loss costs nothing (the
-// completions that cut the rest short are as prompt as before).
+// ninth of the apply whatever the receipt's size. What waits for the rest
+// are completions whose loss needs no person (creates of state-only types
+// or of types written in place, updates and deletes no create waits for);
+// held and pressing completions cut it short as before.
 const restPerWrite = 8
 
 func restAfter(floor, wrote time.Duration) time.Duration { return max(floor, restPerWrite*wrote) }
