@@ -216,10 +216,11 @@ const checkpointRest = 200 * time.Millisecond
 // restPerWrite is how many times its own duration a write is followed
 // by a rest, when that is longer than checkpointRest: each write carries
 // the whole receipt, so at 1,000 instant creates a write took tens of
-// milliseconds and the 200 ms rest alone let 51 writes of 600 KB (three
-// durable files each) take a fifth of sponson's time in the apply. With
-// the rest in proportion, writes that nothing cuts short take at most a
-// ninth of the apply whatever the receipt's size. What waits for the rest
+// milliseconds and the 200 ms rest alone let 20 writes of 600 KB (three
+// durable files each) through; in proportion they are 8 to 10, and
+// sponson's own CPU in that apply fell by 23% (with the file store's
+// single write, docs/design.md §2.4). Writes that nothing cuts short take
+// at most a ninth of the apply whatever the receipt's size. What waits for the rest
 // are completions whose loss needs no person (creates of state-only types
 // or of types written in place, updates and deletes no create waits for);
 // held and pressing completions cut it short as before.
