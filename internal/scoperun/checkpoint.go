@@ -220,10 +220,10 @@ const checkpointRest = 200 * time.Millisecond
 // durable files each) through; in proportion they are 8 to 10, and
 // sponson's own CPU in that apply fell by 23% (with the file store's
 // single write, docs/design.md §2.4). Writes that nothing cuts short take
-// at most a ninth of the apply whatever the receipt's size. What waits for the rest
-// are completions whose loss needs no person (creates of state-only types
-// or of types written in place, updates and deletes no create waits for);
-// held and pressing completions cut it short as before.
+// at most a ninth of the apply whatever the receipt's size. What waits
+// for the rest are completions whose loss needs no person (creates of
+// state-only types or of types written in place, updates and deletes no
+// create waits for); held and pressing completions cut it short as before.
 const restPerWrite = 8
 
 func restAfter(floor, wrote time.Duration) time.Duration { return max(floor, restPerWrite*wrote) }

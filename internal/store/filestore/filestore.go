@@ -903,18 +903,12 @@ func writeTemp(dir, name string, data []byte) (string, error) {
 // latest are the same bytes, so a receipt write writes and fsyncs them
 // once (a checkpoint during a large apply is hundreds of kilobytes, and
 // there are many). Each write makes a new file, so the two names never
-// share a file that is changed later. Where hard links fail (a file
-// system without them), it writes a copy.
+// share a file that is changed later. Where the link fails (a file
+// system without hard links, or the random name taken), it writes a copy.
 func linkTemp(tmp, dir, name string, data []byte) (string, error) {
-	for range 3 {
-		link := filepath.Join(dir, "."+name+"."+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
-		err := os.Link(tmp, link)
-		if err == nil {
-			return link, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			break
-		}
+	link := filepath.Join(dir, "."+name+"."+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
+	if err := os.Link(tmp, link); err == nil {
+		return link, nil
 	}
 	return writeTemp(dir, name, data)
 }
