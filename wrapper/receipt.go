@@ -52,7 +52,7 @@ func runReceipt(cmd *cobra.Command, f *Factory, opts *ReceiptOptions) outcome {
 		return o
 	}
 	defer st.Close()
-	r, err := st.LatestReceipt(cmd.Context(), key)
+	r, err := store.Latest(cmd.Context(), st, key)
 	if err != nil {
 		o.err = err
 		return o

@@ -80,7 +80,7 @@ func Edit(ctx context.Context, o Options, edit func(ctx context.Context, s *Scop
 	}()
 	s := &Scope{Key: o.Key, Preempted: held.Preempted, o: o, now: time.Now().UTC()}
 	// Read under the lease: what was read before may be stale.
-	if s.Latest, err = o.Store.LatestReceipt(ctx, o.Key); err != nil {
+	if s.Latest, err = store.Latest(ctx, o.Store, o.Key); err != nil {
 		return Change{}, err
 	}
 	if s.State, err = o.Store.ReadState(ctx, o.Key); err != nil {

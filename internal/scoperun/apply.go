@@ -13,6 +13,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // apply is the eighth phase: the engine applies the saved plan, if it
@@ -43,7 +44,7 @@ func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, 
 	r.engineProcs = nil
 	r.mu.Unlock()
 	if createsAny(c.planned) {
-		cs := startCompletions(bg, rec, r.held.WriteReceipt, r.warn, r.pauseEngine)
+		cs := startCompletions(bg, rec, r.writeJournal(rec.RunID), r.warn, r.pauseEngine)
 		// The engine's stream says where each of its reads ends
 		// (onEngineReadEnd): what it reported together is written together.
 		cs.byRead = true
@@ -197,4 +198,16 @@ func createsAny(planned []ownership.Planned) bool {
 		}
 	}
 	return false
+}
+
+// writeJournal returns the write of run runID's journal of completions
+// (receipt.Journal), fenced by the run's lease.
+func (r *runner) writeJournal(runID string) func(context.Context, []receipt.Completion) error {
+	return func(ctx context.Context, done []receipt.Completion) error {
+		data, err := receipt.MarshalJournal(runID, done)
+		if err != nil {
+			return err
+		}
+		return r.held.WriteRecord(ctx, store.JournalRecord, data)
+	}
 }

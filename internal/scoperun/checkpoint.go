@@ -15,16 +15,18 @@ import (
 )
 
 // completions records, during the apply, every change the engine reports
-// complete, in the run's checkpoint (the receipt under way), fenced like
-// every receipt write. The engine persists its state only every ~20 s, so
-// after a crash the state rarely holds what was just created; the
-// checkpoint does, with the new object's id, and the next run adopts it
-// (docs/design.md §2.4 "Intent"). Writes are batched: a completion that
+// complete, in the journal of the run's checkpoint (receipt.Journal, the
+// store's JournalRecord), fenced like every write of the run. The engine
+// persists its state only every ~20 s, so after a crash the state rarely
+// holds what was just created; the journal does, with the new object's
+// id, and the next run adopts it (docs/design.md §2.4 "Intent"). A write
+// carries the run's completions so far, not the checkpoint's ledger: its
+// size follows the run's changes, not the scope's state. Writes are batched: a completion that
 // finds the writer idle is written with those of the same read of the
 // engine's output and those reported within the gather (an eighth of a
 // write, at most checkpointGather); while a write is on its way, and for
 // checkpointRest after it, completions gather for the next. So a fast apply costs a few
-// writes, not one per resource (each write is three durable files).
+// writes, not one per resource.
 //
 // A completion that a planned create waits for (an intent's After, or the
 // delete of a delete-then-create replacement) is held: the engine is paused
@@ -45,8 +47,11 @@ import (
 // creates of state-only types (terraform_data, random_*), which a lost
 // completion costs nothing.
 type completions struct {
-	write func(context.Context, *receipt.Receipt) error
+	// write stores the journal: the run's completions so far, those of
+	// rec from base on.
+	write func(context.Context, []receipt.Completion) error
 	rec   *receipt.Receipt
+	base  int
 	warn  func(string)
 	// hold pauses the engine and returns the function that lets it go on;
 	// nil never pauses. waitedFor are the addresses a planned create
@@ -89,8 +94,8 @@ type completions struct {
 
 // startCompletions starts the batching writer of rec's completions; hold
 // (nil: never) pauses the engine for a completion a create waits for.
-func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, *receipt.Receipt) error, warn func(string), hold func() func()) *completions {
-	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{},
+func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, []receipt.Completion) error, warn func(string), hold func() func()) *completions {
+	c := &completions{write: write, rec: rec, base: len(rec.Completed), warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{},
 		pressing: map[string]bool{}, rest: checkpointRest, gather: checkpointGather,
 		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	for _, e := range rec.Ledger {
@@ -214,13 +219,12 @@ func (c *completions) stop() {
 const checkpointRest = 200 * time.Millisecond
 
 // restPerWrite is how many times its own duration a write is followed
-// by a rest, when that is longer than checkpointRest: each write carries
-// the whole receipt, so at 1,000 instant creates a write took tens of
-// milliseconds and the 200 ms rest alone let 20 writes of 600 KB (three
-// durable files each) through; in proportion they are 8 to 10, and
-// sponson's own CPU in that apply fell by 23% (with the file store's
-// single write, docs/design.md §2.4). Writes that nothing cuts short take
-// at most a ninth of the apply whatever the receipt's size. What waits
+// by a rest, when that is longer than checkpointRest. When each write
+// carried the whole receipt, a write at 1,000 instant creates took tens of
+// milliseconds, and the 200 ms rest alone let 20 writes of 600 KB through;
+// in proportion they were 8 to 10 (docs/design.md §2.4). The journal made
+// writes small; the rule still bounds a slow store's: writes that nothing
+// cuts short take at most a ninth of the apply. What waits
 // for the rest are completions whose loss needs no person (creates of
 // state-only types or of types written in place, updates and deletes no
 // create waits for); held and pressing completions cut it short as before.
@@ -325,7 +329,7 @@ func (c *completions) release(all bool) {
 	}
 }
 
-// flush writes the checkpoint with every completion so far. A refused write
+// flush writes the journal with every completion so far. A refused write
 // (the lease is lost) ends the recording: the held lease has noticed, and
 // the run stops the engine.
 func (c *completions) flush(ctx context.Context) {
@@ -340,7 +344,7 @@ func (c *completions) flush(ctx context.Context) {
 	}
 	c.rec.Completed = append(c.rec.Completed, batch...)
 	began := time.Now()
-	err := c.write(ctx, c.rec)
+	err := c.write(ctx, c.rec.Completed[c.base:])
 	if err == nil {
 		c.mu.Lock()
 		c.wrote = time.Since(began)
@@ -353,7 +357,7 @@ func (c *completions) flush(ctx context.Context) {
 		c.mu.Unlock()
 		c.release(true)
 		if !errors.Is(err, store.ErrLeaseLost) {
-			c.warn(fmt.Sprintf("could not record completed creates in the checkpoint (%v); a crash now would leave them for a person to resolve", err))
+			c.warn(fmt.Sprintf("could not record completed creates in the checkpoint's journal (%v); a crash now would leave them for a person to resolve", err))
 		}
 		return
 	}

@@ -26,12 +26,12 @@ func newRecorder() *recorder {
 	return &recorder{gate: make(chan error), entered: make(chan struct{}, 16)}
 }
 
-func (w *recorder) write(_ context.Context, rec *receipt.Receipt) error {
+func (w *recorder) write(_ context.Context, done []receipt.Completion) error {
 	w.entered <- struct{}{}
 	err := <-w.gate
 	if err == nil {
 		w.mu.Lock()
-		w.written = append(w.written, append([]receipt.Completion(nil), rec.Completed...))
+		w.written = append(w.written, append([]receipt.Completion(nil), done...))
 		w.mu.Unlock()
 	}
 	return err

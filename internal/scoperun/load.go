@@ -7,6 +7,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/ancestry"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/succession"
 )
 
@@ -34,7 +35,7 @@ type loaded struct {
 // no part in a succession.
 func (r *runner) load(ctx, bg context.Context, work workdir) (ld *loaded, done bool, err error) {
 	ld = &loaded{}
-	if ld.prev, err = r.o.Store.LatestReceipt(ctx, r.key); err != nil {
+	if ld.prev, err = store.Latest(ctx, r.o.Store, r.key); err != nil {
 		return nil, false, err
 	}
 	if ld.olderCommit, err = r.checkCommit(ctx, ld.prev); err != nil {

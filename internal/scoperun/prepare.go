@@ -87,7 +87,7 @@ func (r *runner) nothingToDestroy(ctx context.Context, ownBackend bool) (bool, e
 	if ownBackend {
 		return false, nil
 	}
-	prev, err := r.o.Store.LatestReceipt(ctx, r.key)
+	prev, err := store.Latest(ctx, r.o.Store, r.key)
 	if err != nil {
 		return false, err
 	}

@@ -148,7 +148,7 @@ func (r *runner) reindexScopes(ctx context.Context, types []string) (busy []stri
 // reindexScope writes, under h, the latest receipt of key again with its
 // entries of types identified under the declared schemes, from its state.
 func (r *runner) reindexScope(ctx context.Context, h *lease.Held, key store.Key, types []string) error {
-	prev, err := r.o.Store.LatestReceipt(ctx, key)
+	prev, err := store.Latest(ctx, r.o.Store, key)
 	if err != nil || prev == nil {
 		return err
 	}

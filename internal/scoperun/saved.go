@@ -54,7 +54,7 @@ func (r *runner) previewSuccession(ctx context.Context, prev *receipt.Receipt, h
 	}
 	if p != "" && !ownBackend {
 		predKey := store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: p}
-		pred, err := r.o.Store.LatestReceipt(ctx, predKey)
+		pred, err := store.Latest(ctx, r.o.Store, predKey)
 		if err != nil {
 			return seen, err
 		}
@@ -222,7 +222,7 @@ func (r *runner) checkSavedReads(ctx context.Context, m savedplan.Meta) error {
 				return err
 			}
 			if StateHolds(state) {
-				rec, err := r.o.Store.LatestReceipt(ctx, own)
+				rec, err := store.Latest(ctx, r.o.Store, own)
 				if err != nil {
 					return err
 				}
@@ -235,7 +235,7 @@ func (r *runner) checkSavedReads(ctx context.Context, m savedplan.Meta) error {
 			return err
 		}
 		if now := savedplan.Mark(key.Scope, state); now.Serial != read.Serial {
-			rec, err := r.o.Store.LatestReceipt(ctx, key)
+			rec, err := store.Latest(ctx, r.o.Store, key)
 			if err != nil {
 				return err
 			}
@@ -275,7 +275,7 @@ func (r *runner) checkSavedSuccession(ctx context.Context, m savedplan.Meta, pre
 		}
 		return nil, nil
 	}
-	pred, err := r.o.Store.LatestReceipt(ctx, store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: p})
+	pred, err := store.Latest(ctx, r.o.Store, store.Key{Stack: r.key.Stack, Environment: r.key.Environment, Scope: p})
 	if err != nil {
 		return nil, err
 	}

@@ -60,13 +60,16 @@ func BenchmarkCheckpointWindow(b *testing.B) {
 			rec.Completed = nil
 			var mu sync.Mutex
 			read := map[string]time.Time{}
-			write := func(ctx context.Context, r *receipt.Receipt) error {
-				err := s.WriteReceipt(ctx, g.Lease, r)
+			write := func(ctx context.Context, done []receipt.Completion) error {
+				data, err := receipt.MarshalJournal(rec.RunID, done)
+				if err == nil {
+					err = s.WriteRecord(ctx, g.Lease, store.JournalRecord, data)
+				}
 				landed := time.Now()
 				mu.Lock()
 				defer mu.Unlock()
 				writes[byRead]++
-				for _, c := range r.Completed {
+				for _, c := range done {
 					if t, ok := read[c.Address]; ok {
 						windows[byRead] = append(windows[byRead], landed.Sub(t))
 						delete(read, c.Address)

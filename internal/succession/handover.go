@@ -142,7 +142,7 @@ func (h *Handover) Begin(ctx context.Context, prev *receipt.Receipt) (*receipt.R
 		return prev, nil
 	}
 	predKey := store.Key{Stack: h.run.Key.Stack, Environment: h.run.Key.Environment, Scope: p}
-	pred, err := h.run.Store.LatestReceipt(ctx, predKey)
+	pred, err := store.Latest(ctx, h.run.Store, predKey)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func (h *Handover) Begin(ctx context.Context, prev *receipt.Receipt) (*receipt.R
 	}
 	h.active, h.pred, h.held = true, predKey, held
 	// Read again under the lease: the predecessor may have run meanwhile.
-	if pred, err = h.run.Store.LatestReceipt(ctx, predKey); err != nil {
+	if pred, err = store.Latest(ctx, h.run.Store, predKey); err != nil {
 		return nil, err
 	}
 	// Decided again under the lease: another successor may have made its
@@ -288,7 +288,7 @@ func (h *Handover) finishForDestroy(ctx context.Context, prev *receipt.Receipt) 
 		return nil
 	}
 	predKey := store.Key{Stack: h.run.Key.Stack, Environment: h.run.Key.Environment, Scope: prev.Inheriting}
-	pred, err := h.run.Store.LatestReceipt(ctx, predKey)
+	pred, err := store.Latest(ctx, h.run.Store, predKey)
 	if err != nil || pred == nil || pred.Handover == nil || pred.Handover.To != h.run.Key.Scope {
 		return err
 	}
@@ -297,7 +297,7 @@ func (h *Handover) finishForDestroy(ctx context.Context, prev *receipt.Receipt) 
 		return err
 	}
 	h.active, h.pred, h.held, h.done = true, predKey, held, true
-	if pred, err = h.run.Store.LatestReceipt(ctx, predKey); err != nil {
+	if pred, err = store.Latest(ctx, h.run.Store, predKey); err != nil {
 		return err
 	}
 	if pred != nil && pred.Handover != nil && pred.Handover.To == h.run.Key.Scope {
@@ -360,7 +360,7 @@ func (h *Handover) UnpromisedCopy(ctx context.Context, prev *receipt.Receipt) (b
 	if prev == nil || prev.Inheriting == "" {
 		return false, nil
 	}
-	pred, err := h.run.Store.LatestReceipt(ctx, store.Key{Stack: h.run.Key.Stack, Environment: h.run.Key.Environment, Scope: prev.Inheriting})
+	pred, err := store.Latest(ctx, h.run.Store, store.Key{Stack: h.run.Key.Stack, Environment: h.run.Key.Environment, Scope: prev.Inheriting})
 	if err != nil {
 		return false, err
 	}

@@ -7,6 +7,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,7 +214,24 @@ func latestReceipt(t *testing.T, dir, env, scope string) *receipt.Receipt {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	data, err := os.ReadFile(journalFile(scopeDir(dir, env, scope)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return r
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := receipt.ParseJournal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Joined(j)
+}
+
+// journalFile is where the file store keeps the journal of a scope's
+// checkpoint (store.JournalRecord).
+func journalFile(scopeDir string) string {
+	return filepath.Join(scopeDir, "records", store.JournalRecord+".json")
 }
 
 // stateResources returns the managed resource addresses of a scope's state

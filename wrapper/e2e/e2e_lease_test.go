@@ -109,10 +109,10 @@ func TestE2EKilledRunIsTakenOver(t *testing.T) {
 		return err == nil && bytes.Contains(b, []byte(`"status": "running"`))
 	})
 	// Into the slow provisioner: the fast create is complete, and the
-	// checkpoint recorded it.
+	// checkpoint's journal recorded it.
 	waitFor(t, "the checkpoint to record the fast create", func() bool {
-		b, err := os.ReadFile(filepath.Join(scopeDir, "latest.json"))
-		return err == nil && bytes.Contains(b, []byte(`"address": "terraform_data.fast"`)) && bytes.Contains(b, []byte(`"completedCreates"`))
+		b, err := os.ReadFile(journalFile(scopeDir))
+		return err == nil && bytes.Contains(b, []byte(`"address":"terraform_data.fast"`))
 	})
 	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -207,6 +207,7 @@ func TestE2EStoppedRunLosesItsLease(t *testing.T) {
 	}
 	state := readFile(t, filepath.Join(scopeDir, "terraform.tfstate"))
 	latest := readFile(t, filepath.Join(scopeDir, "latest.json"))
+	journal, _ := os.ReadFile(journalFile(scopeDir))
 
 	if err := first.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -225,6 +226,9 @@ func TestE2EStoppedRunLosesItsLease(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(scopeDir, "latest.json")); !bytes.Equal(got, latest) {
 		t.Errorf("the stopped run replaced the latest receipt of the run that took over")
+	}
+	if got, _ := os.ReadFile(journalFile(scopeDir)); !bytes.Equal(got, journal) {
+		t.Errorf("the stopped run replaced the journal of the run that took over:\n%s\nwas\n%s", got, journal)
 	}
 	if res := stateResources(t, dir, "preview", "pr-10"); dynamic(res["terraform_data.slow"]["output"]) != "second" {
 		t.Errorf("state holds %v, want the second run's", res["terraform_data.slow"])
@@ -247,13 +251,8 @@ func stopMidApply(t *testing.T, run *exec.Cmd, stderr *lockedBuffer, scopeDir st
 		return strings.Contains(stderr.String(), "terraform_data.slow: Provisioning with 'local-exec'")
 	})
 	waitFor(t, "the run's checkpoint of the fast create", func() bool {
-		receipts, _ := filepath.Glob(filepath.Join(scopeDir, "receipts", "*.json"))
-		for _, p := range receipts {
-			if rec, _ := os.ReadFile(p); bytes.Contains(rec, []byte(`"completedCreates"`)) {
-				return true
-			}
-		}
-		return false
+		b, _ := os.ReadFile(journalFile(scopeDir))
+		return bytes.Contains(b, []byte(`"address":"terraform_data.fast"`))
 	})
 	stopOutsideMutex(t, run.Process)
 }

@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,6 +146,7 @@ var parts = []struct {
 		// Receipts and states together: the two writes of a run.
 		{"FencedWriteRefusedAfterTakeover", testFencedAfterTakeover},
 		{"FencedWriteRefusedAfterExpiry", testFencedAfterExpiry},
+		{"CheckpointJournal", testJournal},
 	}},
 	{"States", []test{
 		{"RoundTrip", testStateRoundTrip},
@@ -828,6 +830,74 @@ func testRecords(t *testing.T, x *suite) {
 	if err := x.s.WriteRecord(t.Context(), b.Lease, "../lease", doc); !errcode.Is(err, errcode.Usage) {
 		t.Errorf("WriteRecord with a path for a name: %v, want USAGE", err)
 	}
+}
+
+// testJournal: a checkpoint is read with the completions its run wrote to
+// its journal after it (store.Latest), and only its own run's: a journal
+// left by an earlier run, or a receipt that is no checkpoint, reads as it
+// was written. A journal write of a lost lease is refused, and the
+// completions it carried are not read.
+func testJournal(t *testing.T, x *suite) {
+	k := key(preview, "pr-3")
+	a := x.acquire(t, k, "run-a")
+	cp := NewReceipt(k, "run-a", 2)
+	cp.Status = receipt.StatusRunning
+	if err := x.s.WriteReceipt(t.Context(), a.Lease, cp); err != nil {
+		t.Fatal(err)
+	}
+	done := []receipt.Completion{{Address: "terraform_data.r[0]", ID: "i-0", Action: "create"}}
+	writeJournal(t, x.s, a.Lease, "run-a", done)
+	if got := x.joined(t, k).Completed; !slices.Equal(got, done) {
+		t.Fatalf("checkpoint read with its journal: completed %+v, want %+v", got, done)
+	}
+	done = append(done, receipt.Completion{Address: "terraform_data.r[1]", ID: "i-1", Action: "create"})
+	writeJournal(t, x.s, a.Lease, "run-a", done)
+	if got := x.joined(t, k).Completed; !slices.Equal(got, done) {
+		t.Fatalf("after the second journal write: completed %+v, want %+v", got, done)
+	}
+	x.expire()
+	b := x.acquire(t, k, "run-b")
+	data, _ := receipt.MarshalJournal("run-a", slices.Concat(done, []receipt.Completion{{Address: "terraform_data.r[2]", ID: "i-2"}}))
+	wantLost(t, x.s.WriteRecord(t.Context(), a.Lease, store.JournalRecord, data), "the old holder's journal write")
+	if got := x.joined(t, k).Completed; !slices.Equal(got, done) {
+		t.Fatalf("after a refused journal write: completed %+v, want %+v", got, done)
+	}
+	next := NewReceipt(k, "run-b", 2)
+	next.Status = receipt.StatusRunning
+	if err := x.s.WriteReceipt(t.Context(), b.Lease, next); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.joined(t, k).Completed; len(got) != 0 {
+		t.Fatalf("a checkpoint read with an earlier run's journal: completed %+v", got)
+	}
+	writeJournal(t, x.s, b.Lease, "run-b", done)
+	next.Status = receipt.StatusApplied
+	if err := x.s.WriteReceipt(t.Context(), b.Lease, next); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.joined(t, k).Completed; len(got) != 0 {
+		t.Fatalf("a finished receipt read with its run's journal: completed %+v", got)
+	}
+}
+
+func writeJournal(t *testing.T, s store.Store, l store.Lease, runID string, done []receipt.Completion) {
+	t.Helper()
+	data, err := receipt.MarshalJournal(runID, done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteRecord(t.Context(), l, store.JournalRecord, data); err != nil {
+		t.Fatalf("journal write: %v", err)
+	}
+}
+
+func (x *suite) joined(t *testing.T, k store.Key) *receipt.Receipt {
+	t.Helper()
+	r, err := store.Latest(t.Context(), x.s, k)
+	if err != nil || r == nil {
+		t.Fatalf("store.Latest(%s) = %v, %v", k, r, err)
+	}
+	return r
 }
 
 func testQuarantine(t *testing.T, x *suite) {

@@ -1,0 +1,41 @@
+package store
+
+import (
+	"context"
+
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+)
+
+// JournalRecord is the record (Records) in which a run under way keeps the
+// completions of its apply (receipt.Journal; docs/design.md §2.4
+// "Intent"). Each write replaces the one before, fenced like every write
+// of the run; the next run's journal replaces it in turn.
+const JournalRecord = "completions"
+
+// LatestReader reads what Latest joins: a scope's latest receipt and its
+// records.
+type LatestReader interface {
+	LatestReceipt(ctx context.Context, key Key) (*receipt.Receipt, error)
+	ReadRecord(ctx context.Context, key Key, name string) ([]byte, error)
+}
+
+// Latest returns the scope's latest receipt as a run reads it: when it is
+// the checkpoint of a run under way or killed, with the completions that
+// run recorded in its journal since. Every reader of a scope's receipt
+// outside the stores reads it here, so none sees a checkpoint without its
+// completions. A finished receipt costs no second read.
+func Latest(ctx context.Context, s LatestReader, key Key) (*receipt.Receipt, error) {
+	r, err := s.LatestReceipt(ctx, key)
+	if err != nil || r == nil || r.Status != receipt.StatusRunning {
+		return r, err
+	}
+	data, err := s.ReadRecord(ctx, key, JournalRecord)
+	if err != nil || data == nil {
+		return r, err
+	}
+	j, err := receipt.ParseJournal(data)
+	if err != nil {
+		return nil, err
+	}
+	return r.Joined(j), nil
+}
