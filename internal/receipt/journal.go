@@ -47,12 +47,23 @@ func ParseJournal(data []byte) (*Journal, error) {
 
 // Joined returns r with the completions of j when j is the journal of r's
 // run and r is a checkpoint (StatusRunning); r itself otherwise. A finished
-// run's receipt already holds every completion of its run.
+// run's receipt already holds every completion of its run. A completion r
+// holds already is not added again: a checkpoint written anew with its
+// journal joined (a re-index of a killed run's scope) keeps its run.
 func (r *Receipt) Joined(j *Journal) *Receipt {
 	if r == nil || j == nil || r.Status != StatusRunning || j.RunID != r.RunID || len(j.Completed) == 0 {
 		return r
 	}
 	c := *r
-	c.Completed = append(slices.Clip(r.Completed), j.Completed...)
+	held := make(map[Completion]bool, len(r.Completed))
+	for _, done := range r.Completed {
+		held[done] = true
+	}
+	c.Completed = slices.Clip(r.Completed)
+	for _, done := range j.Completed {
+		if !held[done] {
+			c.Completed = append(c.Completed, done)
+		}
+	}
 	return &c
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // TestJournalJoined: a checkpoint joins its own run's journal, after what
-// it recorded itself; another run's journal, or a receipt that is no
-// checkpoint, leaves the receipt as it is.
+// it recorded itself and without what it holds already; another run's
+// journal, or a receipt that is no checkpoint, leaves the receipt as it is.
 func TestJournalJoined(t *testing.T) {
 	own := []Completion{{Address: "a", ID: "1", Action: "create"}}
 	data, err := MarshalJournal("run-2", []Completion{{Address: "b", ID: "2", Action: "create"}})
@@ -28,6 +28,9 @@ func TestJournalJoined(t *testing.T) {
 	}
 	if !slices.Equal(cp.Completed, own) {
 		t.Errorf("Joined changed the receipt it was given: %+v", cp.Completed)
+	}
+	if again := got.Joined(j); !slices.Equal(again.Completed, want) {
+		t.Errorf("a checkpoint written again with its journal joined, joined once more: %+v, want %+v", again.Completed, want)
 	}
 	for _, r := range []*Receipt{
 		{RunID: "run-1", Status: StatusRunning, Completed: own},
