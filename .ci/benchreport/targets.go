@@ -27,6 +27,7 @@ var targets = []target{
 	{"10,000 resources, 100 changes: sponson's own CPU vs the engine's (s)", "≤ 10%", "wrapper", "BenchmarkScaleTenThousand/engine={engine}", "change100-sponson-cpu-s", "change100-engine-cpu-s", "change100-sponson-share"},
 	{"10,000 resources, 100 changes: sponson's peak memory vs the engine's (MiB)", "≤ 1×", "wrapper", "BenchmarkScaleTenThousand/engine={engine}", "change100-sponson-peak-MiB", "change100-engine-peak-MiB", ""},
 	{"10,000 resources: one receipt vs the state (MiB)", "∝ changes", "wrapper", "BenchmarkScaleTenThousand/engine={engine}", "receipt-MiB", "state-MiB", ""},
+	{"first apply, 1,000: the checkpoint's largest journal write vs one receipt write (KiB)", "∝ changes", "wrapper", "BenchmarkE2EFirstApply/engine={engine}/resources=1000", "journal-last-write-KiB", "receipt-KiB", ""},
 	{"foreign check, 10,000 scopes × 50, PostgreSQL, p50 (ms)", "≤ 300 ms", "internal/store/pgstore", "BenchmarkOwners10000", "owners-p50-ms", "", ""},
 	{"foreign check, 10,000 scopes × 50, S3 (versitygw), warm p50 (ms)", "≤ 300 ms", "internal/store/s3store", "BenchmarkOwners/scopes=10000", "warm-p50-ms", "", ""},
 	{"foreign check, 10,000 scopes × 50, S3 (versitygw), cold p50 (ms)", "≤ 300 ms", "internal/store/s3store", "BenchmarkOwners/scopes=10000", "cold-p50-ms", "", ""},

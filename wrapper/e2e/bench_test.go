@@ -207,6 +207,7 @@ func benchFirstApply(b *testing.B, n int) {
 	wrapDir := h.workdir("testdata/count")
 	h.mustRun(wrapDir, append([]string{"apply", "--scope", "main"}, vars...)...)
 	var bare, wrapped []time.Duration
+	var receiptBytes, journalBytes []float64
 	for i := 0; b.Loop(); i++ {
 		dir := h.workdir("testdata/count")
 		start := time.Now()
@@ -214,13 +215,21 @@ func benchFirstApply(b *testing.B, n int) {
 		engineCmd(b, h, dir, append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars...)...)
 		bare = append(bare, time.Since(start))
 
+		scope := fmt.Sprintf("pr-%d", i)
 		start = time.Now()
-		h.mustRun(wrapDir, append([]string{"apply", "--scope", fmt.Sprintf("pr-%d", i)}, vars...)...)
+		h.mustRun(wrapDir, append([]string{"apply", "--scope", scope}, vars...)...)
 		wrapped = append(wrapped, time.Since(start))
+		receiptBytes = append(receiptBytes, fileSize(b, filepath.Join(scopeDir(wrapDir, "preview", scope), "latest.json")))
+		journalBytes = append(journalBytes, fileSize(b, journalFile(scopeDir(wrapDir, "preview", scope))))
 	}
 	b.ReportMetric(median(bare), "bare-s")
 	b.ReportMetric(median(wrapped), "sponson-s")
 	b.ReportMetric(median(wrapped)/median(bare), "ratio")
+	// The journal's last write, its largest, follows the run's creates;
+	// each receipt write is the receipt's size and follows the state
+	// (docs/design.md §2.4).
+	b.ReportMetric(medianOf(receiptBytes, kib), "receipt-KiB")
+	b.ReportMetric(medianOf(journalBytes, kib), "journal-last-write-KiB")
 }
 
 // BenchmarkE2ETenStacks measures `sponson plan --all` of a repository of ten
@@ -274,3 +283,5 @@ resource "terraform_data" "d" {
 	b.ReportMetric(median(sequential), "sequential-s")
 	b.ReportMetric(median(all)/median(sequential), "ratio")
 }
+
+func kib(bytes float64) float64 { return bytes / 1024 }
