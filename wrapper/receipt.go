@@ -32,7 +32,9 @@ named with --scope, --pr or --branch) of the configuration's stack (detected as
 for apply, or named with --stack): the last run (command, outcome, times,
 branch, pull request, commit, approver, engine), where the scope's resources
 came from or went (inherited from, superseded by), and the scope's ledger.
-With --json the receipt document itself is the result.
+With --json the receipt document itself is the result. A run under way, or one
+killed during its apply, shows its checkpoint (status "running") with the
+creates its journal recorded as complete so far joined in (completedCreates).
 
 A destroyed scope keeps its last receipt: it is the record that the scope is
 gone, with an empty ledger.`,

@@ -47,11 +47,11 @@ import (
 // creates of state-only types (terraform_data, random_*), which a lost
 // completion costs nothing.
 type completions struct {
-	// write stores the journal: the run's completions so far, those of
-	// rec from base on.
+	// write stores the journal: the run's completions so far, all of
+	// rec's (a checkpoint's own list starts empty; receipt.Joined skips
+	// any it held already).
 	write func(context.Context, []receipt.Completion) error
 	rec   *receipt.Receipt
-	base  int
 	warn  func(string)
 	// hold pauses the engine and returns the function that lets it go on;
 	// nil never pauses. waitedFor are the addresses a planned create
@@ -95,7 +95,7 @@ type completions struct {
 // startCompletions starts the batching writer of rec's completions; hold
 // (nil: never) pauses the engine for a completion a create waits for.
 func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, []receipt.Completion) error, warn func(string), hold func() func()) *completions {
-	c := &completions{write: write, rec: rec, base: len(rec.Completed), warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{},
+	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{},
 		pressing: map[string]bool{}, rest: checkpointRest, gather: checkpointGather,
 		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	for _, e := range rec.Ledger {
@@ -222,9 +222,10 @@ const checkpointRest = 200 * time.Millisecond
 // by a rest, when that is longer than checkpointRest. When each write
 // carried the whole receipt, a write at 1,000 instant creates took tens of
 // milliseconds, and the 200 ms rest alone let 20 writes of 600 KB through;
-// in proportion they were 8 to 10 (docs/design.md §2.4). The journal made
-// writes small; the rule still bounds a slow store's: writes that nothing
-// cuts short take at most a ninth of the apply. What waits
+// in proportion they were fewer, how many following the apply's length
+// (docs/design.md §2.4 gives the counts). The journal made writes small;
+// the rule still bounds a slow store's: writes that nothing cuts short
+// take at most a ninth of the apply. What waits
 // for the rest are completions whose loss needs no person (creates of
 // state-only types or of types written in place, updates and deletes no
 // create waits for); held and pressing completions cut it short as before.
@@ -344,7 +345,7 @@ func (c *completions) flush(ctx context.Context) {
 	}
 	c.rec.Completed = append(c.rec.Completed, batch...)
 	began := time.Now()
-	err := c.write(ctx, c.rec.Completed[c.base:])
+	err := c.write(ctx, c.rec.Completed)
 	if err == nil {
 		c.mu.Lock()
 		c.wrote = time.Since(began)

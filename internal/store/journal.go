@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
@@ -35,7 +36,10 @@ func Latest(ctx context.Context, s LatestReader, key Key) (*receipt.Receipt, err
 	}
 	j, err := receipt.ParseJournal(data)
 	if err != nil {
-		return nil, err
+		// Keep ParseJournal's code; say whose journal it was.
+		e := errcode.As(err)
+		e.Message = "the checkpoint journal of " + key.String() + ": " + e.Message
+		return nil, e.With("scope", key.String())
 	}
 	return r.Joined(j), nil
 }

@@ -5,9 +5,9 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 )
 
 // End-to-end tests run the built sponson binary against a real engine, like
@@ -208,24 +209,22 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
+// latestReceipt reads a scope's latest receipt of the file store in dir/.sponson
+// as every run reads it (store.Latest: a checkpoint with its journal).
 func latestReceipt(t *testing.T, dir, env, scope string) *receipt.Receipt {
 	t.Helper()
-	r, err := receipt.Parse(readFile(t, filepath.Join(scopeDir(dir, env, scope), "latest.json")))
+	s, err := filestore.Open(filepath.Join(dir, ".sponson"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(journalFile(scopeDir(dir, env, scope)))
-	if errors.Is(err, fs.ErrNotExist) {
-		return r
-	}
+	r, err := store.Latest(context.Background(), s, store.Key{Stack: e2eStack, Environment: env, Scope: scope})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := receipt.ParseJournal(data)
-	if err != nil {
-		t.Fatal(err)
+	if r == nil {
+		t.Fatalf("%s/%s has no receipt", env, scope)
 	}
-	return r.Joined(j)
+	return r
 }
 
 // journalFile is where the file store keeps the journal of a scope's

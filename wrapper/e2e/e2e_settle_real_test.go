@@ -80,11 +80,8 @@ func TestE2ERealProvidersKilledChain(t *testing.T) {
 	for _, storeName := range []string{"file", "git"} {
 		t.Run(storeName, func(t *testing.T) {
 			h := e2e(t)
-			c, out := newRealChainWorld(t, h, storeName)
-			v, err := c.startUntilGate("--lease-ttl", "2s")
-			if err != nil {
-				t.Fatal(err)
-			}
+			var out string
+			c, v := victimAtGate(t, func() (c *chainWorld) { c, out = newRealChainWorld(t, h, storeName); return c }, "--lease-ttl", "2s")
 			if err := syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -122,11 +119,8 @@ func TestE2ERealProvidersKilledChain(t *testing.T) {
 // (INTENT_UNRESOLVED, naming the planned filename) and that file stays.
 func TestE2ERealProvidersKilledChainMovedFile(t *testing.T) {
 	h := e2e(t)
-	c, out := newRealChainWorld(t, h, "file")
-	v, err := c.startUntilGate("--lease-ttl", "2s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var out string
+	c, v := victimAtGate(t, func() (c *chainWorld) { c, out = newRealChainWorld(t, h, "file"); return c }, "--lease-ttl", "2s")
 	if err := syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -164,11 +158,8 @@ func TestE2ERealProvidersKilledChainMovedFile(t *testing.T) {
 // stopped run, continued, ends LOCK_LOST.
 func TestE2ERealProvidersStoppedChainIsTakenOver(t *testing.T) {
 	h := e2e(t)
-	c, out := newRealChainWorld(t, h, "file")
-	v, err := c.startUntilGate("--lease-ttl", "2s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var out string
+	c, v := victimAtGate(t, func() (c *chainWorld) { c, out = newRealChainWorld(t, h, "file"); return c }, "--lease-ttl", "2s")
 	stopOutsideMutex(t, v.cmd.Process)
 	taker := &chainWorld{t: t, h: h, dir: c.dir, marks: t.TempDir(), world: c.world, env: c.env, where: c.where}
 	taker.open()
@@ -282,16 +273,16 @@ func TestE2ERealProvidersCancelWithSleepInFlight(t *testing.T) {
 // asked.
 func TestE2ERealProvidersKilledReplacement(t *testing.T) {
 	h := e2e(t)
-	c, out := newRealChainWorld(t, h, "file")
-	c.open()
-	if r := h.run(c.dir, c.env, c.args("apply")...); r.exit != 0 {
-		t.Fatalf("the first apply: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
-	}
-	second := &chainWorld{t: t, h: h, dir: c.dir, marks: t.TempDir(), world: c.world, env: c.env, where: c.where}
-	v, err := second.startUntilGate("--lease-ttl", "2s", "-var", "a=second")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var c *chainWorld
+	var out string
+	second, v := victimAtGate(t, func() *chainWorld {
+		c, out = newRealChainWorld(t, h, "file")
+		c.open()
+		if r := h.run(c.dir, c.env, c.args("apply")...); r.exit != 0 {
+			t.Fatalf("the first apply: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+		}
+		return &chainWorld{t: t, h: h, dir: c.dir, marks: t.TempDir(), world: c.world, env: c.env, where: c.where}
+	}, "--lease-ttl", "2s", "-var", "a=second")
 	if !strings.Contains(v.out.String(), "local_file.a: Creation complete") {
 		t.Fatalf("the replacement of local_file.a did not complete before the gate:\n%s", v.out.String())
 	}
