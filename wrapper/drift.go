@@ -223,7 +223,7 @@ func driftFound(d summary.Drift) error {
 // those named, or every scope of the environment that may own something
 // (parent-object leases, destroyed and superseded scopes left out). Other
 // stacks are other root modules, checked by a drift in their directories.
-func driftTargets(ctx context.Context, st store.Scopes, stack, env string, named []string) ([]store.ScopeSummary, error) {
+func driftTargets(ctx context.Context, st store.Lister, stack, env string, named []string) ([]store.ScopeSummary, error) {
 	all, err := store.ListScopes(ctx, st, env, stack)
 	if err != nil {
 		return nil, err

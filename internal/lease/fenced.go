@@ -26,9 +26,22 @@ func (h *Held) WriteState(ctx context.Context, state []byte) error {
 	return h.fenced(func(l store.Lease) error { return h.st.WriteState(ctx, l, state) })
 }
 
-// WriteReceipt stores rec as the scope's latest receipt.
+// WriteReceipt stores rec as the scope's latest receipt: against the
+// scope's ledger base when its ledger is large (store.WriteCompact), so that
+// a run's receipts grow with what changed, not with the scope.
 func (h *Held) WriteReceipt(ctx context.Context, rec *receipt.Receipt) error {
-	return h.fenced(func(l store.Lease) error { return h.st.WriteReceipt(ctx, l, rec) })
+	return h.fenced(func(l store.Lease) error {
+		h.mu.Lock()
+		known := h.base
+		h.mu.Unlock()
+		b, err := store.WriteCompact(ctx, h.st, l, rec, known, h.cfg.CompactFrom)
+		if err == nil {
+			h.mu.Lock()
+			h.base = b
+			h.mu.Unlock()
+		}
+		return err
+	})
 }
 
 // WriteRecord stores the scope's record name.

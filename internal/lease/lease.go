@@ -20,12 +20,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
@@ -54,6 +56,10 @@ type Config struct {
 	// About describes this run for the lease record (store.WithHolder):
 	// others waiting for the lease see it.
 	About store.HolderInfo
+	// CompactFrom is the ledger size from which WriteReceipt writes
+	// receipts against a ledger base (store.WriteCompact);
+	// store.CompactFrom when zero, never when negative.
+	CompactFrom int
 }
 
 func (c *Config) defaults() {
@@ -71,6 +77,12 @@ func (c *Config) defaults() {
 	}
 	if c.Now == nil {
 		c.Now = c.Clock.Now
+	}
+	switch {
+	case c.CompactFrom == 0:
+		c.CompactFrom = store.CompactFrom
+	case c.CompactFrom < 0:
+		c.CompactFrom = math.MaxInt
 	}
 }
 
@@ -95,8 +107,11 @@ type Held struct {
 	// here, and has no deadline of its own.
 	joined bool
 
-	mu         sync.Mutex
-	lease      store.Lease
+	mu    sync.Mutex
+	lease store.Lease
+	// base is the ledger base this run's last receipt was written
+	// against (store.WriteCompact); nil until then.
+	base       *receipt.Base
 	validUntil time.Time // the run's own deadline: last send time + TTL
 	lostErr    error
 

@@ -509,3 +509,76 @@ func TestLostLeaseWritesNothing(t *testing.T) {
 		t.Fatalf("the store holds %q (%v), want no state", got, err)
 	}
 }
+
+// A run's receipts of a large ledger are written against one base: the
+// checkpoint starts it, the outcome writes only what changed, and the next
+// run finds it. A run whose lease was taken over writes neither a base nor
+// a receipt.
+func TestReceiptsOfALargeLedgerShareABase(t *testing.T) {
+	t.Parallel()
+	clock := newClock()
+	st := openStoreAt(t, clock)
+	ctx := context.Background()
+	cfg := lease.Config{TTL: time.Minute, Clock: clock, CompactFrom: 4}
+	h, err := lease.Acquire(ctx, st, key, "run-a", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := ledgerOf(8)
+	rec.RunID, rec.Status = "run-a", receipt.StatusRunning
+	if err := h.WriteReceipt(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint := stored(t, st)
+	rec = receipt.Next(rec, receipt.Run{RunID: "run-a", Status: receipt.StatusApplied})
+	rec.Ledger[2].ID = "changed"
+	if err := h.WriteReceipt(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	outcome := stored(t, st)
+	if checkpoint.LedgerBase == "" || outcome.LedgerBase != checkpoint.LedgerBase || receipt.Literal(outcome.LedgerDelta) != 1 {
+		t.Fatalf("checkpoint base %q, outcome base %q with %d entries written out: want one base, one entry", checkpoint.LedgerBase, outcome.LedgerBase, receipt.Literal(outcome.LedgerDelta))
+	}
+	h.Release(ctx)
+
+	next, err := lease.Acquire(ctx, st, key, "run-b", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute) // run-b's lease expires unrenewed...
+	thief, err := lease.Acquire(ctx, st, key, "run-c", lease.Config{TTL: time.Hour, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer thief.Release(ctx)
+	all := ledgerOf(8)
+	for i := range all.Ledger {
+		all.Ledger[i].ID = "new" // ...so its write of a new base is refused
+	}
+	all.RunID = "run-b"
+	if err := next.WriteReceipt(ctx, all); !errcode.Is(err, errcode.LockLost) {
+		t.Fatalf("a write after takeover: %v, want LOCK_LOST", err)
+	}
+	if after := stored(t, st); after.RunID != "run-a" || after.LedgerBase != outcome.LedgerBase {
+		t.Errorf("after a refused write the latest receipt is run %s against %s", after.RunID, after.LedgerBase)
+	}
+}
+
+func ledgerOf(n int) *receipt.Receipt {
+	r := receipt.First(key.Stack, key.Environment, key.Scope)
+	r.Command = "apply"
+	for i := range n {
+		r.Ledger = append(r.Ledger, receipt.Entry{Identity: string(rune('a' + i)), Address: "terraform_data.d" + string(rune('a'+i)), CreatedBy: receipt.CreatedBySponson})
+	}
+	return r
+}
+
+// stored is the scope's latest receipt as the store holds it.
+func stored(t *testing.T, st store.Receipts) *receipt.Receipt {
+	t.Helper()
+	r, err := st.LatestReceipt(context.Background(), key)
+	if err != nil || r == nil {
+		t.Fatalf("latest receipt: %v, %v", r, err)
+	}
+	return r
+}

@@ -15,7 +15,9 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 )
 
-// Version is the receipt format this build writes and the newest it reads.
+// Version is the format of a receipt that carries its whole ledger: what a
+// run builds, and what a compact receipt reads as once expanded. The newest
+// format read is CompactVersion.
 const Version = 1
 
 // Status of a run.
@@ -82,8 +84,15 @@ type Receipt struct {
 	// Reads lists the other stacks' states the run's sponson_outputs data
 	// sources read (docs/design.md §6.4): a dependency on each.
 	Reads []StackRead `json:"reads,omitempty"`
-	// Ledger lists every resource the scope owns after this run.
-	Ledger        []Entry    `json:"ledger"`
+	// Ledger lists every resource the scope owns after this run. A
+	// compact receipt (CompactVersion) stores it as LedgerBase and
+	// LedgerDelta, and reads back whole once expanded (Expand).
+	Ledger []Entry `json:"ledger"`
+	// LedgerBase names the base a compact receipt's ledger is written
+	// against, and LedgerDelta is the ledger as segments of it; both are
+	// empty on a receipt read whole or expanded.
+	LedgerBase    string     `json:"ledgerBase,omitempty"`
+	LedgerDelta   []Segment  `json:"ledgerDelta,omitempty"`
 	LockPreempted *Preempted `json:"lockPreempted,omitempty"`
 	InheritedFrom string     `json:"inheritedFrom,omitempty"`
 	// Inheriting names the predecessor while a handover to this scope is
@@ -121,6 +130,10 @@ type Receipt struct {
 	// Unlocked is set on the receipt `sponson unlock` writes when it ends a
 	// live lease by hand (break-glass): who did it, why, and whose lease.
 	Unlocked *Unlocked `json:"unlocked,omitempty"`
+
+	// WriteAgainst, set by Against for a store's write, is the base
+	// Marshal writes the ledger against. It is never stored or read back.
+	WriteAgainst *Base `json:"-"`
 }
 
 // StackRead is another stack's state a run read its outputs from.
@@ -327,8 +340,13 @@ type Failure struct {
 	Message string `json:"message"`
 }
 
-// Marshal renders r as the stored document: indented JSON and a final newline.
+// Marshal renders r as the stored document: indented JSON and a final
+// newline. A receipt given a base (Against) is stored compact, its ledger
+// as the difference from the base.
 func Marshal(r *Receipt) ([]byte, error) {
+	if r.WriteAgainst != nil {
+		r = r.compacted()
+	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return nil, err
@@ -344,11 +362,14 @@ func Marshal(r *Receipt) ([]byte, error) {
 // version, to say which of the two it is.
 func Parse(data []byte) (*Receipt, error) {
 	var r Receipt
-	if err := json.Unmarshal(data, &r); err != nil || r.Version < 1 || r.Version > Version {
+	if err := json.Unmarshal(data, &r); err != nil || r.Version < 1 || r.Version > CompactVersion {
 		return nil, parseFailure(data, err)
 	}
 	if r.RunID == "" || r.Environment == "" || r.Scope == "" {
 		return nil, errcode.New(errcode.ReceiptCorrupt, "receipt lacks runId, environment or scope")
+	}
+	if compact := r.Version == CompactVersion; compact != (r.LedgerBase != "") || (compact && len(r.Ledger) > 0) {
+		return nil, errcode.New(errcode.ReceiptCorrupt, "receipt version %d with ledger base %q and %d ledger entries: only a version %d receipt, with no ledger of its own, names a base", r.Version, r.LedgerBase, len(r.Ledger), CompactVersion)
 	}
 	return &r, nil
 }
@@ -367,8 +388,8 @@ func parseFailure(data []byte, decodeErr error) error {
 		return errcode.New(errcode.ReceiptCorrupt, "receipt has no version field")
 	case *probe.Version < 1:
 		return errcode.New(errcode.ReceiptCorrupt, "receipt version %d is not a version", *probe.Version)
-	case *probe.Version > Version:
-		return errcode.New(errcode.ReceiptVersion, "receipt version %d is not supported (this sponson reads up to %d)", *probe.Version, Version)
+	case *probe.Version > CompactVersion:
+		return errcode.New(errcode.ReceiptVersion, "receipt version %d is not supported (this sponson reads up to %d)", *probe.Version, CompactVersion)
 	}
 	return errcode.Wrap(errcode.ReceiptCorrupt, decodeErr, "receipt does not match the format")
 }

@@ -17,11 +17,17 @@ func Lost(k Key, why string) error {
 }
 
 // EncodeReceipt checks r for a write under the lease of k and renders it as
-// stored; it returns the copy that reads back. A backend never stores a
-// receipt it would later report as corrupt.
+// stored, compact when r is written against a base (WriteCompact); it
+// returns the copy that reads back, its ledger whole, for the backend's
+// index. A backend never stores a receipt it would later report as corrupt.
 func EncodeReceipt(k Key, r *receipt.Receipt) ([]byte, *receipt.Receipt, error) {
 	if r == nil {
 		return nil, nil, errcode.New(errcode.Internal, "no receipt to write for %s", k)
+	}
+	if r.Compact() {
+		// Read as stored and never expanded: its Ledger is empty, and
+		// writing it would index a scope that owns nothing.
+		return nil, nil, errcode.New(errcode.Internal, "the receipt of run %s for %s names a ledger base but was not expanded", r.RunID, k)
 	}
 	if err := CheckName("run id", r.RunID); err != nil {
 		return nil, nil, err
@@ -41,6 +47,12 @@ func EncodeReceipt(k Key, r *receipt.Receipt) ([]byte, *receipt.Receipt, error) 
 		return nil, nil, errcode.Wrap(errcode.Internal, err, "encode the receipt of run %s", r.RunID)
 	}
 	parsed, err := receipt.Parse(data)
+	if err == nil {
+		parsed, err = parsed.Expand(r.WriteAgainst)
+	}
+	if err == nil && len(parsed.Ledger) != len(r.Ledger) {
+		err = fmt.Errorf("its ledger of %d entries reads back as %d", len(r.Ledger), len(parsed.Ledger))
+	}
 	if err != nil {
 		return nil, nil, errcode.Wrap(errcode.Internal, err, "refusing to store a receipt that would not read back")
 	}

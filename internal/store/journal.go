@@ -20,13 +20,18 @@ type LatestReader interface {
 	ReadRecord(ctx context.Context, key Key, name string) ([]byte, error)
 }
 
-// Latest returns the scope's latest receipt as a run reads it: when it is
-// the checkpoint of a run under way or killed, with the completions that
-// run recorded in its journal since. Every reader of a scope's receipt
+// Latest returns the scope's latest receipt as a run reads it: its ledger
+// whole (read against its base when it is compact, WriteCompact), and when
+// it is the checkpoint of a run under way or killed, with the completions
+// that run recorded in its journal since. Every reader of a scope's receipt
 // outside the stores reads it here, so none sees a checkpoint without its
-// completions. A finished receipt costs no second read.
+// completions or a ledger without its base. A finished receipt of a small
+// ledger costs no second read.
 func Latest(ctx context.Context, s LatestReader, key Key) (*receipt.Receipt, error) {
 	r, err := s.LatestReceipt(ctx, key)
+	if err == nil {
+		r, err = expand(ctx, s, key, r)
+	}
 	if err != nil || r == nil || r.Status != receipt.StatusRunning {
 		return r, err
 	}

@@ -204,8 +204,10 @@ type Store interface {
 // ListScopes returns the scopes of env (List without the leases of shared
 // parent objects, which are no scope of the environment), of stack alone
 // when stack is not empty. It is how a command that shows or walks an
-// environment's scopes lists them.
-func ListScopes(ctx context.Context, sc Scopes, env, stack string) ([]ScopeSummary, error) {
+// environment's scopes lists them: each latest receipt with its ledger
+// whole, read against its base when it is compact (one more read for each
+// scope of a large ledger, WriteCompact).
+func ListScopes(ctx context.Context, sc Lister, env, stack string) ([]ScopeSummary, error) {
 	all, err := sc.List(ctx, env)
 	if err != nil {
 		return nil, err
@@ -215,9 +217,18 @@ func ListScopes(ctx context.Context, sc Scopes, env, stack string) ([]ScopeSumma
 		if IsParentScope(s.Key.Scope) || (stack != "" && s.Key.Stack != stack) {
 			continue
 		}
+		if s.Latest, err = expand(ctx, sc, s.Key, s.Latest); err != nil {
+			return nil, err
+		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// Lister is what ListScopes needs of a store.
+type Lister interface {
+	Scopes
+	RecordReader
 }
 
 // IsParentScope reports whether a store scope holds a parent object's lease

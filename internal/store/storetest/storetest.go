@@ -147,6 +147,7 @@ var parts = []struct {
 		{"FencedWriteRefusedAfterTakeover", testFencedAfterTakeover},
 		{"FencedWriteRefusedAfterExpiry", testFencedAfterExpiry},
 		{"CheckpointJournal", testJournal},
+		{"CompactLedger", testCompactLedger},
 	}},
 	{"States", []test{
 		{"RoundTrip", testStateRoundTrip},
@@ -877,6 +878,85 @@ func testJournal(t *testing.T, x *suite) {
 	}
 	if got := x.joined(t, k).Completed; len(got) != 0 {
 		t.Fatalf("a finished receipt read with its run's journal: completed %+v", got)
+	}
+}
+
+// testCompactLedger writes receipts against a ledger base (store.WriteCompact,
+// with a threshold of 4 entries so that 8 are large): each reads back whole
+// through store.Latest and store.ListScopes, stores only its difference
+// from the base, and indexes the whole ledger; a base missing from the
+// store is RECEIPT_CORRUPT, not a scope that owns nothing.
+func testCompactLedger(t *testing.T, x *suite) {
+	k := key(preview, "pr-big")
+	g := x.acquire(t, k, "run-a")
+	first := NewReceipt(k, "run-a", 8)
+	b, err := store.WriteCompact(t.Context(), x.s, g.Lease, first, nil, 4)
+	if err != nil || b == nil {
+		t.Fatalf("first compact write: base %v, %v", b, err)
+	}
+	x.wantCompact(t, k, b.Name, 0, first.Ledger)
+	second := NewReceipt(k, "run-a-2", 8)
+	second.Ledger[3].ID = "replaced"
+	// A writer that knows no base finds the scope's (a run's first write).
+	if b2, err := store.WriteCompact(t.Context(), x.s, g.Lease, second, nil, 4); err != nil || b2 == nil || b2.Name != b.Name {
+		t.Fatalf("second compact write: base %v (want %s), %v", b2, b.Name, err)
+	}
+	x.wantCompact(t, k, b.Name, 1, second.Ledger)
+	owners, err := x.s.Owners(t.Context(), preview, nil)
+	if err != nil || len(owners) != len(second.Ledger) {
+		t.Fatalf("the index of a compact receipt: %d owners (%v), want %d", len(owners), err, len(second.Ledger))
+	}
+	sums, err := store.ListScopes(t.Context(), x.s, preview, "")
+	if err != nil || len(sums) != 1 || sums[0].Latest == nil {
+		t.Fatalf("ListScopes: %+v, %v", sums, err)
+	}
+	if d := cmp.Diff(second.Ledger, sums[0].Latest.Ledger); d != "" {
+		t.Errorf("ListScopes' ledger (-want +got):\n%s", d)
+	}
+	// Most of the ledger changed: a new base.
+	third := NewReceipt(k, "run-a-3", 8)
+	for i := range third.Ledger {
+		third.Ledger[i].Address += ".moved"
+	}
+	b3, err := store.WriteCompact(t.Context(), x.s, g.Lease, third, b, 4)
+	if err != nil || b3 == nil || b3.Name == b.Name {
+		t.Fatalf("a write that changed most of the ledger: base %v (the old one %s), %v", b3, b.Name, err)
+	}
+	x.wantCompact(t, k, b3.Name, 0, third.Ledger)
+	// A small ledger is written whole.
+	if b4, err := store.WriteCompact(t.Context(), x.s, g.Lease, NewReceipt(k, "run-a-4", 3), b3, 4); err != nil || b4 != nil {
+		t.Fatalf("a small ledger: base %v, %v", b4, err)
+	}
+	if r := x.latest(t, k); r.Compact() || len(r.Ledger) != 3 {
+		t.Fatalf("a small ledger stored as %+v", r)
+	}
+	// A receipt naming a base that was never stored.
+	lost, _, err := receipt.NewBase(NewReceipt(k, "run-x", 5).Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.s.WriteReceipt(t.Context(), g.Lease, NewReceipt(k, "run-a-5", 5).Against(lost)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := store.Latest(t.Context(), x.s, k); !errcode.Is(err, errcode.ReceiptCorrupt) {
+		t.Fatalf("a receipt whose base is missing: %v, %v", r, err)
+	}
+	if _, err := store.ListScopes(t.Context(), x.s, preview, ""); !errcode.Is(err, errcode.ReceiptCorrupt) {
+		t.Fatalf("listing a scope whose base is missing: %v", err)
+	}
+}
+
+// wantCompact checks that k's latest receipt is stored against base with
+// literal entries written out, and reads back with ledger.
+func (x *suite) wantCompact(t *testing.T, k store.Key, base string, literal int, ledger []receipt.Entry) {
+	t.Helper()
+	stored := x.latest(t, k)
+	if !stored.Compact() || stored.LedgerBase != base || stored.Version != receipt.CompactVersion || receipt.Literal(stored.LedgerDelta) != literal {
+		t.Fatalf("stored receipt: version %d, base %q (want %s), %d entries written out (want %d)",
+			stored.Version, stored.LedgerBase, base, receipt.Literal(stored.LedgerDelta), literal)
+	}
+	if d := cmp.Diff(ledger, x.joined(t, k).Ledger); d != "" {
+		t.Fatalf("the ledger read back (-want +got):\n%s", d)
 	}
 }
 
