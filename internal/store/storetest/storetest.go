@@ -923,8 +923,15 @@ func testCompactLedger(t *testing.T, x *suite) {
 		t.Fatalf("a write that changed most of the ledger: base %v (the old one %s), %v", b3, b.Name, err)
 	}
 	x.wantCompact(t, k, b3.Name, 0, third.Ledger)
-	// A small ledger is written whole.
-	if b4, err := store.WriteCompact(t.Context(), x.s, g.Lease, NewReceipt(k, "run-a-4", 3), b3, 4); err != nil || b4 != nil {
+	x.smallAndMissingBase(t, g.Lease, b3)
+}
+
+// smallAndMissingBase: after receipts against base, a small ledger is
+// written whole, and a receipt naming a base that was never stored cannot
+// be read.
+func (x *suite) smallAndMissingBase(t *testing.T, l store.Lease, base *receipt.Base) {
+	k := l.Key
+	if b4, err := store.WriteCompact(t.Context(), x.s, l, NewReceipt(k, "run-a-4", 3), base, 4); err != nil || b4 != nil {
 		t.Fatalf("a small ledger: base %v, %v", b4, err)
 	}
 	if r := x.latest(t, k); r.Compact() || len(r.Ledger) != 3 {
@@ -935,7 +942,7 @@ func testCompactLedger(t *testing.T, x *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.s.WriteReceipt(t.Context(), g.Lease, NewReceipt(k, "run-a-5", 5).Against(lost)); err != nil {
+	if err := x.s.WriteReceipt(t.Context(), l, NewReceipt(k, "run-a-5", 5).Against(lost)); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := store.Latest(t.Context(), x.s, k); !errcode.Is(err, errcode.ReceiptCorrupt) {
