@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
 // scaleConfig is 10,000 instant resources: ten instances of a module of
@@ -42,8 +44,12 @@ resource "terraform_data" "r" {
 // own CPU and peak memory apart from the engine's (SPONSON_RUSAGE:
 // getrusage of the sponson process and of the processes it waited for),
 // side by side with the bare engine's `apply -auto-approve` of the same
-// change on its own copy (of sponson's state); and the bytes of the receipt a run writes
-// against those of the state. Not among the E2E benchmarks: its set-up
+// change on its own copy (of sponson's state); and what the 100-change run
+// wrote of its receipts and records (docs/design.md §2.17 "Ledger base")
+// against the size of the state: its outcome receipt (the checkpoint
+// before it went to the same file, written against the same base) and the
+// records it changed, with the size of the scope's part of the ownership
+// index, which each receipt write still rewrites whole. Not among the E2E benchmarks: its set-up
 // applies 10,000 resources twice and takes minutes.
 func BenchmarkScaleTenThousand(b *testing.B) {
 	if os.Getenv("SPONSON_E2E") != "1" {
@@ -118,15 +124,18 @@ func benchScale(b *testing.B) {
 		return u
 	}
 	var noChange, change, bareNoChange, bareChange []runUsage
-	var receiptBytes, stateBytes []float64
+	var receiptBytes, recordBytes, indexBytes, stateBytes []float64
+	scope := scopeDir(wrapDir, "preview", "big")
 	for i := 0; b.Loop(); i++ {
 		bareNoChange = append(bareNoChange, bare())
 		noChange = append(noChange, sponson())
 		rev := fmt.Sprintf("rev=%d", i+1)
 		bareChange = append(bareChange, bare("-var", rev))
+		before := time.Now()
 		change = append(change, sponson("-var", rev))
-		scope := scopeDir(wrapDir, "preview", "big")
 		receiptBytes = append(receiptBytes, fileSize(b, filepath.Join(scope, "latest.json")))
+		recordBytes = append(recordBytes, writtenSince(b, filepath.Join(scope, "records"), before))
+		indexBytes = append(indexBytes, ownersPartSize(b, wrapDir, "preview", "big"))
 		stateBytes = append(stateBytes, fileSize(b, filepath.Join(scope, "terraform.tfstate")))
 	}
 	report := func(prefix string, runs, bareRuns []runUsage) {
@@ -143,8 +152,33 @@ func benchScale(b *testing.B) {
 	}
 	report("nochange", noChange, bareNoChange)
 	report("change100", change, bareChange)
-	b.ReportMetric(medianOf(receiptBytes, func(f float64) float64 { return f / (1 << 20) }), "receipt-MiB")
-	b.ReportMetric(medianOf(stateBytes, func(f float64) float64 { return f / (1 << 20) }), "state-MiB")
+	kib := func(f float64) float64 { return f / (1 << 10) }
+	b.ReportMetric(medianOf(receiptBytes, kib), "change100-receipt-KiB")
+	b.ReportMetric(medianOf(recordBytes, kib), "change100-records-KiB")
+	b.ReportMetric(medianOf(indexBytes, kib), "index-part-KiB")
+	b.ReportMetric(medianOf(stateBytes, kib), "state-KiB")
+}
+
+// writtenSince sums the sizes of the files of dir changed since t: the
+// records a run wrote (a new ledger base, its journal).
+func writtenSince(b *testing.B, dir string, t time.Time) float64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := 0.0
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && !fi.ModTime().Before(t) {
+			sum += float64(fi.Size())
+		}
+	}
+	return sum
+}
+
+// ownersPartSize is the size of the scope's part of the ownership index,
+// which every receipt write rewrites.
+func ownersPartSize(b *testing.B, dir, env, scope string) float64 {
+	return fileSize(b, filepath.Join(dir, ".sponson", "@stacks", env, ".owners", store.StackSegment(e2eStack), scope+".json"))
 }
 
 func fileSize(b *testing.B, p string) float64 {
