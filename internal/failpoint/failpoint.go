@@ -34,3 +34,8 @@ const Enabled = false
 // mechanism (SPONSON_DISABLE), for control cases that show a test can fail.
 // Normal builds never switch anything off.
 func Disabled(string) bool { return false }
+
+// Setting returns a test build's value of SPONSON_TEST_<name>, which sets a
+// threshold small enough for an end-to-end test to reach it. Normal builds
+// have no settings: it returns "".
+func Setting(string) string { return "" }

@@ -39,3 +39,8 @@ const Enabled = true
 // Disabled reports whether SPONSON_DISABLE names the mechanism: test builds
 // switch a safety mechanism off to show that its test can fail.
 func Disabled(name string) bool { return os.Getenv("SPONSON_DISABLE") == name }
+
+// Setting returns SPONSON_TEST_<name>: a test build's setting of a
+// threshold (lease.Config's CompactFrom) small enough for an end-to-end
+// test to reach it.
+func Setting(name string) string { return os.Getenv("SPONSON_TEST_" + name) }

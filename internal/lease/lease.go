@@ -21,12 +21,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/failpoint"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
@@ -58,7 +60,8 @@ type Config struct {
 	About store.HolderInfo
 	// CompactFrom is the ledger size from which WriteReceipt writes
 	// receipts against a ledger base (store.WriteCompact);
-	// store.CompactFrom when zero, never when negative.
+	// store.CompactFrom when zero (a failpoints build takes
+	// SPONSON_TEST_COMPACT_FROM), never when negative.
 	CompactFrom int
 }
 
@@ -81,6 +84,9 @@ func (c *Config) defaults() {
 	switch {
 	case c.CompactFrom == 0:
 		c.CompactFrom = store.CompactFrom
+		if n, err := strconv.Atoi(failpoint.Setting("COMPACT_FROM")); err == nil && n > 0 {
+			c.CompactFrom = n
+		}
 	case c.CompactFrom < 0:
 		c.CompactFrom = math.MaxInt
 	}
