@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -57,21 +58,39 @@ func IndexRows(r *receipt.Receipt) []IndexRow {
 // identity the scope's previous entries (prev) already held keeps the time
 // it was first recorded; a new one gets now, the store's clock. Since is for
 // people: the intent race rule does not read it (ownership.UnderIntentLease).
+// An entry prev held with the same address and origin keeps its run too
+// (Owner.RunID), so that a receipt whose ledger did not change leaves the
+// part as it was (SameOwners), and a backend need not write it again.
 func OwnersOf(k Key, r *receipt.Receipt, prev []Owner, now time.Time) []Owner {
-	since := make(map[string]time.Time, len(prev))
+	before := make(map[string]Owner, len(prev))
 	for _, o := range prev {
-		since[o.Identity] = o.Since
+		before[o.Identity] = o
 	}
 	rows := IndexRows(r)
 	out := make([]Owner, 0, len(rows))
 	for _, e := range rows {
-		at, ok := since[e.Identity]
-		if !ok {
-			at = now
+		o := Owner{Stack: k.Stack, Scope: k.Scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: now}
+		if old, ok := before[e.Identity]; ok {
+			o.Since = old.Since
+			if old.Address == e.Address && old.CreatedBy == e.CreatedBy && old.RunID != "" {
+				o.RunID = old.RunID
+			}
 		}
-		out = append(out, Owner{Stack: k.Stack, Scope: k.Scope, Identity: e.Identity, Address: e.Address, CreatedBy: e.CreatedBy, RunID: r.RunID, Since: at})
+		out = append(out, o)
 	}
 	return out
+}
+
+// SameOwners reports whether a scope's part of the index is unchanged: the
+// same entries, in the same order, with the same runs and times. A backend
+// then leaves the part it holds as it is, so that a run that changed no
+// ownership (a no-change or an update-only apply) does not rewrite an
+// index part that grows with the scope.
+func SameOwners(prev, next []Owner) bool {
+	return slices.EqualFunc(prev, next, func(a, b Owner) bool {
+		return a.Identity == b.Identity && a.Address == b.Address && a.CreatedBy == b.CreatedBy &&
+			a.RunID == b.RunID && a.Since.Equal(b.Since)
+	})
 }
 
 // AddressIdentity is the identity of an object whose type has no global

@@ -245,7 +245,9 @@ type Owner struct {
 	Identity  string `json:"identity"`
 	Address   string `json:"address"`
 	CreatedBy string `json:"createdBy"`
-	// RunID is the run whose receipt listed the entry.
+	// RunID is the run whose receipt recorded the entry as it is (its
+	// address and origin): a later receipt that lists it unchanged keeps
+	// it (OwnersOf).
 	RunID string `json:"runId"`
 	// Since is when the store first recorded this identity for this scope,
 	// by the store's clock, for people: it is taken before the write is

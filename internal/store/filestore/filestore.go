@@ -310,15 +310,17 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 		if err != nil {
 			return err
 		}
-		idxTmp, err := writeTemp(odir, l.Key.Scope+".json", idx)
-		if err != nil {
-			return err
-		}
-		// The index goes first: a crash before latest.json leaves it ahead
-		// of the receipt, claiming more rather than less.
-		if err := commit(idxTmp, idxPath); err != nil {
-			os.Remove(idxTmp)
-			return err
+		if idx != nil {
+			idxTmp, err := writeTemp(odir, l.Key.Scope+".json", idx)
+			if err != nil {
+				return err
+			}
+			// The index goes first: a crash before latest.json leaves it
+			// ahead of the receipt, claiming more rather than less.
+			if err := commit(idxTmp, idxPath); err != nil {
+				os.Remove(idxTmp)
+				return err
+			}
 		}
 		if err := commit(runTmp, filepath.Join(rdir, r.RunID+".json")); err != nil {
 			return err
@@ -340,12 +342,19 @@ type ownersDoc struct {
 	Entries []store.Owner `json:"entries"`
 }
 
+// encodeOwners renders the scope's part of the index for r, nil when the
+// part at prevPath already holds it (store.SameOwners): it is then not
+// written again.
 func encodeOwners(prevPath string, k store.Key, r *receipt.Receipt, now time.Time) ([]byte, error) {
 	var prev ownersDoc
+	read := false
 	if b, err := os.ReadFile(prevPath); err == nil {
-		_ = json.Unmarshal(b, &prev) // an unreadable part only loses its Since times
+		read = json.Unmarshal(b, &prev) == nil // an unreadable part only loses its Since times
 	}
 	doc := ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(k, r, prev.Entries, now)}
+	if read && store.SameOwners(prev.Entries, doc.Entries) {
+		return nil, nil
+	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", k)

@@ -190,6 +190,40 @@ func TestReceiptWrittenOnce(t *testing.T) {
 	}
 }
 
+// A receipt whose ledger changed no ownership leaves the scope's part of
+// the index as it was (store.SameOwners): a no-change run of a large scope
+// does not rewrite it. One that changed an entry writes it.
+func TestUnchangedOwnersPartIsNotRewritten(t *testing.T) {
+	t.Parallel()
+	s, root, _ := open(t)
+	part := filepath.Join(root, "@stacks", "preview", ".owners", "acme_2fapp", "pr-1.json")
+	a := mustAcquire(t, s, pr1, "run-a")
+	write := func(r *receipt.Receipt) os.FileInfo {
+		t.Helper()
+		if err := s.WriteReceipt(t.Context(), a.Lease, r); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	first := write(storetest.NewReceipt(pr1, "run-a", 3))
+	if same := write(storetest.NewReceipt(pr1, "run-b", 3)); !os.SameFile(first, same) {
+		t.Error("a receipt of the same ledger rewrote the index part")
+	}
+	changed := storetest.NewReceipt(pr1, "run-c", 3)
+	changed.Ledger[1].Address = "terraform_data.moved"
+	if again := write(changed); os.SameFile(first, again) {
+		t.Error("a receipt that moved an entry left the index part as it was")
+	}
+	owners, err := s.Owners(t.Context(), "preview", nil)
+	if err != nil || len(owners) != 3 || owners[0].RunID != "run-a" || owners[1].RunID != "run-c" || owners[1].Address != "terraform_data.moved" {
+		t.Fatalf("Owners after the move: %+v, %v", owners, err)
+	}
+}
+
 func TestTokenSurvivesReopen(t *testing.T) {
 	t.Parallel()
 	s, root, clock := open(t)

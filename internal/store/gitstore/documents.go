@@ -39,8 +39,12 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 		if err != nil {
 			return nil, err
 		}
+		files := map[string][]byte{receiptsDir + "/" + r.RunID + ".json": data, latestFile: data}
+		if idx != nil {
+			files[ownersFile] = idx
+		}
 		return &change{
-			files: map[string][]byte{receiptsDir + "/" + r.RunID + ".json": data, latestFile: data, ownersFile: idx},
+			files: files,
 			msg:   fmt.Sprintf("receipt %s of run %s (%s), token %d", l.Key, r.RunID, r.Status, l.Token),
 			keep:  &kept{what: "receipt", name: r.RunID + ".json", data: data},
 		}, nil

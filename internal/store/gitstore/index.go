@@ -320,13 +320,16 @@ type ownersDoc struct {
 }
 
 // encodeOwners builds the index part of r; prev is the part it replaces,
-// whose Since times are kept for the identities r still lists.
+// whose Since times are kept for the identities r still lists. It returns
+// nil when prev already holds the part (store.SameOwners): the commit then
+// leaves it as it is.
 func encodeOwners(prev []byte, k store.Key, r *receipt.Receipt, now time.Time) ([]byte, error) {
 	var old ownersDoc
-	if prev != nil {
-		_ = json.Unmarshal(prev, &old) // an unreadable part only loses its Since times
-	}
+	read := prev != nil && json.Unmarshal(prev, &old) == nil // an unreadable part only loses its Since times
 	doc := ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(k, r, old.Entries, now)}
+	if read && store.SameOwners(old.Entries, doc.Entries) {
+		return nil, nil
+	}
 	// Compact, unlike the documents people read: every foreign check
 	// decodes the index part of every scope of the environment.
 	b, err := json.Marshal(doc)

@@ -51,15 +51,19 @@ ON CONFLICT (env, stack, scope) DO UPDATE
  WHERE t.token <= EXCLUDED.token`),
 			env, scope, r.RunID, l.Token, stack)
 		// The scope's part of the index is replaced as a whole; an
-		// identity it already listed keeps its Since. Deleting and
-		// inserting in one statement lets the insert read what was
+		// identity it already listed keeps its Since, and its run when
+		// its address and origin are the same (store.OwnersOf). Deleting
+		// and inserting in one statement lets the insert read what was
 		// deleted.
 		b.Queue(s.sql(`
-WITH prev AS (DELETE FROM {s}.owners WHERE env = $1 AND scope = $2 AND stack = $7 RETURNING identity, since)
+WITH prev AS (DELETE FROM {s}.owners WHERE env = $1 AND scope = $2 AND stack = $7 RETURNING identity, since, address, created_by, run_id)
 INSERT INTO {s}.owners (env, scope, ord, identity, address, created_by, run_id, since, stack)
-SELECT $1, $2, o.n, o.identity, o.address, o.created_by, $3, coalesce(p.since, clock_timestamp()), $7
+SELECT $1, $2, o.n, o.identity, o.address, o.created_by, coalesce(r.run_id, $3), coalesce(p.since, clock_timestamp()), $7
   FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS o(identity, address, created_by, n)
-  LEFT JOIN (SELECT identity, min(since) AS since FROM prev GROUP BY identity) p ON p.identity = o.identity`),
+  LEFT JOIN (SELECT identity, min(since) AS since FROM prev GROUP BY identity) p ON p.identity = o.identity
+  LEFT JOIN LATERAL (SELECT q.run_id FROM prev q
+                      WHERE q.identity = o.identity AND q.address = o.address AND q.created_by = o.created_by AND q.run_id <> ''
+                      LIMIT 1) r ON true`),
 			env, scope, r.RunID, ids, addrs, by, stack)
 	})
 }

@@ -1087,8 +1087,14 @@ func testOwners(t *testing.T, x *suite) {
 	if got := sinceOf(preview, "e"); !got.After(bSince) {
 		t.Errorf("Since of a later identity %s is not after %s", got, bSince)
 	}
-	if diff := cmp.Diff(map[string]string{"b": "main created run-m2", "c": "pr-1 intent run-p", "e": "pr-2 intent run-z"}, owners(nil)); diff != "" {
+	// b is listed as it was: it keeps the run that recorded it.
+	if diff := cmp.Diff(map[string]string{"b": "main created run-m", "c": "pr-1 intent run-p", "e": "pr-2 intent run-z"}, owners(nil)); diff != "" {
 		t.Errorf("Owners after main's new receipt (-want +got):\n%s", diff)
+	}
+	// An intent that became created is recorded by the run that did it.
+	write(key(preview, "pr-2"), "run-z2", entry("e", "created"))
+	if got := owners([]string{"e"}); got["e"] != "pr-2 created run-z2" {
+		t.Errorf("Owners of a changed entry: %v, want pr-2 created run-z2", got)
 	}
 	// A refused receipt write leaves the index as it was.
 	k := key(preview, "pr-1")
