@@ -90,7 +90,7 @@ var table = []Spec{
 	{StoreRejected, ExitFailed, "The store rejected a write.", "Check the store's hooks or policies; a copy of the write is kept locally."},
 	{StorePermission, ExitFailed, "The store refused access.", "Check the credentials and permissions of the store."},
 	{StoreUnavailable, ExitFailed, "The store could not be reached within the retry budget.", "Check that the store is up and reachable, then run again."},
-	{ReceiptCorrupt, ExitFailed, "A receipt in the store could not be parsed.", "Inspect the receipt with `sponson receipt`; restore it from the store's history."},
+	{ReceiptCorrupt, ExitFailed, "A receipt in the store could not be parsed, or the ledger base it names (a record ledger-<sha256> of the scope) is missing or does not match its hash.", "Inspect the receipt with `sponson receipt`; restore it, or the ledger base the message names, from the store's history."},
 	{ReceiptVersion, ExitFailed, "A receipt was written by a newer Sponson.", "Upgrade sponson to the version that wrote it."},
 	{StoreLayoutOld, ExitRefused, "The store holds scopes written before stacks (keyed by environment and scope only); they are not read as empty.", "Run `sponson migrate` once from the root module these scopes belong to (or with --stack NAME); it moves every old scope into that stack."},
 	{StoreLayoutNewer, ExitFailed, "The store was written in a layout newer than this Sponson knows.", "Upgrade sponson to the version the other runs of this store use."},
