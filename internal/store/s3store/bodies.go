@@ -68,6 +68,8 @@ func (s *Store) retire(ctx context.Context, k store.Key, names ...string) {
 // WriteReceipt stores r as the scope's latest receipt and its ledger as the
 // scope's part of the ownership index, fenced by l: both bodies are written
 // under fresh names, then the pointer moves to them in one conditional PUT.
+// A part that already holds the ledger's entries (store.SameOwners) is kept:
+// the pointer moves to the new receipt alone.
 // An identity the previous part held keeps its Since; a new one gets the
 // server's clock at the fence check.
 func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Receipt) error {
@@ -92,14 +94,23 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 		}
 		if oname == "" || basedOn != cur.p.Owners {
 			var old ownersDoc
+			read := false
 			if cur.p.Owners != "" {
 				o, err := s.get(ctx, b.dir+cur.p.Owners)
 				if err != nil && !errors.Is(err, errNotFound) {
 					return err
 				}
-				_ = json.Unmarshal(o.Data, &old) // an unreadable part only loses its Since times
+				// An unreadable part only loses its Since times.
+				read = err == nil && json.Unmarshal(o.Data, &old) == nil
 			}
-			doc, err := json.Marshal(ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(l.Key, parsed, old.Entries, cur.now)})
+			entries := store.OwnersOf(l.Key, parsed, old.Entries, cur.now)
+			if read && store.SameOwners(old.Entries, entries) {
+				// The part already says it: the pointer keeps it.
+				oname, basedOn = cur.p.Owners, cur.p.Owners
+				next.Receipt, next.Owners = rname, oname
+				return nil
+			}
+			doc, err := json.Marshal(ownersDoc{RunID: r.RunID, Entries: entries})
 			if err != nil {
 				return errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", l.Key)
 			}
@@ -117,7 +128,10 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	}
 	// Receipts stay, one per run: the one this write replaced goes only
 	// when it was this run's own earlier one.
-	old := []string{prev.Owners}
+	var old []string
+	if prev.Owners != oname {
+		old = append(old, prev.Owners)
+	}
 	for _, n := range b.made {
 		if n != rname && n != oname {
 			old = append(old, n) // owners parts of attempts that lost the race

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/s3store/s3test"
 	"github.com/sponson/terraform-provider-sponson/internal/store/storetest"
@@ -630,5 +632,50 @@ func TestCutBody(t *testing.T) {
 		if got != want {
 			t.Errorf("cutBody(%q) = %q, want %q", rest, got, want)
 		}
+	}
+}
+
+// A receipt whose ledger changed no ownership keeps the scope's part of the
+// ownership index (store.SameOwners): no new part is written, and the kept
+// one is not retired. A changed ledger writes a new part and retires the
+// old one.
+func TestUnchangedOwnersPartIsKept(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock()
+	srv := s3test.Start(t, clock.Now)
+	s := open(t, srv)
+	a, err := s.Acquire(t.Context(), k1, "run-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := func() []string {
+		t.Helper()
+		var out []string
+		for name := range objects(t, s) {
+			if strings.HasPrefix(name, "preview/acme_2fapp/pr-1/owners/") {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	write := func(r *receipt.Receipt) []string {
+		t.Helper()
+		if err := s.WriteReceipt(t.Context(), a.Lease, r); err != nil {
+			t.Fatal(err)
+		}
+		return parts()
+	}
+	first := write(storetest.NewReceipt(k1, "run-a", 2))
+	if again := write(storetest.NewReceipt(k1, "run-b", 2)); len(first) != 1 || !slices.Equal(first, again) {
+		t.Fatalf("the same ledger again: parts %v, before %v; want the one part kept", again, first)
+	}
+	moved := storetest.NewReceipt(k1, "run-c", 2)
+	moved.Ledger[0].Address = "terraform_data.moved"
+	if after := write(moved); len(after) != 1 || slices.Equal(first, after) {
+		t.Fatalf("a moved entry: parts %v, before %v; want one new part", after, first)
+	}
+	owners, err := s.Owners(t.Context(), "preview", nil)
+	if err != nil || len(owners) != 2 || owners[0].Address != "terraform_data.moved" && owners[1].Address != "terraform_data.moved" {
+		t.Fatalf("Owners after the move: %+v, %v", owners, err)
 	}
 }
