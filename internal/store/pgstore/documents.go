@@ -50,20 +50,30 @@ ON CONFLICT (env, stack, scope) DO UPDATE
    SET run_id = EXCLUDED.run_id, token = EXCLUDED.token, written_at = EXCLUDED.written_at
  WHERE t.token <= EXCLUDED.token`),
 			env, scope, r.RunID, l.Token, stack)
-		// The scope's part of the index is replaced as a whole; an
-		// identity it already listed keeps its Since, and its run when
-		// its address and origin are the same (store.OwnersOf). Deleting
-		// and inserting in one statement lets the insert read what was
-		// deleted.
+		// The scope's part of the index is replaced as a whole when it
+		// changed, and left as it is when its rows are the ledger's
+		// already (store.SameOwners: a run that changed no ownership);
+		// an identity it already listed keeps its Since, and its run
+		// when its address and origin are the same (store.OwnersOf).
+		// Deleting and inserting in one statement lets the insert read
+		// what was deleted, and every part of it sees the rows as they
+		// were before.
 		b.Queue(s.sql(`
-WITH prev AS (DELETE FROM {s}.owners WHERE env = $1 AND scope = $2 AND stack = $7 RETURNING identity, since, address, created_by, run_id)
+WITH o AS (SELECT u.identity COLLATE "C" AS identity, u.address, u.created_by, u.n::integer AS n
+             FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(identity, address, created_by, n)),
+cur AS (SELECT ord, identity, address, created_by FROM {s}.owners WHERE env = $1 AND scope = $2 AND stack = $7),
+same AS (SELECT NOT EXISTS (SELECT n, identity, address, created_by FROM o EXCEPT SELECT * FROM cur)
+            AND NOT EXISTS (SELECT * FROM cur EXCEPT SELECT n, identity, address, created_by FROM o) AS v),
+prev AS (DELETE FROM {s}.owners WHERE env = $1 AND scope = $2 AND stack = $7 AND NOT (SELECT v FROM same)
+         RETURNING identity, since, address, created_by, run_id)
 INSERT INTO {s}.owners (env, scope, ord, identity, address, created_by, run_id, since, stack)
 SELECT $1, $2, o.n, o.identity, o.address, o.created_by, coalesce(r.run_id, $3), coalesce(p.since, clock_timestamp()), $7
-  FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS o(identity, address, created_by, n)
+  FROM o
   LEFT JOIN (SELECT identity, min(since) AS since FROM prev GROUP BY identity) p ON p.identity = o.identity
   LEFT JOIN LATERAL (SELECT q.run_id FROM prev q
                       WHERE q.identity = o.identity AND q.address = o.address AND q.created_by = o.created_by AND q.run_id <> ''
-                      LIMIT 1) r ON true`),
+                      LIMIT 1) r ON true
+ WHERE NOT (SELECT v FROM same)`),
 			env, scope, r.RunID, ids, addrs, by, stack)
 	})
 }

@@ -507,3 +507,40 @@ func TestPerStackRoles(t *testing.T) {
 		t.Errorf("A's receipt after B's attempts: %v, %v", r, err)
 	}
 }
+
+// TestUnchangedOwnersRowsAreKept: a receipt whose ledger changed no
+// ownership leaves the scope's rows of the index untouched (the same row
+// versions, xmin); one that moved an entry replaces them, and the rows it
+// did not change keep their run (store.OwnersOf).
+func TestUnchangedOwnersRowsAreKept(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Shared(t)
+	s := openStore(t, srv.DSN(srv.NewDatabase(t)))
+	ctx := t.Context()
+	g := mustAcquire(t, s, pr1, "run-a", time.Minute)
+	versions := func(r *receipt.Receipt) []string {
+		t.Helper()
+		if err := s.WriteReceipt(ctx, g.Lease, r); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := s.Pool().Query(ctx, `SELECT xmin::text || ' ' || run_id FROM `+pgx.Identifier{s.Schema(), "owners"}.Sanitize()+` ORDER BY ord`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	first := versions(storetest.NewReceipt(pr1, "run-a", 3))
+	if same := versions(storetest.NewReceipt(pr1, "run-b", 3)); len(first) != 3 || !slices.Equal(first, same) {
+		t.Fatalf("the same ledger again: rows %v, before %v; want them untouched", same, first)
+	}
+	moved := storetest.NewReceipt(pr1, "run-c", 3)
+	moved.Ledger[2].Address = "terraform_data.moved"
+	after := versions(moved)
+	if len(after) != 3 || after[0] == first[0] || !strings.HasSuffix(after[0], " run-a") || !strings.HasSuffix(after[2], " run-c") {
+		t.Fatalf("a moved entry: rows %v, before %v; want them rewritten, run-a kept where unchanged", after, first)
+	}
+}
