@@ -93,31 +93,11 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 			}
 		}
 		if oname == "" || basedOn != cur.p.Owners {
-			var old ownersDoc
-			read := false
-			if cur.p.Owners != "" {
-				o, err := s.get(ctx, b.dir+cur.p.Owners)
-				if err != nil && !errors.Is(err, errNotFound) {
-					return err
-				}
-				// An unreadable part only loses its Since times.
-				read = err == nil && json.Unmarshal(o.Data, &old) == nil
-			}
-			entries := store.OwnersOf(l.Key, parsed, old.Entries, cur.now)
-			if read && store.SameOwners(old.Entries, entries) {
-				// The part already says it: the pointer keeps it.
-				oname, basedOn = cur.p.Owners, cur.p.Owners
-				next.Receipt, next.Owners = rname, oname
-				return nil
-			}
-			doc, err := json.Marshal(ownersDoc{RunID: r.RunID, Entries: entries})
+			name, err := b.ownersPart(ctx, l.Key, parsed, cur)
 			if err != nil {
-				return errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", l.Key)
-			}
-			oname, basedOn = "owners/"+nonce()+".json", cur.p.Owners
-			if err := b.put(ctx, oname, doc); err != nil {
 				return err
 			}
+			oname, basedOn = name, cur.p.Owners
 		}
 		next.Receipt, next.Owners = rname, oname
 		return nil
@@ -142,6 +122,34 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	}
 	s.retire(ctx, l.Key, old...)
 	return nil
+}
+
+// ownersPart returns the name of the scope's part of the ownership index
+// for the ledger of r, the receipt being written on the pointer cur: the
+// part cur names when it already holds the entries (store.SameOwners),
+// else a new part, written under a fresh name. An identity the previous
+// part held keeps its Since.
+func (b *bodies) ownersPart(ctx context.Context, k store.Key, r *receipt.Receipt, cur current) (string, error) {
+	var old ownersDoc
+	read := false
+	if cur.p.Owners != "" {
+		o, err := b.s.get(ctx, b.dir+cur.p.Owners)
+		if err != nil && !errors.Is(err, errNotFound) {
+			return "", err
+		}
+		// An unreadable part only loses its Since times.
+		read = err == nil && json.Unmarshal(o.Data, &old) == nil
+	}
+	entries := store.OwnersOf(k, r, old.Entries, cur.now)
+	if read && store.SameOwners(old.Entries, entries) {
+		return cur.p.Owners, nil
+	}
+	doc, err := json.Marshal(ownersDoc{RunID: r.RunID, Entries: entries})
+	if err != nil {
+		return "", errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", k)
+	}
+	name := "owners/" + nonce() + ".json"
+	return name, b.put(ctx, name, doc)
 }
 
 // readBody reads the body the pointer names (pick), nil when it names none.
