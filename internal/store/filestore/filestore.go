@@ -117,6 +117,7 @@ type Store struct {
 	// patience is how long an operation waits for a scope's mutex before
 	// it takes the holder for stopped or hung (WithMutexPatience).
 	patience time.Duration
+	parts    partCache // the ownership-index parts read or written (parts.go)
 }
 
 // Option configures Open.
@@ -306,7 +307,7 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 	err = s.fenced(ctx, l, func(dir string, _ store.LeaseInfo, now time.Time) error {
 		// The index is built inside the mutex: an identity keeps the time
 		// the store first recorded it for this scope (store.Owner.Since).
-		idx, err := encodeOwners(idxPath, l.Key, r, now)
+		idx, doc, err := s.encodeOwners(idxPath, l.Key, r, now)
 		if err != nil {
 			return err
 		}
@@ -315,6 +316,8 @@ func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Rece
 			if err != nil {
 				return err
 			}
+			// The next read of the part finds what this store encoded.
+			s.parts.put(idxPath, idx, doc)
 			// The index goes first: a crash before latest.json leaves it
 			// ahead of the receipt, claiming more rather than less.
 			if err := commit(idxTmp, idxPath); err != nil {
@@ -344,22 +347,20 @@ type ownersDoc struct {
 
 // encodeOwners renders the scope's part of the index for r, nil when the
 // part at prevPath already holds it (store.SameOwners): it is then not
-// written again.
-func encodeOwners(prevPath string, k store.Key, r *receipt.Receipt, now time.Time) ([]byte, error) {
-	var prev ownersDoc
-	read := false
-	if b, err := os.ReadFile(prevPath); err == nil {
-		read = json.Unmarshal(b, &prev) == nil // an unreadable part only loses its Since times
-	}
-	doc := ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(k, r, prev.Entries, now)}
+// written again. doc is the part rendered.
+func (s *Store) encodeOwners(prevPath string, k store.Key, r *receipt.Receipt, now time.Time) (data []byte, doc ownersDoc, err error) {
+	// An unreadable part only loses its Since times.
+	prev, err := s.readPart(prevPath)
+	read := err == nil
+	doc = ownersDoc{RunID: r.RunID, Entries: store.OwnersOf(k, r, prev.Entries, now)}
 	if read && store.SameOwners(prev.Entries, doc.Entries) {
-		return nil, nil
+		return nil, doc, nil
 	}
-	b, err := json.Marshal(doc)
+	data, err = json.Marshal(doc)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", k)
+		return nil, doc, errcode.Wrap(errcode.Internal, err, "encode the ownership index of %s", k)
 	}
-	return b, nil
+	return data, doc, nil
 }
 
 // Owners reads the ownership index of env across every stack: one file per
@@ -403,14 +404,9 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 			if !ok || store.CheckName("scope", scope) != nil {
 				continue
 			}
-			p := filepath.Join(odir, e.Name())
-			b, err := os.ReadFile(p)
+			doc, err := s.readPart(filepath.Join(odir, e.Name()))
 			if err != nil {
-				return nil, fsError("read", p, err)
-			}
-			var doc ownersDoc
-			if err := json.Unmarshal(b, &doc); err != nil {
-				return nil, errcode.Wrap(errcode.ReceiptCorrupt, err, "the ownership index %s does not parse", p)
+				return nil, err
 			}
 			for _, o := range doc.Entries {
 				if want == nil || want[o.Identity] {
