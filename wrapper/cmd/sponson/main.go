@@ -42,6 +42,7 @@ func main() {
 	// The keys leave the process environment before anything runs: no
 	// process sponson starts can read them (package secrets).
 	secrets.Handover()
+	oneProcessor(os.Getenv("GOMAXPROCS"))
 	stop := profile(os.Getenv("SPONSON_CPUPROFILE"))
 	code := wrapper.Main()
 	stop()
