@@ -48,23 +48,36 @@ func (c *partCache) get(path string, data []byte) (ownersDoc, bool) {
 	return p.doc, true
 }
 
-// put keeps doc as the part at path, parsed from data, while the budget
-// allows. The caller hands data and doc over: neither changes after.
+// put keeps doc as the part at path, parsed from data, in place of any
+// part the path held, and drops other parts as the budget needs: the part
+// read or written last is the one a run reads next (its own, at its next
+// receipt write). A part larger than the budget is not kept. The caller
+// hands data and doc over: neither changes after.
 func (c *partCache) put(path string, data []byte, doc ownersDoc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.drop(path)
+	if int64(len(data)) > partCacheBytes {
+		return
+	}
+	for other := range c.parts {
+		if c.used+int64(len(data)) <= partCacheBytes {
+			break
+		}
+		c.drop(other)
+	}
 	if c.parts == nil {
 		c.parts = map[string]cachedPart{}
 	}
+	c.used += int64(len(data))
+	c.parts[path] = cachedPart{data: data, doc: doc}
+}
+
+func (c *partCache) drop(path string) {
 	if old, ok := c.parts[path]; ok {
 		c.used -= int64(len(old.data))
 		delete(c.parts, path)
 	}
-	if c.used+int64(len(data)) > partCacheBytes {
-		return
-	}
-	c.used += int64(len(data))
-	c.parts[path] = cachedPart{data: data, doc: doc}
 }
 
 // readPart returns the part at path, parsed once per content. A part that

@@ -85,21 +85,27 @@ func TestReplacedPartIsReadAgain(t *testing.T) {
 	}
 }
 
-// The cache keeps parts up to its budget and drops the one a path held
-// before, so a part that grew beyond the budget is not answered for.
+// The cache keeps parts up to its budget: a new part takes the place of
+// the path's part before it and of as many others as it needs, and a part
+// larger than the budget is not kept.
 func TestPartCacheBudget(t *testing.T) {
 	t.Parallel()
 	var c partCache
-	small := []byte(`{"runId":"run-a","entries":[]}`)
-	c.put("a", small, ownersDoc{RunID: "run-a"})
-	if _, ok := c.get("a", bytes.Clone(small)); !ok {
-		t.Fatal("a part within the budget is not kept")
+	half := make([]byte, partCacheBytes/2)
+	c.put("a", half, ownersDoc{RunID: "run-a"})
+	c.put("b", bytes.Clone(half), ownersDoc{RunID: "run-b"})
+	if _, ok := c.get("a", half); !ok || c.used != partCacheBytes {
+		t.Fatalf("two parts within the budget are not both kept (%d bytes counted)", c.used)
 	}
-	c.put("a", make([]byte, partCacheBytes+1), ownersDoc{RunID: "run-b"})
-	if _, ok := c.get("a", small); ok || c.used != 0 {
-		t.Fatalf("the part a path held before is still kept (%d bytes counted)", c.used)
+	c.put("c", make([]byte, 1), ownersDoc{RunID: "run-c"})
+	if _, ok := c.get("c", []byte{0}); !ok || len(c.parts) != 2 || c.used != partCacheBytes/2+1 {
+		t.Fatalf("the newest part did not take another's place: %d parts, %d bytes", len(c.parts), c.used)
 	}
-	if _, ok := c.get("b", small); ok {
+	c.put("c", make([]byte, partCacheBytes+1), ownersDoc{RunID: "run-d"})
+	if _, ok := c.get("c", []byte{0}); ok || len(c.parts) != 1 || c.used != partCacheBytes/2 {
+		t.Fatalf("a part over the budget replaced the path's part: %d parts, %d bytes", len(c.parts), c.used)
+	}
+	if _, ok := c.get("d", half); ok {
 		t.Fatal("a path never kept answered")
 	}
 }
