@@ -2,7 +2,9 @@ package filestore
 
 import (
 	"bytes"
+	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -50,6 +52,12 @@ func TestPartIsParsedOncePerContent(t *testing.T) {
 	kept, ok := s.parts.parts[path]
 	if !ok || len(kept.doc.Entries) != 3 {
 		t.Fatalf("the part just written is not kept: %+v", kept)
+	}
+	// What is kept is what a parse of the bytes gives, to the time zone
+	// and the monotonic reading of each time (the store's clock is UTC).
+	var parsed ownersDoc
+	if err := json.Unmarshal(kept.data, &parsed); err != nil || !reflect.DeepEqual(parsed, kept.doc) {
+		t.Fatalf("the part kept is not its bytes parsed (%v):\n%+v\n%+v", err, kept.doc, parsed)
 	}
 	for range 2 {
 		if got := readEntries(t, s, path); &got[0] != &kept.doc.Entries[0] {
