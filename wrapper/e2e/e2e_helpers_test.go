@@ -48,14 +48,20 @@ func e2eFailpoints(t *testing.T) *harness {
 	return h
 }
 
+// buildSponson builds the sponson CLI as the release does (.goreleaser.yml:
+// no cgo, -trimpath, -s -w), so the tests and the benchmarks run the binary
+// users install: a cgo build links the C library dynamically and starts
+// slower (docs/design.md §8).
 func buildSponson(flags ...string) (string, error) {
 	dir, err := os.MkdirTemp("", "sponson-e2e-bin-")
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "sponson")
-	args := append(append([]string{"build"}, flags...), "-o", bin, "../cmd/sponson")
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+	args := append(append([]string{"build", "-trimpath", "-ldflags", "-s -w"}, flags...), "-o", bin, "../cmd/sponson")
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", errors.New(string(out))
 	}
 	return bin, nil
