@@ -15,6 +15,9 @@ import (
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	// One processor for every mode of the binary, set before the other
+	// packages initialise (package oneproc).
+	_ "github.com/sponson/terraform-provider-sponson/internal/oneproc"
 	"github.com/sponson/terraform-provider-sponson/internal/reaper"
 	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
@@ -42,7 +45,6 @@ func main() {
 	// The keys leave the process environment before anything runs: no
 	// process sponson starts can read them (package secrets).
 	secrets.Handover()
-	oneProcessor(os.Getenv("GOMAXPROCS"))
 	stop := profile(os.Getenv("SPONSON_CPUPROFILE"))
 	code := wrapper.Main()
 	stop()
