@@ -1,7 +1,7 @@
 // Package oneproc runs the sponson binary's goroutines on one processor,
 // unless the user chose how many (GOMAXPROCS in the environment, which the
 // Go runtime reads itself). The sponson command imports it for its side
-// effect (docs/design.md §8 "One processor").
+// effect (docs/design.md §8, the paragraph on one processor).
 //
 // A run's own work is sequential: one engine command at a time, one plan
 // read at a time, and each stack of `--all` and each agent's run is a
