@@ -27,7 +27,8 @@ type GrantsResult struct {
 	// For is the principal (S3) or role (PostgreSQL) the grants are for.
 	For string `json:"for"`
 	// Scope is what the grants confine it to: the S3 prefix, or the stack
-	// name prefix in PostgreSQL.
+	// name prefix in PostgreSQL; either ends at a "/" (it grants itself and
+	// what lies below it, never a sibling that merely starts with it).
 	Scope string `json:"scope"`
 	// Document is the bucket policy (JSON) or the SQL statements.
 	Document string `json:"document"`
@@ -48,16 +49,21 @@ one repository's CI credentials to that repository's part of a shared store.
 credentials reaches every stack in it. Grants connects to nothing.
 
   S3 (--store s3://BUCKET/PREFIX): a bucket policy giving the principal --for
-  (an IAM role or user ARN) the objects and listings under PREFIX only. A
-  bucket has one policy: for several repositories, give each its own prefix
-  and put every repository's statements into it. The foreign check does not
-  cross prefixes.
+  (an IAM role or user ARN) the objects and listings under PREFIX/ only: the
+  prefix ends at a "/", so s3://BUCKET/acme/infra never reaches
+  s3://BUCKET/acme/infra-secrets. A bucket has one policy: for several
+  repositories, give each its own prefix and put every repository's
+  statements into it. The foreign check does not cross prefixes.
 
   PostgreSQL (--store postgres://...): SQL to run as the schema's owner, giving
-  the role --for row-level security on the stacks whose names start with
-  --stack-prefix (for example github.com/acme/app): it reads and writes those
-  stacks and the environment-wide scopes, and reads the whole ownership index,
-  which the foreign check needs.
+  the role --for row-level security on the stacks --stack-prefix names: the
+  prefix itself and the stacks below it at a "/" (github.com/acme/infra grants
+  github.com/acme/infra and github.com/acme/infra//app, never
+  github.com/acme/infra-secrets). The role reads and writes those stacks and
+  the environment-wide scopes, and reads the whole ownership index, which the
+  foreign check needs. A run of the role on another stack fails with
+  STORE_PERMISSION. Run the SQL again for every role granted by an earlier
+  version: it replaces their policies, which matched a bare prefix.
 
 The file and git stores have no grants of their own: the machine's file
 permissions, or the repository's own access and branch protection rules on
@@ -68,7 +74,7 @@ the sponson-stacks/ branches, are their boundary.`,
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Store, "store", "", "the shared store: s3://BUCKET/PREFIX or postgres://... (env SPONSON_STORE)")
 	fs.StringVar(&opts.For, "for", "", "the principal (S3: an IAM ARN) or role (PostgreSQL) of the repository's CI")
-	fs.StringVar(&opts.StackPrefix, "stack-prefix", "", "PostgreSQL: the stack name prefix of the repository, e.g. github.com/acme/app")
+	fs.StringVar(&opts.StackPrefix, "stack-prefix", "", "PostgreSQL: the stacks of the repository, a stack name or its leading part ending at a \"/\", e.g. github.com/acme/app")
 	return cmd
 }
 
@@ -120,7 +126,8 @@ func grantsFor(opts *GrantsOptions) (*GrantsResult, error) {
 			return nil, errcode.Wrap(errcode.Usage, err, "grants for role %s", opts.For).
 				WithHint("Give --for a lower-case role name and --stack-prefix the repository's stack prefix, e.g. github.com/acme/app.")
 		}
-		return &GrantsResult{Kind: "postgres", For: opts.For, Scope: opts.StackPrefix, Document: doc}, nil
+		prefix, _ := pgstore.GrantPrefix(opts.StackPrefix) // PerStackSQL accepted it
+		return &GrantsResult{Kind: "postgres", For: opts.For, Scope: prefix, Document: doc}, nil
 	case opts.Store == "":
 		return nil, errcode.New(errcode.Usage, "grants needs --store: the shared store's URL (s3:// or postgres://)")
 	default:

@@ -13,13 +13,24 @@ func TestGrants(t *testing.T) {
 		args       []string
 		env        map[string]string
 		want       []string
+		scope      string
 	}{
 		{name: "s3", args: []string{"--store", "s3://state/repo-a", "--for", "arn:aws:iam::1:role/ci-a"},
 			want: []string{`"arn:aws:s3:::state/repo-a/*"`, `"repo-a/*"`, `"arn:aws:iam::1:role/ci-a"`}},
 		{name: "s3 from SPONSON_STORE", args: []string{"--for", "ci"}, env: map[string]string{"SPONSON_STORE": "s3://state/team/app"},
 			want: []string{`"arn:aws:s3:::state/team/app/*"`}},
+		{name: "s3 sibling-proof", args: []string{"--store", "s3://state/acme/infra", "--for", "ci"}, scope: "acme/infra",
+			want: []string{`"arn:aws:s3:::state/acme/infra/*"`, `"acme/infra/*"`}},
 		{name: "postgres", args: []string{"--store", "postgres://db/sponson", "--for", "sponson_ci_app", "--stack-prefix", "github.com/acme/app"},
-			want: []string{"GRANT USAGE ON SCHEMA sponson TO sponson_ci_app;", "starts_with(stack, 'github.com/acme/app')"}},
+			scope: "github.com/acme/app",
+			want: []string{"GRANT USAGE ON SCHEMA sponson TO sponson_ci_app;",
+				"INSERT INTO sponson.grants (role, prefix) VALUES ('sponson_ci_app', 'github.com/acme/app')",
+				"USING (sponson.stack_granted(stack)) WITH CHECK (sponson.stack_granted(stack))",
+				"DROP POLICY IF EXISTS sponson_ci_app_own ON sponson.states;"}},
+		{name: "postgres trailing slash", args: []string{"--store", "postgres://db/sponson", "--for", "ci", "--stack-prefix", "github.com/acme/"},
+			scope: "github.com/acme", want: []string{"VALUES ('ci', 'github.com/acme')"}},
+		{name: "postgres wildcard prefix", code: "USAGE", args: []string{"--store", "postgres://db/sponson", "--for", "ci", "--stack-prefix", "github.com/acme/%"}},
+		{name: "postgres quote in prefix", code: "USAGE", args: []string{"--store", "postgres://db/sponson", "--for", "ci", "--stack-prefix", "github.com/a'b"}},
 		{name: "s3 without a prefix", code: "USAGE", args: []string{"--store", "s3://state", "--for", "ci"}},
 		{name: "s3 with a stack prefix", code: "USAGE", args: []string{"--store", "s3://state/a", "--for", "ci", "--stack-prefix", "x"}},
 		{name: "postgres without a prefix", code: "USAGE", args: []string{"--store", "postgres://db/sponson", "--for", "ci"}},
@@ -45,6 +56,9 @@ func TestGrants(t *testing.T) {
 			var res GrantsResult
 			if err := json.Unmarshal(b, &res); err != nil {
 				t.Fatal(err)
+			}
+			if c.scope != "" && res.Scope != c.scope {
+				t.Errorf("scope %q, want %q", res.Scope, c.scope)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(res.Document, w) {

@@ -18,7 +18,7 @@ import (
 // read back with receipt.Parse: the store never writes a receipt it would
 // later report as corrupt.
 func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Receipt) error {
-	if err := store.CheckKey(l.Key); err != nil {
+	if err := s.checkKey(l.Key); err != nil {
 		return err
 	}
 	data, parsed, err := store.EncodeReceipt(l.Key, r)
@@ -82,7 +82,7 @@ SELECT $1, $2, o.n, o.identity, o.address, o.created_by, coalesce(r.run_id, $3),
 // stored receipt that does not parse is an error (RECEIPT_CORRUPT or
 // RECEIPT_VERSION), never an empty scope.
 func (s *Store) LatestReceipt(ctx context.Context, key store.Key) (*receipt.Receipt, error) {
-	if err := store.CheckKey(key); err != nil {
+	if err := s.checkKey(key); err != nil {
 		return nil, err
 	}
 	var body *string
@@ -119,7 +119,7 @@ func parseReceipt(key store.Key, body string) (*receipt.Receipt, error) {
 
 // WriteState replaces the scope's Terraform state, fenced by l.
 func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) error {
-	if err := store.CheckKey(l.Key); err != nil {
+	if err := s.checkKey(l.Key); err != nil {
 		return err
 	}
 	if state == nil {
@@ -137,7 +137,7 @@ ON CONFLICT (env, stack, scope) DO UPDATE
 
 // ReadState returns the scope's Terraform state, nil if it has none.
 func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
-	if err := store.CheckKey(key); err != nil {
+	if err := s.checkKey(key); err != nil {
 		return nil, err
 	}
 	return s.readBytes(ctx, "read the state of "+key.String(),
@@ -164,7 +164,7 @@ func (s *Store) readBytes(ctx context.Context, what, q string, args ...any) ([]b
 
 // WriteRecord stores a record of the scope, fenced by l.
 func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, data []byte) error {
-	if err := store.CheckKey(l.Key); err != nil {
+	if err := s.checkKey(l.Key); err != nil {
 		return err
 	}
 	if err := store.CheckName("record", name); err != nil {
@@ -185,7 +185,7 @@ ON CONFLICT (env, stack, scope, name) DO UPDATE
 
 // ReadRecord returns a record of the scope, nil if there is none.
 func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]byte, error) {
-	if err := store.CheckKey(key); err != nil {
+	if err := s.checkKey(key); err != nil {
 		return nil, err
 	}
 	if err := store.CheckName("record", name); err != nil {
@@ -198,7 +198,7 @@ func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]b
 // DeleteRecord removes a record, fenced by l; a missing record is not an
 // error.
 func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) error {
-	if err := store.CheckKey(l.Key); err != nil {
+	if err := s.checkKey(l.Key); err != nil {
 		return err
 	}
 	if err := store.CheckName("record", name); err != nil {
@@ -213,7 +213,7 @@ func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) er
 // without a fence: it can replace nothing but its own earlier copy, and
 // never the scope's state.
 func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, state []byte) error {
-	if err := store.CheckKey(key); err != nil {
+	if err := s.checkKey(key); err != nil {
 		return err
 	}
 	if err := store.CheckName("run id", runID); err != nil {
@@ -233,7 +233,7 @@ ON CONFLICT (env, stack, scope, run_id) DO UPDATE SET at = EXCLUDED.at, data = E
 
 // ListQuarantine returns the quarantined states of key, oldest first.
 func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quarantined, error) {
-	if err := store.CheckKey(key); err != nil {
+	if err := s.checkKey(key); err != nil {
 		return nil, err
 	}
 	var out []store.Quarantined

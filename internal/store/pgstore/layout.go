@@ -16,20 +16,27 @@ var _ store.Migrator = (*Store)(nil)
 // for Migrate alone.
 func WithOldLayout() Option { return func(s *Store) { s.oldLayout = true } }
 
-// checkUnmigrated refuses a store that still has scopes written before
-// stacks (schema migration 2 listed them in unmigrated): their rows have no
-// stack, so every read would find them empty.
-func (s *Store) checkUnmigrated(ctx context.Context) error {
+// checkOpen is Open's one statement after the schema's version: it reads
+// whether the store still has scopes written before stacks (schema
+// migration 2 listed them in unmigrated: their rows have no stack, so every
+// read would find them empty) and what row-level security grants the
+// connecting role (s.access, see checkKey). A store with unmigrated scopes
+// is refused unless opened WithOldLayout, for Migrate.
+func (s *Store) checkOpen(ctx context.Context) error {
 	var n int
 	var example string
-	err := s.do(ctx, "check the store's layout", func(ctx context.Context, _ int) error {
+	var acc access
+	err := s.do(ctx, "check the store's layout and grants", func(ctx context.Context, _ int) error {
 		return s.pool.QueryRow(ctx, s.sql(`
-SELECT count(*), coalesce(min(env || '/' || scope), '') FROM {s}.unmigrated`)).Scan(&n, &example)
+SELECT count(*), coalesce(min(env || '/' || scope), ''), current_user::text, row_security_active('{s}.states'),
+       coalesce((SELECT array_agg(prefix ORDER BY prefix) FROM {s}.grants WHERE role = current_user), '{}')
+  FROM {s}.unmigrated`)).Scan(&n, &example, &acc.role, &acc.bound, &acc.prefixes)
 	})
 	if err != nil {
 		return err
 	}
-	if n > 0 {
+	s.access = acc
+	if n > 0 && !s.oldLayout {
 		return store.OldLayoutError(s.name, fmt.Sprintf("%d scope(s), e.g. %s", n, example))
 	}
 	return nil
@@ -46,6 +53,9 @@ var tables = []string{"receipts", "leases", "owners", "states", "records", "quar
 // migration with LOCK_HELD.
 func (s *Store) Migrate(ctx context.Context, stack string) ([]store.Key, error) {
 	if err := store.CheckStack(stack); err != nil {
+		return nil, err
+	}
+	if err := s.checkStack(stack); err != nil {
 		return nil, err
 	}
 	var moved []store.Key

@@ -102,7 +102,8 @@ type Store struct {
 	budgetClock    func() time.Time // measures the retry budget; time.Now but in tests
 	attemptTimeout time.Duration
 	maxConns       int32
-	oldLayout      bool // WithOldLayout: Open leaves unmigrated scopes to Migrate
+	oldLayout      bool   // WithOldLayout: Open leaves unmigrated scopes to Migrate
+	access         access // what row-level security lets the role use, read by Open
 	closed         atomic.Bool
 }
 
@@ -186,11 +187,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.pool.Close()
 		return nil, err
 	}
-	if !s.oldLayout {
-		if err := s.checkUnmigrated(ctx); err != nil {
-			s.pool.Close()
-			return nil, err
-		}
+	if err := s.checkOpen(ctx); err != nil {
+		s.pool.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -213,7 +212,7 @@ func (s *Store) Close() error {
 // is refused up front: a lease granted to a run being interrupted would
 // block the scope for a whole TTL.
 func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl time.Duration) (store.Grant, error) {
-	if err := store.CheckKey(key); err != nil {
+	if err := s.checkKey(key); err != nil {
 		return store.Grant{}, err
 	}
 	if ctx.Err() != nil {
@@ -331,7 +330,7 @@ func scanGrant(row pgx.Row, key store.Key, holder string, g *store.Grant) error 
 // lease; store.ErrLeaseLost otherwise. Renewing twice (a retry after a lost
 // answer) only extends it again.
 func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
-	if err := store.CheckKey(l.Key); err != nil {
+	if err := s.checkKey(l.Key); err != nil {
 		return store.Lease{}, err
 	}
 	if ttl < time.Millisecond {
@@ -364,7 +363,7 @@ RETURNING expires_at`), l.Key.Environment, l.Key.Scope, l.Holder, l.Token, ttl, 
 // already done when Release is called (cleanup after an interrupt) is
 // replaced by a short one of its own, so the lease is still freed.
 func (s *Store) Release(ctx context.Context, l store.Lease) error {
-	if err := store.CheckKey(l.Key); err != nil {
+	if err := s.checkKey(l.Key); err != nil {
 		return err
 	}
 	if err := checkHolder(l); err != nil {
@@ -413,7 +412,7 @@ SELECT holder IS NULL AND token = $3 AND last_holder = $4 FROM {s}.leases WHERE 
 // ReadLease returns the lease record of key, the zero LeaseInfo if the scope
 // never had one.
 func (s *Store) ReadLease(ctx context.Context, key store.Key) (store.LeaseInfo, error) {
-	if err := store.CheckKey(key); err != nil {
+	if err := s.checkKey(key); err != nil {
 		return store.LeaseInfo{}, err
 	}
 	var info store.LeaseInfo

@@ -209,6 +209,33 @@ $$;
 	`
 ALTER TABLE {s}.leases ADD COLUMN about jsonb;
 `,
+	// 4: grants (docs/design.md §5.4, §9). The stack prefixes each role
+	// may use, the one rule the row-level security policies printed by
+	// PerStackSQL and the store's own check before a read (Store.checkKey)
+	// both apply: stack_granted is that rule. A prefix is bounded at a path
+	// boundary: "github.com/acme/infra" grants that stack and every
+	// "github.com/acme/infra/..." and "github.com/acme/infra//...", never
+	// "github.com/acme/infra-secrets". starts_with compares bytes, so no
+	// character of a prefix is a wildcard. Every role reads its own rows
+	// only, and nobody but the owner writes any: without an INSERT policy,
+	// row-level security refuses every other role's insert.
+	`
+CREATE TABLE {s}.grants (
+	role   text COLLATE "C" NOT NULL,
+	prefix text COLLATE "C" NOT NULL CHECK (prefix <> '' AND right(prefix, 1) <> '/'),
+	PRIMARY KEY (role, prefix)
+);
+ALTER TABLE {s}.grants ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON {s}.grants FOR SELECT USING (role = current_user);
+GRANT SELECT ON {s}.grants TO PUBLIC;
+
+CREATE FUNCTION {s}.stack_granted(p_stack text) RETURNS boolean LANGUAGE sql STABLE AS $$
+SELECT p_stack = '' OR EXISTS (
+	SELECT 1 FROM {s}.grants g
+	 WHERE g.role = current_user
+	   AND (p_stack = g.prefix OR starts_with(p_stack, g.prefix || '/')))
+$$;
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and the
