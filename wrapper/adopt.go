@@ -48,7 +48,13 @@ resources another scope of the environment owns (exit 1, OWNED_BY_OTHER_SCOPE).
 The old backend is never changed or deleted. To retire it, remove the backend
 block from the configuration (sponson then serves the adopted, fenced state),
 run 'sponson plan' to see no changes, and delete the old state when you no
-longer need it (see docs/guides/adopt.md).`,
+longer need it (see docs/guides/adopt.md).
+
+In a protected environment (production, or one sponson.hcl protects) adopting
+gives the scope what the state holds outside a plan: it needs --approved-by
+NAME (env SPONSON_APPROVED_BY), one sponson.hcl allows, or it is refused
+(exit 2, ENV_NOT_APPROVED) before the engine starts or anything is leased or
+written; the receipt records the approver.`,
 		Args: cobra.NoArgs,
 		RunE: runE(f, out, opts, nil, nil, runAdopt),
 	}
@@ -59,6 +65,11 @@ longer need it (see docs/guides/adopt.md).`,
 
 func runAdopt(cmd *cobra.Command, f *Factory, opts *AdoptOptions) outcome {
 	o := outcome{command: adopt.Command}
+	approval, err := editApproval(f, opts.Chdir, flagEnvironment(f, opts.Env), adopt.Command, opts.ApprovedBy)
+	if err != nil {
+		o.err = err
+		return o
+	}
 	in, err := opts.resolve(cmd, f, scoperun.Command(adopt.Command), nil)
 	if err != nil {
 		o.err = err
@@ -80,6 +91,7 @@ func runAdopt(cmd *cobra.Command, f *Factory, opts *AdoptOptions) outcome {
 		Dir: in.opts.Dir, Context: c, Store: in.opts.Store, Engine: in.opts.Engine,
 		ProviderVersion: in.opts.ProviderVersion,
 		Lease:           in.opts.Lease, RunID: runID, Workspace: opts.Workspace, EngineOut: engineOut, Declared: in.opts.Declared,
+		Approval:      approval,
 		ServeProvider: in.opts.ServeProvider,
 		Warn:          func(s string) { warnOut.warn(s); o.warnings = append(o.warnings, s) },
 	})

@@ -41,6 +41,12 @@ something not applied yet). The receipt's ledger then lists the object as
 adopted: the scope owns it from now on, and its destroy deletes it. ADDR must
 be declared in the configuration, as for the engine's import.
 
+In a protected environment (production, or one sponson.hcl protects) an
+import changes what the environment owns, as an apply does: it needs
+--approved-by NAME (env SPONSON_APPROVED_BY), one sponson.hcl allows, or it
+is refused (exit 2, ENV_NOT_APPROVED) before anything is leased or written;
+the receipt records the approver.
+
 ` + engineflag.Help(engineflag.Import),
 		Args: cobra.ExactArgs(2),
 		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
@@ -69,6 +75,10 @@ func runImport(cmd *cobra.Command, f *Factory, opts *ImportOptions, runF func(co
 	}
 	if strings.TrimSpace(id) == "" || strings.ContainsAny(id, "\n") {
 		return fail(errcode.New(errcode.Usage, "the import ID %q is empty or spans lines", id))
+	}
+	// Asked first, so the refusal names the import rather than its apply.
+	if _, err := editApproval(f, opts.Chdir, flagEnvironment(f, opts.Env), "import", opts.ApprovedBy); err != nil {
+		return fail(err)
 	}
 	in, err := opts.resolve(cmd, f, scoperun.Apply, nil)
 	if err != nil {

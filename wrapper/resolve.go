@@ -20,6 +20,9 @@ type ResolveOptions struct {
 	ID        string
 	Gone      bool
 	Wait      bool
+	// ApprovedBy is the approver resolve needs in a protected environment
+	// (editApproval).
+	ApprovedBy string
 }
 
 // NewCmdResolve builds `sponson resolve`. runF replaces the run in tests.
@@ -41,7 +44,13 @@ starting the engine:
               next apply creates it;
   --id ID     the object exists with this id: the next apply adopts it (an
               import by that id, after the ownership check) instead of
-              creating it again.`,
+              creating it again.
+
+Either way the scope's ledger changes outside a plan: in a protected
+environment (production, or one sponson.hcl protects) resolve needs
+--approved-by NAME (env SPONSON_APPROVED_BY), one sponson.hcl allows, as an
+apply does. Without it, ENV_NOT_APPROVED (exit 2) before the lease is taken or
+anything is written; the receipt records the approver.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Addresses = args
@@ -57,6 +66,7 @@ starting the engine:
 	fs.StringVar(&opts.ID, "id", "", "the object exists with this `ID`: the next apply adopts it")
 	fs.BoolVar(&opts.Gone, "gone", false, "the object does not exist: forget the intent")
 	fs.BoolVar(&opts.Wait, "wait", false, "wait for the scope's lease when another run holds it")
+	bindApprovedBy(cmd, &opts.ApprovedBy, "the resolution")
 	return cmd
 }
 
@@ -68,11 +78,21 @@ func runResolve(cmd *cobra.Command, f *Factory, opts *ResolveOptions) outcome {
 		return o
 	}
 	defer st.Close()
+	approval, err := editApproval(f, opts.Chdir, key.Environment, "resolve", opts.ApprovedBy)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	declared, err := declaredIdentity(cmd.Context(), f, opts.Chdir, key.Environment)
+	if err != nil {
+		o.err = err
+		return o
+	}
 	rec, err := scopeedit.Resolve(cmd.Context(), scopeedit.Options{
-		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(f.Getenv).Actor,
+		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(f.Getenv).Actor, Approval: approval,
 		Lease: lease.Config{TTL: lease.DefaultTTL, Wait: opts.Wait, WaitTimeout: lease.DefaultTTL},
 		Warn:  func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) },
-	}, scopeedit.Resolution{Addresses: opts.Addresses, ID: opts.ID, Gone: opts.Gone, Declared: declaredIdentity(opts.Chdir, key.Environment)})
+	}, scopeedit.Resolution{Addresses: opts.Addresses, ID: opts.ID, Gone: opts.Gone, Declared: declared})
 	if err != nil {
 		o.err = err
 		return o

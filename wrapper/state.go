@@ -27,6 +27,9 @@ type StateOptions struct {
 	ContextFlags
 	Wait        bool
 	WaitTimeout time.Duration
+	// ApprovedBy is the approver rm, mv and push need in a protected
+	// environment (editApproval).
+	ApprovedBy string
 	// args are the command's arguments (rm ADDR..., mv SRC DST, ...).
 	args []string
 }
@@ -58,7 +61,15 @@ unresolved stays until 'sponson resolve' settles it, whatever rm or mv do at
 its address. An ADDR without a key names
 every instance of the resource; module.NAME everything in the module. A
 configuration that keeps its own backend is refused: its state is not in the
-store.`,
+store.
+
+In a protected environment (production, or one sponson.hcl protects) rm, mv
+and push change what the environment owns outside a plan, so they need a
+named approver, as an apply does: --approved-by NAME (env
+SPONSON_APPROVED_BY), one sponson.hcl allows. Without one they are refused
+(exit 2, ENV_NOT_APPROVED) before the lease is taken or anything is written;
+the receipt records the approver. list, show and pull only read and need
+none.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: needsSubcommand(out),
 	}
@@ -75,6 +86,7 @@ func (s *StateOptions) bind(cmd *cobra.Command, writes bool) {
 	if writes {
 		fs.BoolVar(&s.Wait, "wait", false, "wait for the scope's lease when a run holds it")
 		fs.DurationVar(&s.WaitTimeout, "wait-timeout", waitDefault, "how long --wait waits before WAIT_TIMEOUT")
+		bindApprovedBy(cmd, &s.ApprovedBy, "the edit")
 	}
 }
 
@@ -200,7 +212,11 @@ func newStatePush(f *Factory, out *outcome) *cobra.Command {
 		}
 		return stateChange(cmd, f, o, "state push", func() map[string]string { return nil },
 			func(ctx context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
-				return scopeedit.Push("state push", declaredIdentity(o.Chdir, s.Key.Environment), data, stateWarn(f))(ctx, s)
+				declared, err := declaredIdentity(ctx, f, o.Chdir, s.Key.Environment)
+				if err != nil {
+					return scopeedit.Change{}, err
+				}
+				return scopeedit.Push("state push", declared, data, stateWarn(f))(ctx, s)
 			})
 	})
 	cmd.Long = `Push replaces the scope's state with the state file PATH ("-" reads standard input),
@@ -211,7 +227,10 @@ the scope owned stays owned as it was, one it did not comes in adopted, as by an
 and one the file lacks is released, as by state rm (warned about; the object stays).
 Objects another scope of the environment owns are refused (OWNED_BY_OTHER_SCOPE), and
 nothing is written. An entry a stopped run left unresolved stays until 'sponson
-resolve' settles it.`
+resolve' settles it. In a protected environment (production, or one sponson.hcl
+protects) push needs --approved-by NAME (env SPONSON_APPROVED_BY), one sponson.hcl
+allows: without it, ENV_NOT_APPROVED (exit 2) and nothing is leased or written; the
+receipt records the approver.`
 	return cmd
 }
 
@@ -296,8 +315,13 @@ func stateChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string
 		return res
 	}
 	defer st.Close()
+	approval, err := editApproval(f, o.Chdir, key.Environment, command, o.ApprovedBy)
+	if err != nil {
+		res.err = err
+		return res
+	}
 	c, err := scopeedit.Edit(cmd.Context(), scopeedit.Options{
-		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(f.Getenv).Actor,
+		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(f.Getenv).Actor, Approval: approval,
 		Lease: lease.Config{TTL: lease.DefaultTTL, Wait: o.Wait, WaitTimeout: o.WaitTimeout}, Warn: stateWarn(f),
 	}, edit)
 	if err != nil {

@@ -83,7 +83,7 @@ func (opts *UnlockOptions) bindUnlock(cmd *cobra.Command) {
 	bindStack(cmd, &opts.Stack, stackFlagHelp)
 	fs.StringVar(&opts.Reason, "reason", "", "why the lease is ended, recorded in the receipt (required)")
 	fs.StringVar(&opts.By, "by", "", "who ends it, recorded in the receipt (default: the CI actor, or $USER)")
-	fs.StringVar(&opts.ApprovedBy, "approved-by", "", "approver of an unlock in a protected environment, one sponson.hcl allows (env SPONSON_APPROVED_BY)")
+	bindApprovedBy(cmd, &opts.ApprovedBy, "the unlock")
 }
 
 // NewCmdForceUnlock builds `sponson force-unlock`: the engine's command
@@ -159,7 +159,7 @@ func runUnlock(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
 		return o
 	}
 	key := store.Key{Stack: stk.Name, Environment: env, Scope: opts.Scope}
-	approver, err := unlockApprover(f, dir, env, opts.ApprovedBy)
+	approval, err := editApproval(f, dir, env, "unlock", opts.ApprovedBy)
 	if err != nil {
 		o.err = err
 		return o
@@ -200,10 +200,10 @@ func runUnlock(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
 	// ledger (intents included, for the next run to settle) unchanged.
 	id := "unlock-" + strings.TrimPrefix(scoperun.NewRunID(), "run-")
 	_, err = scopeedit.Edit(ctx, scopeedit.Options{
-		Store: st, Key: key, RunID: id, Actor: by, Lease: lease.Config{TTL: unlockTTL},
+		Store: st, Key: key, RunID: id, Actor: by, Approval: approval, Lease: lease.Config{TTL: unlockTTL},
 		Warn: func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) },
 	}, func(_ context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
-		return scopeedit.Change{Receipt: unlockReceipt(s, l, by, reason, approver)}, nil
+		return scopeedit.Change{Receipt: unlockReceipt(s, l, by, reason)}, nil
 	})
 	if err != nil {
 		o.err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
@@ -216,8 +216,8 @@ func runUnlock(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
 
 // unlockReceipt is the receipt unlock records: the scope's standing as
 // it was, the outcome of its last run too, and who ended whose lease and
-// why.
-func unlockReceipt(s *scopeedit.Scope, ended store.LeaseInfo, by, reason, approver string) *receipt.Receipt {
+// why (and scopeedit.Edit adds who approved it).
+func unlockReceipt(s *scopeedit.Scope, ended store.LeaseInfo, by, reason string) *receipt.Receipt {
 	rec := s.Next("unlock", receipt.StatusUnchanged)
 	if prev := s.Latest; prev != nil {
 		rec.Status, rec.Error = prev.Status, prev.Error
@@ -228,35 +228,6 @@ func unlockReceipt(s *scopeedit.Scope, ended store.LeaseInfo, by, reason, approv
 			rec.Error = &receipt.Failure{Code: string(errcode.LockLost), Message: fmt.Sprintf("run %s lost its lease to sponson unlock by %s: %s", ended.Holder, by, reason)}
 		}
 	}
-	rec.ApprovedBy = approver
 	rec.Unlocked = &receipt.Unlocked{By: by, Reason: reason, Holder: ended.Holder, Token: ended.Token, At: rec.FinishedAt}
 	return rec
-}
-
-// unlockApprover is the approver an unlock in env needs: in a protected
-// environment one of its approvers, from --approved-by or
-// SPONSON_APPROVED_BY; "" elsewhere. Ending a production apply's lease
-// leaves its creates for a person to settle, so it is approved as an apply.
-func unlockApprover(f *Factory, dir, env, flag string) (string, error) {
-	decl, err := declaredEnvironment(dir, env)
-	if err != nil {
-		return "", err
-	}
-	if !decl.Protected {
-		return "", nil
-	}
-	name := flag
-	if strings.TrimSpace(name) == "" {
-		name = f.Getenv("SPONSON_APPROVED_BY")
-	}
-	approver, err := decl.Approve(name)
-	if err != nil {
-		e := errcode.As(err)
-		e.Message = "unlock: " + e.Message
-		if e.Hint == "" {
-			e = e.WithHint("Pass --approved-by NAME (or set SPONSON_APPROVED_BY): ending a run's lease in a protected environment is approved as its apply is.")
-		}
-		return "", e
-	}
-	return approver, nil
 }

@@ -53,6 +53,8 @@ type Options struct {
 	// Declared is what the environment declares about identity, as a run's
 	// (scoperun.Options.Declared).
 	Declared ownership.Declaration
+	// Approval is the adoption's approval (scopeedit.Approve).
+	Approval scopeedit.Approval
 	// ServeProvider serves the sponson provider from this process to the
 	// engine (provider.EngineEnv, handed over by the wrapper as to a run:
 	// scoperun.Options.ServeProvider); nil serves none.
@@ -104,7 +106,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return res, errcode.Wrap(errcode.EngineFailed, err, "the state the engine pulled does not read")
 	}
-	c, err := scopeedit.Edit(ctx, scopeedit.Options{Store: o.Store, Key: key, RunID: o.RunID, Lease: o.Lease, Warn: o.Warn},
+	c, err := scopeedit.Edit(ctx, scopeedit.Options{Store: o.Store, Key: key, RunID: o.RunID, Approval: o.Approval, Lease: o.Lease, Warn: o.Warn},
 		func(ctx context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
 			if err := refuseOccupied(s); err != nil {
 				return scopeedit.Change{}, err

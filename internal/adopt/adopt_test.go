@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sponson/terraform-provider-sponson/internal/environments"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
@@ -111,7 +112,8 @@ func TestRefuseForeign(t *testing.T) {
 // lease, and writes nothing.
 func inEdit(t *testing.T, st *filestore.Store, key store.Key, check func(*scopeedit.Scope) error) error {
 	t.Helper()
-	_, err := scopeedit.Edit(t.Context(), scopeedit.Options{Store: st, Key: key, RunID: "run-check", Lease: lease.Config{TTL: time.Minute}},
+	approval, _ := scopeedit.Approve(environments.Environment{Name: key.Environment}, Command, "")
+	_, err := scopeedit.Edit(t.Context(), scopeedit.Options{Store: st, Key: key, RunID: "run-check", Lease: lease.Config{TTL: time.Minute}, Approval: approval},
 		func(_ context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
 			return scopeedit.Change{}, check(s)
 		})

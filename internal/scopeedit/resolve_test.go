@@ -47,7 +47,7 @@ func TestResolveRefusesAnotherScopesID(t *testing.T) {
 		Provider: provider, Type: "terraform_data", CreatedBy: receipt.CreatedByUnresolved,
 	}}})
 
-	o := scopeedit.Options{Store: st, Key: pr, RunID: "run-resolve", Lease: lease.Config{TTL: time.Minute}}
+	o := scopeedit.Options{Store: st, Key: pr, RunID: "run-resolve", Lease: lease.Config{TTL: time.Minute}, Approval: unprotected(pr.Environment)}
 	r := scopeedit.Resolution{Addresses: []string{"terraform_data.db"}, ID: "uuid-main"}
 	_, err = scopeedit.Resolve(ctx, o, r)
 	if !errcode.Is(err, errcode.OwnedByOtherScope) || !strings.Contains(errcode.As(err).Message, "scope main") {

@@ -5,7 +5,10 @@
 // its edit, and writes what the edit made, fenced by that lease
 // (docs/design.md §2.8 "Fenced write"): the state first, then the receipt,
 // built with receipt.Next so that the scope's standing carries over as it
-// does after every run. No engine is started.
+// does after every run. No engine is started. In a protected environment
+// every edit carries its approver (Approve), checked before the lease is
+// taken and recorded in the receipt it writes (docs/design.md §2.11
+// Approval).
 package scopeedit
 
 import (
@@ -35,7 +38,11 @@ type Options struct {
 	RunID string
 	// Actor is who asked for the edit (runctx.DetectJob), for the receipt.
 	Actor string
-	Lease lease.Config
+	// Approval is the edit's approval (Approve) for the environment of
+	// Key: Edit refuses one not decided for it, and its approver is the
+	// one the receipt records.
+	Approval Approval
+	Lease    lease.Config
 	// Warn hears what the user should know (a lease that could not be
 	// released); nil discards it.
 	Warn func(string)
@@ -63,10 +70,15 @@ type Change struct {
 
 // Edit takes the lease of o.Key, reads the scope, runs edit and writes
 // the change it returns, fenced by the lease, which it then releases. An
-// error of edit writes nothing.
+// error of edit writes nothing. An edit without an approval decided for
+// its environment (o.Approval) is refused before the lease is taken; the
+// receipt it writes records the approver, whatever edit put there.
 func Edit(ctx context.Context, o Options, edit func(ctx context.Context, s *Scope) (Change, error)) (Change, error) {
 	if o.Warn == nil {
 		o.Warn = func(string) {}
+	}
+	if err := o.Approval.decidedFor(o.Key.Environment); err != nil {
+		return Change{}, err
 	}
 	held, err := lease.Acquire(ctx, o.Store, o.Key, o.RunID, o.Lease)
 	if err != nil {
@@ -98,6 +110,8 @@ func Edit(ctx context.Context, o Options, edit func(ctx context.Context, s *Scop
 		}
 	}
 	if c.Receipt != nil {
+		// An approver approves one edit: receipt.Next carries none over.
+		c.Receipt.ApprovedBy = o.Approval.By()
 		if err := held.WriteReceipt(bg, c.Receipt); err != nil {
 			return Change{}, err
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sponson/terraform-provider-sponson/internal/environments"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
@@ -60,7 +61,16 @@ func applied(t *testing.T, st store.Store, k store.Key, state []byte) {
 }
 
 func opts(st scopeedit.Store, k store.Key, runID string) scopeedit.Options {
-	return scopeedit.Options{Store: st, Key: k, RunID: runID, Actor: "alice", Lease: lease.Config{TTL: time.Minute}}
+	return scopeedit.Options{Store: st, Key: k, RunID: runID, Actor: "alice", Lease: lease.Config{TTL: time.Minute}, Approval: unprotected(k.Environment)}
+}
+
+// unprotected is the approval of an edit in env, declared unprotected.
+func unprotected(env string) scopeedit.Approval {
+	a, err := scopeedit.Approve(environments.Environment{Name: env}, "edit", "")
+	if err != nil {
+		panic(err)
+	}
+	return a
 }
 
 // An edit that fails writes nothing; one that succeeds writes the state,
