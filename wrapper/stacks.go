@@ -89,8 +89,18 @@ apply --all run them in.
 --changed keeps the stacks whose files changed between --base and HEAD
 (` + "`git diff --name-only BASE...HEAD`" + `): a file under the stack's directory (and
 under no deeper stack's), under a local module it uses (followed through
-modules of modules), or a sponson.hcl in its directory or above; and every
-stack that depends on one of them. Each says why it is listed. What the
+modules of modules), or a sponson.hcl in its directory or above; a file the
+stack or its local modules read through file, templatefile, fileset,
+fileexists, filebase64 or the file hashes (filemd5, filesha256, ...) whose
+path is known before the engine runs (literals, path.module, path.root,
+path.cwd, locals made of them); the target of a symbolic link in the stack's
+directory or its modules'; a file matching a watch glob of its sponson.hcl
+(watch = [...] for every stack, stack "DIR" { watch = [...] } for one); and
+every stack that depends on one of them. Each says why it is listed. A stack
+that reads a path sponson cannot resolve (file(var.x), a data source's
+result) is listed on every change, saying where, unless its sponson.hcl
+declares its own watch list (stack "DIR" { watch = [...] }): then that list
+is what it reads. What the
 working tree changed and is not committed yet counts too (modified, staged,
 or new and not ignored), and its files are named "(not committed)": run
 locally, --changed shows what the next commit would change; what the engine

@@ -21,6 +21,27 @@ type declared struct {
 	after, reads []string
 	// modules are the local module sources ("./x", "../y"), as written.
 	modules []string
+	// files are the parsed files, kept for --changed to walk (withReads):
+	// a listing without --changed does not walk their expressions.
+	files []*hcl.File
+	// calls are the calls of functions that read files (fileFuncs), and
+	// locals the module's locals, to resolve their paths (--changed);
+	// withReads fills them.
+	calls  []readCall
+	locals map[string]hcl.Expression
+}
+
+// withReads is d with its calls and locals collected from its files.
+func (d declared) withReads() declared {
+	if d.locals != nil {
+		return d
+	}
+	d.locals = map[string]hcl.Expression{}
+	for _, f := range d.files {
+		d.collectReads(f)
+	}
+	d.sortCalls()
+	return d
 }
 
 var topSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
@@ -77,6 +98,7 @@ func readDeclared(dir string) (declared, error) {
 			}
 		}
 	}
+	d.files = files
 	return d, nil
 }
 

@@ -50,6 +50,11 @@ type Set struct {
 	// repository's stack, or a mistake the run will report.
 	Warnings []string
 	top      string
+	// decls are the root modules read, by directory relative to top;
+	// reals the paths with their links followed (links.go).
+	decls   map[string]declared
+	reals   map[string]string
+	watches map[string]*watchDecl
 }
 
 // Options say where to look and how to name.
@@ -68,6 +73,7 @@ type Options struct {
 // (STACK_CYCLE) and two directories of one stack name (USAGE).
 func Discover(o Options) (*Set, error) {
 	var stacks []*Stack
+	decls := map[string]declared{}
 	err := filepath.WalkDir(o.Root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -79,12 +85,16 @@ func Discover(o Options) (*Set, error) {
 			return filepath.SkipDir
 		}
 		decl, err := readDeclared(p)
-		if err != nil || !decl.isStack {
+		if err != nil {
 			return err
 		}
 		rel, err := filepath.Rel(o.Top, p)
 		if err != nil {
 			return err
+		}
+		decls[filepath.ToSlash(rel)] = decl
+		if !decl.isStack {
+			return nil
 		}
 		name, err := o.Name(p)
 		if err != nil {
@@ -96,7 +106,7 @@ func Discover(o Options) (*Set, error) {
 	if err != nil {
 		return nil, errcode.As(err)
 	}
-	set := &Set{top: o.Top}
+	set := &Set{top: o.Top, decls: decls, reals: map[string]string{}, watches: map[string]*watchDecl{}}
 	byName := map[string]*Stack{}
 	for _, s := range stacks {
 		if other, ok := byName[s.Name]; ok {

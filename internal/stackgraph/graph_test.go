@@ -15,8 +15,10 @@ import (
 
 const scope = `resource "sponson_scope" "this" {}` + "\n"
 
+const env = `environment "preview" {}` + "\n"
+
 // tree writes files (path → content) under a fresh directory.
-func tree(t *testing.T, files map[string]string) string {
+func tree(t testing.TB, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
 	for name, content := range files {
@@ -33,7 +35,7 @@ func tree(t *testing.T, files map[string]string) string {
 
 // discover names each stack after its directory and resolves a reference
 // as a directory of the tree, else a full name "repo//dir".
-func discover(t *testing.T, root string) (*stackgraph.Set, error) {
+func discover(t testing.TB, root string) (*stackgraph.Set, error) {
 	t.Helper()
 	name := func(dir string) (string, error) {
 		rel, _ := filepath.Rel(root, dir)
@@ -139,7 +141,7 @@ func TestDiscoverNotLiteral(t *testing.T) {
 // local modules (transitively) or sponson.hcl changed, and their dependents.
 func TestChanged(t *testing.T) {
 	t.Parallel()
-	files := map[string]string{"sponson.hcl": "", "stacks/sponson.hcl": "", "main.tf": scope}
+	files := map[string]string{"sponson.hcl": env, "stacks/sponson.hcl": env, "main.tf": scope}
 	for k, v := range repo {
 		files[k] = v
 	}
