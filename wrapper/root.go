@@ -14,6 +14,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/secrets"
+	"github.com/sponson/terraform-provider-sponson/wrapper/policycmd"
 )
 
 // Main runs the sponson command line of the real process.
@@ -147,6 +148,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.
 		NewCmdGrants(f, out, nil),
 		NewCmdStacks(f, out, nil),
 		NewCmdVersion(f, out),
+		policycmd.NewCmdPolicy(policycmd.IO{Out: f.Out, ErrOut: f.ErrOut, Getenv: f.Getenv}, func(c string, r any, err error) { *out = outcome{command: c, result: r, err: err} }, nil),
 	} {
 		root.AddCommand(c)
 	}

@@ -34,6 +34,10 @@ func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {
 		ApprovalNeeded: res.NeedsApproval, ApprovedBy: res.ApprovedBy,
 		SavedPlan: in.savedPlanOut,
 	}
+	if p := in.rules.Proposed; p != nil {
+		s.RulesFrom, s.RuleChanges = in.rules.Origin.Why, p.Changes
+	}
+	s.Policies, s.ProposedPolicies = policyVerdicts(res.Policies)
 	if sp := in.opts.Saved; sp != nil {
 		s.AppliesPlan = fmt.Sprintf("%s (made by %s at %s)", in.appliesPlan, sp.Meta.RunID, sp.Meta.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	}

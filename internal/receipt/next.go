@@ -36,7 +36,7 @@ func First(stack, env, scope string) *Receipt {
 //
 // Everything else describes one run and starts empty: status and times
 // (run's), actor, approver, engine, changes, reads, settlement, preemption,
-// older-commit allowance, adoption, error and unlock. The slices are
+// older-commit allowance, adoption, policy verdict, error and unlock. The slices are
 // copies: the caller may change them without touching prev.
 func Next(prev *Receipt, run Run) *Receipt {
 	return &Receipt{

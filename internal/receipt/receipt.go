@@ -126,7 +126,11 @@ type Receipt struct {
 	// AdoptedFrom is set by `sponson adopt`: the backend the scope's state
 	// was taken from.
 	AdoptedFrom *Adoption `json:"adoptedFrom,omitempty"`
-	Error       *Failure  `json:"error,omitempty"`
+	// Policies is the verdict of the environment's policies on the run's
+	// plan (docs/design.md §2.19 Policies), nil when it declares none. It
+	// describes one run: Next never carries it over.
+	Policies *Policies `json:"policies,omitempty"`
+	Error    *Failure  `json:"error,omitempty"`
 	// Unlocked is set on the receipt `sponson unlock` writes when it ends a
 	// live lease by hand (break-glass): who did it, why, and whose lease.
 	Unlocked *Unlocked `json:"unlocked,omitempty"`
@@ -134,6 +138,30 @@ type Receipt struct {
 	// WriteAgainst, set by Against for a store's write, is the base
 	// Marshal writes the ledger against. It is never stored or read back.
 	WriteAgainst *Base `json:"-"`
+}
+
+// Policies are the verdicts of policies on a run's plan: the trusted
+// policies' (the verdict that gates), and Proposed, the verdict of the
+// checkout's own policies where they differ from the trusted ones, for the
+// review alone: it never gates a run.
+type Policies struct {
+	PolicyVerdict
+	Proposed *PolicyVerdict `json:"proposed,omitempty"`
+}
+
+// PolicyVerdict is what policies say of a plan: what they refuse (deny,
+// violation) and what they warn of.
+type PolicyVerdict struct {
+	Deny []PolicyMessage `json:"deny,omitempty"`
+	Warn []PolicyMessage `json:"warn,omitempty"`
+}
+
+// PolicyMessage is one message of a policy rule: the file that defines
+// the rule, the rule's name and its message.
+type PolicyMessage struct {
+	Policy string `json:"policy"`
+	Rule   string `json:"rule"`
+	Msg    string `json:"msg"`
 }
 
 // StackRead is another stack's state a run read its outputs from.

@@ -170,6 +170,7 @@ func (r Run) body() []string {
 			out = append(out, fmt.Sprintf("| %s | %s | %s | %s |\n", cell(x.Address), cell(x.Owner), cell(x.OwnerRun), text(x.Why)))
 		}
 	}
+	out = append(out, r.policyLines()...)
 	if r.ApprovalNeeded {
 		if r.ApprovedBy != "" {
 			out = append(out, "\n**Approved by** "+inline(r.ApprovedBy)+" (this run writes production).\n")
@@ -193,6 +194,12 @@ func (r Run) body() []string {
 		out = append(out, d)
 	}
 	out = append(out, r.outputLines()...)
+	if len(r.RuleChanges) > 0 {
+		out = append(out, "\n**Rule changes, effective when merged** (this run was judged by the rules of "+text(r.RulesFrom)+"; the change's own are not used)\n\n")
+		for _, c := range r.RuleChanges {
+			out = append(out, "- "+text(c)+"\n")
+		}
+	}
 	if len(r.Warnings) > 0 {
 		out = append(out, "\n**Warnings**\n\n")
 		for _, w := range r.Warnings {
@@ -350,4 +357,34 @@ func thousands(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// policyLines are the policies' verdicts: the trusted policies', which
+// judged the run, and the change's proposed ones', which did not.
+func (r Run) policyLines() []string {
+	var out []string
+	verdict := func(title string, v *PolicyVerdict) {
+		switch {
+		case len(v.Deny) > 0:
+			out = append(out, fmt.Sprintf("\n**%s: denied** (%d)\n\n", title, len(v.Deny)))
+		case len(v.Warn) > 0:
+			out = append(out, fmt.Sprintf("\n**%s: passed with warnings** (%d)\n\n", title, len(v.Warn)))
+		default:
+			out = append(out, "\n**"+title+": passed**\n")
+			return
+		}
+		for _, m := range v.Deny {
+			out = append(out, "- deny: "+text(m)+"\n")
+		}
+		for _, m := range v.Warn {
+			out = append(out, "- warn: "+text(m)+"\n")
+		}
+	}
+	if r.Policies != nil {
+		verdict("Policies", r.Policies)
+	}
+	if r.ProposedPolicies != nil {
+		verdict("Proposed policies, effective when merged (they do not judge this run)", r.ProposedPolicies)
+	}
+	return out
 }

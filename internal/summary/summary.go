@@ -111,6 +111,24 @@ type Run struct {
 	// PreviewURL the one the configuration names as the preview's address.
 	Outputs    []Output
 	PreviewURL string
+	// RuleChanges are how the change's own rules (sponson.hcl, policies)
+	// differ from the trusted ones the run used, which RulesFrom names:
+	// proposed, effective when merged (docs/design.md §2.18).
+	RulesFrom   string
+	RuleChanges []string
+	// Policies is the verdict of the environment's trusted policies on
+	// the plan, nil when it declares none; ProposedPolicies the verdict of
+	// the change's own policies where they differ, for the review alone
+	// (docs/design.md §2.19 Policies).
+	Policies         *PolicyVerdict
+	ProposedPolicies *PolicyVerdict
+}
+
+// PolicyVerdict is what policies say of a plan, one line per message:
+// "message (rule, file)".
+type PolicyVerdict struct {
+	Deny []string `json:"deny,omitempty"`
+	Warn []string `json:"warn,omitempty"`
 }
 
 // ChangesFromPlan lists the managed-resource changes of a plan. No-ops are

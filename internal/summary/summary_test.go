@@ -324,3 +324,23 @@ func TestDriftGolden(t *testing.T) {
 		t.Errorf("counts %d %d %d", in, dr, fa)
 	}
 }
+
+// TestRuleChanges: the rules a change proposes are listed as proposals,
+// with the rules the run was judged by.
+func TestRuleChanges(t *testing.T) {
+	t.Parallel()
+	r := summary.Run{
+		Command: "plan", Environment: "preview", Scope: "pr-3", RunID: "run-1", Status: "changes",
+		RulesFrom:   "the default branch (refs/remotes/origin/main)",
+		RuleChanges: []string{"environment preview: identity of local_file [filename] → (none)"},
+	}
+	md := r.Markdown(summary.Options{})
+	for _, want := range []string{"Rule changes, effective when merged", "refs/remotes/origin/main", `identity of local\_file \[filename\] → (none)`} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+	if md := (summary.Run{Command: "plan", Environment: "preview", Scope: "pr-3", RunID: "run-1"}).Markdown(summary.Options{}); strings.Contains(md, "Rule changes") {
+		t.Errorf("a run without proposed rules shows a section for them:\n%s", md)
+	}
+}
