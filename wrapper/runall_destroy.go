@@ -49,7 +49,7 @@ func checkDestroyDependents(ctx context.Context, f *Factory, flags *RunFlags, re
 		if err != nil {
 			return err
 		}
-		env, err := declaredEnvironment(s.Dir, c.Environment)
+		env, err := declaredEnvironment(ctx, f, s.Dir, c)
 		if err != nil {
 			return err
 		}

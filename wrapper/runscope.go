@@ -17,6 +17,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/rules"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
@@ -32,7 +33,10 @@ import (
 type runInput struct {
 	opts     scoperun.Options
 	storeURL string
-	review   ReviewFlags
+	// rules are the trusted rules the run enforces, with the change's
+	// proposal when it makes one (docs/design.md §2.18).
+	rules  rules.Rules
+	review ReviewFlags
 	// stack names the run's stack in its summary.
 	stack string
 	// savedPlanOut is plan's -out FILE and appliesPlan apply's FILE, as
@@ -46,9 +50,11 @@ type runInput struct {
 // resolve turns flags into run options, refusing early what can be refused
 // without the engine and before the lease: bad flags (the engine's own
 // included), an undecidable context, an apply or destroy of a plan-only
-// context (the merge queue), an environment the repository does not declare
-// (sponson.hcl), a protected environment without an allowed approver, a
-// missing engine. Each piece resolves one thing, in this order.
+// context (the merge queue), rules that cannot be read from the trusted
+// revision in CI, an environment the trusted rules do not declare
+// (sponson.hcl of the default branch, docs/design.md §2.18), a protected
+// environment without an allowed approver, a missing engine, a policy that
+// does not compile. Each piece resolves one thing, in this order.
 func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Command, positional []string) (*runInput, error) {
 	dir, err := r.readFlags(cmd, f, command, positional)
 	if err != nil {
@@ -58,7 +64,11 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err != nil {
 		return nil, err
 	}
-	env, err := declaredEnvironment(dir, c.Environment)
+	rs, err := trustedRules(cmd.Context(), f, dir, c)
+	if err != nil {
+		return nil, err
+	}
+	env, err := rs.Declared.Lookup(c.Environment)
 	if err != nil {
 		return nil, err
 	}
@@ -75,11 +85,16 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err != nil {
 		return nil, err
 	}
+	pol, proposedPol, polWarning, err := runPolicies(cmd.Context(), rs, env.Name)
+	if err != nil {
+		return nil, err
+	}
 	st, url, err := storeurl.OpenFor(r.Store, dir, c.Environment)
 	if err != nil {
 		return nil, err
 	}
 	in := &runInput{
+		rules:            rs,
 		storeURL:         url,
 		detailedExitcode: r.engine.DetailedExitcode,
 		warnings:         warnings,
@@ -96,12 +111,17 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 			Lease:            lease.Config{TTL: r.LeaseTTL, Wait: r.Wait, WaitTimeout: r.WaitTimeout},
 			ApprovedBy:       approver,
 			Protected:        env.Protected,
-			Declared:         declarationOf(env),
+			Declared:         declarationOf(env, rs.Origin),
 			AllowOlderCommit: r.AllowOlderCommit,
 			Vars:             r.engine.Vars,
 			EngineFlags:      r.engine.Flags,
 			ServeProvider:    serveProvider,
+			Policy:           pol,
+			ProposedPolicy:   proposedPol,
 		},
+	}
+	if polWarning != "" {
+		in.warnings = append(in.warnings, polWarning)
 	}
 	if err := r.savedPlan(f, in); err != nil {
 		st.Close()
@@ -248,33 +268,42 @@ func (r *RunFlags) savedPlan(f *Factory, in *runInput) error {
 	return nil
 }
 
-// declaredEnvironment matches an environment name against the environments
-// the repository of dir declares (environments.Load).
-func declaredEnvironment(dir, name string) (environments.Environment, error) {
-	d, err := environments.Load(dir)
+// trustedRules reads the rules that judge a run in dir whose context is c:
+// the default branch's, never the change's own (rules.Load, docs/design.md
+// §2.18 "Trusted rules").
+func trustedRules(ctx context.Context, f *Factory, dir string, c runctx.Context) (rules.Rules, error) {
+	return rules.Load(ctx, dir, c, rules.Sources{Getenv: f.Getenv, Git: rules.GitIn(dir)})
+}
+
+// declaredEnvironment matches c's environment against the trusted rules of
+// the repository of dir, for the commands that are not a run; c needs only
+// the environment, and the scope where the command knows it.
+func declaredEnvironment(ctx context.Context, f *Factory, dir string, c runctx.Context) (environments.Environment, error) {
+	rs, err := trustedRules(ctx, f, orDot(dir), c)
 	if err != nil {
 		return environments.Environment{}, err
 	}
-	return d.Lookup(name)
+	return rs.Declared.Lookup(c.Environment)
 }
 
-// declaredIdentity is what the repository of dir declares about identity
-// for env (sponson.hcl), for the commands that check ownership without a
-// run; nothing when the declaration cannot be read, which a run reports.
-func declaredIdentity(dir, env string) ownership.Declaration {
-	if dir == "" {
-		dir = "."
-	}
-	e, err := declaredEnvironment(dir, env)
+// declaredIdentity is what the trusted rules declare about identity for
+// env, for the commands that check ownership without a run.
+func declaredIdentity(ctx context.Context, f *Factory, dir, env string) (ownership.Declaration, error) {
+	rs, err := trustedRules(ctx, f, orDot(dir), runctx.Context{Environment: env})
 	if err != nil {
-		return ownership.Declaration{}
+		return ownership.Declaration{}, err
 	}
-	return declarationOf(e)
+	e, err := rs.Declared.Lookup(env)
+	if err != nil {
+		return ownership.Declaration{}, err
+	}
+	return declarationOf(e, rs.Origin), nil
 }
 
-// declarationOf is what env declares about identity.
-func declarationOf(env environments.Environment) ownership.Declaration {
-	return ownership.Declaration{Schemes: env.Identity, AddressOwned: env.AddressOwned}
+// declarationOf is what env declares about identity, read from origin.
+func declarationOf(env environments.Environment, origin rules.Origin) ownership.Declaration {
+	return ownership.Declaration{Schemes: env.Identity, AddressOwned: env.AddressOwned,
+		From: ownership.Origin{Commit: origin.Commit, Trusted: origin.Trusted}}
 }
 
 // RunResult is the result part of the envelope of plan, apply and destroy.
@@ -295,6 +324,14 @@ type RunResult struct {
 	// Reads are the other stacks' outputs the plan read (sponson_outputs):
 	// their state, or in a plan of many stacks their plan's outputs.
 	Reads []receipt.StackRead `json:"reads,omitempty"`
+	// Rules says where the rules that judged the run came from;
+	// ProposedRules how the change's own rules differ, effective when
+	// merged (docs/design.md §2.18).
+	Rules         rules.Origin `json:"rules"`
+	ProposedRules []string     `json:"proposedRules,omitempty"`
+	// Policies is the verdict of the environment's policies, and of the
+	// change's proposed ones (docs/design.md §2.19).
+	Policies *receipt.Policies `json:"policies,omitempty"`
 }
 
 // handPlannedOutputs writes a plan's outputs where the run of many stacks
@@ -347,6 +384,14 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	for _, w := range in.warnings {
 		warnOut.warn(w)
 	}
+	if d := in.rules.Describe(); d != "" {
+		warnOut.line("%s", d)
+	}
+	if p := in.rules.Proposed; p != nil {
+		for _, c := range p.Changes {
+			warnOut.line("  proposed rule change: %s", c)
+		}
+	}
 	res, err := scoperun.Run(ctx, o)
 	res.Warnings = append(append([]string{}, in.warnings...), res.Warnings...)
 	if w := handPlannedOutputs(f, o.Command, res, err); w != "" {
@@ -357,6 +402,10 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 		RunID: res.RunID, Stack: res.Key.Stack, Environment: res.Key.Environment, Scope: res.Key.Scope, Status: res.Status,
 		Summary: res.Summary, Changes: summary.ChangesFromPlan(res.Plan), Engine: res.Engine, Store: in.storeURL,
 		Context: o.Context, Receipt: res.Receipt, Running: res.Running, Reads: scoperun.StackReads(res.Plan),
+		Rules: in.rules.Origin, Policies: res.Policies,
+	}
+	if p := in.rules.Proposed; p != nil {
+		rr.ProposedRules = p.Changes
 	}
 	warnings := res.Warnings
 	for _, w := range publish(ctx, f, in, res, err) {

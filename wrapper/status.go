@@ -43,7 +43,7 @@ func (s *StoreFlags) open(cmd *cobra.Command, f *Factory) (store.Store, string, 
 		return nil, "", "", errcode.Wrap(errcode.Usage, err, "--chdir %q", s.Chdir)
 	}
 	// The same names as plan and apply: --env Production reads production.
-	decl, err := declaredEnvironment(dir, env)
+	decl, err := declaredEnvironment(cmd.Context(), f, dir, runctx.Context{Environment: env})
 	if err != nil {
 		return nil, "", "", err
 	}

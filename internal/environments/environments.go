@@ -75,6 +75,11 @@ type Environment struct {
 	// their address within their scope (their ids name no single object),
 	// beyond the ones Sponson knows.
 	AddressOwned []string
+	// Policies are the Rego policy files and directories that gate every
+	// apply and destroy in this environment (the top-level list, then the
+	// environment's own), as written: relative to the directory of the
+	// declaration (docs/design.md §2.18).
+	Policies []string
 }
 
 // Declared is the environments of a repository.
@@ -82,6 +87,12 @@ type Declared struct {
 	Environments []Environment
 	// Source is the file they were read from; "" for the defaults.
 	Source string
+	// Watch lists, per stack directory relative to the declaration's
+	// directory ("" for every stack), the globs of files outside what the
+	// engine's configuration names that a stack reads all the same: a
+	// change to one marks the stack changed (stack "DIR" { watch = [...] },
+	// and a top-level watch for every stack).
+	Watch map[string][]string
 }
 
 // Default is the declaration of a repository without sponson.hcl.
@@ -133,13 +144,20 @@ func Load(dir string) (Declared, error) {
 type file struct {
 	Identity     map[string][]string `hcl:"identity,optional"`
 	AddressOwned []string            `hcl:"address_owned,optional"`
+	Policies     []string            `hcl:"policies,optional"`
+	Watch        []string            `hcl:"watch,optional"`
 	Environments []struct {
 		Name         string              `hcl:"name,label"`
 		Protected    *bool               `hcl:"protected,optional"`
 		Approvers    *[]string           `hcl:"approvers,optional"`
 		Identity     map[string][]string `hcl:"identity,optional"`
 		AddressOwned []string            `hcl:"address_owned,optional"`
+		Policies     []string            `hcl:"policies,optional"`
 	} `hcl:"environment,block"`
+	Stacks []struct {
+		Dir   string   `hcl:"dir,label"`
+		Watch []string `hcl:"watch,optional"`
+	} `hcl:"stack,block"`
 }
 
 // Parse reads a declaration; filename names it in errors. It refuses
@@ -196,12 +214,45 @@ func Parse(src []byte, filename string) (Declared, error) {
 			return Declared{}, bad("environment %q: %s", name, err)
 		}
 		e.AddressOwned = union(f.AddressOwned, b.AddressOwned)
+		e.Policies = union(f.Policies, b.Policies)
 		d.Environments = append(d.Environments, e)
 	}
 	if len(d.Environments) == 0 {
 		return Declared{}, bad("no environment is declared")
 	}
+	if d.Watch, err = watch(f.Watch, f.Stacks); err != nil {
+		return Declared{}, bad("%s", err)
+	}
 	return d, nil
+}
+
+// watch is the declared watch lists by stack directory ("" for every
+// stack), each directory cleaned and relative, each list non-empty.
+func watch(top []string, stacks []struct {
+	Dir   string   `hcl:"dir,label"`
+	Watch []string `hcl:"watch,optional"`
+}) (map[string][]string, error) {
+	out := map[string][]string{}
+	if w := union(nil, top); len(w) > 0 {
+		out[""] = w
+	}
+	for _, s := range stacks {
+		dir := filepath.ToSlash(filepath.Clean(strings.TrimSpace(s.Dir)))
+		if filepath.IsAbs(dir) || dir == ".." || strings.HasPrefix(dir, "../") {
+			return nil, fmt.Errorf("stack %q: the directory must be relative to %s's directory and inside it", s.Dir, FileName)
+		}
+		if dir == "." {
+			dir = ""
+		}
+		if _, dup := out[dir]; dup && dir != "" {
+			return nil, fmt.Errorf("stack %q is declared twice", s.Dir)
+		}
+		out[dir] = union(out[dir], s.Watch)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // identity merges the identity schemes declared for all environments

@@ -33,11 +33,14 @@ const (
 	CtxNull            Code = "CTX_NULL"
 	EnvNotApproved     Code = "ENV_NOT_APPROVED"
 	EnvUndeclared      Code = "ENV_UNDECLARED"
+	RulesUntrusted     Code = "RULES_UNTRUSTED"
+	RulesStale         Code = "RULES_STALE"
 	OlderCommit        Code = "OLDER_COMMIT"
 	CheckoutNotHead    Code = "CHECKOUT_NOT_HEAD"
 	LockHeld           Code = "LOCK_HELD"
 	LockLost           Code = "LOCK_LOST"
 	OwnedByOtherScope  Code = "OWNED_BY_OTHER_SCOPE"
+	PolicyDenied       Code = "POLICY_DENIED"
 	IdentityPolicy     Code = "IDENTITY_POLICY"
 	HandoverTaken      Code = "HANDOVER_TAKEN"
 	ScopeHasState      Code = "SCOPE_HAS_STATE"
@@ -78,11 +81,14 @@ var table = []Spec{
 	{CtxNull, ExitRefused, "The run context (environment, scope, branch, pull request) could not be decided, or a value is invalid.", "Pass --scope, --branch or --pr, or set SPONSON_CTX_BRANCH / SPONSON_CTX_PR."},
 	{EnvNotApproved, ExitRefused, "The run can write a protected environment (production, or one sponson.hcl protects) or a resource the scope policy marks as production, and no allowed approver was named.", "Pass --approved-by NAME or set SPONSON_APPROVED_BY."},
 	{EnvUndeclared, ExitRefused, "The environment is not one the repository declares (sponson.hcl; without it, preview and production).", "Use a declared environment, or declare it in sponson.hcl at the repository root."},
+	{RulesUntrusted, ExitRefused, "The run's rules (sponson.hcl and the policies it names) could not be read from the trusted revision, the default branch as the remote has it; a CI run never falls back to the change's own copy.", "Fetch the default branch before sponson runs (actions/checkout with fetch-depth: 0, or `git fetch --depth=1 origin main:refs/remotes/origin/main`), or name the trusted revision with SPONSON_RULES_REF."},
+	{RulesStale, ExitRefused, "The environment's identity schemes were last set by rules newer than the ones this run read, or changed while it planned: running on would index objects under a scheme the environment has left.", "Fetch the default branch again and re-run; a scheme changes only through a run whose trusted rules are the newest."},
 	{OlderCommit, ExitRefused, "The run's commit is an ancestor of the commit its scope last applied: applying it would roll the scope back.", "Run the newest commit instead; to roll back on purpose, pass --allow-older-commit (recorded in the receipt)."},
 	{CheckoutNotHead, ExitRefused, "With --strict-checkout: the commit checked out is not what the event runs: a comment-triggered run (issue_comment) whose HEAD is not the pull request's head, or a pull_request_target run that checked out a fork's head.", "Check out the pull request's head in a comment-triggered job (refs/pull/N/head), and never a fork's head with pull_request_target; or drop --strict-checkout to be warned only."},
 	{LockHeld, ExitLock, "Another run holds the lease of this scope.", "Wait for it to finish, or pass --wait to queue behind it."},
 	{LockLost, ExitLock, "This run lost its lease (it expired or was taken over) and stopped writing.", "Run again; the run that took over is authoritative."},
 	{OwnedByOtherScope, ExitFailed, "The plan changes a resource that another scope of the same environment owns.", "Apply that change from the owning scope, or read the resource with a data source."},
+	{PolicyDenied, ExitFailed, "A policy of the environment (sponson.hcl `policies`, Rego in conftest's conventions: deny, violation) refuses the plan, or could not be evaluated; an apply or destroy wrote nothing, a plan shows its plan and fails like a policy check.", "Change the plan so that the policies the message names allow it, or change the policy on the default branch (a pull request's own copy of a policy is shown for information and never gates its run). `sponson policy test --policy DIR PLAN.json` evaluates them locally."},
 	{IdentityPolicy, ExitRefused, "The sponson_scope identity policy names attributes that objects the scope owns do not have: their ownership could no longer be matched.", "Name attributes these objects set in the identity policy of sponson_scope, or remove the type from it to identify its objects by id."},
 	{HandoverTaken, ExitRefused, "Another pull request scope holds the handover of this scope's predecessor (two pull requests on one head branch); this scope has only an unpromised copy of its resources.", "Continue in the scope that holds the handover, or run `sponson destroy` in this scope to drop its copy (it deletes nothing) and apply again."},
 	{ScopeHasState, ExitRefused, "`sponson adopt` was asked to adopt a state into a scope that already has one, or owns resources: adopting would replace it.", "Adopt into a new scope (--scope NAME), or destroy this scope first; the old backend is unchanged."},

@@ -75,6 +75,9 @@ func global(identities []string) []string {
 type Declaration struct {
 	Schemes      map[string][]string
 	AddressOwned []string
+	// From is where the declaration was read: a scheme moves only to the
+	// rules of a newer trusted revision (MayChangeSchemes).
+	From Origin
 }
 
 // Policy is the policy of the declaration alone, which a scope's own

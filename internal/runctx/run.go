@@ -63,3 +63,12 @@ func detectJob(getenv func(string) string) Job {
 	}
 	return Job{Actor: env("USER")}
 }
+
+// OnCI reports whether the process runs in CI: on a host Detect knows, or
+// where CI is set to a true value (as most CI systems set it).
+func OnCI(getenv func(string) string) bool {
+	if _, ok := detectHost(getenv, nil); ok {
+		return true
+	}
+	return isTrue(strings.TrimSpace(getenv("CI")))
+}

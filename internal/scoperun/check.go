@@ -112,7 +112,9 @@ func (r *runner) enginePlan(ctx context.Context, eng *engineRun, c *checked) err
 func (r *runner) readPlan(ctx context.Context, eng *engineRun, c *checked) error {
 	var err error
 	pj, wantJSON := eng.sess.(PlanJSONer)
-	wantJSON = wantJSON && r.o.Command == Plan && (r.o.SavePlan != "" || r.o.JSONPlan != "")
+	// The policies read the plan JSON as the engine printed it.
+	policies := r.o.Policy != nil || r.o.ProposedPolicy != nil
+	wantJSON = wantJSON && (policies || r.o.Command == Plan && (r.o.SavePlan != "" || r.o.JSONPlan != ""))
 	if wantJSON {
 		c.plan, c.planJSON, err = pj.ShowPlanJSON(eng.ctx, c.path)
 	} else {

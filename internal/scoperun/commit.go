@@ -31,6 +31,7 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, ld *load
 
 	rec := r.newReceipt(ld, st, c.plan, c.planned, c.rules)
 	rec.Settled = st.out
+	rec.Policies = r.res.Policies
 	// The engine is paused for the completions its creates wait for
 	// (apply.go, pauseEngine) where its process can be found.
 	rec.HeldCompletions = r.o.OpenEngine == nil && reaper.CanFind()
@@ -60,6 +61,9 @@ func (r *runner) commitIntents(ctx, bg context.Context, eng *engineRun, ld *load
 	icfg.About = r.holderInfo()
 	warning, err := ownership.UnderIntentLease(bg, r.o.Store, r.key.Environment, "intents-"+strings.TrimPrefix(r.o.RunID, "run-"), icfg,
 		func(context.Context) error {
+			if err := r.schemesUnchanged(ctx); err != nil {
+				return err
+			}
 			_, err := ownership.CheckForeign(ctx, r.o.Store, r.key, c.planned, foreignExcept(ld.handover))
 			return err
 		}, write)

@@ -70,6 +70,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	"github.com/sponson/terraform-provider-sponson/internal/environments"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/failpoint"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
@@ -499,8 +500,9 @@ func (w *world) resolveUnresolved(scope string) {
 			continue
 		}
 		name := strings.TrimPrefix(e.Address, fakeType+".")
+		approval, _ := scopeedit.Approve(environments.Environment{Name: propEnv}, "resolve", "")
 		o := scopeedit.Options{Store: w.st, Key: store.Key{Stack: "acme/app", Environment: propEnv, Scope: scope}, RunID: fmt.Sprintf("run-r%07x", w.runs),
-			Lease: lease.Config{TTL: time.Minute}}
+			Lease: lease.Config{TTL: time.Minute}, Approval: approval}
 		r := scopeedit.Resolution{Addresses: []string{e.Address}, Gone: true}
 		for id, n := range w.cloud.snapshot() {
 			if n == name && !held[id] {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sponson/terraform-provider-sponson/internal/ancestry"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
@@ -36,6 +37,7 @@ func (r *runner) reindex(ctx context.Context, eng *engineRun, prev *receipt.Rece
 		return nil, err
 	}
 	declared := r.o.Declared.Record()
+	r.schemesSeen = was
 	changed := ownership.ChangedSchemes(was, declared)
 	if len(changed) == 0 {
 		return prev, nil
@@ -54,8 +56,12 @@ func (r *runner) reindex(ctx context.Context, eng *engineRun, prev *receipt.Rece
 	if was, err = r.recordedSchemes(ctx, ik); err != nil {
 		return nil, err
 	}
+	r.schemesSeen = was
 	if changed = ownership.ChangedSchemes(was, declared); len(changed) == 0 {
 		return prev, nil
+	}
+	if err := r.mayChangeSchemes(ctx, ik); err != nil {
+		return nil, err
 	}
 	busy, err := r.reindexScopes(ctx, changed)
 	if err != nil {
@@ -69,9 +75,16 @@ func (r *runner) reindex(ctx context.Context, eng *engineRun, prev *receipt.Rece
 			strings.Join(changed, ", "), strings.Join(busy, ", ")))
 		return prev, nil
 	}
+	// The origin first: a crash between the two writes leaves the old
+	// schemes recorded as set by the new rules, which those rules (and
+	// only newer ones) migrate again.
+	if err := held.WriteRecord(ctx, ownership.SchemesFromRecord, ownership.EncodeOrigin(r.o.Declared.From)); err != nil {
+		return nil, err
+	}
 	if err := held.WriteRecord(ctx, ownership.SchemesRecord, ownership.EncodeSchemes(declared)); err != nil {
 		return nil, err
 	}
+	r.schemesSeen = declared
 	r.info(fmt.Sprintf("the identity scheme of %s changed in sponson.hcl: the objects of every scope of %s are indexed under it", strings.Join(changed, ", "), r.key.Environment))
 	return prev, held.Check()
 }
@@ -95,6 +108,54 @@ func (r *runner) reindexOwn(ctx context.Context, eng *engineRun, prev *receipt.R
 		return nil, err
 	}
 	return rec, nil
+}
+
+// mayChangeSchemes refuses a migration by rules older than, or not as
+// trusted as, the rules that set the recorded schemes: a pull request that
+// read the default branch before a scheme change merged must not move the
+// environment back (docs/design.md §2.18 "Trusted rules").
+func (r *runner) mayChangeSchemes(ctx context.Context, ik store.Key) error {
+	data, err := r.o.Store.ReadRecord(ctx, ik, ownership.SchemesFromRecord)
+	if err != nil {
+		return err
+	}
+	was, err := ownership.ParseOrigin(data)
+	if err != nil {
+		return errcode.Wrap(errcode.ReceiptCorrupt, err, "the record of where %s's identity schemes came from does not read", r.key.Environment)
+	}
+	git := r.o.Ancestry
+	if git == nil {
+		git = ancestry.GitIn(r.o.Dir)
+	}
+	return ownership.MayChangeSchemes(r.key.Environment, was, r.o.Declared.From, func(a, b string) (bool, error) {
+		v := ancestry.Compare(ctx, git, a, b)
+		if v.Verdict == ancestry.Unknown {
+			return false, errors.New(v.Why)
+		}
+		return v.Verdict == ancestry.Older, nil
+	})
+}
+
+// schemesUnchanged refuses, under the intent lease, a run whose view of the
+// environment's schemes went stale while it planned: another run migrated
+// them (reindex) after this one read them, so this run's identities may be
+// of the old scheme, and an object could be claimed under both
+// (docs/design.md §2.18 "Trusted rules"). The intent lease orders it with
+// every other check and migration.
+func (r *runner) schemesUnchanged(ctx context.Context) error {
+	if r.schemesSeen == nil {
+		return nil
+	}
+	ik := store.Key{Environment: r.key.Environment, Scope: ownership.IntentLeaseScope}
+	now, err := r.recordedSchemes(ctx, ik)
+	if err != nil {
+		return err
+	}
+	if changed := ownership.ChangedSchemes(r.schemesSeen, now); len(changed) > 0 {
+		return errcode.New(errcode.RulesStale, "the identity scheme of %s in %s changed while this run planned (another run migrated it); nothing was written", strings.Join(changed, ", "), r.key.Environment).
+			WithHint("Run again: the next run plans under the new scheme.")
+	}
+	return nil
 }
 
 func (r *runner) recordedSchemes(ctx context.Context, ik store.Key) (map[string][]string, error) {

@@ -6,7 +6,8 @@
 //
 // A run is a list of phases, one file each, read in this order: run.go (the
 // list), prepare.go, acquire.go, load.go, serve.go, settle.go, reindex.go,
-// check.go, commit.go, apply.go, record.go, finish.go and release.go;
+// check.go, policy.go, commit.go, apply.go, record.go, finish.go and
+// release.go;
 // unchanged.go is where an apply whose plan changes nothing ends instead of
 // commit.go, and saved.go where a plan ends. Each phase takes what the ones
 // before produced and returns what it makes, as values: prepare the
@@ -41,6 +42,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
+	"github.com/sponson/terraform-provider-sponson/internal/policy"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
@@ -138,6 +140,12 @@ type Options struct {
 	// stacks' outputs from. When nil no provider is served (an engine
 	// stand-in needs none).
 	ServeProvider func(ctx context.Context, version, dir string, states store.StateReader) (env []string, stop func(), err error)
+	// Policy are the environment's policies from the trusted rules, which
+	// judge the plan before anything is written (policy.go); nil: none.
+	// ProposedPolicy are the checkout's own, when they differ from the
+	// trusted ones: evaluated for the review, never judging the run.
+	Policy         *policy.Set
+	ProposedPolicy *policy.Set
 }
 
 // Engine is what a run needs of the engine: *engine.Session, or a test's
@@ -187,6 +195,9 @@ type Result struct {
 	InheritedFrom string
 	// LeaseWaits lists the holders this run waited for.
 	LeaseWaits []store.LeaseInfo
+	// Policies is the verdict of the policies on the plan (and of the
+	// proposed ones), nil when none were evaluated.
+	Policies *receipt.Policies
 }
 
 // PlanTexter is an engine that renders a saved plan as text
@@ -244,6 +255,10 @@ type runner struct {
 	// stackReads counts the other stacks' states the engine's
 	// sponson_outputs read (the no-change fast path needs there to be none).
 	stackReads atomic.Int64
+	// schemesSeen are the environment's identity schemes as reindex left
+	// them, which commit checks again under the intent lease
+	// (schemesUnchanged); nil in a plan.
+	schemesSeen map[string][]string
 }
 
 // Run performs o.Command.
@@ -299,6 +314,12 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A plan the policies refuse is still shown and saved; it fails once
+	// it is (policy.go).
+	denied := r.checkPolicies(ctx, chk, st.prev)
+	if denied != nil && r.o.Command != Plan {
+		return denied
+	}
 	if chk.fast {
 		// Nothing to apply and nothing the plan's values could change in
 		// the receipt (unchanged.go).
@@ -306,7 +327,10 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if r.o.Command == Plan {
 		r.planOutcome(chk)
-		return r.savePlan(work, ld.seen, chk)
+		if err := r.savePlan(work, ld.seen, chk); err != nil {
+			return err
+		}
+		return denied
 	}
 	rec, err := r.commitIntents(ctx, bg, eng, ld, st, chk)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 //     review text), of a scope sponson serves the state of, with a previous
 //     receipt and no succession under way;
 //   - no approval is needed (the approvers are among the plan's values);
+//   - the environment declares no policy (they judge the plan's JSON);
 //   - this run settled nothing;
 //   - the engine read no other stack's outputs (the receipt records those
 //     reads from the plan, with their serials);
@@ -53,6 +54,10 @@ func (r *runner) fastPathAllowed(work workdir, ld *loaded, st *settled) bool {
 		if _, ok := h.Predecessor(); ok {
 			return false
 		}
+	}
+	// Policies judge the plan's JSON, which the fast path does not read.
+	if r.o.Policy != nil || r.o.ProposedPolicy != nil {
+		return false
 	}
 	return !r.o.Protected && !ownership.NeedsApproval(r.key.Environment, nil)
 }

@@ -74,6 +74,7 @@ func adoptAndRetire(t *testing.T, h *harness, dir string, env []string, storeURL
 // adopted into a scope of the file store; the old state file is untouched,
 // and once its backend block is gone sponson plans no change.
 func TestE2EAdoptFromLocal(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/adopt")
 	if err := os.WriteFile(filepath.Join(dir, "backend.tf"), []byte(`terraform {
@@ -103,6 +104,7 @@ func TestE2EAdoptFromLocal(t *testing.T) {
 // same server; the old state object is untouched, and once the backend block
 // is gone sponson plans no change.
 func TestE2EAdoptFromS3(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	needsEngineBackend(t, "s3")
 	p := newS3E2E(t, "sponson")

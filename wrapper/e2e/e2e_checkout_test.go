@@ -17,6 +17,7 @@ import (
 // out it runs without a word and records that commit. A pull_request_target
 // run records the commit its checkout holds, not the pull request's head.
 func TestE2EChatOpsCheckout(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := t.TempDir()
 	git := func(args ...string) string {
@@ -56,7 +57,7 @@ func TestE2EChatOpsCheckout(t *testing.T) {
 		t.Fatal(err)
 	}
 	gh := []string{
-		"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL=" + srv.URL,
+		"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL=" + srv.URL, rulesFromCheckout,
 		"GITHUB_EVENT_NAME=issue_comment", "GITHUB_EVENT_PATH=" + event, "GITHUB_REF=refs/heads/main", "GITHUB_REF_NAME=main", "GITHUB_SHA=" + mainSHA,
 	}
 
@@ -92,7 +93,7 @@ func TestE2EChatOpsCheckout(t *testing.T) {
 	if err := os.WriteFile(target, []byte(`{"action": "synchronize", "number": 9, "pull_request": {"number": 9, "head": {"sha": "`+headSHA+`", "ref": "feature", "repo": {"id": 1}}, "base": {"repo": {"id": 1}}}, "repository": {"id": 1, "default_branch": "main"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pt := []string{"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_EVENT_NAME=pull_request_target", "GITHUB_EVENT_PATH=" + target,
+	pt := []string{"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", rulesFromCheckout, "GITHUB_EVENT_NAME=pull_request_target", "GITHUB_EVENT_PATH=" + target,
 		"GITHUB_REF=refs/heads/main", "GITHUB_REF_NAME=main", "GITHUB_HEAD_REF=feature", "GITHUB_SHA=" + mainSHA}
 	p := h.mustRunEnv(dir, pt, "plan", "--json")
 	if !strings.Contains(p.stdout, `"commit": "`+mainSHA+`"`) {

@@ -22,6 +22,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden CI logs of e2e
 // stdout and stderr go to one file, as a CI runner's log takes them, so the
 // order is the real one. Run ids, object ids and timings are normalised.
 func TestE2ECILog(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dir := h.workdir("testdata/cilog")
 	engine := engineName()

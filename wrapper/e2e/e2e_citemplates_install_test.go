@@ -27,6 +27,7 @@ import (
 // would (SPONSON_BASE_URL). The script's pinned checksum must match, and the
 // installed sponson must run.
 func TestE2ECITemplatesGitLabInstall(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	p := loadGitLab(t)
 	version := p.variables["SPONSON_VERSION"]

@@ -19,6 +19,7 @@ import (
 // sponson/fixture (no registry is reachable, no dev_overrides), so the run
 // succeeds only if the mirror was used.
 func TestE2EUserTerraformrcMirror(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	bin := fixtureprovider.Build(t)
 	home := t.TempDir()
@@ -88,6 +89,7 @@ func TestE2EUserTerraformrcMirror(t *testing.T) {
 // every command, on stdout, which breaks `show -json`; the run works with no
 // CLI configuration, as the engine would, and says so once.
 func TestE2EMissingCLIConfigFile(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/cilog")
 	gone := filepath.Join(t.TempDir(), "gone.tfrc")

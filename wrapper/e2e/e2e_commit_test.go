@@ -16,6 +16,7 @@ import (
 // says so in the receipt; a commit git cannot place warns and proceeds; a
 // destroy is never refused.
 func TestE2EOlderCommit(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := t.TempDir()
 	git := func(args ...string) string {

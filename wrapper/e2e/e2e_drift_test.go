@@ -14,6 +14,7 @@ import (
 // changed and the third in sync, exits 1 with DRIFT_DETECTED, and changes
 // nothing: not the store, not the objects.
 func TestE2EDrift(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")

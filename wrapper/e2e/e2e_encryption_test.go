@@ -14,6 +14,7 @@ import (
 // HashiCorp Terraform, which has no such block, gets the same refusal
 // before it could reject the block itself.
 func TestE2EEngineEncryptionRefused(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/encrypted")
 	for _, args := range [][]string{{"apply", "--scope", "pr-1"}, {"plan", "--scope", "pr-1"}} {

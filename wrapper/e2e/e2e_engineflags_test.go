@@ -70,6 +70,7 @@ func needsEngineBackend(t *testing.T, name string) {
 // the full apply after it adds the rest and keeps every earlier entry as it
 // was.
 func TestE2ETargetThenFullApply(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -130,6 +131,7 @@ func TestE2ETargetThenFullApply(t *testing.T) {
 // TestE2EReplaceOne: -replace recreates exactly one resource; the ledger
 // keeps it as created by sponson under its new id.
 func TestE2EReplaceOne(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -156,6 +158,7 @@ func TestE2EReplaceOne(t *testing.T) {
 // another changed outside sponson, -refresh-only brings state and ledger in
 // line with what exists, and creates nothing.
 func TestE2ERefreshOnlyAfterOutOfBandChange(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -194,6 +197,7 @@ func TestE2ERefreshOnlyAfterOutOfBandChange(t *testing.T) {
 // first as the engine would; the engine's cosmetic flags are accepted, and
 // TF_LOG with TF_LOG_PATH reaches the engine.
 func TestE2EVarOrderAndPassThrough(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -218,6 +222,7 @@ func TestE2EVarOrderAndPassThrough(t *testing.T) {
 // TestE2EExclude: -exclude works on OpenTofu and is refused on Terraform,
 // which has no such flag.
 func TestE2EExclude(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -245,6 +250,7 @@ func TestE2EExclude(t *testing.T) {
 // TestE2EDetailedExitcode: plan -detailed-exitcode exits 2 with changes, 0
 // without, and 1 when refused, as the engine's.
 func TestE2EDetailedExitcode(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")

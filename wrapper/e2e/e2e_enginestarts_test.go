@@ -62,6 +62,7 @@ func starts(t *testing.T, log string) []string {
 // changed configuration (here a new module call) is initialised again, and
 // the module it installs is really used.
 func TestE2EEngineStarts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	engine, log := tracingEngine(t)
 	env := []string{"SPONSON_ENGINE=" + engine}
@@ -125,6 +126,7 @@ func TestE2EEngineStarts(t *testing.T) {
 // import block, a moved block and a removed block; after each, the next
 // unchanged apply is the fast one again.
 func TestE2ENoChangeFastPath(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	engine, log := tracingEngine(t)
@@ -278,6 +280,7 @@ func TestE2ENoChangeFastPath(t *testing.T) {
 // directory is the new scope's own: a changed configuration initialises
 // each scope again, and both go on working.
 func TestE2ENewScopeTakesOverInit(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	engine, log := tracingEngine(t)
@@ -323,6 +326,7 @@ func TestE2ENewScopeTakesOverInit(t *testing.T) {
 // another stack's outputs (sponson_outputs) takes the full path, plan JSON
 // included: its receipt records the read, with the serial it read.
 func TestE2ENoChangeReadingOtherStacks(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	root := repoWith(t, multiStack)
 	engine, log := tracingEngine(t)

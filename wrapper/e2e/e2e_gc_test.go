@@ -76,6 +76,7 @@ func gcRows(t *testing.T, r result) []gcRow {
 // byte for byte, reports the destroy that fails and goes on with the rest;
 // the next gc collects what is left, and every record is kept.
 func TestE2EGC(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir(example)
 	if err := os.WriteFile(filepath.Join(dir, "gc_probe.tf"), []byte(gcProbe), 0o644); err != nil {

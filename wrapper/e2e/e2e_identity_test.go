@@ -46,6 +46,7 @@ func refused(t *testing.T, what string, r result, owner string) {
 // from the state, where a dynamically typed value is stored with its type.
 // Another scope planning the same input must collide with it.
 func TestE2EDynamicIdentityFromPlanAndState(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/identity")
@@ -66,6 +67,7 @@ func TestE2EDynamicIdentityFromPlanAndState(t *testing.T) {
 // otherwise the importer co-owns the object and the owner's destroy is
 // refused forever.
 func TestE2ENoOpImportOfForeignObject(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/identity")
@@ -136,6 +138,7 @@ func readStateObjects(t *testing.T, path string) []stateObject {
 // object with a change; it must be refused, and the owner's object must
 // survive the attacker's destroy.
 func TestE2EPolicyCannotDodgeTheCheck(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	for _, c := range []struct {
@@ -168,6 +171,7 @@ func TestE2EPolicyCannotDodgeTheCheck(t *testing.T) {
 // that creates one with the same input is checked under main's scheme and
 // refused, its intent included.
 func TestE2ECreateCheckedUnderTheOwnersScheme(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/identity")
@@ -184,6 +188,7 @@ func TestE2ECreateCheckedUnderTheOwnersScheme(t *testing.T) {
 // under their address, unmatchable by any other scope: refused before the
 // engine writes.
 func TestE2EPolicyChangeThatLosesOwnershipRefused(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/identity")
@@ -203,6 +208,7 @@ func TestE2EPolicyChangeThatLosesOwnershipRefused(t *testing.T) {
 // and the ownership index; another scope planning the same value collides
 // with it, whether its plan marks the value sensitive or not.
 func TestE2ESensitiveIdentityHashed(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/identity")
@@ -240,6 +246,7 @@ func TestE2ESensitiveIdentityHashed(t *testing.T) {
 // the same input in another scope is refused before the engine writes,
 // another input is not, and the owner's ledger records the scheme.
 func TestE2EDeclaredIdentityScheme(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/identity")
@@ -262,6 +269,7 @@ func TestE2EDeclaredIdentityScheme(t *testing.T) {
 // the new scheme, under main's lease, before its own check: a create of
 // main's input in pr-2 is refused, not let through by a stale index.
 func TestE2EDeclaredSchemeChangeReindexes(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/identity")

@@ -15,6 +15,7 @@ import (
 // refuses, before anything is written, an object another scope owns and an
 // import that would change the object.
 func TestE2EImport(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")

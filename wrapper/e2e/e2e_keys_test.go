@@ -17,6 +17,7 @@ import (
 // including sponson and finds no key in any of them, sponson's own
 // included (it re-executed itself without them).
 func TestE2EKeysAreNotBelowSponson(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/keys")
 	out := filepath.Join(t.TempDir(), "ancestors.tsv")
@@ -74,6 +75,7 @@ func checkAncestors(t *testing.T, out string, rootReader bool) {
 // root, the test drops to the user nobody; run as another user, it is that
 // user already.
 func TestE2EKeysAreNotBelowSponsonNonRoot(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	if os.Geteuid() != 0 {
 		dir := h.workdir("testdata/keys")

@@ -37,6 +37,7 @@ resource "terraform_data" "d" {
 // plan) sees the whole ledger, and the destroy leaves a receipt of an empty
 // ledger, written whole.
 func TestE2ELedgerBase(t *testing.T) {
+	t.Parallel()
 	h := e2eFailpoints(t)
 	mirror := realproviders.Install(t)
 	cfg, err := fixtureprovider.WriteCLIConfig(t.TempDir(), fixtureprovider.Build(t), mirror)

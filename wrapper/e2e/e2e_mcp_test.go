@@ -18,6 +18,7 @@ import (
 // subprocess, the client the SDK's, the engine real. Every result is the
 // CLI's --json envelope.
 func TestE2EMCP(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/slow")
 	ctx := context.Background()
@@ -238,6 +239,7 @@ func mustJSON(t *testing.T, v any) string {
 // a saved plan with variables comes back in the envelope), and an engine
 // flag (replace) reaches the engine.
 func TestE2EMCPSavedPlanAndEngineFlags(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/slow")
 	ctx := context.Background()

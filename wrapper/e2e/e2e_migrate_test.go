@@ -17,6 +17,7 @@ import (
 // status, never read as empty; after `sponson migrate` a plan of the same
 // configuration shows no change, per store kind.
 func TestE2EMigrateOldLayout(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	const fixtures = "../../internal/store/testdata/layout1"
 	kinds := []struct {

@@ -20,6 +20,7 @@ import (
 // a lock file with that hash or with the zh: hash alone, and refuse one with
 // a wrong hash (so the check is real); plan must run the provider.
 func TestE2EProviderMirror(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	engine := os.Getenv("SPONSON_TEST_ENGINE")
 	mirror := filepath.Join(t.TempDir(), "mirror")

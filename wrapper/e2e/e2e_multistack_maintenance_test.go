@@ -44,6 +44,7 @@ resource "fixture_object" "doc" {
 // the one changed by hand, and gc collects a closed pull request's scope in
 // every stack, app before the network it reads.
 func TestE2EMultiStackGCDrift(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	t.Run("file", func(t *testing.T) {
 		gcDriftScenario(t, h, "--store=file://"+filepath.Join(t.TempDir(), "store"))
@@ -196,6 +197,7 @@ func gcDriftScenario(t *testing.T, h *harness, storeFlag string) {
 // "(not committed)", and leaves out what the engine and sponson write
 // themselves (.terraform/, .sponson/, a new lock file).
 func TestE2EStacksChangedWorkingTree(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	root := repoWith(t, multiStack)
 	env := []string{deriveStack}
@@ -249,6 +251,7 @@ func TestE2EStacksChangedWorkingTree(t *testing.T) {
 // only): both apply, the dependent reading its upstream's sealed state,
 // and no engine of either stack sees the key in its environment.
 func TestE2EMultiStackStateKey(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dump := func(stack, extra string) string {
 		return `terraform {

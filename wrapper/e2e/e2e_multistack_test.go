@@ -220,6 +220,7 @@ func lineIndex(out, s string) int {
 // skips app and not docs, with the worst exit code; destroy --all destroys
 // app before network.
 func TestE2EMultiStack(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	t.Run("file", func(t *testing.T) {
 		multiStackScenario(t, h, "--store=file://"+filepath.Join(t.TempDir(), "store"))
@@ -402,6 +403,7 @@ func multiStackScenario(t *testing.T, h *harness, storeFlag string) {
 // TestE2EMultiStackCycle: stacks that wait for each other are refused
 // before any engine runs, naming the cycle.
 func TestE2EMultiStackCycle(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	root := repoWith(t, map[string]string{
 		"a/main.tf": `resource "sponson_scope" "this" {
@@ -434,6 +436,7 @@ data "sponson_outputs" "a" {
 // the same time and the depths in order, as jobs of a matrix in layers do:
 // app, in the second layer, reads the network the first layer applied.
 func TestE2EMultiStackMatrix(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	t.Run("file", func(t *testing.T) {
 		matrixScenario(t, h, "--store=file://"+filepath.Join(t.TempDir(), "store"))
@@ -488,6 +491,7 @@ func matrixScenario(t *testing.T, h *harness, storeFlag string) {
 // holder keeps, ends INTERRUPTED and takes nothing), starts nothing more
 // (app is skipped), and the run still prints its one document.
 func TestE2EMultiStackInterrupt(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	root := repoWith(t, multiStack)
 	dir := filepath.Join(t.TempDir(), "store")
@@ -552,6 +556,7 @@ func TestE2EMultiStackInterrupt(t *testing.T) {
 // --summary file and one GitLab report of all the stacks; a single-stack
 // run beside it keeps its own comment. No sensitive value appears.
 func TestE2EMultiStackReview(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	srv := commenttest.New("gh-token")
 	defer srv.Close()
@@ -559,7 +564,7 @@ func TestE2EMultiStackReview(t *testing.T) {
 	out := t.TempDir()
 	step := filepath.Join(out, "step-summary.md")
 	env := []string{deriveStack,
-		"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL=" + srv.URL,
+		"GITHUB_ACTIONS=true", rulesFromCheckout, "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL=" + srv.URL,
 		"GITHUB_SERVER_URL=https://github.example", "GITHUB_RUN_ID=77", "GITHUB_STEP_SUMMARY=" + step,
 		"GITHUB_REF_NAME=7/merge", "GITHUB_HEAD_REF=feat-x", "GITHUB_EVENT_NAME=pull_request",
 		"SPONSON_STORE=file://" + filepath.Join(t.TempDir(), "store"),

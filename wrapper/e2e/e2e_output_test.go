@@ -12,6 +12,7 @@ import (
 // the store, in the engine's -json and -raw forms and for people, without
 // the lease and without the engine; another scope's outputs are its own.
 func TestE2EOutput(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/outputs")
 	h.mustRun(dir, "apply", "--scope", "pr-1", "-var", "name=one")

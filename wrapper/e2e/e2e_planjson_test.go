@@ -73,6 +73,7 @@ deny contains msg if {
 // the seal check; conftest evaluates a Rego policy on it, passing one plan
 // and failing the other; a damaged plan file is not shown.
 func TestE2EPlanJSONPolicy(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	bin := conftest(t)
 	env, _ := fixtureEnv(t)

@@ -255,8 +255,15 @@ var threeScopes = [][]string{
 	{"--pr", "2", "--branch", "feat/two"},
 }
 
-func TestE2ERealProvidersSameContent(t *testing.T) { testSameContent(t, realTier) }
-func TestE2EIDSemanticsSameContent(t *testing.T)   { testSameContent(t, fixtureTier) }
+func TestE2ERealProvidersSameContent(t *testing.T) {
+	t.Parallel()
+	testSameContent(t, realTier)
+}
+
+func TestE2EIDSemanticsSameContent(t *testing.T) {
+	t.Parallel()
+	testSameContent(t, fixtureTier)
+}
 
 // stateReader is what the scenarios read back from a store.
 type stateReader interface {
@@ -415,8 +422,15 @@ func sameContentOn(t *testing.T, h *harness, tier idTier, dir string, env []stri
 	}
 }
 
-func TestE2ERealProvidersSuccession(t *testing.T) { testSuccessionReplaces(t, realTier) }
-func TestE2EIDSemanticsSuccession(t *testing.T)   { testSuccessionReplaces(t, fixtureTier) }
+func TestE2ERealProvidersSuccession(t *testing.T) {
+	t.Parallel()
+	testSuccessionReplaces(t, realTier)
+}
+
+func TestE2EIDSemanticsSuccession(t *testing.T) {
+	t.Parallel()
+	testSuccessionReplaces(t, fixtureTier)
+}
 
 // testSuccessionReplaces: feat/x is applied as a branch, then its pull
 // request's first apply takes it over. The pet's prefix is the scope, so
@@ -476,8 +490,15 @@ func testSuccessionReplaces(t *testing.T, tier idTier) {
 	}
 }
 
-func TestE2ERealProvidersGC(t *testing.T) { testGCSameContent(t, realTier) }
-func TestE2EIDSemanticsGC(t *testing.T)   { testGCSameContent(t, fixtureTier) }
+func TestE2ERealProvidersGC(t *testing.T) {
+	t.Parallel()
+	testGCSameContent(t, realTier)
+}
+
+func TestE2EIDSemanticsGC(t *testing.T) {
+	t.Parallel()
+	testGCSameContent(t, fixtureTier)
+}
 
 // testGCSameContent: of main, pr-1 and pr-2 (equal contents, the same
 // second), gc with only pull request 2 open destroys pr-1 alone and leaves
@@ -521,8 +542,15 @@ func testGCSameContent(t *testing.T, tier idTier) {
 	}
 }
 
-func TestE2ERealProvidersDeclaredFilename(t *testing.T) { testDeclaredFilename(t, realTier) }
-func TestE2EIDSemanticsDeclaredFilename(t *testing.T)   { testDeclaredFilename(t, fixtureTier) }
+func TestE2ERealProvidersDeclaredFilename(t *testing.T) {
+	t.Parallel()
+	testDeclaredFilename(t, realTier)
+}
+
+func TestE2EIDSemanticsDeclaredFilename(t *testing.T) {
+	t.Parallel()
+	testDeclaredFilename(t, fixtureTier)
+}
 
 // testDeclaredFilename: with sponson.hcl identifying the README's type by
 // filename, main and pr-1 (equal contents, so equal ids) each own their

@@ -12,6 +12,7 @@ import (
 // anything is read or written; before, plan said "no changes" and apply
 // would have destroyed what the scope owns.
 func TestE2EEmptyDirectory(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -49,6 +50,7 @@ func TestE2EEmptyDirectory(t *testing.T) {
 // store; an environment in which it finds no scope is DRIFT_CHECK_FAILED
 // rather than "in sync", unless --allow-empty.
 func TestE2EDriftConfiguredByEnv(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	checkout := t.TempDir()

@@ -21,13 +21,14 @@ import (
 // another for one run. SPONSON_REVIEW_OUT, when set, keeps the rendered
 // comment.
 func TestE2EReviewComment(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	srv := commenttest.New("gh-token")
 	defer srv.Close()
 	dir := h.workdir("testdata/review")
 	gh := append(env,
-		"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL="+srv.URL,
+		"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL="+srv.URL, rulesFromCheckout,
 		"GITHUB_SERVER_URL=https://github.example", "GITHUB_RUN_ID=77", "GITHUB_EVENT_NAME=pull_request",
 		"GITHUB_REF_NAME=7/merge", "GITHUB_SHA=0123456789abcdef0123456789abcdef01234567", "GITHUB_HEAD_REF=feat-x",
 	)

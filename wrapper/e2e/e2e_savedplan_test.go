@@ -17,6 +17,7 @@ import (
 // an object it touches, is refused before anything is written, naming the
 // run and scope; a tampered or truncated file is refused.
 func TestE2ESavedPlan(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -176,6 +177,7 @@ func noServerSecrets(t *testing.T, path string) {
 // applies the plan against the inherited state. When the branch scope runs
 // again after the plan, the plan is stale, naming that run.
 func TestE2ESavedPlanSuccession(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -209,6 +211,7 @@ func TestE2ESavedPlanSuccession(t *testing.T) {
 // checksum only; its plan and its apply say so, and with the key neither
 // does.
 func TestE2ESavedPlanUnauthenticatedInProduction(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/released")
 	plan := filepath.Join(t.TempDir(), "prod.tfplan")

@@ -112,6 +112,7 @@ func stateObjects(t *testing.T, state []byte) []string {
 // refused naming the other stack; destroying one leaves the other byte for
 // byte.
 func TestE2EStacksOneRepository(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	fixture, _ := fixtureEnv(t)
 	for _, ss := range stackStores(t) {
@@ -254,6 +255,7 @@ func waitLeaseHeld(t *testing.T, st store.Store, key store.Key, done chan error,
 // root module at the same path, on one PostgreSQL store, are two stacks:
 // the same pull request of each has its own state and lease.
 func TestE2EStacksTwoRepositories(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	fixture, _ := fixtureEnv(t)
 	p := newPgE2E(t)
@@ -302,6 +304,7 @@ func objectName(stack string) string { return strings.NewReplacer("/", "_", ".",
 // never inherits from the branch scope of another root module of the same
 // repository, and a stack declared in sponson_scope (a literal) is used.
 func TestE2EStacksSuccessionStaysInStack(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	fixture, _ := fixtureEnv(t)
 	root := checkout(t, "git@github.com:acme/infra.git", "network", "app")

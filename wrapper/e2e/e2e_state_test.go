@@ -16,6 +16,7 @@ import (
 // owning it under the same identity, so the configuration renamed to match
 // plans no change.
 func TestE2EStateRmThenLedger(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -82,6 +83,7 @@ func TestE2EStateRmThenLedger(t *testing.T) {
 // A state of another lineage, an older serial, or objects another scope
 // owns are refused before anything is written.
 func TestE2EStatePush(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")

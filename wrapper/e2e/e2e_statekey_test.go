@@ -15,6 +15,7 @@ import (
 // the engine runs: no resource is created whose state could not be kept,
 // and nothing is left in the configuration directory.
 func TestE2EMissingStateKeyRefusedFirst(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/envdump")
 	_, flag, _ := gitRemote(t)
@@ -40,6 +41,7 @@ func TestE2EMissingStateKeyRefusedFirst(t *testing.T) {
 // SPONSON_STATE_KEY_PRODUCTION, which a job holding only the preview key
 // cannot open; and no state key reaches the engine's environment.
 func TestE2EStateKeyPerEnvironment(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/envdump")
 	_, flag, _ := gitRemote(t)
@@ -75,6 +77,7 @@ func TestE2EStateKeyPerEnvironment(t *testing.T) {
 // (git and S3) and for each command that reads or writes the state; the
 // scope's lease stays free.
 func TestE2EWrongStateKeyRefusedFirst(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	right, wrong := strings.Repeat("1", 64), strings.Repeat("2", 64)
 	_, gitFlag, _ := gitRemote(t)

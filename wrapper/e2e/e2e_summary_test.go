@@ -16,6 +16,7 @@ import (
 // GitHub API), updated in place; no sensitive value appears anywhere. A
 // missing token, a 403 and a 5xx are warnings: the run still succeeds.
 func TestE2ESummaryAndComment(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	srv := commenttest.New("gh-token")
 	defer srv.Close()
@@ -23,7 +24,7 @@ func TestE2ESummaryAndComment(t *testing.T) {
 	out := t.TempDir()
 	step := filepath.Join(out, "step-summary.md")
 	gh := []string{
-		"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL=" + srv.URL,
+		"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/infra", "GITHUB_TOKEN=gh-token", "GITHUB_API_URL=" + srv.URL, rulesFromCheckout,
 		"GITHUB_SERVER_URL=https://github.example", "GITHUB_RUN_ID=77", "GITHUB_STEP_SUMMARY=" + step,
 		"GITHUB_REF_NAME=7/merge", "GITHUB_HEAD_REF=feat-x", "GITHUB_EVENT_NAME=pull_request",
 	}
@@ -111,6 +112,7 @@ func TestE2ESummaryAndComment(t *testing.T) {
 // scope owns still writes its summary, naming the resource and its owner;
 // a destroy writes one too.
 func TestE2ESummaryOfARefusal(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, _ := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")

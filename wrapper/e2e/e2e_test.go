@@ -20,6 +20,7 @@ const example = "../../examples/preview"
 // others' resources and state byte for byte, and a second apply changes
 // nothing.
 func TestE2EThreeScopes(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir(example)
 	mainTF := readFile(t, filepath.Join(dir, "main.tf"))
@@ -112,6 +113,7 @@ func TestE2EThreeScopes(t *testing.T) {
 // TestE2EVarsAndJSON checks the flags people paste from engine commands and
 // the envelope of each kind of outcome.
 func TestE2EVarsAndJSON(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir(example)
 	varFile := filepath.Join(dir, "large.tfvars")
@@ -167,6 +169,7 @@ func TestE2EVarsAndJSON(t *testing.T) {
 // scope gets its own workspace, the run says plainly that its state writes
 // are not fenced, and leases and receipts still live in the Sponson store.
 func TestE2EOwnBackend(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/own-backend")
 	r1 := h.mustRun(dir, "apply", "--scope", "pr-1", "-var", "name=one")
@@ -199,6 +202,7 @@ func TestE2EOwnBackend(t *testing.T) {
 // TestE2EDestroyNothing: destroying a scope that was never applied, or is
 // destroyed already, is a clear no-op that writes nothing.
 func TestE2EDestroyNothing(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir(example)
 	r := h.mustRun(dir, "destroy", "--scope", "pr-404")

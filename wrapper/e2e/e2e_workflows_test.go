@@ -27,6 +27,7 @@ type workflowLine struct {
 // would or with its meaning under sponson, and each refusal names what to
 // use instead.
 func TestE2EWorkflowLines(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, objects := fixtureEnv(t)
 	dir := h.workdir("testdata/fixture")
@@ -151,6 +152,7 @@ func TestE2EWorkflowLines(t *testing.T) {
 // diagnostics of validate are also annotations with the file (relative to
 // the checkout) and line the engine gives, and sponson's error one more.
 func TestE2EValidateAnnotations(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	checkout := t.TempDir()
 	infra := filepath.Join(checkout, "infra")
@@ -186,9 +188,10 @@ func TestE2EValidateAnnotations(t *testing.T) {
 // TestE2EGitLabSections: in a GitLab CI job the engine's init, plan and
 // apply are collapsible sections of the log, each opened and closed.
 func TestE2EGitLabSections(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/outputs")
-	r := h.mustRunEnv(dir, []string{"GITLAB_CI=true"}, "apply", "--scope", "pr-1")
+	r := h.mustRunEnv(dir, []string{"GITLAB_CI=true", rulesFromCheckout}, "apply", "--scope", "pr-1")
 	for _, name := range []string{"sponson_init", "sponson_plan", "sponson_apply"} {
 		start := regexp.MustCompile(`\x1b\[0Ksection_start:\d+:` + name + `\[collapsed=true\]\r\x1b\[0K`)
 		end := regexp.MustCompile(`\x1b\[0Ksection_end:\d+:` + name + `\r\x1b\[0K`)
