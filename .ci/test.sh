@@ -3,15 +3,18 @@
 #   unit            pure logic and real stores, no engine;
 #   acceptance      the provider under terraform-plugin-testing (TF_ACC=1);
 #   e2e-opentofu    the built sponson binary driving the real OpenTofu;
-#   e2e-terraform   the same tests driving the real HashiCorp Terraform.
+#   e2e-terraform   the same tests driving the real HashiCorp Terraform, but
+#                   for those of .ci/e2e-one-engine.txt, whose subject is
+#                   not the engine (OpenTofu runs them).
 # The e2e tiers hold the real-provider tests (TestE2ERealProviders*, over
 # HashiCorp's providers from ../shared/providers or SPONSON_REAL_PROVIDERS,
 # and the time provider of `make tools`): without the binaries they skip,
 # and the tier's summary says why, unless SPONSON_REQUIRE_REAL_PROVIDERS=1
 # (CI) makes them fail.
 # Each tier prints "TIER: N passed, N failed, N skipped" after each reason
-# for a skip; a tier that runs no test fails. Extra arguments go to every
-# `go test` (e.g. -run, -v).
+# for a skip, then "-- TIER: Ns" (also into .tools/test-durations.log, for
+# .ci/run's table); a tier that runs no test fails. Extra arguments go to
+# every `go test` (e.g. -run, -v).
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,9 +35,23 @@ empty_rc="$(mktemp)"
 trap 'rm -f "$empty_rc"' EXIT
 export TF_CLI_CONFIG_FILE="$empty_rc"
 
+# The e2e-terraform tier skips the tests of .ci/e2e-one-engine.txt, whose
+# subject is not the engine: they run on OpenTofu only.
+one_engine=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' .ci/e2e-one-engine.txt | paste -sd '|')
+if [ -z "$one_engine" ]; then
+	echo ".ci/e2e-one-engine.txt lists no test" >&2
+	exit 1
+fi
+
+for name in ${one_engine//|/ }; do
+	grep -q "^func $name(" wrapper/e2e/*_test.go ||
+		echo "warning: .ci/e2e-one-engine.txt names $name, which wrapper/e2e does not define" >&2
+done
+
 status=0
+started=$SECONDS
 tier() {
-	local name=$1
+	local name=$1 start=$SECONDS
 	shift
 	echo "== $name"
 	# The raw stream stays in .tools/test-TIER.json (a timed-out test's
@@ -44,19 +61,23 @@ tier() {
 	if [ "${rc[0]}" -ne 0 ] || [ "${rc[2]}" -ne 0 ]; then
 		status=1
 	fi
+	echo "-- $name: $((SECONDS - start))s"
+	printf '%-16s %5ds\n' "$name" $((SECONDS - start)) >>"$root/.tools/test-durations.log"
 }
 
 : >"$root/.tools/test-summary.log"
+: >"$root/.tools/test-durations.log"
 tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig ./.ci/installsh ./.ci/testsummary
 tier acceptance env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -count=1 -json -run '^TestAcc' "$@" ./provider/... ./internal/fixtureprovider/...
 tier e2e-opentofu env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
 	go test -count=1 -json -run '^TestE2E' -timeout 60m "$@" ./wrapper/...
 tier e2e-terraform env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$terraform" \
-	go test -count=1 -json -run '^TestE2E' -timeout 60m "$@" ./wrapper/...
+	go test -count=1 -json -run '^TestE2E' -skip "^($one_engine)\$" -timeout 60m "$@" ./wrapper/...
 
 awk -F'[:,]' '/^(unit|acceptance|e2e-opentofu|e2e-terraform): [0-9]+ passed/ {
 	split($2, p, " "); split($3, f, " "); split($4, s, " ");
 	P += p[1]; F += f[1]; S += s[1]
 } END { printf "total: %d passed, %d failed, %d skipped\n", P, F, S }' "$root/.tools/test-summary.log"
+echo "-- tests: $((SECONDS - started))s"
 exit $status
