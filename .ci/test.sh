@@ -56,7 +56,10 @@ tier() {
 	echo "== $name"
 	# The raw stream stays in .tools/test-TIER.json (a timed-out test's
 	# goroutine dump is there); the summary goes to the log.
-	"$@" | tee "$root/.tools/test-$name.json" | .tools/bin/testsummary "$name" | tee -a "$root/.tools/test-summary.log"
+	# `time` adds the CPU the tier's processes used (the engines and
+	# providers included), so the log tells whether the two cores were busy.
+	local TIMEFORMAT="-- $name: %Rs wall, %Us user + %Ss system CPU (%P%% of one core)"
+	time "$@" | tee "$root/.tools/test-$name.json" | .tools/bin/testsummary "$name" | tee -a "$root/.tools/test-summary.log"
 	local rc=("${PIPESTATUS[@]}")
 	if [ "${rc[0]}" -ne 0 ] || [ "${rc[2]}" -ne 0 ]; then
 		status=1
