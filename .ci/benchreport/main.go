@@ -86,11 +86,35 @@ func main() {
 			b.WriteString("\n")
 		}
 	}
-	if err := os.WriteFile("BENCHMARKS.md", []byte(b.String()), 0o644); err != nil {
+	if err := write("BENCHMARKS.md", b.String()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	fmt.Printf("wrote BENCHMARKS.md (%d benchmarks)\n", len(rows))
+}
+
+// handMarker opens the hand-written tail of BENCHMARKS.md: the measurements
+// behind docs/design.md and notes added by hand, which no run writes.
+const handMarker = "<!-- Hand-written below this line: make bench keeps it as it is. -->"
+
+// write writes the report to path, followed by the hand-written tail of the
+// file already there: everything from the line handMarker onward, byte for
+// byte. A file without the marker has no tail to keep.
+func write(path, report string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	tail := ""
+	if i := strings.Index(string(old), "\n"+handMarker+"\n"); i >= 0 {
+		tail = string(old[i+1:])
+	} else if strings.HasPrefix(string(old), handMarker+"\n") {
+		tail = string(old)
+	}
+	if tail != "" {
+		report = strings.TrimRight(report, "\n") + "\n\n" + tail
+	}
+	return os.WriteFile(path, []byte(report), 0o644)
 }
 
 // trimProcs drops the -GOMAXPROCS suffix go test adds to a name.
