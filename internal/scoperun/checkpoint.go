@@ -223,7 +223,7 @@ const checkpointRest = 200 * time.Millisecond
 // carried the whole receipt, a write at 1,000 instant creates took tens of
 // milliseconds, and the 200 ms rest alone let 20 writes of 600 KB through;
 // in proportion they were fewer, how many following the apply's length
-// (docs/design.md §2.4 gives the counts). The journal made writes small;
+// (BENCHMARKS.md, "Measurements behind the design", gives the counts for docs/design.md §2.4). The journal made writes small;
 // the rule still bounds a slow store's: writes that nothing cuts short
 // take at most a ninth of the apply. What waits
 // for the rest are completions whose loss needs no person (creates of

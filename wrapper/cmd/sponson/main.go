@@ -53,7 +53,7 @@ func main() {
 }
 
 // profile writes a CPU profile of the whole command to path (for `go tool
-// pprof`; docs/design.md §8 says to profile before optimising), or does
+// pprof`; the profiles behind docs/design.md §8 were taken this way), or does
 // nothing when path is empty.
 func profile(path string) (stop func()) {
 	if path == "" {
