@@ -9,11 +9,13 @@
 #   .ci/build-tool.sh time-provider
 #                                 HashiCorp's time provider for the real-provider
 #                                 tests (internal/realproviders), not linked
+#   .ci/build-tool.sh conftest    conftest, which the plan JSON test runs on
+#                                 sponson's plan JSON, not linked
 #
 # The binary is ${XDG_CACHE_HOME:-$HOME/.cache}/sponson/TOOL/VERSION/BINARY
 # (BINARY is TOOL but for the time provider, terraform-provider-time), the
 # version $TOFU_VERSION, $TERRAFORM_VERSION, $VERSITYGW_VERSION,
-# $GORELEASER_VERSION or $TIME_PROVIDER_VERSION when set, else the pin in the
+# $GORELEASER_VERSION, $TIME_PROVIDER_VERSION or $CONFTEST_VERSION when set, else the pin in the
 # recipe below. A cold build
 # takes minutes on two cores; a warm one only checks that the binary runs.
 # A linked tool prints "<checkout>/.tools/bin/TOOL -> <binary>"; an unlinked
@@ -74,8 +76,15 @@ recipe() {
 		module=github.com/hashicorp/terraform-provider-time binary=terraform-provider-time
 		ldflags="-s -w" probe=(-help) link=no takes="a minute or two" how=install
 		;;
+	conftest)
+		# The policy tool teams already run on `show -json`: the plan JSON
+		# test (wrapper/e2e/e2e_planjson_test.go) proves it reads sponson's
+		# unchanged. Cold: a few minutes (OPA and its dependencies).
+		name=conftest version="${CONFTEST_VERSION:-v0.71.1}" module=github.com/open-policy-agent/conftest
+		ldflags="-s -w" probe=(--version) link=no takes="a few minutes" how=install
+		;;
 	*)
-		echo "usage: $0 tofu|terraform|versitygw|goreleaser|time-provider" >&2
+		echo "usage: $0 tofu|terraform|versitygw|goreleaser|time-provider|conftest" >&2
 		exit 2
 		;;
 	esac

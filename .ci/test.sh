@@ -6,6 +6,8 @@
 #   e2e-terraform   the same tests driving the real HashiCorp Terraform, but
 #                   for those of .ci/e2e-one-engine.txt, whose subject is
 #                   not the engine (OpenTofu runs them).
+# The acceptance tier runs beside the unit tier, and e2e-terraform beside
+# e2e-opentofu (see below).
 # The e2e tiers hold the real-provider tests (TestE2ERealProviders*, over
 # HashiCorp's providers from ../shared/providers or SPONSON_REAL_PROVIDERS,
 # and the time provider of `make tools`): without the binaries they skip,
@@ -68,15 +70,40 @@ tier() {
 	printf '%-16s %5ds\n' "$name" $((SECONDS - start)) >>"$root/.tools/test-durations.log"
 }
 
+# beside TIER CMD...: runs the tier in the background, its output held in
+# .tools/tier-TIER.log; joined waits for it, prints that log and counts its
+# failure.
+side_pid="" side_name=""
+beside() {
+	side_name=$1
+	(
+		status=0
+		tier "$@"
+		exit "$status"
+	) >"$root/.tools/tier-$1.log" 2>&1 &
+	side_pid=$!
+}
+joined() {
+	wait "$side_pid" || status=1
+	cat "$root/.tools/tier-$side_name.log"
+}
+
 : >"$root/.tools/test-summary.log"
 : >"$root/.tools/test-durations.log"
-tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig ./.ci/installsh ./.ci/testsummary
-tier acceptance env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
+# Two tiers at a time: alone, each keeps about one of the two cores busy
+# (the CPU line of each tier says so), because most of a tier is engine and
+# git processes waiting on each other, and the crash, kill and stop tests
+# run one at a time. The tier beside runs with its output held and printed
+# whole when it ends, so the log reads tier by tier.
+beside acceptance env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -count=1 -json -run '^TestAcc' "$@" ./provider/... ./internal/fixtureprovider/...
+tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig ./.ci/installsh ./.ci/testsummary
+joined
+beside e2e-terraform env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$terraform" \
+	go test -count=1 -json -run '^TestE2E' -skip "^($one_engine)\$" -timeout 60m "$@" ./wrapper/...
 tier e2e-opentofu env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
 	go test -count=1 -json -run '^TestE2E' -timeout 60m "$@" ./wrapper/...
-tier e2e-terraform env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$terraform" \
-	go test -count=1 -json -run '^TestE2E' -skip "^($one_engine)\$" -timeout 60m "$@" ./wrapper/...
+joined
 
 awk -F'[:,]' '/^(unit|acceptance|e2e-opentofu|e2e-terraform): [0-9]+ passed/ {
 	split($2, p, " "); split($3, f, " "); split($4, s, " ");

@@ -182,6 +182,7 @@ func (w *approvalWorld) latest(dir, scope string) *receipt.Receipt {
 // one it succeeds and its receipt records the approver. Reading the state
 // (list, pull) needs none.
 func TestE2EApprovalEdits(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	mirror := realproviders.Install(t)
 	cfg, err := fixtureprovider.WriteCLIConfig(t.TempDir(), fixtureprovider.Build(t), mirror)

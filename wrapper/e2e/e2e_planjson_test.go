@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,40 +15,32 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 )
 
-// conftestVersion is the conftest the plan JSON test evaluates policies
-// with, built from the Go module proxy once per machine.
-const conftestVersion = "v0.71.1"
-
 var (
 	conftestOnce sync.Once
 	conftestBin  string
 	conftestErr  error
 )
 
-// conftest returns the path of conftest, building it into the user's cache
-// (beside the engine builds of make tools) when it is not there yet: a few
+// conftest returns the path of conftest as `make tools` builds it
+// (.ci/build-tool.sh conftest, which pins its version): from the cache
+// outside the checkout when it is there, else built into it now, a few
 // minutes the first time on a new machine.
 func conftest(t *testing.T) string {
 	t.Helper()
 	conftestOnce.Do(func() {
-		cache, err := os.UserCacheDir()
+		out, err := exec.Command(filepath.Join("..", "..", ".ci", "build-tool.sh"), "conftest").Output()
 		if err != nil {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				err = fmt.Errorf("%w: %s", err, exit.Stderr)
+			}
 			conftestErr = err
 			return
 		}
-		dir := filepath.Join(cache, "sponson", "conftest", conftestVersion)
-		conftestBin = filepath.Join(dir, "conftest")
-		if _, err := os.Stat(conftestBin); err == nil {
-			return
-		}
-		cmd := exec.Command("go", "install", "github.com/open-policy-agent/conftest@"+conftestVersion)
-		cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			conftestErr = errors.New(string(out))
-		}
+		conftestBin = strings.TrimSpace(string(out))
 	})
 	if conftestErr != nil {
-		t.Fatalf("building conftest %s: %v", conftestVersion, conftestErr)
+		t.Fatalf("building conftest (.ci/build-tool.sh conftest): %v", conftestErr)
 	}
 	return conftestBin
 }
