@@ -3,8 +3,9 @@
 //
 //	go run ./.ci/schemacheck IN.json OUT.json
 //
-// It renames the provider's key from OpenTofu's registry.opentofu.org/sponson/sponson
-// to the short name sponson, because tfplugindocs looks a schema up only by
+// It renames the provider's key, OpenTofu's registry.opentofu.org/sponson/sponson
+// or Terraform's registry.terraform.io/sponson/sponson (whichever engine
+// SPONSON_ENGINE names), to the short name sponson, because tfplugindocs looks a schema up only by
 // the short name or under registry.terraform.io/hashicorp/. And it checks
 // that the provider, every resource, data source and ephemeral resource, and
 // every attribute at any depth has a Markdown description written as full
@@ -26,8 +27,9 @@ import (
 	"unicode/utf8"
 )
 
-// providerKey is the provider's address as OpenTofu prints it.
-const providerKey = "registry.opentofu.org/sponson/sponson"
+// providerKeys are the provider's address as each engine prints it: the
+// configuration's source sponson/sponson under the engine's own registry.
+var providerKeys = []string{"registry.opentofu.org/sponson/sponson", "registry.terraform.io/sponson/sponson"}
 
 // shortName is the key tfplugindocs --provider-name sponson looks for.
 const shortName = "sponson"
@@ -57,9 +59,14 @@ func run(in, out string) error {
 		return fmt.Errorf("%s: %w", in, err)
 	}
 	schemas, _ := doc["provider_schemas"].(map[string]any)
-	provider, ok := schemas[providerKey].(map[string]any)
-	if !ok || len(schemas) != 1 {
-		return fmt.Errorf("%s: expected exactly the provider %s, found %v", in, providerKey, keys(schemas))
+	var provider map[string]any
+	for _, k := range providerKeys {
+		if p, ok := schemas[k].(map[string]any); ok {
+			provider = p
+		}
+	}
+	if provider == nil || len(schemas) != 1 {
+		return fmt.Errorf("%s: expected exactly the provider %s, found %v", in, strings.Join(providerKeys, " or "), keys(schemas))
 	}
 	if problems := checkProvider(provider); len(problems) > 0 {
 		return errors.New("descriptions that are missing or not full sentences:\n  " + strings.Join(problems, "\n  "))
