@@ -46,7 +46,7 @@ recipe() {
 	terraform)
 		# HashiCorp Terraform, so the e2e tier can run against both
 		# engines. Cold: 4-15 minutes.
-		name="HashiCorp Terraform" version="${TERRAFORM_VERSION:-v1.13.3}" module=github.com/hashicorp/terraform
+		name="HashiCorp Terraform" version="${TERRAFORM_VERSION:-v1.16.0}" module=github.com/hashicorp/terraform
 		main=. ldflags="-s -w -X github.com/hashicorp/terraform/version.dev=no"
 		probe=(version -json) link=yes takes="several minutes" how=copy
 		prepare() { patch_terraform "$@"; }
