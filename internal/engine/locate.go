@@ -71,5 +71,5 @@ func Locate(flag string, l Lookup) (string, error) {
 		}
 	}
 	return "", errcode.New(errcode.EngineNotFound, "no engine found: --engine and %s are unset, neither tofu nor terraform is on PATH, and there is no cached OpenTofu %s build", EnvEngine, PinnedTofuVersion).
-		WithHint("Install OpenTofu or Terraform on PATH, pass --engine PATH, or run `make tools` in the Sponson checkout to build OpenTofu " + PinnedTofuVersion + ".")
+		WithHint("Install OpenTofu (https://opentofu.org/docs/intro/install/) or Terraform (https://developer.hashicorp.com/terraform/install) on PATH, or name the binary with --engine PATH or " + EnvEngine + ". In CI, the sponson action installs one (engine: tofu or terraform). Working on Sponson itself? `make tools` in its checkout builds OpenTofu " + PinnedTofuVersion + ".")
 }

@@ -202,8 +202,13 @@ func TestLocateNotFound(t *testing.T) {
 				}
 				return
 			}
-			if !strings.Contains(e.Hint, "make tools") {
-				t.Errorf("hint %q does not name `make tools`", e.Hint)
+			// A user of the released binary reads first how to get an
+			// engine; `make tools` is for Sponson's own checkout (issue 52).
+			if !strings.HasPrefix(e.Hint, "Install OpenTofu") || !strings.Contains(e.Hint, "--engine PATH") {
+				t.Errorf("hint %q does not start with how to install an engine", e.Hint)
+			}
+			if !strings.Contains(e.Hint, "Working on Sponson itself? `make tools`") {
+				t.Errorf("hint %q does not name `make tools` for Sponson's own checkout", e.Hint)
 			}
 			if !strings.Contains(e.Hint, engine.PinnedTofuVersion) {
 				t.Errorf("hint %q does not name the pinned version %s", e.Hint, engine.PinnedTofuVersion)

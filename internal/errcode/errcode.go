@@ -102,7 +102,7 @@ var table = []Spec{
 	{StoreLayoutNewer, ExitFailed, "The store was written in a layout newer than this Sponson knows.", "Upgrade sponson to the version the other runs of this store use."},
 	{WaitTimeout, ExitFailed, "The lease was still held when --wait-timeout ran out.", "Raise --wait-timeout or find the run that holds the lease."},
 	{EngineFailed, ExitFailed, "OpenTofu or Terraform failed; its own output says why.", "Read the engine's output above the summary."},
-	{EngineNotFound, ExitFailed, "No OpenTofu or Terraform binary was found.", "Install tofu or terraform on PATH, pass --engine PATH, or run `make tools` in the Sponson checkout."},
+	{EngineNotFound, ExitFailed, "No OpenTofu or Terraform binary was found.", "Install OpenTofu or Terraform on PATH, or name the binary with --engine PATH or SPONSON_ENGINE (in a checkout of Sponson itself, `make tools` builds OpenTofu)."},
 	{IntentUnresolved, ExitFailed, "A create recorded as an intent could not be settled against the state.", "Inspect the scope with `sponson receipt` and the engine's state."},
 	{PlanStale, ExitRefused, "The saved plan no longer describes what its apply would do: the scope's state, the ownership of something it touches, its succession, or its commit, stack, environment or scope changed since it was made. Nothing was written.", "Plan again (`sponson plan -out FILE`), review the new plan, and apply that one."},
 	{PlanCorrupt, ExitRefused, "The saved plan file is truncated, altered, not a sponson plan, or sealed with another key (SPONSON_PLAN_KEY). Nothing was written.", "Plan again with `sponson plan -out FILE`; keep the file as the plan job wrote it (an artifact, mode 0600)."},
