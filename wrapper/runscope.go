@@ -77,6 +77,9 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if err != nil {
 		return nil, err
 	}
+	if w := workspaceWarning(f.Getenv, c); w != "" {
+		warnings = append(warnings, w)
+	}
 	approver, err := r.approver(command, env)
 	if err != nil {
 		return nil, err
@@ -196,6 +199,19 @@ func (r *RunFlags) placeRun(cmd *cobra.Command, f *Factory, dir string, src runc
 		warnings = append(warnings, w)
 	}
 	return stk, warnings, nil
+}
+
+// workspaceWarning says that TF_WORKSPACE, which selects an engine
+// workspace, is not what chooses this run's state: sponson keeps one state
+// per environment and scope (issue 52: `TF_WORKSPACE=staging sponson plan`
+// planned preview/main without a word).
+func workspaceWarning(getenv func(string) string, c runctx.Context) string {
+	ws := strings.TrimSpace(getenv("TF_WORKSPACE"))
+	if ws == "" || ws == "default" {
+		return ""
+	}
+	return fmt.Sprintf("TF_WORKSPACE=%s does not choose the state: sponson keeps one state per environment and scope, and this run is environment %s, scope %s; choose them with --env and --scope (%s, %s)",
+		ws, c.Environment, c.Scope, runctx.EnvEnvironment, runctx.EnvScope)
 }
 
 // approver is the run's approver: --approved-by, which an apply or destroy
