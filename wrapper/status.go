@@ -116,8 +116,15 @@ func (r *RunSummary) when() time.Time {
 
 // outcomeText is the run's outcome in a word or two: the status alone when
 // it names the command (applied, destroyed), else command and status
-// ("apply failed", "destroy running").
+// ("apply failed", "destroy running"); an unlock says so, with the outcome
+// of the run before it ("unlocked (last run failed)").
 func (r *RunSummary) outcomeText() string {
+	if r.Command == "unlock" {
+		// An unlock's receipt carries the scope's standing, the outcome of
+		// the run before it (unlockReceipt): "unlock failed" read as if the
+		// unlock had failed (issue 52).
+		return "unlocked (last run " + r.Status + ")"
+	}
 	switch r.Status {
 	case receipt.StatusApplied, receipt.StatusUnchanged, receipt.StatusDestroyed:
 		return r.Status

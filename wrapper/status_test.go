@@ -248,3 +248,23 @@ func TestStatusSaysWhoHoldsALease(t *testing.T) {
 		t.Errorf("status:\n%s\nlacks %q", out.String(), want)
 	}
 }
+
+// TestOutcomeTextOfAnUnlock: an unlock's receipt carries the outcome of the
+// run before it; status says the scope was unlocked and what that run's
+// outcome was, never "unlock failed" (issue 52).
+func TestOutcomeTextOfAnUnlock(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		r    RunSummary
+		want string
+	}{
+		{RunSummary{Command: "unlock", Status: receipt.StatusFailed}, "unlocked (last run failed)"},
+		{RunSummary{Command: "unlock", Status: receipt.StatusApplied}, "unlocked (last run applied)"},
+		{RunSummary{Command: "apply", Status: receipt.StatusFailed}, "apply failed"},
+		{RunSummary{Command: "apply", Status: receipt.StatusApplied}, "applied"},
+	} {
+		if got := tt.r.outcomeText(); got != tt.want {
+			t.Errorf("%s %s: %q, want %q", tt.r.Command, tt.r.Status, got, tt.want)
+		}
+	}
+}
