@@ -36,7 +36,7 @@ func NormalizeArgs(args []string) []string {
 	if len(args) > 0 && (args[0] == "-version" || args[0] == "--version" || args[0] == "-v") {
 		args = append([]string{"version"}, args[1:]...)
 	}
-	at := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
+	at := commandAt(args)
 	if at < 0 {
 		return args
 	}
@@ -54,6 +54,31 @@ func NormalizeArgs(args []string) []string {
 		return normalizeVars(args)
 	}
 	return normalizeRunCommand(args, at)
+}
+
+// valueless are the flags that may stand before the command and take no
+// value: the root's --json and the help and version flags.
+var valueless = map[string]bool{"--json": true, "--help": true, "-h": true, "--version": true, "-version": true, "-v": true}
+
+// commandAt is the index of the command's name in args, -1 when there is
+// none: the first word that is not a flag or a flag's value. A flag before
+// the command in two words (`--engine PATH plan`) takes the next word as its
+// value, as cobra reads it (issue 52: PATH was taken for the command, and
+// the engine flags after `plan` were left to the flag parser, which refused
+// them). The engine's global `-chdir=DIR` is one word.
+func commandAt(args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return -1
+		case !strings.HasPrefix(a, "-"):
+			return i
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !valueless[a]:
+			i++
+		}
+	}
+	return -1
 }
 
 // normalizeRunCommand is NormalizeArgs for plan, apply, destroy and the

@@ -2,6 +2,7 @@ package wrapper
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -259,5 +260,38 @@ func TestHelpListsEngineFlags(t *testing.T) {
 		if strings.Contains(help, "engine-arg") {
 			t.Errorf("%s --help shows the hidden flag:\n%s", command, help)
 		}
+	}
+}
+
+// TestFlagValueBeforeTheCommand: a flag with its value in the next word
+// before the command (`--engine PATH plan`) leaves the command found, so
+// the engine's flags after it are still the engine's (issue 52: PATH was
+// taken for the command and -var-file was refused as an unknown flag).
+func TestFlagValueBeforeTheCommand(t *testing.T) {
+	t.Parallel()
+	for _, line := range [][]string{
+		{"--engine", "mytofu", "plan", "-var-file=x.tfvars", "--scope", "pr-1"},
+		{"--engine=mytofu", "plan", "-var-file", "x.tfvars", "--scope", "pr-1"},
+		{"--json", "--engine", "mytofu", "plan", "--var-file=x.tfvars", "--scope", "pr-1"},
+	} {
+		f, out, _ := testFactory(nil)
+		var got *runInput
+		args := append(slices.Clone(line), "--json", "--chdir", t.TempDir())
+		code := runWith(context.Background(), args, f, func(_ context.Context, in *runInput) outcome {
+			got = in
+			return outcome{command: "plan"}
+		})
+		if e := decode(t, out); code != errcode.ExitOK || got == nil {
+			t.Fatalf("%q: exit %d: %+v", line, code, e.Error)
+		}
+		if want := []engine.VarArg{{File: true, Value: "x.tfvars"}}; !slices.Equal(got.opts.Vars, want) {
+			t.Errorf("%q: vars %+v, want %+v", line, got.opts.Vars, want)
+		}
+		if got.opts.Engine != "/usr/bin/mytofu" { // testFactory's LookPath
+			t.Errorf("%q: engine %q, want /usr/bin/mytofu", line, got.opts.Engine)
+		}
+	}
+	if at := commandAt([]string{"--engine", "plan"}); at != -1 {
+		t.Errorf("commandAt took the value of --engine for the command (at %d)", at)
 	}
 }

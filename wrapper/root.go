@@ -173,10 +173,8 @@ func wantsJSON(args []string, getenv func(string) string) bool {
 }
 
 func commandName(args []string) string {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			return a
-		}
+	if at := commandAt(args); at >= 0 {
+		return args[at]
 	}
 	return "sponson"
 }
