@@ -43,6 +43,9 @@ func NormalizeArgs(args []string) []string {
 	if engineCommandNames[args[at]] || args[at] == "show" || args[at] == "force-unlock" {
 		return normalizeEngineCommand(args, at)
 	}
+	if !slices.Contains(runCommands, args[at]) {
+		args, at = moveChdir(args, at)
+	}
 	if args[at] == "output" {
 		out := slices.Clone(args)
 		for i := at + 1; i < len(out) && out[i] != "--"; i++ {
@@ -163,6 +166,33 @@ func normalizeEngineCommand(args []string, at int) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// moveChdir moves the engine's global `-chdir=DIR` from before the
+// command at args[at] to the end of the command's own flags (before any
+// `--`), as sponson's --chdir=DIR, which the flag parser would otherwise
+// read as the shorthand -c (issue 52: `-chdir=infra output -json` and
+// `-chdir=infra state list` failed). It returns the new line and the
+// command's index in it.
+func moveChdir(args []string, at int) ([]string, int) {
+	var before, moved []string
+	for _, a := range args[:at] {
+		if dir, ok := strings.CutPrefix(a, "-chdir="); ok {
+			moved = append(moved, "--chdir="+dir)
+			continue
+		}
+		before = append(before, a)
+	}
+	if len(moved) == 0 {
+		return args, at
+	}
+	after := args[at:]
+	end := slices.Index(after, "--")
+	if end < 0 {
+		end = len(after)
+	}
+	out := append(append(before, after[:end]...), moved...)
+	return append(out, after[end:]...), len(before)
 }
 
 // normalizeVars accepts the engine's single-dash spelling of -var and

@@ -295,3 +295,33 @@ func TestFlagValueBeforeTheCommand(t *testing.T) {
 		t.Errorf("commandAt took the value of --engine for the command (at %d)", at)
 	}
 }
+
+// TestChdirBeforeEveryCommand: the engine's `-chdir=DIR` before any
+// command becomes that command's --chdir, wherever the command is in the
+// tree (issue 52: `-chdir=infra output -json` and `-chdir=infra state list`
+// failed with "unknown shorthand flag: 'c'").
+func TestChdirBeforeEveryCommand(t *testing.T) {
+	t.Parallel()
+	for _, line := range [][]string{
+		{"-chdir=infra", "output", "-json"},
+		{"-chdir=infra", "output", "-raw", "name"},
+		{"-chdir=infra", "state", "list"},
+		{"--json", "-chdir=infra", "state", "list", "--", "x"},
+		{"-chdir=infra", "status"},
+	} {
+		args := NormalizeArgs(line)
+		f, _, _ := testFactory(nil)
+		var result outcome
+		root := newCmdRoot(f, &result, nil)
+		cmd, rest, err := root.Find(args)
+		if err != nil {
+			t.Fatalf("%q → %q: %v", line, args, err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Fatalf("%q → %q: %s: %v", line, args, cmd.CommandPath(), err)
+		}
+		if got, err := cmd.Flags().GetString("chdir"); err != nil || got != "infra" {
+			t.Errorf("%q → %q: %s --chdir = %q (%v), want infra", line, args, cmd.CommandPath(), got, err)
+		}
+	}
+}
