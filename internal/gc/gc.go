@@ -191,7 +191,11 @@ func BranchScopes(branches []string) map[string]bool {
 		out[runctx.ScopeFor(b, 0, "")] = true
 		// Where the default branch is another, main and master have scopes
 		// of their own (runctx.ScopeFor): keep those too.
-		out["branch-"+runctx.Sanitize(b)] = true
+		out[runctx.BranchScope(b)] = true
+		// And the name the branch's scope had before scopes of lossy or
+		// long branch names got a hash: a live branch's scope is never
+		// collected because sponson was upgraded.
+		out[runctx.LegacyBranchScope(b)] = true
 	}
 	return out
 }

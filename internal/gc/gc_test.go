@@ -168,7 +168,10 @@ func TestBranchScopesSanitizeLikeRuns(t *testing.T) {
 	got := gc.BranchScopes([]string{"feat/Search", "fix//two  spaces", "master", "release-1.2"})
 	want := map[string]bool{"branch-feat-Search": true, "branch-fix-two-spaces": true, "main": true, "branch-release-1.2": true,
 		// master is main's scope, or its own where the default branch is another.
-		"branch-master": true}
+		"branch-master": true,
+		// fix//two  spaces loses characters: its scope has a hash
+		// (runctx.BranchScope); the name it had before is kept too.
+		"branch-fix-two-spaces-1756df84": true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("BranchScopes (-want +got):\n%s", diff)
 	}

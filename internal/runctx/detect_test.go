@@ -679,7 +679,9 @@ func TestDetectPredecessor(t *testing.T) {
 			flags: Flags{PullRequest: "7", Branch: "feat/a b"},
 			want: Context{
 				Environment: "preview", Scope: "pr-7", Branch: "feat/a b", PullRequest: 7,
-				Predecessor: "branch-feat-a-b", Source: "flags",
+				// The space is replaced, so the scope carries a hash of the
+				// branch name (BranchScope).
+				Predecessor: "branch-feat-a-b-dd9856d5", Source: "flags",
 			},
 		},
 		{
@@ -725,9 +727,10 @@ func TestDetectPredecessor(t *testing.T) {
 			want:  Context{Environment: "preview", Scope: "custom", Branch: "feat/x", PullRequest: 7, Source: "flags"},
 		},
 		{
-			name:  "head branch too long to have a scope",
+			name:  "head branch too long for its name alone",
 			flags: Flags{PullRequest: "7", Branch: strings.Repeat("x", 200)},
-			want:  Context{Environment: "preview", Scope: "pr-7", Branch: strings.Repeat("x", 200), PullRequest: 7, Source: "flags"},
+			want: Context{Environment: "preview", Scope: "pr-7", Branch: strings.Repeat("x", 200), PullRequest: 7, Source: "flags",
+				Predecessor: "branch-" + strings.Repeat("x", 112) + "-aa20c23e"},
 		},
 	})
 }
@@ -836,7 +839,6 @@ func TestDetectInvalidNames(t *testing.T) {
 		{name: "env environment", env: map[string]string{EnvEnvironment: ".hidden", EnvBranch: "x"}, wantErr: errcode.Usage},
 		{name: "flag scope", flags: Flags{Scope: "a/b"}, wantErr: errcode.Usage},
 		{name: "env scope", env: map[string]string{EnvScope: ".."}, wantErr: errcode.Usage},
-		{name: "derived scope too long", flags: Flags{Branch: strings.Repeat("x", 125)}, wantErr: errcode.Usage},
 	})
 }
 

@@ -1,6 +1,8 @@
 package runctx
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -28,8 +30,8 @@ const nameChars = "letters, digits, '.', '_' and '-'"
 // rather than sharing develop's state. When it is unknown, main and master
 // are taken to be the default branch, which is what they nearly always are.
 //
-// The result is not validated: a very long branch yields a scope longer than
-// MaxNameLength, which ValidName rejects.
+// A branch's scope is BranchScope's: unique per branch, and the same at
+// every run of it.
 func ScopeFor(branch string, pr int, defaultBranch string) string {
 	if pr > 0 {
 		return "pr-" + strconv.Itoa(pr)
@@ -37,7 +39,52 @@ func ScopeFor(branch string, pr int, defaultBranch string) string {
 	if IsDefaultBranch(branch, defaultBranch) {
 		return "main"
 	}
-	return "branch-" + Sanitize(branch)
+	return BranchScope(branch)
+}
+
+// BranchScope is the scope of a branch that is not the default one:
+// branch-<name>, the name as it is when it holds only characters a scope
+// name allows and single '/' separators (feat/Search → branch-feat-Search).
+// When Sanitize had to replace anything else (feature/ÜBER#2 and
+// feature/BER-2 both sanitize to feature-BER-2), or the name would be
+// longer than MaxNameLength (a Renovate branch), the scope ends in eight
+// hex digits of the SHA-256 of the whole branch name, and a long name is
+// cut to make room: two branches never share a scope, and so a state,
+// through their names (issue 52). A '/' becomes '-' without a hash, so that
+// the scopes of ordinary branches keep the names they have always had;
+// feature/x and feature-x still share one, and so would a branch named
+// like another's hashed scope (feature-BER-2-487ace38): neither happens by
+// accident.
+func BranchScope(branch string) string {
+	name := LegacyBranchScope(branch)
+	if plainBranch(branch) && len(name) <= MaxNameLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(branch))
+	suffix := "-" + hex.EncodeToString(sum[:4])
+	if limit := MaxNameLength - len(suffix); len(name) > limit {
+		name = strings.TrimRight(name[:limit], "-")
+	}
+	return name + suffix
+}
+
+// LegacyBranchScope is the scope a branch got before BranchScope added
+// hashes: branch-<Sanitize(branch)>, whatever it dropped. gc keeps it for a
+// branch that still exists, so that upgrading never collects the scope of
+// a live branch whose name has characters a scope name lacks.
+func LegacyBranchScope(branch string) string { return "branch-" + Sanitize(branch) }
+
+// plainBranch reports whether Sanitize keeps every character of branch but
+// its single '/' separators, which become '-'.
+func plainBranch(branch string) bool {
+	for i := 0; i < len(branch); i++ {
+		c := branch[i]
+		if isNameChar(c) || c == '/' && i > 0 && branch[i-1] != '/' {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // IsDefaultBranch reports whether branch is the repository's default branch:

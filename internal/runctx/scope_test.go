@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 )
 
@@ -112,4 +114,59 @@ func TestValidName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBranchScopeUnique: a branch whose name loses characters to Sanitize,
+// or is too long for a scope name, gets a scope of its own with a hash of
+// the branch name; a plain branch keeps the name it always had (issue 52:
+// feature/ÜBER#2 and feature/BER-2 shared branch-feature-BER-2).
+func TestBranchScopeUnique(t *testing.T) {
+	t.Parallel()
+	for branch, want := range map[string]string{
+		"feature/BER-2":          "branch-feature-BER-2",
+		"feat/search":            "branch-feat-search",
+		"release-1.2":            "branch-release-1.2",
+		"feature/ÜBER#2":         "branch-feature-BER-2-487ace38",
+		"fix//two  spaces":       "branch-fix-two-spaces-1756df84",
+		"/lead":                  "branch--lead-075dbc0d",
+		strings.Repeat("r", 150): "branch-" + strings.Repeat("r", 112) + "-45505276",
+	} {
+		got := BranchScope(branch)
+		if got != want {
+			t.Errorf("BranchScope(%q) = %q, want %q", branch, got, want)
+		}
+		if err := ValidName("scope", got); err != nil {
+			t.Errorf("BranchScope(%q) = %q: %v", branch, got, err)
+		}
+	}
+	a, b := strings.Repeat("r", 150)+"a", strings.Repeat("r", 150)+"b"
+	if BranchScope(a) == BranchScope(b) {
+		t.Errorf("two long branches that differ after the cut share %q", BranchScope(a))
+	}
+}
+
+// TestBranchScopeProperties: every branch name gets a valid scope name,
+// the same at every call, and two different branches share one only when
+// both are plain (only scope-name characters and single '/') and differ in
+// a '/' against a '-' (feature/x and feature-x), the one collision kept so
+// that ordinary branches keep their scopes.
+func TestBranchScopeProperties(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		alphabet := rapid.SampledFrom([]string{"a", "B", "1", ".", "_", "-", "/", "//", " ", "#", "Ü", "é"})
+		gen := rapid.Custom(func(t *rapid.T) string {
+			return strings.Join(rapid.SliceOfN(alphabet, 1, 80).Draw(t, "parts"), "")
+		})
+		x, y := gen.Draw(t, "x"), gen.Draw(t, "y")
+		sx := BranchScope(x)
+		if err := ValidName("scope", sx); err != nil {
+			t.Fatalf("BranchScope(%q) = %q: %v", x, sx, err)
+		}
+		if BranchScope(x) != sx {
+			t.Fatalf("BranchScope(%q) is not stable", x)
+		}
+		if x != y && sx == BranchScope(y) && !(plainBranch(x) && plainBranch(y)) {
+			t.Fatalf("%q and %q share scope %q", x, y, sx)
+		}
+	})
 }
