@@ -17,6 +17,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/rootmodule"
 	"github.com/sponson/terraform-provider-sponson/internal/rules"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
@@ -79,6 +80,9 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	}
 	if w := workspaceWarning(f.Getenv, c); w != "" {
 		warnings = append(warnings, w)
+	}
+	if err := requireSponson(dir); err != nil {
+		return nil, err
 	}
 	approver, err := r.approver(command, env)
 	if err != nil {
@@ -199,6 +203,28 @@ func (r *RunFlags) placeRun(cmd *cobra.Command, f *Factory, dir string, src runc
 		warnings = append(warnings, w)
 	}
 	return stk, warnings, nil
+}
+
+// requireSponson refuses a configuration that uses sponson's resources or
+// data sources without naming the provider in required_providers, before
+// the engine fails on hashicorp/sponson without saying what to add
+// (rootmodule.UnrequiredSponson, issue 52).
+func requireSponson(dir string) error {
+	// OpenTofu's .tofu files, which rootmodule does not read, may hold the
+	// requirement: the engine judges those configurations itself.
+	if tofu, _ := filepath.Glob(filepath.Join(dir, "*.tofu*")); len(tofu) > 0 {
+		return nil
+	}
+	files, err := rootmodule.Files(dir)
+	if err != nil {
+		return errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", dir)
+	}
+	where := rootmodule.UnrequiredSponson(files)
+	if where == "" {
+		return nil
+	}
+	return errcode.New(errcode.Usage, "%s uses the sponson provider, but no required_providers block names it: the engine would look for hashicorp/sponson, which does not exist", where).
+		WithHint("Add to a terraform block: required_providers { sponson = { source = \"sponson/sponson\" } }")
 }
 
 // workspaceWarning says that TF_WORKSPACE, which selects an engine
