@@ -312,6 +312,13 @@ func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engine
 		return errcode.New(errcode.Usage, "apply %s applies the saved plan as it was made; engine flags and -var/-var-file cannot change it", p.PlanFile).
 			WithHint("Give -var, -target and the like to `sponson plan -out FILE`, then apply that file alone.")
 	}
+	if p.Chdir != "" {
+		// The engine's -chdir switches directory before anything else, so
+		// its -out and plan file are in that directory (issue 52:
+		// `-chdir=infra plan -out=tfplan` wrote ./tfplan). Sponson's own
+		// --chdir names the configuration only.
+		p.Out, p.PlanFile = inDir(p.Chdir, p.Out), inDir(p.Chdir, p.PlanFile)
+	}
 	r.savePlan, r.planFile = p.Out, p.PlanFile
 	if p.Flags.RefreshOnly && p.Flags.NoRefresh {
 		return errcode.New(errcode.Usage, "-refresh-only and -refresh=false contradict each other").
@@ -331,6 +338,14 @@ func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engine
 	}
 	r.engine = p
 	return nil
+}
+
+// inDir is path, read in dir when it is relative; "" stays "".
+func inDir(dir, path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
 }
 
 // mergeLockTimeout folds -lock-timeout=D into the lease wait: it is --wait

@@ -2,6 +2,8 @@ package wrapper
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -323,5 +325,28 @@ func TestChdirBeforeEveryCommand(t *testing.T) {
 		if got, err := cmd.Flags().GetString("chdir"); err != nil || got != "infra" {
 			t.Errorf("%q → %q: %s --chdir = %q (%v), want infra", line, args, cmd.CommandPath(), got, err)
 		}
+	}
+}
+
+// TestEngineChdirPlanFile: with the engine's -chdir=DIR, -out and apply's
+// plan file are in DIR, as the engine reads them; with sponson's --chdir
+// they stay where the command runs (issue 52: `-chdir=infra plan
+// -out=tfplan` wrote ./tfplan).
+func TestEngineChdirPlanFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in, e, code := captureRun(t, nil, "-chdir="+dir, "plan", "-out=tfplan", "--scope", "pr-1")
+	if code != errcode.ExitOK || in.opts.SavePlan != filepath.Join(dir, "tfplan") {
+		t.Fatalf("exit %d, -out %q, want %s: %+v", code, in.opts.SavePlan, filepath.Join(dir, "tfplan"), e.Error)
+	}
+	in, e, code = captureRun(t, nil, "plan", "--chdir", dir, "-out=tfplan", "--scope", "pr-1")
+	if code != errcode.ExitOK {
+		t.Fatalf("exit %d: %+v", code, e.Error)
+	}
+	if cwd, _ := os.Getwd(); in.opts.SavePlan != filepath.Join(cwd, "tfplan") {
+		t.Errorf("--chdir: -out %q, want %s", in.opts.SavePlan, filepath.Join(cwd, "tfplan"))
+	}
+	if got := inDir(dir, "/abs/tfplan"); got != "/abs/tfplan" {
+		t.Errorf("inDir kept no absolute path: %q", got)
 	}
 }
