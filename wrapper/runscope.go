@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
@@ -80,9 +81,6 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	}
 	if w := workspaceWarning(f.Getenv, c); w != "" {
 		warnings = append(warnings, w)
-	}
-	if err := requireSponson(dir); err != nil {
-		return nil, err
 	}
 	approver, err := r.approver(command, env)
 	if err != nil {
@@ -181,13 +179,26 @@ func (r *RunFlags) detectContext(f *Factory, dir string, command scoperun.Comman
 	return c, src, nil
 }
 
-// placeRun decides the run's stack, into c, and checks the checkout; it
-// returns the warnings of both.
+// placeRun decides the run's stack, into c, refuses a configuration that
+// uses sponson's provider without requiring it, and checks the checkout; it
+// returns the warnings of stack and checkout.
 func (r *RunFlags) placeRun(cmd *cobra.Command, f *Factory, dir string, src runctx.Sources, c *runctx.Context) (stack.Result, []string, error) {
 	// The stack is decided before anything is read or leased: it is part
-	// of every key of the store.
-	stk, err := detectStack(f, dir, r.Stack)
+	// of every key of the store. The root module is read once for both
+	// the stack and the provider requirement.
+	files, err := rootmodule.Files(dir)
 	if err != nil {
+		return stack.Result{}, nil, errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", dir)
+	}
+	declared, err := stack.DeclaredIn(files)
+	if err != nil {
+		return stack.Result{}, nil, err
+	}
+	stk, err := detectDeclared(f, dir, r.Stack, declared)
+	if err != nil {
+		return stk, nil, err
+	}
+	if err := requireSponson(dir, files); err != nil {
 		return stk, nil, err
 	}
 	c.Stack = stk.Name
@@ -209,15 +220,11 @@ func (r *RunFlags) placeRun(cmd *cobra.Command, f *Factory, dir string, src runc
 // data sources without naming the provider in required_providers, before
 // the engine fails on hashicorp/sponson without saying what to add
 // (rootmodule.UnrequiredSponson, issue 52).
-func requireSponson(dir string) error {
+func requireSponson(dir string, files []*hcl.File) error {
 	// OpenTofu's .tofu files, which rootmodule does not read, may hold the
 	// requirement: the engine judges those configurations itself.
 	if tofu, _ := filepath.Glob(filepath.Join(dir, "*.tofu*")); len(tofu) > 0 {
 		return nil
-	}
-	files, err := rootmodule.Files(dir)
-	if err != nil {
-		return errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", dir)
 	}
 	where := rootmodule.UnrequiredSponson(files)
 	if where == "" {

@@ -13,6 +13,12 @@ func detectStack(f *Factory, dir, flag string) (stack.Result, error) {
 	if err != nil {
 		return stack.Result{}, err
 	}
+	return detectDeclared(f, dir, flag, declared)
+}
+
+// detectDeclared is detectStack with the sponson_scope attribute already
+// read (stack.DeclaredIn).
+func detectDeclared(f *Factory, dir, flag, declared string) (stack.Result, error) {
 	src := runctx.ProcessSources(dir)
 	return stack.Detect(dir, flag, declared, stack.Sources{Getenv: f.Getenv, Git: src.Git})
 }

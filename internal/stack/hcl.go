@@ -21,6 +21,12 @@ func Declared(dir string) (string, error) {
 	if err != nil {
 		return "", errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", dir)
 	}
+	return DeclaredIn(files)
+}
+
+// DeclaredIn is Declared over files already read (rootmodule.Files), for a
+// caller that reads them for more than the stack.
+func DeclaredIn(files []*hcl.File) (string, error) {
 	found, where := "", ""
 	for _, f := range files {
 		top, _, _ := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "resource", LabelNames: []string{"type", "name"}}}})
