@@ -9,6 +9,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // AdoptResult is the result part of the envelope of `sponson adopt`.
@@ -25,13 +26,13 @@ type AdoptResult struct {
 
 // AdoptOptions are the options of `sponson adopt`.
 type AdoptOptions struct {
-	RunFlags
+	cmdutil.RunFlags
 	// Workspace is the workspace of the configuration's backend to adopt.
 	Workspace string
 }
 
 // NewCmdAdopt builds `sponson adopt`.
-func NewCmdAdopt(f *Factory, out *outcome) *cobra.Command {
+func NewCmdAdopt(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 	opts := &AdoptOptions{}
 	cmd := &cobra.Command{
 		Use:   "adopt [flags]",
@@ -56,52 +57,52 @@ NAME (env SPONSON_APPROVED_BY), one sponson.hcl allows, or it is refused
 (exit 2, ENV_NOT_APPROVED) before the engine starts or anything is leased or
 written; the receipt records the approver.`,
 		Args: cobra.NoArgs,
-		RunE: runE(f, out, opts, nil, nil, runAdopt),
+		RunE: cmdutil.RunE(f, out, opts, nil, nil, runAdopt),
 	}
-	opts.bind(cmd, true)
+	opts.Bind(cmd, true)
 	cmd.Flags().StringVar(&opts.Workspace, "from-workspace", "default", "the workspace of the configuration's backend to adopt")
 	return cmd
 }
 
-func runAdopt(cmd *cobra.Command, f *Factory, opts *AdoptOptions) outcome {
-	o := outcome{command: adopt.Command}
-	approval, err := editApproval(f, opts.Chdir, flagEnvironment(f, opts.Env), adopt.Command, opts.ApprovedBy)
+func runAdopt(cmd *cobra.Command, f *cmdutil.Factory, opts *AdoptOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: adopt.Command}
+	approval, err := cmdutil.EditApproval(f, opts.Chdir, cmdutil.FlagEnvironment(f, opts.Env), adopt.Command, opts.ApprovedBy)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
-	in, err := opts.resolve(cmd, f, scoperun.Command(adopt.Command), nil)
+	in, err := resolveRun(&opts.RunFlags, cmd, f, scoperun.Command(adopt.Command), nil)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer in.opts.Store.Close()
 	jsonMode, _ := cmd.Flags().GetBool("json")
-	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
-	p := printer{w: f.Out}
+	jsonMode = jsonMode || cmdutil.WantsJSON(nil, f.Getenv)
+	p := cmdutil.Printer{W: f.Out}
 	engineOut := f.Out
 	if jsonMode {
-		p.w, engineOut = f.ErrOut, f.ErrOut
+		p.W, engineOut = f.ErrOut, f.ErrOut
 	}
-	warnOut := printer{w: f.ErrOut}
+	warnOut := cmdutil.Printer{W: f.ErrOut}
 	runID := scoperun.NewRunID()
 	c := in.opts.Context
-	p.line("%s", header(adopt.Command, c.Environment, c.Scope, runID))
+	p.Line("%s", cmdutil.Header(adopt.Command, c.Environment, c.Scope, runID))
 	res, err := adopt.Run(cmd.Context(), adopt.Options{
 		Dir: in.opts.Dir, Context: c, Store: in.opts.Store, Engine: in.opts.Engine,
 		ProviderVersion: in.opts.ProviderVersion,
 		Lease:           in.opts.Lease, RunID: runID, Workspace: opts.Workspace, EngineOut: engineOut, Declared: in.opts.Declared,
 		Approval:      approval,
 		ServeProvider: in.opts.ServeProvider,
-		Warn:          func(s string) { warnOut.warn(s); o.warnings = append(o.warnings, s) },
+		Warn:          func(s string) { warnOut.Warn(s); o.Warnings = append(o.Warnings, s) },
 	})
 	r := AdoptResult{RunID: runID, Environment: c.Environment, Scope: c.Scope, Store: in.storeURL, Context: c, Receipt: res.Receipt}
 	if res.Receipt != nil {
 		r.Owns, r.AdoptedFrom = len(res.Receipt.Ledger), res.Receipt.AdoptedFrom
 	}
-	o.result, o.err = r, err
+	o.Result, o.Err = r, err
 	if err == nil {
-		p.line("%s", fmt.Sprintf("sponson adopt %s/%s: adopted the %s backend's state (workspace %s, serial %d); the scope owns %d resources; receipt %s. The old backend is unchanged: remove its block from the configuration to let sponson serve the state.",
+		p.Line("%s", fmt.Sprintf("sponson adopt %s/%s: adopted the %s backend's state (workspace %s, serial %d); the scope owns %d resources; receipt %s. The old backend is unchanged: remove its block from the configuration to let sponson serve the state.",
 			c.Environment, c.Scope, r.AdoptedFrom.Backend, r.AdoptedFrom.Workspace, r.AdoptedFrom.Serial, r.Owns, runID))
 	}
 	return o

@@ -10,6 +10,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // writeDiagnostics prints the engine's diagnostics as the engine does
@@ -38,7 +39,7 @@ func writeDiagnostics(w io.Writer, diags []tfjson.Diagnostic) {
 // annotations (`::error file=F,line=L::...`) when GITHUB_ACTIONS=true, so
 // they show on the pull request's files. They go to stderr: stdout may be
 // the --json document, and the runner reads workflow commands from both.
-func annotateDiagnostics(f *Factory, dir string, diags []tfjson.Diagnostic) {
+func annotateDiagnostics(f *cmdutil.Factory, dir string, diags []tfjson.Diagnostic) {
 	if f.Getenv("GITHUB_ACTIONS") != "true" {
 		return
 	}
@@ -61,7 +62,7 @@ func annotateDiagnostics(f *Factory, dir string, diags []tfjson.Diagnostic) {
 
 // annotate writes one of sponson's own errors or warnings as a GitHub
 // Actions annotation when GITHUB_ACTIONS=true.
-func annotate(f *Factory, level, title, msg string) {
+func annotate(f *cmdutil.Factory, level, title, msg string) {
 	if f == nil || f.Getenv == nil || f.Getenv("GITHUB_ACTIONS") != "true" {
 		return
 	}
@@ -70,7 +71,7 @@ func annotate(f *Factory, level, title, msg string) {
 
 // workspacePath names a file of the configuration relative to the
 // checkout (GITHUB_WORKSPACE), as annotations want it.
-func workspacePath(f *Factory, dir, name string) string {
+func workspacePath(f *cmdutil.Factory, dir, name string) string {
 	p := name
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
@@ -97,19 +98,19 @@ func escapeProperty(s string) string {
 // annotations (GITHUB_ACTIONS=true), so that they show on the run's summary
 // page and not only in its log. Under plan -detailed-exitcode "changes
 // present" is no error.
-func annotateOutcome(f *Factory, o outcome) {
-	for _, w := range o.warnings {
-		annotate(f, "warning", "sponson "+o.command, w)
+func annotateOutcome(f *cmdutil.Factory, o cmdutil.Outcome) {
+	for _, w := range o.Warnings {
+		annotate(f, "warning", "sponson "+o.Command, w)
 	}
-	if o.err == nil {
+	if o.Err == nil {
 		return
 	}
-	e := errcode.As(o.err)
+	e := errcode.As(o.Err)
 	msg := e.Message
 	if e.Hint != "" {
 		msg += "\n" + e.Hint
 	}
-	annotate(f, "error", fmt.Sprintf("sponson %s: %s", o.command, e.Code), msg)
+	annotate(f, "error", fmt.Sprintf("sponson %s: %s", o.Command, e.Code), msg)
 }
 
 // gitlabSections returns the Section function of a run in a GitLab CI job
@@ -118,11 +119,11 @@ func annotateOutcome(f *Factory, o outcome) {
 // are GitLab's: section_start and section_end with the Unix time and a
 // name, each followed by a carriage return and an erase to the line's end
 // so that a terminal shows nothing of them.
-func gitlabSections(f *Factory, w io.Writer) func(name, title string) func() {
+func gitlabSections(f *cmdutil.Factory, w io.Writer) func(name, title string) func() {
 	if f.Getenv("GITLAB_CI") != "true" {
 		return nil
 	}
-	now := f.now
+	now := f.Now
 	if now == nil {
 		now = time.Now
 	}

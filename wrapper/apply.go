@@ -6,10 +6,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // NewCmdApply builds `sponson apply`. runF replaces the run in tests.
-func NewCmdApply(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
+func NewCmdApply(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
 	return newRunCmd(f, out, scoperun.Apply,
 		"Plan and apply the configuration in this run's scope",
 		`Apply first refuses, before the engine starts, an environment the repository

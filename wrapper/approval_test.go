@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // Every command that changes what a protected environment owns outside a
@@ -12,7 +13,7 @@ import (
 func TestEditCommandsTakeAnApprover(t *testing.T) {
 	t.Parallel()
 	f, _, _ := testFactory(nil)
-	root := NewCmdRoot(f, &outcome{})
+	root := NewCmdRoot(f, &cmdutil.Outcome{})
 	for _, path := range [][]string{{"state", "rm"}, {"state", "mv"}, {"state", "push"}, {"import"}, {"resolve"}, {"adopt"}, {"unlock"}, {"force-unlock"}} {
 		cmd, _, err := root.Find(path)
 		if err != nil || cmd.Name() != path[len(path)-1] {
@@ -55,7 +56,7 @@ func TestEditApproval(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f, _, _ := testFactory(map[string]string{"SPONSON_APPROVED_BY": tc.variable})
-			a, err := editApproval(f, dir, tc.env, "state mv", tc.flag)
+			a, err := cmdutil.EditApproval(f, dir, tc.env, "state mv", tc.flag)
 			if tc.refused {
 				if !errcode.Is(err, errcode.EnvNotApproved) || !strings.HasPrefix(errcode.As(err).Message, "state mv: ") {
 					t.Fatalf("editApproval: %v, want ENV_NOT_APPROVED naming state mv", err)

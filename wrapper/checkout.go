@@ -8,6 +8,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/github"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // checkCheckout checks that the commit a run checked out is what its event
@@ -15,7 +16,7 @@ import (
 // (CHECKOUT_NOT_HEAD) before anything is read or leased. A comment-triggered
 // run asks the GitHub API for the pull request's head; when it cannot,
 // that is a warning too, and strict refuses: it was asked to be sure.
-func checkCheckout(ctx context.Context, f *Factory, src runctx.Sources, c runctx.Context, strict bool) (string, error) {
+func checkCheckout(ctx context.Context, f *cmdutil.Factory, src runctx.Sources, c runctx.Context, strict bool) (string, error) {
 	co, ok := runctx.CheckoutOf(src)
 	if !ok {
 		return "", nil
@@ -44,7 +45,7 @@ func checkCheckout(ctx context.Context, f *Factory, src runctx.Sources, c runctx
 
 // pullRequestHead asks the GitHub API for the head commit of pull request n
 // of GITHUB_REPOSITORY; on failure it returns "" and why.
-func pullRequestHead(ctx context.Context, f *Factory, n int) (string, string) {
+func pullRequestHead(ctx context.Context, f *cmdutil.Factory, n int) (string, string) {
 	repo := strings.TrimSpace(f.Getenv("GITHUB_REPOSITORY"))
 	token := strings.TrimSpace(f.Getenv("GITHUB_TOKEN"))
 	if repo == "" || token == "" {

@@ -6,10 +6,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // NewCmdDestroy builds `sponson destroy`. runF replaces the run in tests.
-func NewCmdDestroy(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
+func NewCmdDestroy(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
 	return newRunCmd(f, out, scoperun.Destroy,
 		"Destroy everything this run's scope owns, and nothing else",
 		`Destroy refuses what apply refuses before the engine starts (an undeclared

@@ -18,6 +18,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // DriftOptions are the options of `sponson drift` (docs/design.md §4.4).
@@ -47,7 +48,7 @@ type DriftResult struct {
 }
 
 // NewCmdDrift builds `sponson drift`.
-func NewCmdDrift(f *Factory, out *outcome, runF func(context.Context, *DriftOptions) outcome) *cobra.Command {
+func NewCmdDrift(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *DriftOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &DriftOptions{}
 	cmd := &cobra.Command{
 		Use:   "drift [SCOPE...] [flags]",
@@ -80,7 +81,7 @@ line per stack, one --json document with each stack's result and the totals,
 DRIFT_DETECTED when any scope of any stack drifted; the summary has a section
 per stack. There is no --changed: drift is what changed outside the engine,
 which no diff of the repository shows.`,
-		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Scopes = args
 			return nil
 		}, runF, runDrift),
@@ -111,21 +112,21 @@ var driftFlagEnv = map[string]string{
 
 // runDrift reads drift's variables and checks its arguments, then runs it
 // in the configuration's stack, or with --all in every stack.
-func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
-	o := outcome{command: "drift"}
+func runDrift(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "drift"}
 	// Every flag its SPONSON_* variable, before the plan's flags are made
 	// from them.
-	if err := bindEnv(cmd.Flags(), driftFlagEnv, f.Getenv); err != nil {
-		o.err = err
+	if err := cmdutil.BindEnv(cmd.Flags(), driftFlagEnv, f.Getenv); err != nil {
+		o.Err = err
 		return o
 	}
 	if err := opts.Every.checkOne(cmd); err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	for _, s := range opts.Scopes {
 		if err := runctx.ValidName("scope", s); err != nil {
-			o.err = errcode.Wrap(errcode.Usage, err, "drift %s", s)
+			o.Err = errcode.Wrap(errcode.Usage, err, "drift %s", s)
 			return o
 		}
 	}
@@ -136,11 +137,11 @@ func runDrift(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 }
 
 // runDriftOne checks the scopes of the configuration's stack.
-func runDriftOne(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
-	o := outcome{command: "drift"}
+func runDriftOne(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "drift"}
 	in, err := driftInput(cmd, f, opts)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer in.opts.Store.Close()
@@ -148,15 +149,15 @@ func runDriftOne(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	ctx := cmd.Context()
 	targets, err := driftTargets(ctx, in.opts.Store, in.opts.Context.Stack, env, opts.Scopes)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
-	p := printer{w: f.Out}
-	if jsonWanted(cmd, f) {
-		p.w = f.ErrOut
+	p := cmdutil.Printer{W: f.Out}
+	if cmdutil.JSONWanted(cmd, f) {
+		p.W = f.ErrOut
 	}
-	warnOut := printer{w: f.ErrOut}
-	p.line("sponson drift · %s · %d scopes", env, len(targets))
+	warnOut := cmdutil.Printer{W: f.ErrOut}
+	p.Line("sponson drift · %s · %d scopes", env, len(targets))
 
 	d := summary.Drift{Environment: env}
 	wantText := opts.Summary != "" || f.Getenv("GITHUB_STEP_SUMMARY") != ""
@@ -166,36 +167,36 @@ func runDriftOne(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 			d.Engine = ds.engine
 		}
 		for _, w := range ds.warnings {
-			warnOut.warn(t.Key.Scope + ": " + w)
-			o.warnings = append(o.warnings, t.Key.Scope+": "+w)
+			warnOut.Warn(t.Key.Scope + ": " + w)
+			o.Warnings = append(o.Warnings, t.Key.Scope+": "+w)
 		}
 		d.Scopes = append(d.Scopes, ds.DriftScope)
-		p.line("%s: %s", t.Key.Scope, driftLine(ds.DriftScope))
+		p.Line("%s: %s", t.Key.Scope, driftLine(ds.DriftScope))
 	}
 	in2, dr, fa := d.Counts()
-	o.result = DriftResult{Environment: env, Store: in.storeURL, Scopes: d.Scopes, InSync: in2, Drifted: dr, Failed: fa}
+	o.Result = DriftResult{Environment: env, Store: in.storeURL, Scopes: d.Scopes, InSync: in2, Drifted: dr, Failed: fa}
 	if d.Scopes == nil {
-		o.result = DriftResult{Environment: env, Store: in.storeURL, Scopes: []summary.DriftScope{}}
+		o.Result = DriftResult{Environment: env, Store: in.storeURL, Scopes: []summary.DriftScope{}}
 	}
 	for _, w := range writeSummaries(f.Getenv, opts.Summary, summary.Options{Limit: stepSummaryLimit}, d.Markdown) {
-		warnOut.warn(w)
+		warnOut.Warn(w)
 	}
-	p.line("sponson drift %s: %d in sync, %d drifted, %d failed", env, in2, dr, fa)
+	p.Line("sponson drift %s: %d in sync, %d drifted, %d failed", env, in2, dr, fa)
 	if len(targets) == 0 && !opts.AllowEmpty {
-		o.err = errcode.New(errcode.DriftCheckFailed, "no scope of stack %s in environment %s of store %s has anything to check: nothing was checked", in.opts.Context.Stack, env, in.storeURL).
+		o.Err = errcode.New(errcode.DriftCheckFailed, "no scope of stack %s in environment %s of store %s has anything to check: nothing was checked", in.opts.Context.Stack, env, in.storeURL).
 			WithHint("Check --store (SPONSON_STORE), --env (SPONSON_CTX_ENV) and --chdir (SPONSON_CHDIR): `sponson status` with the same settings lists the scopes. Pass --allow-empty when an environment without scopes is expected.")
 		return o
 	}
-	o.err = driftFound(d)
+	o.Err = driftFound(d)
 	return o
 }
 
 // driftInput resolves the plan every check runs: the run flags of a plan
 // resolve everything but the scope, which each check sets; "main" only lets
 // detection succeed outside CI.
-func driftInput(cmd *cobra.Command, f *Factory, opts *DriftOptions) (*runInput, error) {
-	rf := RunFlags{ContextFlags: ContextFlags{Scope: "main"}, Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}
-	in, err := rf.resolve(cmd, f, scoperun.Plan, nil)
+func driftInput(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) (*runInput, error) {
+	rf := cmdutil.RunFlags{ContextFlags: cmdutil.ContextFlags{Scope: "main"}, Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}
+	in, err := resolveRun(&rf, cmd, f, scoperun.Plan, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -14,14 +14,8 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
-
-// engineArgFlag is the hidden flag that carries each engine flag, in the
-// engine's spelling and in command-line order, from NormalizeArgs to the
-// command. The engine's grammar (one dash, `-name VALUE`) is not the flag
-// parser's, so NormalizeArgs picks those flags out before cobra parses the
-// rest; order matters for -var and -var-file, so they travel in one list.
-const engineArgFlag = "engine-arg"
 
 // runCommands take engine flags.
 var runCommands = []string{engineflag.Plan, engineflag.Apply, engineflag.Destroy, engineflag.Import}
@@ -93,7 +87,7 @@ func normalizeRunCommand(args []string, at int) []string {
 	var moved []string
 	for _, a := range args[:at] {
 		if strings.HasPrefix(a, "-chdir=") {
-			moved = append(moved, "--"+engineArgFlag+"="+a)
+			moved = append(moved, "--"+cmdutil.EngineArgFlag+"="+a)
 			continue
 		}
 		out = append(out, a)
@@ -129,7 +123,7 @@ func normalizeRunCommand(args []string, at int) []string {
 			tok += "=" + args[i+1]
 			i++
 		}
-		out = append(out, "--"+engineArgFlag+"="+tok)
+		out = append(out, "--"+cmdutil.EngineArgFlag+"="+tok)
 	}
 	return out
 }
@@ -219,8 +213,8 @@ func normalizeVars(args []string) []string {
 // the root's --json and --help: what NormalizeArgs leaves to the parser.
 func runFlagSet(command string) *pflag.FlagSet {
 	c := &cobra.Command{Use: command}
-	var r RunFlags
-	r.bind(c, command != engineflag.Plan)
+	var r cmdutil.RunFlags
+	r.Bind(c, command != engineflag.Plan)
 	if command != engineflag.Import {
 		// --parallelism (two dashes) is the stacks' own; -parallelism
 		// the engine's.
@@ -258,7 +252,7 @@ func engineFlags(cmd *cobra.Command, command string, getenv func(string) string)
 			return p, ownFlagHint(cmd, err)
 		}
 	}
-	args, _ := cmd.Flags().GetStringArray(engineArgFlag)
+	args, _ := cmd.Flags().GetStringArray(cmdutil.EngineArgFlag)
 	if err := p.Merge(command, args, "the command line"); err != nil {
 		return p, ownFlagHint(cmd, err)
 	}
@@ -300,7 +294,7 @@ func ownFlagHint(cmd *cobra.Command, err error) error {
 // applyEngineFlags folds the engine flags into the run's flags and
 // options: -chdir into --chdir, -lock-timeout into the lease wait, -out and
 // apply's plan file into the saved-plan paths.
-func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engineflag.Parsed, positional []string) error {
+func applyEngineFlags(r *cmdutil.RunFlags, cmd *cobra.Command, command string, p engineflag.Parsed, positional []string) error {
 	if len(positional) > 0 {
 		if command != engineflag.Apply || len(positional) > 1 {
 			return errcode.New(errcode.Usage, "sponson %s takes no arguments, got %q", command, positional).
@@ -319,7 +313,7 @@ func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engine
 		// --chdir names the configuration only.
 		p.Out, p.PlanFile = inDir(p.Chdir, p.Out), inDir(p.Chdir, p.PlanFile)
 	}
-	r.savePlan, r.planFile = p.Out, p.PlanFile
+	r.SavePlan, r.PlanFile = p.Out, p.PlanFile
 	if p.Flags.RefreshOnly && p.Flags.NoRefresh {
 		return errcode.New(errcode.Usage, "-refresh-only and -refresh=false contradict each other").
 			WithHint("A refresh-only plan reads the real objects; drop one of the two flags.")
@@ -332,11 +326,11 @@ func (r *RunFlags) applyEngineFlags(cmd *cobra.Command, command string, p engine
 		r.Chdir = p.Chdir
 	}
 	if p.LockTimeoutSet && command != engineflag.Plan {
-		if err := r.mergeLockTimeout(cmd, p.LockTimeout); err != nil {
+		if err := mergeLockTimeout(r, cmd, p.LockTimeout); err != nil {
 			return err
 		}
 	}
-	r.engine = p
+	r.EngineArgs = p
 	return nil
 }
 
@@ -352,7 +346,7 @@ func inDir(dir, path string) string {
 // --wait-timeout D. Given with --wait or --wait-timeout (or SPONSON_WAIT*),
 // the same wait has two bounds and the smaller wins; only a contradiction
 // is refused: --wait with -lock-timeout=0s, which says not to wait.
-func (r *RunFlags) mergeLockTimeout(cmd *cobra.Command, d time.Duration) error {
+func mergeLockTimeout(r *cmdutil.RunFlags, cmd *cobra.Command, d time.Duration) error {
 	fs := cmd.Flags()
 	waitSet, timeoutSet := fs.Changed("wait"), fs.Changed("wait-timeout")
 	if !waitSet && !timeoutSet {
@@ -384,9 +378,6 @@ func sameDir(a, b string) bool {
 	return errA == nil && errB == nil && filepath.Clean(x) == filepath.Clean(y)
 }
 
-// waitDefault keeps the lease wait's flag default in one place.
-const waitDefault = 10 * time.Minute
-
 const engineflagPlan = engineflag.Plan
 
 // detailedInArgs reports whether a normalized command line asks for
@@ -396,7 +387,7 @@ func detailedInArgs(args []string) bool {
 		if a == "--" {
 			break
 		}
-		v, ok := strings.CutPrefix(a, "--"+engineArgFlag+"=-detailed-exitcode")
+		v, ok := strings.CutPrefix(a, "--"+cmdutil.EngineArgFlag+"=-detailed-exitcode")
 		if ok && (v == "" || v == "=true" || v == "=1") {
 			return true
 		}
@@ -406,9 +397,9 @@ func detailedInArgs(args []string) bool {
 
 // detailedRequested is detailedInArgs for a parsed command.
 func detailedRequested(cmd *cobra.Command) bool {
-	args, _ := cmd.Flags().GetStringArray(engineArgFlag)
+	args, _ := cmd.Flags().GetStringArray(cmdutil.EngineArgFlag)
 	for i := range args {
-		args[i] = "--" + engineArgFlag + "=" + args[i]
+		args[i] = "--" + cmdutil.EngineArgFlag + "=" + args[i]
 	}
 	return cmd.Name() == engineflag.Plan && detailedInArgs(args)
 }

@@ -13,18 +13,19 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // captureRun runs a command line through the real flag handling and
 // returns what would reach the run.
-func captureRun(t *testing.T, env map[string]string, args ...string) (*runInput, Envelope, errcode.ExitCode) {
+func captureRun(t *testing.T, env map[string]string, args ...string) (*runInput, cmdutil.Envelope, errcode.ExitCode) {
 	t.Helper()
 	f, out, _ := testFactory(env)
 	var got *runInput
 	line := append([]string{args[0], "--json"}, args[1:]...)
-	code := runWith(context.Background(), line, f, func(_ context.Context, in *runInput) outcome {
+	code := runWith(context.Background(), line, f, func(_ context.Context, in *runInput) cmdutil.Outcome {
 		got = in
-		return outcome{command: args[0]}
+		return cmdutil.Outcome{Command: args[0]}
 	})
 	return got, decode(t, out), code
 }
@@ -215,9 +216,9 @@ func TestEngineChdirBeforeTheCommand(t *testing.T) {
 // "refused".
 func TestDetailedExitcode(t *testing.T) {
 	t.Parallel()
-	run := func(args []string, o outcome) (errcode.ExitCode, Envelope) {
+	run := func(args []string, o cmdutil.Outcome) (errcode.ExitCode, cmdutil.Envelope) {
 		f, out, _ := testFactory(nil)
-		code := runWith(context.Background(), append(args, "--json"), f, func(context.Context, *runInput) outcome { return o })
+		code := runWith(context.Background(), append(args, "--json"), f, func(context.Context, *runInput) cmdutil.Outcome { return o })
 		return code, decode(t, out)
 	}
 	dir := t.TempDir()
@@ -225,17 +226,17 @@ func TestDetailedExitcode(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
-		o    outcome
+		o    cmdutil.Outcome
 		exit errcode.ExitCode
 		ok   bool
 	}{
-		{"no changes", plan, outcome{command: "plan", detailedExitcode: true}, 0, true},
-		{"changes", plan, outcome{command: "plan", detailedExitcode: true, changes: true}, 2, true},
-		{"failed", plan, outcome{command: "plan", detailedExitcode: true, err: errcode.New(errcode.OwnedByOtherScope, "x")}, 1, false},
-		{"refused by a flag", append(plan, "-lock=false"), outcome{}, 1, false},
-		{"refused by the flag parser", append(plan, "--nope"), outcome{}, 1, false},
-		{"refused without -detailed-exitcode", []string{"plan", "--scope", "pr-1", "-lock=false"}, outcome{}, 2, false},
-		{"changes without -detailed-exitcode", []string{"plan", "--chdir", dir, "--scope", "pr-1"}, outcome{command: "plan", changes: true}, 0, true},
+		{"no changes", plan, cmdutil.Outcome{Command: "plan", DetailedExitcode: true}, 0, true},
+		{"changes", plan, cmdutil.Outcome{Command: "plan", DetailedExitcode: true, Changes: true}, 2, true},
+		{"failed", plan, cmdutil.Outcome{Command: "plan", DetailedExitcode: true, Err: errcode.New(errcode.OwnedByOtherScope, "x")}, 1, false},
+		{"refused by a flag", append(plan, "-lock=false"), cmdutil.Outcome{}, 1, false},
+		{"refused by the flag parser", append(plan, "--nope"), cmdutil.Outcome{}, 1, false},
+		{"refused without -detailed-exitcode", []string{"plan", "--scope", "pr-1", "-lock=false"}, cmdutil.Outcome{}, 2, false},
+		{"changes without -detailed-exitcode", []string{"plan", "--chdir", dir, "--scope", "pr-1"}, cmdutil.Outcome{Command: "plan", Changes: true}, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, env := run(tc.args, tc.o)
@@ -279,9 +280,9 @@ func TestFlagValueBeforeTheCommand(t *testing.T) {
 		f, out, _ := testFactory(nil)
 		var got *runInput
 		args := append(slices.Clone(line), "--json", "--chdir", t.TempDir())
-		code := runWith(context.Background(), args, f, func(_ context.Context, in *runInput) outcome {
+		code := runWith(context.Background(), args, f, func(_ context.Context, in *runInput) cmdutil.Outcome {
 			got = in
-			return outcome{command: "plan"}
+			return cmdutil.Outcome{Command: "plan"}
 		})
 		if e := decode(t, out); code != errcode.ExitOK || got == nil {
 			t.Fatalf("%q: exit %d: %+v", line, code, e.Error)
@@ -313,7 +314,7 @@ func TestChdirBeforeEveryCommand(t *testing.T) {
 	} {
 		args := NormalizeArgs(line)
 		f, _, _ := testFactory(nil)
-		var result outcome
+		var result cmdutil.Outcome
 		root := newCmdRoot(f, &result, nil)
 		cmd, rest, err := root.Find(args)
 		if err != nil {

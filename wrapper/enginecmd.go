@@ -19,6 +19,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
 	"github.com/sponson/terraform-provider-sponson/provider"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // engineCommand is one of the engine's own commands as sponson runs it: in
@@ -41,7 +42,7 @@ type engineRun func(ctx context.Context, c *engineCall, args []string) (result a
 
 // engineCall is what an engine command runs with.
 type engineCall struct {
-	f    *Factory
+	f    *cmdutil.Factory
 	sess *engine.Session
 	dir  string
 	// out is where the engine's own output goes: stdout, or stderr under
@@ -110,7 +111,7 @@ var engineCommandNames = map[string]bool{"init": true, "validate": true, "fmt": 
 
 // NewCmdEngine builds the engine commands, grouped under their first word
 // (providers lock, providers mirror, ...).
-func NewCmdEngine(f *Factory, out *outcome) []*cobra.Command {
+func NewCmdEngine(f *cmdutil.Factory, out *cmdutil.Outcome) []*cobra.Command {
 	var cmds []*cobra.Command
 	parents := map[string]*cobra.Command{}
 	for _, ec := range engineCommands() {
@@ -144,8 +145,8 @@ func NewCmdEngine(f *Factory, out *outcome) []*cobra.Command {
 // that only groups others, naming them.
 // needsSubcommand is the RunE of a command that only groups others: run
 // alone or with a word that is none of its subcommands, it fails.
-func needsSubcommand(out *outcome) func(*cobra.Command, []string) error {
-	return runE(nil, out, struct{}{}, unknownSubcommand, nil, nil)
+func needsSubcommand(out *cmdutil.Outcome) func(*cobra.Command, []string) error {
+	return cmdutil.RunE(nil, out, struct{}{}, unknownSubcommand, nil, nil)
 }
 
 func unknownSubcommand(cmd *cobra.Command, args []string) error {
@@ -163,7 +164,7 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 		WithHint(fmt.Sprintf("Its subcommands: %s (`sponson %s --help`).", strings.Join(names, ", "), cmd.Name()))
 }
 
-func newEngineCmd(f *Factory, out *outcome, prefix string, ec engineCommand) *cobra.Command {
+func newEngineCmd(f *cmdutil.Factory, out *cmdutil.Outcome, prefix string, ec engineCommand) *cobra.Command {
 	name := prefix + strings.Fields(ec.use)[0]
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	run := ec.flags(fs)
@@ -180,10 +181,10 @@ func newEngineCmd(f *Factory, out *outcome, prefix string, ec engineCommand) *co
 		Short:              "The engine's " + name + ", run as the engine would",
 		Long:               engineLong(name, ec.meaning, usage.String()),
 		DisableFlagParsing: true,
-		RunE: runE(f, out, common, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, common, func(_ *cobra.Command, args []string) error {
 			common.args = args
 			return nil
-		}, nil, func(cmd *cobra.Command, f *Factory, common *commonEngineFlags) outcome {
+		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, common *commonEngineFlags) cmdutil.Outcome {
 			return runEngineCommand(cmd, f, name, fs, common, run, ec.optionalEngine, common.args)
 		}),
 	}
@@ -213,8 +214,8 @@ type commonEngineFlags struct {
 	args []string
 }
 
-func runEngineCommand(cmd *cobra.Command, f *Factory, name string, fs *flag.FlagSet, common *commonEngineFlags, run engineRun, optional bool, args []string) outcome {
-	o := outcome{command: name}
+func runEngineCommand(cmd *cobra.Command, f *cmdutil.Factory, name string, fs *flag.FlagSet, common *commonEngineFlags, run engineRun, optional bool, args []string) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: name}
 	var rest []string
 	for _, a := range args {
 		if a == "--json" || strings.HasPrefix(a, "--json=") {
@@ -222,44 +223,44 @@ func runEngineCommand(cmd *cobra.Command, f *Factory, name string, fs *flag.Flag
 		}
 		if a == "-h" || a == "--help" || a == "-help" {
 			_ = cmd.Help()
-			return outcome{}
+			return cmdutil.Outcome{}
 		}
 		rest = append(rest, a)
 	}
 	if err := fs.Parse(rest); err != nil {
-		o.err = errcode.New(errcode.Usage, "sponson %s: %v", name, err).
+		o.Err = errcode.New(errcode.Usage, "sponson %s: %v", name, err).
 			WithHint(fmt.Sprintf("Run `sponson %s --help` for the engine flags it takes.", name))
 		return o
 	}
 	if common.chdir == "" {
 		common.chdir = f.Getenv("SPONSON_CHDIR")
 	}
-	dir, err := filepath.Abs(orDot(common.chdir))
+	dir, err := filepath.Abs(cmdutil.OrDot(common.chdir))
 	if err != nil {
-		o.err = errcode.Wrap(errcode.Usage, err, "-chdir %q", common.chdir)
+		o.Err = errcode.Wrap(errcode.Usage, err, "-chdir %q", common.chdir)
 		return o
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if !optional {
-			o.err = errcode.New(errcode.Usage, "the configuration directory %s does not exist", dir)
+			o.Err = errcode.New(errcode.Usage, "the configuration directory %s does not exist", dir)
 			return o
 		}
 		// version answers anywhere, as an install check runs it before
 		// the checkout its job's SPONSON_CHDIR names.
 		if dir, err = os.Getwd(); err != nil {
-			o.err = errcode.Wrap(errcode.Internal, err, "reading the working directory")
+			o.Err = errcode.Wrap(errcode.Internal, err, "reading the working directory")
 			return o
 		}
 	}
-	jsonMode := jsonWanted(cmd, f) || wantsJSON(args, func(string) string { return "" })
+	jsonMode := cmdutil.JSONWanted(cmd, f) || cmdutil.WantsJSON(args, func(string) string { return "" })
 	c := &engineCall{f: f, dir: dir, out: f.Out, jsonMode: jsonMode}
 	if jsonMode {
 		c.out = f.ErrOut
 	}
-	warnOut := printer{w: f.ErrOut}
+	warnOut := cmdutil.Printer{W: f.ErrOut}
 	c.warn = func(s string) {
-		warnOut.warn(s)
-		o.warnings = append(o.warnings, s)
+		warnOut.Warn(s)
+		o.Warnings = append(o.Warnings, s)
 	}
 	ctx := cmd.Context()
 	sess, stop, err := openEngine(ctx, f, dir, common.engine, c.out, c.warn)
@@ -267,19 +268,19 @@ func runEngineCommand(cmd *cobra.Command, f *Factory, name string, fs *flag.Flag
 	case err != nil && optional && errcode.As(err).Code == errcode.EngineNotFound:
 		c.warn(errcode.As(err).Message)
 	case err != nil:
-		o.err = err
+		o.Err = err
 		return o
 	default:
 		defer stop()
 		c.sess = sess
 	}
-	o.result, o.err = run(ctx, c, fs.Args())
+	o.Result, o.Err = run(ctx, c, fs.Args())
 	return o
 }
 
 // openEngine starts an engine session in dir for an engine command, with
 // sponson's provider served to it; stop ends both.
-func openEngine(ctx context.Context, f *Factory, dir, engineFlag string, out io.Writer, warn func(string)) (*engine.Session, func(), error) {
+func openEngine(ctx context.Context, f *cmdutil.Factory, dir, engineFlag string, out io.Writer, warn func(string)) (*engine.Session, func(), error) {
 	bin, err := engine.Locate(engineFlag, f.Lookup)
 	if err != nil {
 		return nil, nil, err
@@ -674,7 +675,7 @@ func graphFlags(fs *flag.FlagSet) engineRun {
 // engineSavedPlan writes the engine's plan of a sponson saved plan to a
 // temporary file, after the seal check, for an engine command that reads
 // one.
-func engineSavedPlan(f *Factory, path string) (string, func(), error) {
+func engineSavedPlan(f *cmdutil.Factory, path string) (string, func(), error) {
 	key, err := savedplan.Key(f.Getenv)
 	if err != nil {
 		return "", nil, err
@@ -813,7 +814,7 @@ func splitLines(s string) []string {
 
 // engineCommandsOf are the commands that give the engine's commands their
 // meaning under sponson: run as the engine would, show, force-unlock.
-func engineCommandsOf(f *Factory, out *outcome) []*cobra.Command {
+func engineCommandsOf(f *cmdutil.Factory, out *cmdutil.Outcome) []*cobra.Command {
 	return append(NewCmdEngine(f, out), NewCmdShow(f, out), NewCmdForceUnlock(f, out))
 }
 

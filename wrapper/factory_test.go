@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // TestRunE: prepare fills the options before the seam sees them, a failure
@@ -23,12 +24,12 @@ func TestRunE(t *testing.T) {
 			return nil
 		}
 	}
-	build := func(out *outcome, o *opts, runF func(context.Context, *opts) outcome) *cobra.Command {
+	build := func(out *cmdutil.Outcome, o *opts, runF func(context.Context, *opts) cmdutil.Outcome) *cobra.Command {
 		root := &cobra.Command{Use: "sponson"}
 		parent := &cobra.Command{Use: "provider"}
 		root.AddCommand(parent)
-		parent.AddCommand(&cobra.Command{Use: "mirror", RunE: runE(nil, out, o, prepare(o), runF, func(_ *cobra.Command, _ *Factory, o *opts) outcome {
-			return outcome{command: "run", result: o.args}
+		parent.AddCommand(&cobra.Command{Use: "mirror", RunE: cmdutil.RunE(nil, out, o, prepare(o), runF, func(_ *cobra.Command, _ *cmdutil.Factory, o *opts) cmdutil.Outcome {
+			return cmdutil.Outcome{Command: "run", Result: o.args}
 		})})
 		return root
 	}
@@ -42,18 +43,20 @@ func TestRunE(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var out outcome
+			var out cmdutil.Outcome
 			o := &opts{}
-			var runF func(context.Context, *opts) outcome
+			var runF func(context.Context, *opts) cmdutil.Outcome
 			if tc.seam {
-				runF = func(_ context.Context, o *opts) outcome { return outcome{command: "seam", result: o.args} }
+				runF = func(_ context.Context, o *opts) cmdutil.Outcome {
+					return cmdutil.Outcome{Command: "seam", Result: o.args}
+				}
 			}
 			root := build(&out, o, runF)
 			root.SetArgs([]string{"provider", "mirror", tc.args0})
 			if err := root.Execute(); err != nil {
 				t.Fatal(err)
 			}
-			if out.command != tc.command || (out.err != nil) != tc.wantErr {
+			if out.Command != tc.command || (out.Err != nil) != tc.wantErr {
 				t.Fatalf("outcome %+v, want command %q, error %v", out, tc.command, tc.wantErr)
 			}
 			if !tc.wantErr && len(o.args) != 1 {

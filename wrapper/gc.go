@@ -20,6 +20,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // GCOptions are the options of `sponson gc`.
@@ -28,7 +29,7 @@ type GCOptions struct {
 	// configuration directory, store, engine, variables, lease TTL and
 	// approver. Scope, branch and pull request are not flags of gc: it
 	// names each scope itself.
-	RunFlags
+	cmdutil.RunFlags
 	// Vars and VarFiles are -var and -var-file for the destroys.
 	Vars, VarFiles []string
 	OpenPRs        string
@@ -70,8 +71,8 @@ var gcFlagEnv = map[string]string{
 // gcEnvNames are the variables of every flag of gc: those it shares with
 // destroy and its own.
 func gcEnvNames() map[string]string {
-	env := make(map[string]string, len(runFlagEnv)+len(gcFlagEnv))
-	for k, v := range runFlagEnv {
+	env := make(map[string]string, len(cmdutil.RunFlagEnv)+len(gcFlagEnv))
+	for k, v := range cmdutil.RunFlagEnv {
 		env[k] = v
 	}
 	for k, v := range gcFlagEnv {
@@ -114,7 +115,7 @@ func (g *gcRun) collectGarbage(ctx context.Context, st store.Store, env string, 
 		g.warn(fmt.Sprintf("collecting the store's unreferenced objects: %v", err))
 	}
 	if n > 0 {
-		g.p.line("collected %d unreferenced %s a crash had left in the store", n, plural(n, "object", "objects"))
+		g.p.Line("collected %d unreferenced %s a crash had left in the store", n, cmdutil.Plural(n, "object", "objects"))
 	}
 }
 
@@ -151,14 +152,14 @@ type GCScope struct {
 	// SkipReason says why a scope was skipped: "busy", or "other-stack"
 	// for a scope of another root module, which only a gc in that
 	// configuration can destroy.
-	SkipReason string           `json:"skipReason,omitempty"`
-	Lease      *store.LeaseInfo `json:"lease,omitempty"`
-	RunID      string           `json:"runId,omitempty"`
-	Error      *ErrorBody       `json:"error,omitempty"`
+	SkipReason string             `json:"skipReason,omitempty"`
+	Lease      *store.LeaseInfo   `json:"lease,omitempty"`
+	RunID      string             `json:"runId,omitempty"`
+	Error      *cmdutil.ErrorBody `json:"error,omitempty"`
 }
 
 // NewCmdGC builds `sponson gc`. runF replaces the run in tests.
-func NewCmdGC(f *Factory, out *outcome, runF func(context.Context, *GCOptions) outcome) *cobra.Command {
+func NewCmdGC(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *GCOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &GCOptions{}
 	cmd := &cobra.Command{
 		Use:   "gc [flags]",
@@ -224,7 +225,7 @@ receipts; the last one (status destroyed, empty ledger) is the record that the
 scope is gone. A superseded scope keeps its receipts, which name its successor.
 'sponson status' lists both.`,
 		Args: cobra.NoArgs,
-		RunE: runE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
 			return opts.prepare(cmd, f)
 		}, runF, gcCommand),
 	}
@@ -232,7 +233,7 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 	fs.StringVar(&opts.Env, "env", "", "environment whose scopes to collect (env SPONSON_CTX_ENV; default \"preview\")")
 	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory that created the scopes (env SPONSON_CHDIR; default: the working directory)")
 	fs.StringVar(&opts.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
-	bindStack(cmd, &opts.Stack, "collect only this stack (env SPONSON_STACK); default: list every stack of the environment, and with --yes destroy only the configuration's own")
+	cmdutil.BindStack(cmd, &opts.Stack, "collect only this stack (env SPONSON_STACK); default: list every stack of the environment, and with --yes destroy only the configuration's own")
 	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
 	fs.StringArrayVar(&opts.Vars, "var", nil, "set a variable for the destroys, `NAME=VALUE` (repeatable; -var also works)")
 	fs.StringArrayVar(&opts.VarFiles, "var-file", nil, "load variables for the destroys from a `FILE` (repeatable; -var-file also works)")
@@ -251,9 +252,9 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 
 // prepare reads gc's SPONSON_* variables and refuses flags of one stack
 // given with --all.
-func (opts *GCOptions) prepare(cmd *cobra.Command, f *Factory) error {
+func (opts *GCOptions) prepare(cmd *cobra.Command, f *cmdutil.Factory) error {
 	opts.cmd = cmd
-	if err := bindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
+	if err := cmdutil.BindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
 		return err
 	}
 	return opts.Every.checkOne(cmd)
@@ -261,7 +262,7 @@ func (opts *GCOptions) prepare(cmd *cobra.Command, f *Factory) error {
 
 // gcCommand runs gc in the configuration's stack, or with --all in every
 // stack.
-func gcCommand(cmd *cobra.Command, f *Factory, opts *GCOptions) outcome {
+func gcCommand(cmd *cobra.Command, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
 	if opts.Every.All {
 		return runGCAll(cmd, f, opts)
 	}
@@ -292,9 +293,9 @@ func (a *ageValue) Type() string { return "duration" }
 
 // gcRun is one gc invocation in progress.
 type gcRun struct {
-	f        *Factory
+	f        *cmdutil.Factory
 	opts     *GCOptions
-	p        printer // sponson's own lines: stdout, or stderr with --json
+	p        cmdutil.Printer // sponson's own lines: stdout, or stderr with --json
 	engine   io.Writer
 	warnings []string
 	now      time.Time
@@ -306,21 +307,21 @@ func (g *gcRun) warn(msg string) {
 
 // runGC selects the scopes of the environment that gc's rules collect, and
 // with --yes destroys them; without, it lists them.
-func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
-	o := outcome{command: "gc"}
+func runGC(ctx context.Context, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "gc"}
 	g := newGCRun(f, opts)
 	if strings.HasPrefix(opts.Remote, "-") {
-		o.err = errcode.New(errcode.Usage, "--remote %q is not a remote name or URL", opts.Remote)
+		o.Err = errcode.New(errcode.Usage, "--remote %q is not a remote name or URL", opts.Remote)
 		return o
 	}
 	listed, listSource, err := opts.listedPRs()
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	t, err := g.target()
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer t.st.Close()
@@ -330,7 +331,7 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 	facts := g.decideRules(ctx, listed, listSource, t.dir, rules, &res.Rules)
 	scopes, err := store.ListScopes(ctx, t.st, t.env, opts.Stack)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	cands := gc.Select(scopes, facts, g.now, rules)
@@ -338,35 +339,35 @@ func runGC(ctx context.Context, f *Factory, opts *GCOptions) outcome {
 		res.addCandidate(c, t.ownStack())
 	}
 
-	g.p.line("sponson gc · %s · store %s", t.env, t.storeURL)
+	g.p.Line("sponson gc · %s · store %s", t.env, t.storeURL)
 	g.writeRules(res.Rules)
 	if opts.Yes {
 		g.collectGarbage(ctx, t.st, t.env, &res)
 	}
 	if len(res.Scopes) == 0 {
-		g.p.line("nothing to collect")
-		o.result, o.warnings = res, g.warnings
+		g.p.Line("nothing to collect")
+		o.Result, o.Warnings = res, g.warnings
 		return o
 	}
 	g.writeTable(res.Scopes, !opts.Yes)
 	if !opts.Yes {
 		toDestroy := len(res.Scopes) - res.Skipped
-		g.p.line("dry run: %d %s would be destroyed%s; run again with --yes", toDestroy, plural(toDestroy, "scope", "scopes"), g.skippedNote(res))
-		o.result, o.warnings = res, g.warnings
+		g.p.Line("dry run: %d %s would be destroyed%s; run again with --yes", toDestroy, cmdutil.Plural(toDestroy, "scope", "scopes"), g.skippedNote(res))
+		o.Result, o.Warnings = res, g.warnings
 		return o
 	}
 	g.destroyAll(ctx, t.base.opts, cands, &res)
-	o.result, o.warnings = res, g.warnings
-	o.err = g.summarize(res)
+	o.Result, o.Warnings = res, g.warnings
+	o.Err = g.summarize(res)
 	return o
 }
 
 // newGCRun starts a gc: its lines go to stdout, or to stderr with --json.
-func newGCRun(f *Factory, opts *GCOptions) *gcRun {
+func newGCRun(f *cmdutil.Factory, opts *GCOptions) *gcRun {
 	jsonMode, _ := opts.cmd.Flags().GetBool("json")
-	g := &gcRun{f: f, opts: opts, p: printer{w: f.Out}, engine: f.Out}
-	if jsonMode || wantsJSON(nil, f.Getenv) {
-		g.p.w, g.engine = f.ErrOut, f.ErrOut
+	g := &gcRun{f: f, opts: opts, p: cmdutil.Printer{W: f.Out}, engine: f.Out}
+	if jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
+		g.p.W, g.engine = f.ErrOut, f.ErrOut
 	}
 	return g
 }
@@ -394,12 +395,12 @@ func (t gcTarget) ownStack() string {
 func (g *gcRun) target() (gcTarget, error) {
 	opts, cmd := g.opts, g.opts.cmd
 	if !opts.Yes {
-		sf := StoreFlags{Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store}
-		st, storeURL, env, err := sf.open(cmd, g.f)
+		sf := cmdutil.StoreFlags{Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store}
+		st, storeURL, env, err := cmdutil.StoreOpen(&sf, cmd, g.f)
 		if err != nil {
 			return gcTarget{}, err
 		}
-		dir, err := filepath.Abs(orDot(opts.Chdir))
+		dir, err := filepath.Abs(cmdutil.OrDot(opts.Chdir))
 		if err != nil {
 			st.Close()
 			return gcTarget{}, errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
@@ -408,7 +409,7 @@ func (g *gcRun) target() (gcTarget, error) {
 	}
 	rf := opts.RunFlags
 	rf.Scope, rf.PR, rf.Branch, rf.Commit = "gc", "", "", ""
-	base, err := rf.resolve(cmd, g.f, scoperun.Destroy, nil)
+	base, err := resolveRun(&rf, cmd, g.f, scoperun.Destroy, nil)
 	if err != nil {
 		return gcTarget{}, err
 	}
@@ -542,7 +543,7 @@ func (g *gcRun) branchRule(ctx context.Context, dir string, facts *gc.Facts, rul
 	}
 	facts.BranchScopes, facts.BranchesKnown = gc.BranchScopes(branches), true
 	rules.Branches = branches
-	return GCRule{On: true, Detail: fmt.Sprintf("remote %s has %d %s", remote, len(branches), plural(len(branches), "branch", "branches"))}
+	return GCRule{On: true, Detail: fmt.Sprintf("remote %s has %d %s", remote, len(branches), cmdutil.Plural(len(branches), "branch", "branches"))}
 }
 
 // destroyOne destroys one scope through the normal destroy path and
@@ -552,10 +553,10 @@ func (g *gcRun) destroyOne(ctx context.Context, destroy func(context.Context, sc
 	o.Context = gc.DestroyContext(base.Context, c)
 	o.RunID = scoperun.NewRunID()
 	o.EngineOut = g.engine
-	warnOut := printer{w: g.f.ErrOut}
-	o.Warn = func(s string) { warnOut.warn(c.Scope + ": " + s) }
-	o.Info = func(s string) { warnOut.line("%s", s) }
-	g.p.line("%s", header(string(scoperun.Destroy), o.Context.Environment, c.Scope, o.RunID))
+	warnOut := cmdutil.Printer{W: g.f.ErrOut}
+	o.Warn = func(s string) { warnOut.Warn(c.Scope + ": " + s) }
+	o.Info = func(s string) { warnOut.Line("%s", s) }
+	g.p.Line("%s", cmdutil.Header(string(scoperun.Destroy), o.Context.Environment, c.Scope, o.RunID))
 	r, err := destroy(ctx, o)
 	row.RunID = o.RunID
 	if r != nil {
@@ -568,16 +569,16 @@ func (g *gcRun) destroyOne(ctx context.Context, destroy func(context.Context, sc
 	switch row.Outcome {
 	case gc.Destroyed:
 		res.Destroyed++
-		g.p.line("gc: %s destroyed (receipt %s)", c.Scope, o.RunID)
+		g.p.Line("gc: %s destroyed (receipt %s)", c.Scope, o.RunID)
 	case gc.Skipped:
 		row.RunID, row.Lease = "", holder
 		res.Skipped++
-		g.p.line("gc: %s skipped: busy (%s)", c.Scope, errcode.As(err).Message)
+		g.p.Line("gc: %s skipped: busy (%s)", c.Scope, errcode.As(err).Message)
 	default:
 		e := errcode.As(err)
-		row.Error = &ErrorBody{Code: e.Code, Message: e.Message, Hint: e.Hint}
+		row.Error = &cmdutil.ErrorBody{Code: e.Code, Message: e.Message, Hint: e.Hint}
 		res.Failed++
-		g.p.line("gc: %s failed: %s: %s", c.Scope, e.Code, e.Message)
+		g.p.Line("gc: %s failed: %s: %s", c.Scope, e.Code, e.Message)
 	}
 }
 
@@ -611,15 +612,15 @@ func (g *gcRun) summarize(res GCResult) error {
 	if notAttempted > 0 {
 		line += fmt.Sprintf(", %d not attempted (interrupted)", notAttempted)
 	}
-	g.p.line("%s", line)
+	g.p.Line("%s", line)
 	if res.Failed == 0 {
 		if notAttempted > 0 {
-			return errcode.New(errcode.Interrupted, "gc was interrupted before %d %s", notAttempted, plural(notAttempted, "destroy", "destroys"))
+			return errcode.New(errcode.Interrupted, "gc was interrupted before %d %s", notAttempted, cmdutil.Plural(notAttempted, "destroy", "destroys"))
 		}
 		return nil
 	}
 	attempted := res.Destroyed + res.Failed
-	return errcode.New(code, "gc: %d of %d %s failed: %s", res.Failed, attempted, plural(attempted, "destroy", "destroys"), strings.Join(failed, ", ")).
+	return errcode.New(code, "gc: %d of %d %s failed: %s", res.Failed, attempted, cmdutil.Plural(attempted, "destroy", "destroys"), strings.Join(failed, ", ")).
 		WithHint("The other scopes were collected. Read each failed destroy's output and `sponson receipt --scope SCOPE`, fix the cause, and run gc again: a failed destroy is selected again.").
 		With("failed", details)
 }
@@ -649,7 +650,7 @@ func (g *gcRun) writeRules(r GCRules) {
 	if r.IncludeMain {
 		main = "collected by --older-than only (--include-main)"
 	}
-	tw := tabwriter.NewWriter(g.p.w, 0, 0, 1, ' ', 0)
+	tw := tabwriter.NewWriter(g.p.W, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "  pr-closed:\t%s\n", r.PRClosed.Detail)
 	fmt.Fprintf(tw, "  branch-gone:\t%s\n", r.BranchGone.Detail)
 	fmt.Fprintf(tw, "  older-than:\t%s\n", r.OlderThan.Detail)
@@ -658,7 +659,7 @@ func (g *gcRun) writeRules(r GCRules) {
 }
 
 func (g *gcRun) writeTable(rows []GCScope, dryRun bool) {
-	tw := tabwriter.NewWriter(g.p.w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(g.p.W, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STACK\tSCOPE\tOWNS\tLAST RUN\tAT\tREASONS\tACTION")
 	for _, r := range rows {
 		last, at := "-", "-"
@@ -680,7 +681,7 @@ func (g *gcRun) writeTable(rows []GCScope, dryRun bool) {
 		case r.Outcome == gc.Skipped:
 			action = fmt.Sprintf("skip: busy, %s until %s", r.Lease.Holder, r.Lease.ExpiresAt.Local().Format("15:04:05"))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", orDash(r.Stack), r.Scope, r.Owns, last, at, strings.Join(reasons, ","), action)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", cmdutil.OrDash(r.Stack), r.Scope, r.Owns, last, at, strings.Join(reasons, ","), action)
 	}
 	tw.Flush()
 }
@@ -699,20 +700,6 @@ func prList(prs []int) string {
 		parts = append(parts, "#"+strconv.Itoa(n))
 	}
 	return strings.Join(parts, " ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func orDot(dir string) string {
-	if dir == "" {
-		return "."
-	}
-	return dir
 }
 
 // varArgs are the -var-file and -var of gc's destroys and drift's plans,

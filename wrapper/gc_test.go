@@ -25,6 +25,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // seedScope is one scope of a test store.
@@ -159,12 +160,12 @@ func (h *gcHarness) scopes() []string {
 	return out
 }
 
-func (h *gcHarness) run(t *testing.T, f *Factory, args ...string) errcode.ExitCode {
+func (h *gcHarness) run(t *testing.T, f *cmdutil.Factory, args ...string) errcode.ExitCode {
 	t.Helper()
-	var o outcome
+	var o cmdutil.Outcome
 	root := &cobra.Command{Use: "sponson", SilenceErrors: true, SilenceUsage: true}
 	root.PersistentFlags().Bool("json", false, "")
-	root.AddCommand(NewCmdGC(f, &o, func(ctx context.Context, opts *GCOptions) outcome {
+	root.AddCommand(NewCmdGC(f, &o, func(ctx context.Context, opts *GCOptions) cmdutil.Outcome {
 		opts.Destroy = h.destroy
 		opts.Now = func() time.Time { return h.now }
 		opts.RemoteHeads = func(_ context.Context, _, remote string) ([]string, error) {
@@ -179,14 +180,14 @@ func (h *gcHarness) run(t *testing.T, f *Factory, args ...string) errcode.ExitCo
 	root.SetArgs(args)
 	root.SetOut(f.Out)
 	root.SetErr(f.ErrOut)
-	if err := root.ExecuteContext(context.Background()); err != nil && o.err == nil {
-		o.command, o.err = "gc", usageError(err)
+	if err := root.ExecuteContext(context.Background()); err != nil && o.Err == nil {
+		o.Command, o.Err = "gc", usageError(err)
 	}
-	return finish(f, wantsJSON(args, f.Getenv), o)
+	return finish(f, cmdutil.WantsJSON(args, f.Getenv), o)
 }
 
 // gcResult decodes the envelope of gc --json.
-func gcResult(t *testing.T, out *bytes.Buffer) (Envelope, GCResult) {
+func gcResult(t *testing.T, out *bytes.Buffer) (cmdutil.Envelope, GCResult) {
 	t.Helper()
 	env := decode(t, out)
 	b, err := json.Marshal(env.Result)
@@ -561,16 +562,16 @@ func TestGCFlagsReachTheOptions(t *testing.T) {
 	t.Parallel()
 	f, out, _ := testFactory(map[string]string{"SPONSON_GC_OLDER_THAN": "30d", "SPONSON_GC_REMOTE": "upstream", "SPONSON_GC_OPEN_PRS": "3,4", "SPONSON_LEASE_TTL": "2m", "SPONSON_GC_YES": "true"})
 	var got *GCOptions
-	var o outcome
+	var o cmdutil.Outcome
 	root := &cobra.Command{Use: "sponson"}
 	root.PersistentFlags().Bool("json", false, "")
-	root.AddCommand(NewCmdGC(f, &o, func(_ context.Context, opts *GCOptions) outcome {
+	root.AddCommand(NewCmdGC(f, &o, func(_ context.Context, opts *GCOptions) cmdutil.Outcome {
 		got = opts
-		return outcome{command: "gc"}
+		return cmdutil.Outcome{Command: "gc"}
 	}))
 	root.SetArgs(NormalizeArgs([]string{"gc", "--env", "staging", "--repo", "o/r", "--include-main", "-var", "a=1"}))
-	if err := root.Execute(); err != nil || o.err != nil {
-		t.Fatalf("%v %v %s", err, o.err, out)
+	if err := root.Execute(); err != nil || o.Err != nil {
+		t.Fatalf("%v %v %s", err, o.Err, out)
 	}
 	if got.OlderThan != 30*24*time.Hour || got.Remote != "upstream" || got.OpenPRs != "3,4" || got.LeaseTTL != 2*time.Minute {
 		t.Errorf("environment did not reach the options: %+v", got)

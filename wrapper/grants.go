@@ -11,6 +11,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store/pgstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/s3store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // GrantsOptions are the options of `sponson grants`.
@@ -38,7 +39,7 @@ type GrantsResult struct {
 // one repository's CI to its own part of a shared store. A stack name is a
 // namespace, not an access control (docs/design.md §5.4, §5.5); this prints
 // what makes the store enforce it. It connects to nothing.
-func NewCmdGrants(f *Factory, out *outcome, runF func(context.Context, *GrantsOptions) outcome) *cobra.Command {
+func NewCmdGrants(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *GrantsOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &GrantsOptions{}
 	cmd := &cobra.Command{
 		Use:   "grants --store URL --for PRINCIPAL [--stack-prefix PREFIX]",
@@ -69,7 +70,7 @@ The file and git stores have no grants of their own: the machine's file
 permissions, or the repository's own access and branch protection rules on
 the sponson-stacks/ branches, are their boundary.`,
 		Args: cobra.NoArgs,
-		RunE: runE(f, out, opts, nil, runF, runGrants),
+		RunE: cmdutil.RunE(f, out, opts, nil, runF, runGrants),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Store, "store", "", "the shared store: s3://BUCKET/PREFIX or postgres://... (env SPONSON_STORE)")
@@ -82,19 +83,19 @@ the sponson-stacks/ branches, are their boundary.`,
 // one: the store, as every command names it.
 var grantsFlagEnv = map[string]string{"store": storeurl.EnvVar}
 
-func runGrants(cmd *cobra.Command, f *Factory, opts *GrantsOptions) outcome {
-	o := outcome{command: "grants"}
-	if err := bindEnv(cmd.Flags(), grantsFlagEnv, f.Getenv); err != nil {
-		o.err = err
+func runGrants(cmd *cobra.Command, f *cmdutil.Factory, opts *GrantsOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "grants"}
+	if err := cmdutil.BindEnv(cmd.Flags(), grantsFlagEnv, f.Getenv); err != nil {
+		o.Err = err
 		return o
 	}
 	res, err := grantsFor(opts)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
-	o.result = res
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+	o.Result = res
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
 		return o
 	}
 	fmt.Fprintln(f.Out, res.Document)

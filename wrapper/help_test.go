@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 var updateHelp = flag.Bool("update-help", false, "rewrite testdata/help.golden from the command tree")
@@ -32,7 +33,7 @@ func TestHelpGolden(t *testing.T) {
 		}
 	}
 	f, _, _ := testFactory(nil)
-	walk(NewCmdRoot(f, &outcome{}), nil)
+	walk(NewCmdRoot(f, &cmdutil.Outcome{}), nil)
 	if len(paths) < 40 {
 		t.Fatalf("walked %d commands; the tree has more", len(paths))
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // ImportOptions are the options of `sponson import`.
 type ImportOptions struct {
-	RunFlags
+	cmdutil.RunFlags
 	// Address and ID are the arguments: the resource instance ADDR and the
 	// existing object's ID.
 	Address, ID string
@@ -25,7 +26,7 @@ type ImportOptions struct {
 
 // NewCmdImport builds `sponson import ADDR ID`. runF replaces the run in
 // tests.
-func NewCmdImport(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
+func NewCmdImport(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
 	opts := &ImportOptions{}
 	cmd := &cobra.Command{
 		Use:   "import ADDR ID [flags]",
@@ -49,15 +50,15 @@ the receipt records the approver.
 
 ` + engineflag.Help(engineflag.Import),
 		Args: cobra.ExactArgs(2),
-		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Address, opts.ID = args[0], args[1]
 			return nil
-		}, nil, func(cmd *cobra.Command, f *Factory, opts *ImportOptions) outcome {
+		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions) cmdutil.Outcome {
 			return runImport(cmd, f, opts, runF)
 		}),
 	}
-	opts.engineCommand = engineflag.Import
-	opts.bind(cmd, true)
+	opts.EngineCommand = engineflag.Import
+	opts.Bind(cmd, true)
 	return cmd
 }
 
@@ -66,9 +67,9 @@ the receipt records the approver.
 // import block it is written into.
 var importAddress = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?\.)*[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?$`)
 
-func runImport(cmd *cobra.Command, f *Factory, opts *ImportOptions, runF func(context.Context, *runInput) outcome) outcome {
+func runImport(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions, runF func(context.Context, *runInput) cmdutil.Outcome) cmdutil.Outcome {
 	addr, id := opts.Address, opts.ID
-	fail := func(err error) outcome { return outcome{command: "import", err: err} }
+	fail := func(err error) cmdutil.Outcome { return cmdutil.Outcome{Command: "import", Err: err} }
 	if !importAddress.MatchString(addr) || strings.HasPrefix(addr, "data.") {
 		return fail(errcode.New(errcode.Usage, "%q is not the address of a managed resource instance", addr).
 			WithHint(`Give it as the engine would, e.g. aws_s3_bucket.logs or 'module.app.fixture_object.o["a"]'.`))
@@ -77,10 +78,10 @@ func runImport(cmd *cobra.Command, f *Factory, opts *ImportOptions, runF func(co
 		return fail(errcode.New(errcode.Usage, "the import ID %q is empty or spans lines", id))
 	}
 	// Asked first, so the refusal names the import rather than its apply.
-	if _, err := editApproval(f, opts.Chdir, flagEnvironment(f, opts.Env), "import", opts.ApprovedBy); err != nil {
+	if _, err := cmdutil.EditApproval(f, opts.Chdir, cmdutil.FlagEnvironment(f, opts.Env), "import", opts.ApprovedBy); err != nil {
 		return fail(err)
 	}
-	in, err := opts.resolve(cmd, f, scoperun.Apply, nil)
+	in, err := resolveRun(&opts.RunFlags, cmd, f, scoperun.Apply, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -93,14 +94,14 @@ func runImport(cmd *cobra.Command, f *Factory, opts *ImportOptions, runF func(co
 		return fail(errcode.Wrap(errcode.Internal, err, "writing the import block in %s", in.opts.Dir))
 	}
 	defer os.Remove(file)
-	var o outcome
+	var o cmdutil.Outcome
 	if runF != nil {
 		o = runF(cmd.Context(), in)
 	} else {
 		jsonMode, _ := cmd.Flags().GetBool("json")
-		o = runScope(cmd.Context(), f, jsonMode || wantsJSON(nil, f.Getenv), in)
+		o = runScope(cmd.Context(), f, jsonMode || cmdutil.WantsJSON(nil, f.Getenv), in)
 	}
-	o.command = "import"
+	o.Command = "import"
 	return o
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // MCPOptions are the flags of `sponson mcp`: what the person who starts the
@@ -49,15 +50,15 @@ const logTailLines = 40
 var mcpFlagEnv = map[string]string{"approved-by": "SPONSON_APPROVED_BY", "engine": "SPONSON_ENGINE", "log-dir": "SPONSON_MCP_LOG_DIR"}
 
 // runMCP serves until the client leaves; only a failure is an outcome.
-func runMCP(cmd *cobra.Command, f *Factory, opts *MCPOptions) outcome {
+func runMCP(cmd *cobra.Command, f *cmdutil.Factory, opts *MCPOptions) cmdutil.Outcome {
 	if err := serveMCP(cmd.Context(), f, opts); err != nil {
-		return outcome{command: "mcp", err: err}
+		return cmdutil.Outcome{Command: "mcp", Err: err}
 	}
-	return outcome{}
+	return cmdutil.Outcome{}
 }
 
 // NewCmdMCP builds `sponson mcp`.
-func NewCmdMCP(f *Factory, out *outcome) *cobra.Command {
+func NewCmdMCP(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 	opts := &MCPOptions{}
 	cmd := &cobra.Command{
 		Use:   "mcp [flags]",
@@ -89,8 +90,8 @@ when; the engine's init, plan and apply with resource counts). Cancelling a call
 interrupts its run as SIGINT does: the state is flushed, the lease released and
 the receipt written.`,
 		Args: cobra.NoArgs,
-		RunE: runE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
-			return bindEnv(cmd.Flags(), mcpFlagEnv, f.Getenv)
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return cmdutil.BindEnv(cmd.Flags(), mcpFlagEnv, f.Getenv)
 		}, nil, runMCP),
 	}
 	fs := cmd.Flags()
@@ -105,7 +106,7 @@ the receipt written.`,
 
 // mcpServer runs the tools of one server.
 type mcpServer struct {
-	f    *Factory
+	f    *cmdutil.Factory
 	opts *MCPOptions
 	self string
 	// cwd is the server's working directory, root the directory every
@@ -117,7 +118,7 @@ type mcpServer struct {
 
 // serveMCP serves the tools on the Factory's input and output until the
 // client disconnects or ctx ends.
-func serveMCP(ctx context.Context, f *Factory, opts *MCPOptions) error {
+func serveMCP(ctx context.Context, f *cmdutil.Factory, opts *MCPOptions) error {
 	self, err := f.Executable()
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run the tools")
@@ -157,7 +158,7 @@ func serveMCP(ctx context.Context, f *Factory, opts *MCPOptions) error {
 
 // newMCPServer decides the server's rules: its working directory, root and
 // declared environments.
-func newMCPServer(f *Factory, opts *MCPOptions, self string) (*mcpServer, error) {
+func newMCPServer(f *cmdutil.Factory, opts *MCPOptions, self string) (*mcpServer, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "reading the working directory")
@@ -244,7 +245,7 @@ func orDefault(s, def string) string {
 // envelope the command would print.
 func refusal(t toolSpec, err error) *mcp.CallToolResult {
 	var b bytes.Buffer
-	writeEnvelope(&b, outcome{command: t.command, err: err})
+	cmdutil.WriteEnvelope(&b, cmdutil.Outcome{Command: t.command, Err: err})
 	doc := bytes.TrimSpace(b.Bytes())
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(doc)}},
@@ -296,10 +297,10 @@ func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t toolSpe
 	}
 	prog.flush()
 	doc := bytes.TrimSpace(stdout.Bytes())
-	var env Envelope
+	var env cmdutil.Envelope
 	if err := json.Unmarshal(doc, &env); err != nil || env.Command == "" {
 		var b bytes.Buffer
-		writeEnvelope(&b, outcome{command: t.command, err: errcode.New(errcode.Internal, "sponson %s ended (%v) without its JSON document", t.command, runErr).
+		cmdutil.WriteEnvelope(&b, cmdutil.Outcome{Command: t.command, Err: errcode.New(errcode.Internal, "sponson %s ended (%v) without its JSON document", t.command, runErr).
 			WithHint("Read the call's log: "+logf.Name()).With("log", logf.Name())})
 		doc = bytes.TrimSpace(b.Bytes())
 		env.OK = false

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // TestMCPToolsMirrorFlags keeps the tools and the CLI in step: every flag
@@ -24,7 +25,7 @@ import (
 // and every parameter names a flag the command has.
 func TestMCPToolsMirrorFlags(t *testing.T) {
 	t.Parallel()
-	root := newCmdRoot(&Factory{Getenv: func(string) string { return "" }}, &outcome{}, nil)
+	root := newCmdRoot(&cmdutil.Factory{Getenv: func(string) string { return "" }}, &cmdutil.Outcome{}, nil)
 	commands := map[string]*cobra.Command{}
 	for _, c := range root.Commands() {
 		commands[c.Name()] = c
@@ -299,7 +300,7 @@ func connectInProcess(t *testing.T, opts *MCPOptions) *mcp.ClientSession {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	st, ct := mcp.NewInMemoryTransports()
-	s, err := newMCPServer(&Factory{Getenv: func(string) string { return "" }, ErrOut: &bytes.Buffer{}}, opts, "/nonexistent/sponson")
+	s, err := newMCPServer(&cmdutil.Factory{Getenv: func(string) string { return "" }, ErrOut: &bytes.Buffer{}}, opts, "/nonexistent/sponson")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func connectInProcess(t *testing.T, opts *MCPOptions) *mcp.ClientSession {
 	return session
 }
 
-func envelopeOf(t *testing.T, res *mcp.CallToolResult) Envelope {
+func envelopeOf(t *testing.T, res *mcp.CallToolResult) cmdutil.Envelope {
 	t.Helper()
 	if len(res.Content) == 0 {
 		t.Fatal("no content")
@@ -327,7 +328,7 @@ func envelopeOf(t *testing.T, res *mcp.CallToolResult) Envelope {
 	if !ok {
 		t.Fatalf("content %T", res.Content[0])
 	}
-	var env Envelope
+	var env cmdutil.Envelope
 	if err := json.Unmarshal([]byte(strings.TrimSpace(text.Text)), &env); err != nil {
 		t.Fatalf("content is not an envelope: %v\n%s", err, text.Text)
 	}

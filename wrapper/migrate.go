@@ -10,6 +10,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // MigrateOptions are the options of `sponson migrate`.
@@ -26,7 +27,7 @@ type MigrateResult struct {
 }
 
 // NewCmdMigrate builds `sponson migrate`.
-func NewCmdMigrate(f *Factory, out *outcome, runF func(context.Context, *MigrateOptions) outcome) *cobra.Command {
+func NewCmdMigrate(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *MigrateOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &MigrateOptions{}
 	cmd := &cobra.Command{
 		Use:   "migrate [flags]",
@@ -52,38 +53,38 @@ sponson-stacks/ branch (sealing the state again for its new place, so it needs
 SPONSON_STATE_KEY) and leaves the old branches as they were; PostgreSQL gives
 the old rows the stack in one transaction.`,
 		Args: cobra.NoArgs,
-		RunE: runE(f, out, opts, nil, runF, runMigrate),
+		RunE: cmdutil.RunE(f, out, opts, nil, runF, runMigrate),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
 	fs.StringVar(&opts.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, or postgres://... (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
-	bindStack(cmd, &opts.Stack, "the stack the old scopes move into (env SPONSON_STACK; default: the configuration's, detected as for apply)")
+	cmdutil.BindStack(cmd, &opts.Stack, "the stack the old scopes move into (env SPONSON_STACK; default: the configuration's, detected as for apply)")
 	return cmd
 }
 
-func runMigrate(cmd *cobra.Command, f *Factory, opts *MigrateOptions) outcome {
-	o := outcome{command: "migrate"}
-	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
-		o.err = err
+func runMigrate(cmd *cobra.Command, f *cmdutil.Factory, opts *MigrateOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "migrate"}
+	if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, f.Getenv); err != nil {
+		o.Err = err
 		return o
 	}
-	dir, err := filepath.Abs(orDot(opts.Chdir))
+	dir, err := filepath.Abs(cmdutil.OrDot(opts.Chdir))
 	if err != nil {
-		o.err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
+		o.Err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
 		return o
 	}
-	stk, err := detectStack(f, dir, opts.Stack)
+	stk, err := cmdutil.DetectStack(f, dir, opts.Stack)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	if stk.Warning != "" {
-		o.warnings = append(o.warnings, stk.Warning)
-		printer{w: f.ErrOut}.warn(stk.Warning)
+		o.Warnings = append(o.Warnings, stk.Warning)
+		cmdutil.Printer{W: f.ErrOut}.Warn(stk.Warning)
 	}
 	m, url, err := storeurl.OpenForMigration(opts.Store, dir)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer m.Close()
@@ -92,7 +93,7 @@ func runMigrate(cmd *cobra.Command, f *Factory, opts *MigrateOptions) outcome {
 	for _, k := range moved {
 		res.Scopes = append(res.Scopes, k.Environment+"/"+k.Scope)
 	}
-	o.result = res
+	o.Result = res
 	var held *store.HeldError
 	if errors.As(err, &held) {
 		err = errcode.New(errcode.LockHeld, "not migrated: %s", held.Error()).
@@ -100,20 +101,20 @@ func runMigrate(cmd *cobra.Command, f *Factory, opts *MigrateOptions) outcome {
 			With("holder", held.Lease.Holder)
 	}
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
 		return o
 	}
-	p := printer{w: f.Out}
+	p := cmdutil.Printer{W: f.Out}
 	if len(moved) == 0 {
-		p.line("sponson migrate · store %s: already in the current layout, nothing to move", url)
+		p.Line("sponson migrate · store %s: already in the current layout, nothing to move", url)
 		return o
 	}
-	p.line("sponson migrate · store %s: %d scope(s) moved into stack %s", url, len(moved), stk.Name)
+	p.Line("sponson migrate · store %s: %d scope(s) moved into stack %s", url, len(moved), stk.Name)
 	for _, s := range res.Scopes {
-		p.line("  %s", s)
+		p.Line("  %s", s)
 	}
 	return o
 }

@@ -13,12 +13,13 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // OutputOptions are the options of `sponson output`.
 type OutputOptions struct {
-	StoreFlags
-	ContextFlags
+	cmdutil.StoreFlags
+	cmdutil.ContextFlags
 	// Name is the one output to print; all when empty.
 	Name string
 	// EngineJSON is the engine's -json: the outputs as `terraform output
@@ -31,7 +32,7 @@ type OutputOptions struct {
 type Output = tfstate.Output
 
 // NewCmdOutput builds `sponson output`.
-func NewCmdOutput(f *Factory, out *outcome, runF func(context.Context, *OutputOptions) outcome) *cobra.Command {
+func NewCmdOutput(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *OutputOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &OutputOptions{}
 	cmd := &cobra.Command{
 		Use:   "output [NAME] [flags]",
@@ -53,16 +54,16 @@ Without them, each output is printed as NAME = VALUE, sensitive ones as
 <sensitive>. --json (two dashes) is sponson's envelope, whose result holds
 the outputs as -json prints them.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Name = args[0]
 			}
 			return nil
 		}, runF, runOutput),
 	}
-	opts.StoreFlags.bind(cmd)
+	opts.StoreFlags.Bind(cmd)
 	fs := cmd.Flags()
-	opts.ContextFlags.bind(cmd, readContextHelp)
+	opts.ContextFlags.Bind(cmd, cmdutil.ReadContextHelp)
 	fs.BoolVar(&opts.EngineJSON, outputJSONFlag, false, "the engine's -json (set by NormalizeArgs)")
 	fs.BoolVar(&opts.Raw, "raw", false, "print NAME's value as plain text (-raw also works)")
 	fs.Bool("no-color", false, "accepted; nothing is colored (-no-color also works)")
@@ -87,41 +88,41 @@ func normalizeOutput(a string) string {
 	return a
 }
 
-func runOutput(cmd *cobra.Command, f *Factory, opts *OutputOptions) outcome {
-	o := outcome{command: "output"}
+func runOutput(cmd *cobra.Command, f *cmdutil.Factory, opts *OutputOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "output"}
 	if opts.Raw && opts.EngineJSON {
-		o.err = errcode.New(errcode.Usage, "-raw and -json cannot be combined").WithHint("Pick one.")
+		o.Err = errcode.New(errcode.Usage, "-raw and -json cannot be combined").WithHint("Pick one.")
 		return o
 	}
 	if opts.Raw && opts.Name == "" {
-		o.err = errcode.New(errcode.Usage, "-raw needs the NAME of one output").WithHint("Run `sponson output` to list them.")
+		o.Err = errcode.New(errcode.Usage, "-raw needs the NAME of one output").WithHint("Run `sponson output` to list them.")
 		return o
 	}
-	st, _, env, err := opts.open(cmd, f)
+	st, _, env, err := cmdutil.StoreOpen(&opts.StoreFlags, cmd, f)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer st.Close()
-	key, err := opts.detect(f, opts.Chdir, env)
+	key, err := opts.Detect(f, opts.Chdir, env)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	data, err := st.ReadState(cmd.Context(), key)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	outputs, err := stateOutputs(data)
 	if err != nil {
-		o.err = errcode.Wrap(errcode.Internal, err, "reading the outputs of %s", key)
+		o.Err = errcode.Wrap(errcode.Internal, err, "reading the outputs of %s", key)
 		return o
 	}
 	if opts.Name != "" {
 		one, ok := outputs[opts.Name]
 		if !ok {
-			o.err = errcode.New(errcode.Usage, "scope %s has no output %q", key, opts.Name).
+			o.Err = errcode.New(errcode.Usage, "scope %s has no output %q", key, opts.Name).
 				WithHint("Run `sponson output` to list the scope's outputs; a scope that was never applied has none.")
 			return o
 		}
@@ -130,17 +131,17 @@ func runOutput(cmd *cobra.Command, f *Factory, opts *OutputOptions) outcome {
 	if opts.Raw {
 		// Refused in every mode, as the engine refuses it.
 		if err := writeRaw(io.Discard, opts.Name, outputs[opts.Name]); err != nil {
-			o.err = err
+			o.Err = err
 			return o
 		}
 	}
-	o.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "outputs": outputs}
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+	o.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "outputs": outputs}
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
 		return o
 	}
 	switch {
 	case opts.Raw:
-		o.err = writeRaw(f.Out, opts.Name, outputs[opts.Name])
+		o.Err = writeRaw(f.Out, opts.Name, outputs[opts.Name])
 	case opts.EngineJSON && opts.Name != "":
 		writeIndented(f.Out, outputs[opts.Name].Value)
 	case opts.EngineJSON:

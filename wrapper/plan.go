@@ -6,10 +6,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // NewCmdPlan builds `sponson plan`. runF replaces the run in tests.
-func NewCmdPlan(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
+func NewCmdPlan(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
 	return newRunCmd(f, out, scoperun.Plan,
 		"Show what apply would change in this run's scope",
 		`Plan runs init and plan against the scope's own state without taking the lease

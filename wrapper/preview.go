@@ -15,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // preview is what an apply leaves for reviewers: the scope's outputs and
@@ -135,7 +136,7 @@ func outputText(raw json.RawMessage) string {
 // request's "View deployment" button), marked inactive by the scope's
 // destroy, and on GitLab a dotenv report (--gitlab-dotenv) whose
 // SPONSON_URL the job's environment:url reads. It returns warnings.
-func publishPreview(ctx context.Context, f *Factory, in *runInput, res *scoperun.Result, runErr error, pv preview) []string {
+func publishPreview(ctx context.Context, f *cmdutil.Factory, in *runInput, res *scoperun.Result, runErr error, pv preview) []string {
 	var warns []string
 	rf := in.review
 	if rf.GitLabDotenv != "" && pv.url != "" {

@@ -2,11 +2,12 @@ package wrapper
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // NewCmdProvider builds `sponson provider`, the commands about the provider
 // the sponson binary serves, for use without the wrapper.
-func NewCmdProvider(f *Factory, out *outcome) *cobra.Command {
+func NewCmdProvider(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "provider <command>",
 		Short: "Use the sponson provider without the wrapper",

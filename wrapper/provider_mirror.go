@@ -11,6 +11,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/providermirror"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // ProviderMirrorOptions are the options of `sponson provider mirror`.
@@ -19,7 +20,7 @@ type ProviderMirrorOptions struct {
 }
 
 // NewCmdProviderMirror builds `sponson provider mirror DIR`.
-func NewCmdProviderMirror(f *Factory, out *outcome, runF func(context.Context, *ProviderMirrorOptions) outcome) *cobra.Command {
+func NewCmdProviderMirror(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *ProviderMirrorOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &ProviderMirrorOptions{}
 	return &cobra.Command{
 		Use:   "mirror DIR",
@@ -39,28 +40,28 @@ for the lock file: 'init' records the h1: hash and checks it on every later
 Under 'sponson plan', 'apply' and 'destroy' none of this is needed: sponson
 offers its own provider to the engine.`,
 		Args: cobra.ExactArgs(1),
-		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Dir = args[0]
 			return nil
 		}, runF, runProviderMirror),
 	}
 }
 
-func runProviderMirror(cmd *cobra.Command, f *Factory, opts *ProviderMirrorOptions) outcome {
-	o := outcome{command: "provider mirror"}
+func runProviderMirror(cmd *cobra.Command, f *cmdutil.Factory, opts *ProviderMirrorOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "provider mirror"}
 	bin, err := f.Executable()
 	if err != nil {
-		o.err = errcode.Wrap(errcode.MirrorFailed, err, "finding the sponson binary")
+		o.Err = errcode.Wrap(errcode.MirrorFailed, err, "finding the sponson binary")
 		return o
 	}
 	m, err := providermirror.Write(opts.Dir, bin, version.Mirror(), runtime.GOOS+"_"+runtime.GOARCH)
 	if err != nil {
-		o.err = errcode.Wrap(errcode.MirrorFailed, err, "writing the provider mirror into %s", opts.Dir)
+		o.Err = errcode.Wrap(errcode.MirrorFailed, err, "writing the provider mirror into %s", opts.Dir)
 		return o
 	}
 	cli := providermirror.CLIConfig(m.Dir)
-	o.result = map[string]any{"mirror": m, "cliConfig": cli}
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+	o.Result = map[string]any{"mirror": m, "cliConfig": cli}
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
 		return o
 	}
 	fmt.Fprintf(f.Out, "provider sponson/sponson %s (%s) written to %s\n", m.Version, m.Platform, m.Dir)

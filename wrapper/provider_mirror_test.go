@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
-func mirrorFactory(t *testing.T, bin string) (*Factory, *bytes.Buffer, *bytes.Buffer) {
+func mirrorFactory(t *testing.T, bin string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	return &Factory{
+	return &cmdutil.Factory{
 		Out: &out, ErrOut: &errOut,
 		Getenv:     func(string) string { return "" },
 		Executable: func() (string, error) { return bin, nil },
@@ -46,7 +47,7 @@ func TestProviderMirrorCommand(t *testing.T) {
 	if code := Run(context.Background(), []string{"provider", "mirror", dir, "--json"}, f); code != errcode.ExitOK {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	var env Envelope
+	var env cmdutil.Envelope
 	if err := json.Unmarshal(out.Bytes(), &env); err != nil || env.Command != "provider mirror" {
 		t.Fatalf("envelope %+v (%v):\n%s", env, err, out)
 	}

@@ -13,16 +13,17 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // ReceiptOptions are the options of `sponson receipt`.
 type ReceiptOptions struct {
-	StoreFlags
-	ContextFlags
+	cmdutil.StoreFlags
+	cmdutil.ContextFlags
 }
 
 // NewCmdReceipt builds `sponson receipt`.
-func NewCmdReceipt(f *Factory, out *outcome, runF func(context.Context, *ReceiptOptions) outcome) *cobra.Command {
+func NewCmdReceipt(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *ReceiptOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &ReceiptOptions{}
 	cmd := &cobra.Command{
 		Use:   "receipt [flags]",
@@ -39,32 +40,32 @@ creates its journal recorded as complete so far joined in (completedCreates).
 A destroyed scope keeps its last receipt: it is the record that the scope is
 gone, with an empty ledger.`,
 		Args: cobra.NoArgs,
-		RunE: runE(f, out, opts, nil, runF, runReceipt),
+		RunE: cmdutil.RunE(f, out, opts, nil, runF, runReceipt),
 	}
-	opts.StoreFlags.bind(cmd)
-	opts.ContextFlags.bind(cmd, readContextHelp)
+	opts.StoreFlags.Bind(cmd)
+	opts.ContextFlags.Bind(cmd, cmdutil.ReadContextHelp)
 	return cmd
 }
 
-func runReceipt(cmd *cobra.Command, f *Factory, opts *ReceiptOptions) outcome {
-	o := outcome{command: "receipt"}
+func runReceipt(cmd *cobra.Command, f *cmdutil.Factory, opts *ReceiptOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "receipt"}
 	st, key, err := opts.scopeKey(cmd, f)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer st.Close()
 	r, err := store.Latest(cmd.Context(), st, key)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	if r == nil {
-		o.err = errcode.New(errcode.Usage, "scope %s has no receipt", key).WithHint("Check --env and --scope; `sponson status` lists the scopes that have one.")
+		o.Err = errcode.New(errcode.Usage, "scope %s has no receipt", key).WithHint("Check --env and --scope; `sponson status` lists the scopes that have one.")
 		return o
 	}
-	o.result = r
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+	o.Result = r
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
 		return o
 	}
 	writeReceipt(f.Out, r)
@@ -73,12 +74,12 @@ func runReceipt(cmd *cobra.Command, f *Factory, opts *ReceiptOptions) outcome {
 
 // scopeKey opens the store and names the scope the flags select, detected
 // as for apply where they name none.
-func (opts *ReceiptOptions) scopeKey(cmd *cobra.Command, f *Factory) (store.Store, store.Key, error) {
-	st, _, env, err := opts.open(cmd, f)
+func (opts *ReceiptOptions) scopeKey(cmd *cobra.Command, f *cmdutil.Factory) (store.Store, store.Key, error) {
+	st, _, env, err := cmdutil.StoreOpen(&opts.StoreFlags, cmd, f)
 	if err != nil {
 		return nil, store.Key{}, err
 	}
-	key, err := opts.detect(f, opts.Chdir, env)
+	key, err := opts.Detect(f, opts.Chdir, env)
 	if err != nil {
 		st.Close()
 		return nil, store.Key{}, err
@@ -108,7 +109,7 @@ func writeReceipt(w io.Writer, r *receipt.Receipt) {
 		ctx = append(ctx, fmt.Sprintf("pull request #%d", r.PullRequest))
 	}
 	if r.Commit != "" {
-		ctx = append(ctx, "commit "+shortCommit(r.Commit))
+		ctx = append(ctx, "commit "+cmdutil.ShortCommit(r.Commit))
 	}
 	if r.ApprovedBy != "" {
 		ctx = append(ctx, "approved by "+r.ApprovedBy)
@@ -121,7 +122,7 @@ func writeReceipt(w io.Writer, r *receipt.Receipt) {
 	}
 	if a := r.AllowedOlderCommit; a != nil {
 		if a.Newer != "" {
-			fmt.Fprintf(tw, "rolled back\tfrom commit %s (run %s), with --allow-older-commit\n", shortCommit(a.Newer), a.NewerRun)
+			fmt.Fprintf(tw, "rolled back\tfrom commit %s (run %s), with --allow-older-commit\n", cmdutil.ShortCommit(a.Newer), a.NewerRun)
 		} else {
 			fmt.Fprintf(tw, "rolled back\tno: --allow-older-commit was given, and the commit was not older\n")
 		}

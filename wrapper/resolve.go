@@ -10,6 +10,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scopeedit"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // ResolveOptions are the options of `sponson resolve`.
@@ -26,7 +27,7 @@ type ResolveOptions struct {
 }
 
 // NewCmdResolve builds `sponson resolve`. runF replaces the run in tests.
-func NewCmdResolve(f *Factory, out *outcome, runF func(context.Context, *ResolveOptions) outcome) *cobra.Command {
+func NewCmdResolve(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *ResolveOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &ResolveOptions{}
 	cmd := &cobra.Command{
 		Use:   "resolve ADDRESS... (--gone | --id ID)",
@@ -52,40 +53,40 @@ environment (production, or one sponson.hcl protects) resolve needs
 apply does. Without it, ENV_NOT_APPROVED (exit 2) before the lease is taken or
 anything is written; the receipt records the approver.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Addresses = args
 			return nil
 		}, runF, runResolve),
 	}
-	opts.StoreFlags.bind(cmd)
+	opts.StoreFlags.Bind(cmd)
 	fs := cmd.Flags()
 	// resolve has had no --stack: its stack is detected (or SPONSON_STACK).
-	noStack := readContextHelp
-	noStack.stack = ""
-	opts.ContextFlags.bind(cmd, noStack)
+	noStack := cmdutil.ReadContextHelp
+	noStack.Stack = ""
+	opts.ContextFlags.Bind(cmd, noStack)
 	fs.StringVar(&opts.ID, "id", "", "the object exists with this `ID`: the next apply adopts it")
 	fs.BoolVar(&opts.Gone, "gone", false, "the object does not exist: forget the intent")
 	fs.BoolVar(&opts.Wait, "wait", false, "wait for the scope's lease when another run holds it")
-	bindApprovedBy(cmd, &opts.ApprovedBy, "the resolution")
+	cmdutil.BindApprovedBy(cmd, &opts.ApprovedBy, "the resolution")
 	return cmd
 }
 
-func runResolve(cmd *cobra.Command, f *Factory, opts *ResolveOptions) outcome {
-	o := outcome{command: "resolve"}
+func runResolve(cmd *cobra.Command, f *cmdutil.Factory, opts *ResolveOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "resolve"}
 	st, key, err := opts.scopeKey(cmd, f)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer st.Close()
-	approval, err := editApproval(f, opts.Chdir, key.Environment, "resolve", opts.ApprovedBy)
+	approval, err := cmdutil.EditApproval(f, opts.Chdir, key.Environment, "resolve", opts.ApprovedBy)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
-	declared, err := declaredIdentity(cmd.Context(), f, opts.Chdir, key.Environment)
+	declared, err := cmdutil.DeclaredIdentity(cmd.Context(), f, opts.Chdir, key.Environment)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	rec, err := scopeedit.Resolve(cmd.Context(), scopeedit.Options{
@@ -94,11 +95,11 @@ func runResolve(cmd *cobra.Command, f *Factory, opts *ResolveOptions) outcome {
 		Warn:  func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) },
 	}, scopeedit.Resolution{Addresses: opts.Addresses, ID: opts.ID, Gone: opts.Gone, Declared: declared})
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
-	o.result = rec
-	if jsonMode, _ := cmd.Flags().GetBool("json"); !jsonMode && !wantsJSON(nil, f.Getenv) {
+	o.Result = rec
+	if jsonMode, _ := cmd.Flags().GetBool("json"); !jsonMode && !cmdutil.WantsJSON(nil, f.Getenv) {
 		for _, s := range rec.Settled {
 			fmt.Fprintf(f.Out, "%s/%s: %s %s%s\n", key.Environment, key.Scope, s.Address, s.Outcome, settledNote(s))
 		}

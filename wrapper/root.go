@@ -7,13 +7,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/secrets"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 	"github.com/sponson/terraform-provider-sponson/wrapper/policycmd"
 )
 
@@ -21,80 +21,70 @@ import (
 func Main() errcode.ExitCode {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, os.Args[1:], NewFactory())
+	return Run(ctx, os.Args[1:], cmdutil.NewFactory())
 }
 
 // Run executes one command line and prints its outcome: the summary in human
 // mode, exactly one JSON document on Out with --json, whatever happens
 // (flag errors and panics included).
-func Run(ctx context.Context, args []string, f *Factory) errcode.ExitCode {
+func Run(ctx context.Context, args []string, f *cmdutil.Factory) errcode.ExitCode {
 	return runWith(ctx, args, f, nil)
 }
 
 // runWith is Run with the run function of plan, apply and destroy replaced
 // (nil: the real one), the seam of the command tests.
-func runWith(ctx context.Context, args []string, f *Factory, runF func(context.Context, *runInput) outcome) (code errcode.ExitCode) {
+func runWith(ctx context.Context, args []string, f *cmdutil.Factory, runF func(context.Context, *runInput) cmdutil.Outcome) (code errcode.ExitCode) {
 	args = NormalizeArgs(args)
-	jsonMode := wantsJSON(args, f.Getenv)
-	var result outcome
+	jsonMode := cmdutil.WantsJSON(args, f.Getenv)
+	var result cmdutil.Outcome
 	defer func() {
 		if p := recover(); p != nil {
-			result = outcome{command: commandName(args), err: errcode.New(errcode.Internal, "panic: %v", p).With("stack", string(debug.Stack()))}
+			result = cmdutil.Outcome{Command: commandName(args), Err: errcode.New(errcode.Internal, "panic: %v", p).With("stack", string(debug.Stack()))}
 			code = finish(f, jsonMode, result)
 		}
 	}()
 	if err := secrets.Err(); err != nil {
 		// The keys given cannot be read: no command may run without them.
-		return finish(f, jsonMode, outcome{command: commandName(args), err: err})
+		return finish(f, jsonMode, cmdutil.Outcome{Command: commandName(args), Err: err})
 	}
 	root := newCmdRoot(f, &result, runF)
 	root.SetArgs(args)
 	root.SetOut(f.Out)
 	root.SetErr(f.ErrOut)
 	err := root.ExecuteContext(ctx)
-	if err != nil && result.err == nil {
+	if err != nil && result.Err == nil {
 		// Errors cobra returns itself: unknown commands and flags.
-		result.err = usageError(err)
+		result.Err = usageError(err)
 		var name string
 		if n, serr := fmt.Sscanf(err.Error(), "unknown command %q for \"sponson\"", &name); n == 1 && serr == nil {
 			e := unknownCommand(name)
 			if s := root.SuggestionsFor(name); len(s) > 0 {
 				e.Hint = fmt.Sprintf("Did you mean `sponson %s`? ", s[0]) + e.Hint
 			}
-			result.err = e
+			result.Err = e
 		}
-		if result.command == "" {
-			result.command = commandName(args)
+		if result.Command == "" {
+			result.Command = commandName(args)
 		}
 	}
-	if result.command == "" {
+	if result.Command == "" {
 		return errcode.ExitOK // help or a bare `sponson`: cobra printed it
 	}
-	if result.err != nil && result.command == engineflagPlan && detailedInArgs(args) {
-		result.detailedExitcode = true
+	if result.Err != nil && result.Command == engineflagPlan && detailedInArgs(args) {
+		result.DetailedExitcode = true
 	}
 	return finish(f, jsonMode, result)
 }
 
-func finish(f *Factory, jsonMode bool, o outcome) errcode.ExitCode {
+func finish(f *cmdutil.Factory, jsonMode bool, o cmdutil.Outcome) errcode.ExitCode {
 	annotateOutcome(f, o)
 	if jsonMode {
-		return writeEnvelope(f.Out, o)
+		return cmdutil.WriteEnvelope(f.Out, o)
 	}
-	if o.err != nil {
-		writeHumanError(f.ErrOut, o.err)
+	if o.Err != nil {
+		cmdutil.WriteHumanError(f.ErrOut, o.Err)
 	}
-	return o.exit()
-}
-
-// unlessFailed is the outcome of command: err when a step before it
-// failed, else what run gives. A command's RunE reports through its
-// outcome and returns nil, so that cobra adds nothing of its own.
-func unlessFailed(command string, err error, run func() outcome) outcome {
-	if err != nil {
-		return outcome{command: command, err: err}
-	}
-	return run()
+	return o.Exit()
 }
 
 func usageError(err error) error {
@@ -107,9 +97,11 @@ func usageError(err error) error {
 
 // NewCmdRoot builds the command tree. Commands report their outcome through
 // out rather than printing the final result themselves.
-func NewCmdRoot(f *Factory, out *outcome) *cobra.Command { return newCmdRoot(f, out, nil) }
+func NewCmdRoot(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
+	return newCmdRoot(f, out, nil)
+}
 
-func newCmdRoot(f *Factory, out *outcome, runF func(context.Context, *runInput) outcome) *cobra.Command {
+func newCmdRoot(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sponson",
 		Short: "Run OpenTofu or Terraform per pull request scope, with fenced leases",
@@ -125,7 +117,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.
 	}
 	root.PersistentFlags().Bool("json", false, "print exactly one JSON document on stdout for every outcome (env SPONSON_JSON)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		out.command = c.Name()
+		out.Command = c.Name()
 		return errcode.New(errcode.Usage, "%s", err.Error()).WithHint(fmt.Sprintf("Run `%s --help` to see its flags.", c.CommandPath()))
 	})
 	for _, c := range []*cobra.Command{
@@ -148,28 +140,12 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.
 		NewCmdGrants(f, out, nil),
 		NewCmdStacks(f, out, nil),
 		NewCmdVersion(f, out),
-		policycmd.NewCmdPolicy(policycmd.IO{Out: f.Out, ErrOut: f.ErrOut, Getenv: f.Getenv}, func(c string, r any, err error) { *out = outcome{command: c, result: r, err: err} }, nil),
+		policycmd.NewCmdPolicy(policycmd.IO{Out: f.Out, ErrOut: f.ErrOut, Getenv: f.Getenv}, func(c string, r any, err error) { *out = cmdutil.Outcome{Command: c, Result: r, Err: err} }, nil),
 	} {
 		root.AddCommand(c)
 	}
 	root.AddCommand(engineCommandsOf(f, out)...)
 	return root
-}
-
-func wantsJSON(args []string, getenv func(string) string) bool {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "--json" || a == "--json=true" {
-			return true
-		}
-		if a == "--json=false" {
-			return false
-		}
-	}
-	v := strings.ToLower(strings.TrimSpace(getenv("SPONSON_JSON")))
-	return v == "1" || v == "true" || v == "yes"
 }
 
 func commandName(args []string) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 func TestNormalizeArgs(t *testing.T) {
@@ -50,9 +51,9 @@ func TestNormalizeArgs(t *testing.T) {
 // directories are in no repository, whose derived names would differ per run.
 const testStack = "acme/app"
 
-func testFactory(env map[string]string) (*Factory, *bytes.Buffer, *bytes.Buffer) {
+func testFactory(env map[string]string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
-	return &Factory{
+	return &cmdutil.Factory{
 		Out:    &out,
 		ErrOut: &errOut,
 		Getenv: func(k string) string {
@@ -69,9 +70,9 @@ func testFactory(env map[string]string) (*Factory, *bytes.Buffer, *bytes.Buffer)
 	}, &out, &errOut
 }
 
-func decode(t *testing.T, out *bytes.Buffer) Envelope {
+func decode(t *testing.T, out *bytes.Buffer) cmdutil.Envelope {
 	t.Helper()
-	var env Envelope
+	var env cmdutil.Envelope
 	dec := json.NewDecoder(out)
 	if err := dec.Decode(&env); err != nil {
 		t.Fatalf("stdout is not a JSON document: %v\n%s", err, out)
@@ -120,7 +121,7 @@ func TestPanicBecomesInternal(t *testing.T) {
 	f, out, _ := testFactory(nil)
 	// A command whose run function panics, built through the same seam
 	// the real commands use.
-	code := runWith(context.Background(), []string{"apply", "--chdir", t.TempDir(), "--scope", "pr-1", "--json"}, f, func(context.Context, *runInput) outcome { panic("boom") })
+	code := runWith(context.Background(), []string{"apply", "--chdir", t.TempDir(), "--scope", "pr-1", "--json"}, f, func(context.Context, *runInput) cmdutil.Outcome { panic("boom") })
 	env := decode(t, out)
 	if code != errcode.ExitFailed || env.Error == nil || env.Error.Code != errcode.Internal || !strings.Contains(env.Error.Message, "boom") {
 		t.Errorf("exit %d, envelope %+v; want INTERNAL naming the panic", code, env)
@@ -133,9 +134,9 @@ func TestRunFlagsReachTheRun(t *testing.T) {
 	var got *runInput
 	dir := t.TempDir()
 	code := runWith(context.Background(), []string{"apply", "--chdir", dir, "--pr", "42", "--branch", "feat/search", "--env", "production", "-var", "a=1", "-var-file=x.tfvars", "--json"}, f,
-		func(_ context.Context, in *runInput) outcome {
+		func(_ context.Context, in *runInput) cmdutil.Outcome {
 			got = in
-			return outcome{command: "apply"}
+			return cmdutil.Outcome{Command: "apply"}
 		})
 	if code != errcode.ExitOK {
 		t.Fatalf("exit %d: %s", code, out)
@@ -266,7 +267,7 @@ func TestGitHubAnnotations(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &env); err != nil {
 		t.Errorf("stdout is not one JSON document: %v\n%s", err, out)
 	}
-	annotateOutcome(f, outcome{command: "plan", warnings: []string{"50% of a warning"}})
+	annotateOutcome(f, cmdutil.Outcome{Command: "plan", Warnings: []string{"50% of a warning"}})
 	if want := "::warning title=sponson plan::50%25 of a warning\n"; !strings.Contains(errOut.String(), want) {
 		t.Errorf("stderr lacks the warning annotation %q:\n%s", want, errOut)
 	}
@@ -307,7 +308,7 @@ func TestShowPlanFileWithoutJSON(t *testing.T) {
 func TestGitLabSections(t *testing.T) {
 	t.Parallel()
 	f, _, _ := testFactory(map[string]string{"GITLAB_CI": "true"})
-	f.now = func() time.Time { return time.Unix(1700000000, 0) }
+	f.Now = func() time.Time { return time.Unix(1700000000, 0) }
 	var b bytes.Buffer
 	end := gitlabSections(f, &b)("plan", "engine plan")
 	b.WriteString("Plan: 1 to add\n")

@@ -24,6 +24,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/stackrun"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // StackSelection is how plan, apply and destroy run many stacks: --all, or
@@ -107,21 +108,21 @@ type StackRunResult struct {
 	ExitCode int             `json:"exitCode"`
 	// Result and Error are those of the stack's own run (the envelope of
 	// a single plan, apply or destroy).
-	Result   json.RawMessage `json:"result,omitempty"`
-	Error    *ErrorBody      `json:"error,omitempty"`
-	Warnings []string        `json:"warnings,omitempty"`
+	Result   json.RawMessage    `json:"result,omitempty"`
+	Error    *cmdutil.ErrorBody `json:"error,omitempty"`
+	Warnings []string           `json:"warnings,omitempty"`
 }
 
 // runStacksCommand runs command over the selected stacks, each as its own
 // sponson process (each with its own engine environment, provider and
 // lease: a sponson process runs one engine session, internal/engine), in
 // the order of internal/stackrun: prepare, run, then report.
-func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) outcome {
-	o := outcome{command: string(command), detailedExitcode: detailedRequested(cmd)}
+func runStacksCommand(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: string(command), DetailedExitcode: detailedRequested(cmd)}
 	m, warnings, err := prepareMany(cmd, f, flags, review, sel, command, args)
-	o.warnings = warnings
+	o.Warnings = warnings
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer os.RemoveAll(m.tmp)
@@ -132,9 +133,9 @@ func runStacksCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *R
 
 // manyRun is one run of many stacks.
 type manyRun struct {
-	f       *Factory
+	f       *cmdutil.Factory
 	command scoperun.Command
-	review  *ReviewFlags
+	review  *cmdutil.ReviewFlags
 	res     *StacksResult
 	// which names the selection for people: --all, or --changed since.
 	which       string
@@ -155,7 +156,7 @@ type manyRun struct {
 // prepareMany refuses what cannot run before anything does (the flags, the
 // engine flags, a cycle, a destroy that would strand a dependent), finds the
 // stacks, and makes the run's directory.
-func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) (*manyRun, []string, error) {
+func prepareMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) (*manyRun, []string, error) {
 	res, warnings, err := selectMany(cmd, f, flags, sel, command, args)
 	if err != nil {
 		return nil, warnings, err
@@ -170,9 +171,9 @@ func prepareMany(cmd *cobra.Command, f *Factory, flags *RunFlags, review *Review
 
 // selectMany reads the flags and finds the stacks, refusing a destroy that
 // would strand a dependent.
-func selectMany(cmd *cobra.Command, f *Factory, flags *RunFlags, sel *StackSelection, command scoperun.Command, args []string) (*StacksResult, []string, error) {
-	for _, env := range []map[string]string{selectionFlagEnv, {"chdir": "SPONSON_CHDIR"}, reviewFlagEnv} {
-		if err := bindEnv(cmd.Flags(), env, f.Getenv); err != nil {
+func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, sel *StackSelection, command scoperun.Command, args []string) (*StacksResult, []string, error) {
+	for _, env := range []map[string]string{selectionFlagEnv, {"chdir": "SPONSON_CHDIR"}, cmdutil.ReviewFlagEnv} {
+		if err := cmdutil.BindEnv(cmd.Flags(), env, f.Getenv); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -194,7 +195,7 @@ func selectMany(cmd *cobra.Command, f *Factory, flags *RunFlags, sel *StackSelec
 		return nil, warnings, err
 	}
 	if command == scoperun.Destroy {
-		if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
+		if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, f.Getenv); err != nil {
 			return nil, warnings, err
 		}
 		if err := checkDestroyDependents(cmd.Context(), f, flags, res); err != nil {
@@ -209,7 +210,7 @@ func selectMany(cmd *cobra.Command, f *Factory, flags *RunFlags, sel *StackSelec
 
 // storePerStackWarning warns when stacks that read each other's outputs
 // have no store in common.
-func storePerStackWarning(f *Factory, flags *RunFlags, res *StacksResult) string {
+func storePerStackWarning(f *cmdutil.Factory, flags *cmdutil.RunFlags, res *StacksResult) string {
 	if flags.Store != "" || strings.TrimSpace(f.Getenv(storeurl.EnvVar)) != "" {
 		return ""
 	}
@@ -223,13 +224,13 @@ func storePerStackWarning(f *Factory, flags *RunFlags, res *StacksResult) string
 
 // newManyRun makes the run of the stacks res found: its directory, and the
 // command line and environment of every stack's process.
-func newManyRun(cmd *cobra.Command, f *Factory, review *ReviewFlags, sel *StackSelection, command scoperun.Command, args []string, res *StacksResult) (*manyRun, error) {
+func newManyRun(cmd *cobra.Command, f *cmdutil.Factory, review *cmdutil.ReviewFlags, sel *StackSelection, command scoperun.Command, args []string, res *StacksResult) (*manyRun, error) {
 	self, err := f.Executable()
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")
 	}
 	m := &manyRun{f: f, command: command, review: review, res: res, which: "--all", parallelism: max(sel.Parallelism, 1),
-		self: self, args: childArgs(cmd, command, args), wantReview: review.wanted(f.Getenv),
+		self: self, args: childArgs(cmd, command, args), wantReview: review.Wanted(f.Getenv),
 		results: map[string]*StackRunResult{}, because: map[string]string{}}
 	if sel.Changed {
 		m.which = "--changed (since " + res.Base + ")"
@@ -254,16 +255,16 @@ func newManyRun(cmd *cobra.Command, f *Factory, review *ReviewFlags, sel *StackS
 // startLines opens the run's lines (stdout, or stderr with --json): the
 // warnings so far, the opening line, and the live table on a terminal.
 func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
-	p := printer{w: m.f.Out}
-	if jsonWanted(cmd, m.f) {
-		p.w = m.f.ErrOut
+	p := cmdutil.Printer{W: m.f.Out}
+	if cmdutil.JSONWanted(cmd, m.f) {
+		p.W = m.f.ErrOut
 	}
 	m.lines = &lockedPrinter{p: p}
 	for _, w := range warnings {
 		m.lines.line("warning: %s", w)
 	}
 	m.lines.line("sponson %s %s · %d stacks · parallelism %d", m.command, m.which, len(m.res.Stacks), m.parallelism)
-	if m.f.IsTerminal != nil && m.f.IsTerminal(p.w) {
+	if m.f.IsTerminal != nil && m.f.IsTerminal(p.W) {
 		m.lines.live(m.res.Stacks)
 	}
 }
@@ -329,7 +330,7 @@ func (m *manyRun) event(e stackrun.Event) {
 
 // report fills o from the stacks' results: a result per stack, the
 // review, the closing line, the worst error.
-func (m *manyRun) report(ctx context.Context, o *outcome, status map[string]stackrun.Status) {
+func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[string]stackrun.Status) {
 	out := StacksRunResult{Base: m.res.Base, Stacks: []StackRunResult{}}
 	counts := map[stackrun.Status]int{}
 	var worst *StackRunResult
@@ -354,22 +355,22 @@ func (m *manyRun) report(ctx context.Context, o *outcome, status map[string]stac
 		if r.Error == nil && r.Result != nil && m.command == scoperun.Plan {
 			var rr RunResult
 			if json.Unmarshal(r.Result, &rr) == nil && rr.Status == "changes" {
-				o.changes = true
+				o.Changes = true
 			}
 		}
 		for _, w := range r.Warnings {
-			o.warnings = append(o.warnings, s.Directory+": "+w)
+			o.Warnings = append(o.Warnings, s.Directory+": "+w)
 		}
 		out.Stacks = append(out.Stacks, *r)
 	}
-	o.result = out
-	o.warnings = append(o.warnings, publishMany(ctx, m.f, m.review, m.command, m.which, m.tmp, out.Stacks)...)
+	o.Result = out
+	o.Warnings = append(o.Warnings, publishMany(ctx, m.f, m.review, m.command, m.which, m.tmp, out.Stacks)...)
 	m.lines.line("sponson %s %s: %d succeeded, %d failed, %d skipped", m.command, m.which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
 	switch {
 	case worst != nil:
-		o.err = stacksError(worst, failed, skipped)
+		o.Err = stacksError(worst, failed, skipped)
 	case len(skipped) > 0:
-		o.err = errcode.New(errcode.Interrupted, "the run was interrupted before %s", strings.Join(skipped, ", ")).With("skipped", skipped)
+		o.Err = errcode.New(errcode.Interrupted, "the run was interrupted before %s", strings.Join(skipped, ", ")).With("skipped", skipped)
 	}
 }
 
@@ -387,7 +388,7 @@ func (s *StackSelection) checkOne(cmd *cobra.Command) error {
 }
 
 // check refuses what a run of many stacks cannot do.
-func (s *StackSelection) check(f *Factory, flags *RunFlags, command scoperun.Command, args []string) error {
+func (s *StackSelection) check(f *cmdutil.Factory, flags *cmdutil.RunFlags, command scoperun.Command, args []string) error {
 	switch {
 	case s.All && s.Changed:
 		return errcode.New(errcode.Usage, "--all and --changed cannot be combined").WithHint("--all runs every stack; --changed those a change touches and their dependents.")
@@ -398,7 +399,7 @@ func (s *StackSelection) check(f *Factory, flags *RunFlags, command scoperun.Com
 			WithHint("Unset SPONSON_STACK, or run the one stack without --all.")
 	case len(args) > 0:
 		return errcode.New(errcode.Usage, "a saved plan FILE applies one stack; it cannot be given with --all or --changed")
-	case flags.savePlan != "":
+	case flags.SavePlan != "":
 		return errcode.New(errcode.Usage, "-out saves the plan of one stack; it cannot be given with --all or --changed").
 			WithHint("Run plan -out FILE in each stack's directory, as a CI matrix from `sponson stacks --json` does.")
 	}
@@ -416,8 +417,8 @@ func childArgs(cmd *cobra.Command, command scoperun.Command, args []string) []st
 			// The run composes one review of all stacks.
 			"summary", "comment", "gitlab-report":
 			return
-		case engineArgFlag:
-			vals, _ := cmd.Flags().GetStringArray(engineArgFlag)
+		case cmdutil.EngineArgFlag:
+			vals, _ := cmd.Flags().GetStringArray(cmdutil.EngineArgFlag)
 			out = append(out, vals...)
 			return
 		}
@@ -456,19 +457,19 @@ func runStackProcess(ctx context.Context, self string, s *stackgraph.Stack, args
 		r.ExitCode = c.ProcessState.ExitCode()
 	case err != nil:
 		r.Status, r.ExitCode = stackrun.Failed, int(errcode.ExitFailed)
-		r.Error = &ErrorBody{Code: errcode.Internal, Message: "cannot run sponson for " + s.Directory + ": " + err.Error()}
+		r.Error = &cmdutil.ErrorBody{Code: errcode.Internal, Message: "cannot run sponson for " + s.Directory + ": " + err.Error()}
 		return r, stderr.Bytes()
 	}
 	var env struct {
-		OK     bool            `json:"ok"`
-		Result json.RawMessage `json:"result"`
-		Error  *ErrorBody      `json:"error"`
-		Warn   []string        `json:"warnings"`
+		OK     bool               `json:"ok"`
+		Result json.RawMessage    `json:"result"`
+		Error  *cmdutil.ErrorBody `json:"error"`
+		Warn   []string           `json:"warnings"`
 	}
 	if jerr := json.Unmarshal(stdout.Bytes(), &env); jerr != nil {
 		r.Status = stackrun.Failed
 		r.ExitCode = max(r.ExitCode, int(errcode.ExitFailed))
-		r.Error = &ErrorBody{Code: errcode.Internal, Message: fmt.Sprintf("the run of %s printed no JSON document (exit %d): %v", s.Directory, r.ExitCode, jerr)}
+		r.Error = &cmdutil.ErrorBody{Code: errcode.Internal, Message: fmt.Sprintf("the run of %s printed no JSON document (exit %d): %v", s.Directory, r.ExitCode, jerr)}
 		return r, stderr.Bytes()
 	}
 	r.Result, r.Error, r.Warnings = env.Result, env.Error, env.Warn
@@ -516,7 +517,7 @@ func stacksError(worst *StackRunResult, failed, skipped []string) error {
 // meanwhile (a failed stack's output) above it.
 type lockedPrinter struct {
 	mu sync.Mutex
-	p  printer
+	p  cmdutil.Printer
 	// rows is the live table; nil prints lines.
 	rows  []tableRow
 	width int
@@ -552,7 +553,7 @@ func (l *lockedPrinter) event(dir, state, note, line string) {
 	defer l.mu.Unlock()
 	if l.rows == nil {
 		if line != "" {
-			l.p.line("%s", line)
+			l.p.Line("%s", line)
 		}
 		return
 	}
@@ -567,7 +568,7 @@ func (l *lockedPrinter) event(dir, state, note, line string) {
 // clear erases the table from the screen.
 func (l *lockedPrinter) clear() {
 	if l.drawn > 0 {
-		fmt.Fprintf(l.p.w, "\x1b[%dA\x1b[J", l.drawn)
+		fmt.Fprintf(l.p.W, "\x1b[%dA\x1b[J", l.drawn)
 		l.drawn = 0
 	}
 }
@@ -575,7 +576,7 @@ func (l *lockedPrinter) clear() {
 func (l *lockedPrinter) redraw() {
 	l.clear()
 	for _, r := range l.rows {
-		fmt.Fprintf(l.p.w, "  %-*s  %-9s  %s\n", l.width, r.dir, r.state, r.note)
+		fmt.Fprintf(l.p.W, "  %-*s  %-9s  %s\n", l.width, r.dir, r.state, r.note)
 	}
 	l.drawn = len(l.rows)
 }
@@ -584,7 +585,7 @@ func (l *lockedPrinter) line(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clear()
-	l.p.line(format, args...)
+	l.p.Line(format, args...)
 	if l.rows != nil {
 		l.redraw()
 	}
@@ -601,11 +602,11 @@ func (l *lockedPrinter) block(dir string, r *StackRunResult, output []byte) {
 		first, _, _ := strings.Cut(r.Error.Message, "\n")
 		msg = fmt.Sprintf("error %s: %s (exit %d)", r.Error.Code, first, r.ExitCode)
 	}
-	l.p.line("%s: failed: %s", dir, msg)
+	l.p.Line("%s: failed: %s", dir, msg)
 	sc := bufio.NewScanner(bytes.NewReader(output))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
-		l.p.line("%s | %s", dir, sc.Text())
+		l.p.Line("%s | %s", dir, sc.Text())
 	}
 	if l.rows != nil {
 		l.redraw()

@@ -9,6 +9,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // checkDestroyDependents refuses destroy --all, before anything runs, when
@@ -17,7 +18,7 @@ import (
 // destroying the upstream would pull the ground from under it
 // (docs/design.md §4.7). Stacks of the run are destroyed dependents first,
 // so only those outside it are checked.
-func checkDestroyDependents(ctx context.Context, f *Factory, flags *RunFlags, res *StacksResult) error {
+func checkDestroyDependents(ctx context.Context, f *cmdutil.Factory, flags *cmdutil.RunFlags, res *StacksResult) error {
 	if res.Top == res.Root {
 		return nil // the run holds every stack of the repository
 	}
@@ -49,7 +50,7 @@ func checkDestroyDependents(ctx context.Context, f *Factory, flags *RunFlags, re
 		if err != nil {
 			return err
 		}
-		env, err := declaredEnvironment(ctx, f, s.Dir, c)
+		env, err := cmdutil.DeclaredEnvironment(ctx, f, s.Dir, c)
 		if err != nil {
 			return err
 		}

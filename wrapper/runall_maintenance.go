@@ -19,6 +19,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/stackrun"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // EveryStack is --all of gc and drift: the command in every stack of the
@@ -65,7 +66,7 @@ type StacksDriftResult struct {
 
 // everyStackRun is gc or drift over every stack.
 type everyStackRun struct {
-	f       *Factory
+	f       *cmdutil.Factory
 	command string
 	set     *StacksResult
 	lines   *lockedPrinter
@@ -106,7 +107,7 @@ func everyStackArgs(cmd *cobra.Command, command string, positional []string) []s
 }
 
 // startEveryStack finds the stacks under chdir and prepares their runs.
-func startEveryStack(cmd *cobra.Command, f *Factory, command, chdir string, parallelism int) (*everyStackRun, []string, error) {
+func startEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir string, parallelism int) (*everyStackRun, []string, error) {
 	if strings.TrimSpace(f.Getenv(stack.EnvVar)) != "" {
 		return nil, nil, errcode.New(errcode.Usage, "%s names one stack; %s --all names each stack itself", stack.EnvVar, command).
 			WithHint("Unset SPONSON_STACK, or run the one stack without --all.")
@@ -123,9 +124,9 @@ func startEveryStack(cmd *cobra.Command, f *Factory, command, chdir string, para
 		env:     append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"="), reviewEnv...),
 		results: map[string]*StackRunResult{}, because: map[string]string{}}
 	jsonMode, _ := cmd.Flags().GetBool("json")
-	p := printer{w: f.Out}
-	if jsonMode || wantsJSON(nil, f.Getenv) {
-		p.w = f.ErrOut
+	p := cmdutil.Printer{W: f.Out}
+	if jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
+		p.W = f.ErrOut
 	}
 	m.lines = &lockedPrinter{p: p}
 	for _, w := range warnings {
@@ -227,22 +228,22 @@ func worstOf(results []StackRunResult) error {
 
 // runGCAll is `sponson gc --all`: gc in every stack with --stack set to
 // it, dependents before the stacks they read.
-func runGCAll(cmd *cobra.Command, f *Factory, opts *GCOptions) outcome {
-	o := outcome{command: "gc"}
+func runGCAll(cmd *cobra.Command, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "gc"}
 	if opts.Stack != "" {
-		o.err = errcode.New(errcode.Usage, "--stack names one stack; gc --all collects each stack's scopes itself").
+		o.Err = errcode.New(errcode.Usage, "--stack names one stack; gc --all collects each stack's scopes itself").
 			WithHint("Run gc --stack NAME without --all for one stack.")
 		return o
 	}
 	m, warnings, err := startEveryStack(cmd, f, "gc", opts.Chdir, opts.Every.Parallelism)
-	o.warnings = warnings
+	o.Warnings = warnings
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	if opts.Yes {
 		if err := checkGCDependents(cmd.Context(), f, m.set); err != nil {
-			o.err = err
+			o.Err = err
 			return o
 		}
 	}
@@ -260,17 +261,17 @@ func runGCAll(cmd *cobra.Command, f *Factory, opts *GCOptions) outcome {
 			res.Skipped += g.Skipped
 		}
 		for _, w := range r.Warnings {
-			o.warnings = append(o.warnings, r.Directory+": "+w)
+			o.Warnings = append(o.Warnings, r.Directory+": "+w)
 		}
 	}
-	o.result = res
+	o.Result = res
 	verb := "destroyed"
 	n := res.Destroyed
 	if res.DryRun {
 		verb, n = "would be destroyed", res.Selected-res.Skipped
 	}
-	m.lines.line("sponson gc --all: %d %s %s in %d stacks, %d failed, %d skipped", n, plural(n, "scope", "scopes"), verb, len(res.Stacks), res.Failed, res.Skipped)
-	o.err = worstOf(res.Stacks)
+	m.lines.line("sponson gc --all: %d %s %s in %d stacks, %d failed, %d skipped", n, cmdutil.Plural(n, "scope", "scopes"), verb, len(res.Stacks), res.Failed, res.Skipped)
+	o.Err = worstOf(res.Stacks)
 	return o
 }
 
@@ -279,7 +280,7 @@ func runGCAll(cmd *cobra.Command, f *Factory, opts *GCOptions) outcome {
 // would lose the outputs they read, and gc, which selects scopes by rules,
 // cannot tell which they still need. Under the repository root every
 // dependent is in the run, collected first.
-func checkGCDependents(ctx context.Context, f *Factory, set *StacksResult) error {
+func checkGCDependents(ctx context.Context, f *cmdutil.Factory, set *StacksResult) error {
 	if set.Top == set.Root {
 		return nil
 	}
@@ -345,17 +346,17 @@ func gcStackLine(r *StackRunResult) string {
 // runDriftAll is `sponson drift --all`: drift in every stack at once (up
 // to the parallelism), each allowed to find nothing; the run fails with
 // DRIFT_CHECK_FAILED when no stack found a scope, unless --allow-empty.
-func runDriftAll(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
-	o := outcome{command: "drift"}
+func runDriftAll(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "drift"}
 	m, warnings, err := startEveryStack(cmd, f, "drift", opts.Chdir, opts.Every.Parallelism)
-	o.warnings = warnings
+	o.Warnings = warnings
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	tmp, err := os.MkdirTemp("", "sponson-drift-")
 	if err != nil {
-		o.err = errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
+		o.Err = errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
 		return o
 	}
 	defer os.RemoveAll(tmp)
@@ -371,27 +372,27 @@ func runDriftAll(cmd *cobra.Command, f *Factory, opts *DriftOptions) outcome {
 	for _, r := range res.Stacks {
 		drifted = append(drifted, res.add(r)...)
 		for _, w := range r.Warnings {
-			o.warnings = append(o.warnings, r.Directory+": "+w)
+			o.Warnings = append(o.Warnings, r.Directory+": "+w)
 		}
 		if b, err := os.ReadFile(stackSummaryFile(tmp, r.Directory)); err == nil && len(b) > 0 {
 			md = append(md, fmt.Sprintf("#### `%s`\n\n%s", r.Directory, b))
 		}
 	}
-	o.result = res
+	o.Result = res
 	m.lines.line("sponson drift --all %s: %d in sync, %d drifted, %d failed in %d stacks", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks))
 	text := fmt.Sprintf("### sponson drift --all · %s: %d in sync, %d drifted, %d failed in %d stacks\n\n%s", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks), strings.Join(md, "\n"))
-	warnOut := printer{w: f.ErrOut}
+	warnOut := cmdutil.Printer{W: f.ErrOut}
 	for _, w := range writeSummaries(f.Getenv, opts.Summary, summary.Options{}, func(summary.Options) string { return text }) {
-		warnOut.warn(w)
+		warnOut.Warn(w)
 	}
 	scopes := res.InSync + res.Drifted + res.Failed
 	switch {
 	case res.Drifted > 0:
-		o.err = errcode.New(errcode.DriftDetected, "%d of %d scopes drifted: %s", res.Drifted, scopes, strings.Join(drifted, ", ")).With("drifted", drifted)
+		o.Err = errcode.New(errcode.DriftDetected, "%d of %d scopes drifted: %s", res.Drifted, scopes, strings.Join(drifted, ", ")).With("drifted", drifted)
 	case slices.ContainsFunc(res.Stacks, func(r StackRunResult) bool { return r.Status != stackrun.Succeeded }):
-		o.err = worstOf(res.Stacks)
+		o.Err = worstOf(res.Stacks)
 	case scopes == 0 && !opts.AllowEmpty:
-		o.err = errcode.New(errcode.DriftCheckFailed, "no scope of any of the %d stacks under %s has anything to check in environment %s: nothing was checked", len(res.Stacks), m.set.Root, res.Environment).
+		o.Err = errcode.New(errcode.DriftCheckFailed, "no scope of any of the %d stacks under %s has anything to check in environment %s: nothing was checked", len(res.Stacks), m.set.Root, res.Environment).
 			WithHint("Check --store (SPONSON_STORE), --env (SPONSON_CTX_ENV) and --chdir (SPONSON_CHDIR). Pass --allow-empty when an environment without scopes is expected.")
 	}
 	return o

@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // The one review of a run of many stacks (docs/design.md §4.7): each stack
@@ -32,8 +33,8 @@ func stackSummaryFile(tmp, dir string) string {
 
 // publishMany composes the review of the stacks' results and writes it
 // where review asks; each failure is a warning.
-func publishMany(ctx context.Context, f *Factory, review *ReviewFlags, command scoperun.Command, selection, tmp string, results []StackRunResult) []string {
-	if !review.wanted(f.Getenv) {
+func publishMany(ctx context.Context, f *cmdutil.Factory, review *cmdutil.ReviewFlags, command scoperun.Command, selection, tmp string, results []StackRunResult) []string {
+	if !review.Wanted(f.Getenv) {
 		return nil
 	}
 	m := summary.Many{Command: string(command), Selection: selection}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // fakeSponson is a stand-in for the sponson binary each stack of a run of
@@ -133,7 +134,7 @@ func TestParallelismFlags(t *testing.T) {
 func TestEveryStackArgs(t *testing.T) {
 	t.Parallel()
 	f, _, _ := testFactory(nil)
-	var out outcome
+	var out cmdutil.Outcome
 	cmd := NewCmdGC(f, &out, nil)
 	cmd.Flags().Bool("json", false, "")
 	if err := cmd.ParseFlags([]string{"--all", "--parallelism=2", "--chdir=x", "--json", "--var=a=1", "--var", "b=2,3", "--var-file=v.tfvars", "--open-prs=6", "--yes"}); err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/environments"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
-	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/rootmodule"
 	"github.com/sponson/terraform-provider-sponson/internal/rules"
@@ -29,6 +28,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 	"github.com/sponson/terraform-provider-sponson/internal/version"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // runInput is everything resolved from the flags before a run starts.
@@ -38,7 +38,7 @@ type runInput struct {
 	// rules are the trusted rules the run enforces, with the change's
 	// proposal when it makes one (docs/design.md §2.18).
 	rules  rules.Rules
-	review ReviewFlags
+	review cmdutil.ReviewFlags
 	// stack names the run's stack in its summary.
 	stack string
 	// savedPlanOut is plan's -out FILE and appliesPlan apply's FILE, as
@@ -57,16 +57,16 @@ type runInput struct {
 // (sponson.hcl of the default branch, docs/design.md §2.18), a protected
 // environment without an allowed approver, a missing engine, a policy that
 // does not compile. Each piece resolves one thing, in this order.
-func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Command, positional []string) (*runInput, error) {
-	dir, err := r.readFlags(cmd, f, command, positional)
+func resolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, command scoperun.Command, positional []string) (*runInput, error) {
+	dir, err := readRunFlags(r, cmd, f, command, positional)
 	if err != nil {
 		return nil, err
 	}
-	c, src, err := r.detectContext(f, dir, command)
+	c, src, err := detectRunContext(r, f, dir, command)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := trustedRules(cmd.Context(), f, dir, c)
+	rs, err := cmdutil.TrustedRules(cmd.Context(), f, dir, c)
 	if err != nil {
 		return nil, err
 	}
@@ -75,18 +75,18 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 		return nil, err
 	}
 	c.Environment = env.Name
-	stk, warnings, err := r.placeRun(cmd, f, dir, src, &c)
+	stk, warnings, err := placeRun(r, cmd, f, dir, src, &c)
 	if err != nil {
 		return nil, err
 	}
 	if w := workspaceWarning(f.Getenv, c); w != "" {
 		warnings = append(warnings, w)
 	}
-	approver, err := r.approver(command, env)
+	approver, err := runApprover(r, command, env)
 	if err != nil {
 		return nil, err
 	}
-	bin, self, err := r.locateEngine(f)
+	bin, self, err := locateEngine(r, f)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	in := &runInput{
 		rules:            rs,
 		storeURL:         url,
-		detailedExitcode: r.engine.DetailedExitcode,
+		detailedExitcode: r.EngineArgs.DetailedExitcode,
 		warnings:         warnings,
 		stack:            stk.Name,
 		opts: scoperun.Options{
@@ -116,10 +116,10 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 			Lease:            lease.Config{TTL: r.LeaseTTL, Wait: r.Wait, WaitTimeout: r.WaitTimeout},
 			ApprovedBy:       approver,
 			Protected:        env.Protected,
-			Declared:         declarationOf(env, rs.Origin),
+			Declared:         cmdutil.DeclarationOf(env, rs.Origin),
 			AllowOlderCommit: r.AllowOlderCommit,
-			Vars:             r.engine.Vars,
-			EngineFlags:      r.engine.Flags,
+			Vars:             r.EngineArgs.Vars,
+			EngineFlags:      r.EngineArgs.Flags,
 			ServeProvider:    serveProvider,
 			Policy:           pol,
 			ProposedPolicy:   proposedPol,
@@ -128,7 +128,7 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 	if polWarning != "" {
 		in.warnings = append(in.warnings, polWarning)
 	}
-	if err := r.savedPlan(f, in); err != nil {
+	if err := checkSavedPlan(r, f, in); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -137,22 +137,22 @@ func (r *RunFlags) resolve(cmd *cobra.Command, f *Factory, command scoperun.Comm
 
 // readFlags gives the flags their SPONSON_* variables, reads the engine's
 // flags, and returns the configuration directory.
-func (r *RunFlags) readFlags(cmd *cobra.Command, f *Factory, command scoperun.Command, positional []string) (string, error) {
-	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
+func readRunFlags(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, command scoperun.Command, positional []string) (string, error) {
+	if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, f.Getenv); err != nil {
 		return "", err
 	}
 	name := string(command)
-	if r.engineCommand != "" {
-		name = r.engineCommand
+	if r.EngineCommand != "" {
+		name = r.EngineCommand
 	}
 	ef, err := engineFlags(cmd, name, f.Getenv)
 	if err != nil {
 		return "", err
 	}
-	if err := r.applyEngineFlags(cmd, name, ef, positional); err != nil {
+	if err := applyEngineFlags(r, cmd, name, ef, positional); err != nil {
 		return "", err
 	}
-	dir, err := filepath.Abs(orDot(r.Chdir))
+	dir, err := filepath.Abs(cmdutil.OrDot(r.Chdir))
 	if err != nil {
 		return "", errcode.Wrap(errcode.Usage, err, "--chdir %q", r.Chdir)
 	}
@@ -164,7 +164,7 @@ func (r *RunFlags) readFlags(cmd *cobra.Command, f *Factory, command scoperun.Co
 
 // detectContext decides the run's context (runctx.Detect), refusing an
 // apply or destroy in a plan-only one.
-func (r *RunFlags) detectContext(f *Factory, dir string, command scoperun.Command) (runctx.Context, runctx.Sources, error) {
+func detectRunContext(r *cmdutil.RunFlags, f *cmdutil.Factory, dir string, command scoperun.Command) (runctx.Context, runctx.Sources, error) {
 	src := runctx.ProcessSources(dir)
 	src.Getenv = f.Getenv
 	c, err := runctx.Detect(runctx.Flags{Environment: r.Env, Scope: r.Scope, Branch: r.Branch, PullRequest: r.PR, Commit: r.Commit}, src)
@@ -182,7 +182,7 @@ func (r *RunFlags) detectContext(f *Factory, dir string, command scoperun.Comman
 // placeRun decides the run's stack, into c, refuses a configuration that
 // uses sponson's provider without requiring it, and checks the checkout; it
 // returns the warnings of stack and checkout.
-func (r *RunFlags) placeRun(cmd *cobra.Command, f *Factory, dir string, src runctx.Sources, c *runctx.Context) (stack.Result, []string, error) {
+func placeRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, dir string, src runctx.Sources, c *runctx.Context) (stack.Result, []string, error) {
 	// The stack is decided before anything is read or leased: it is part
 	// of every key of the store. The root module is read once for both
 	// the stack and the provider requirement.
@@ -194,7 +194,7 @@ func (r *RunFlags) placeRun(cmd *cobra.Command, f *Factory, dir string, src runc
 	if err != nil {
 		return stack.Result{}, nil, err
 	}
-	stk, err := detectDeclared(f, dir, r.Stack, declared)
+	stk, err := cmdutil.DetectDeclared(f, dir, r.Stack, declared)
 	if err != nil {
 		return stk, nil, err
 	}
@@ -249,7 +249,7 @@ func workspaceWarning(getenv func(string) string, c runctx.Context) string {
 
 // approver is the run's approver: --approved-by, which an apply or destroy
 // in a protected environment must name one of its approvers.
-func (r *RunFlags) approver(command scoperun.Command, env environments.Environment) (string, error) {
+func runApprover(r *cmdutil.RunFlags, command scoperun.Command, env environments.Environment) (string, error) {
 	approver := strings.TrimSpace(r.ApprovedBy)
 	if command == scoperun.Plan {
 		return approver, nil
@@ -265,12 +265,12 @@ func (r *RunFlags) approver(command scoperun.Command, env environments.Environme
 
 // locateEngine finds the engine binary, refusing an OpenTofu flag given to
 // Terraform, and the sponson binary that serves the provider.
-func (r *RunFlags) locateEngine(f *Factory) (bin, self string, err error) {
+func locateEngine(r *cmdutil.RunFlags, f *cmdutil.Factory) (bin, self string, err error) {
 	bin, err = engine.Locate(r.Engine, f.Lookup)
 	if err != nil {
 		return "", "", err
 	}
-	if len(r.engine.Flags.Excludes) > 0 && !strings.Contains(filepath.Base(bin), "tofu") {
+	if len(r.EngineArgs.Flags.Excludes) > 0 && !strings.Contains(filepath.Base(bin), "tofu") {
 		return "", "", errcode.New(errcode.Usage, "-exclude is an OpenTofu flag; the engine %s is HashiCorp Terraform, which has no such flag", bin).
 			WithHint("Name the resources to keep with -target instead, or run OpenTofu (--engine).")
 	}
@@ -284,7 +284,7 @@ func (r *RunFlags) locateEngine(f *Factory) (bin, self string, err error) {
 // savedPlan fills the run's options for `plan -out FILE` and `apply FILE`.
 // The plan file is read and its seal checked before anything runs: a
 // damaged file is refused (PLAN_CORRUPT) before the lease is taken.
-func (r *RunFlags) savedPlan(f *Factory, in *runInput) error {
+func checkSavedPlan(r *cmdutil.RunFlags, f *cmdutil.Factory, in *runInput) error {
 	if r.JSONPlan != "" {
 		p, err := filepath.Abs(r.JSONPlan)
 		if err != nil {
@@ -292,7 +292,7 @@ func (r *RunFlags) savedPlan(f *Factory, in *runInput) error {
 		}
 		in.opts.JSONPlan = p
 	}
-	if r.savePlan == "" && r.planFile == "" {
+	if r.SavePlan == "" && r.PlanFile == "" {
 		return nil
 	}
 	key, err := savedplan.Key(f.Getenv)
@@ -300,59 +300,21 @@ func (r *RunFlags) savedPlan(f *Factory, in *runInput) error {
 		return err
 	}
 	in.opts.PlanKey = key
-	if r.savePlan != "" {
-		p, err := filepath.Abs(r.savePlan)
+	if r.SavePlan != "" {
+		p, err := filepath.Abs(r.SavePlan)
 		if err != nil {
-			return errcode.Wrap(errcode.Usage, err, "-out %q", r.savePlan)
+			return errcode.Wrap(errcode.Usage, err, "-out %q", r.SavePlan)
 		}
-		in.opts.SavePlan, in.savedPlanOut = p, r.savePlan
+		in.opts.SavePlan, in.savedPlanOut = p, r.SavePlan
 	}
-	if r.planFile != "" {
-		sp, err := savedplan.Read(r.planFile, key)
+	if r.PlanFile != "" {
+		sp, err := savedplan.Read(r.PlanFile, key)
 		if err != nil {
 			return err
 		}
-		in.opts.Saved, in.appliesPlan = sp, r.planFile
+		in.opts.Saved, in.appliesPlan = sp, r.PlanFile
 	}
 	return nil
-}
-
-// trustedRules reads the rules that judge a run in dir whose context is c:
-// the default branch's, never the change's own (rules.Load, docs/design.md
-// §2.18 "Trusted rules").
-func trustedRules(ctx context.Context, f *Factory, dir string, c runctx.Context) (rules.Rules, error) {
-	return rules.Load(ctx, dir, c, rules.Sources{Getenv: f.Getenv, Git: rules.GitIn(dir)})
-}
-
-// declaredEnvironment matches c's environment against the trusted rules of
-// the repository of dir, for the commands that are not a run; c needs only
-// the environment, and the scope where the command knows it.
-func declaredEnvironment(ctx context.Context, f *Factory, dir string, c runctx.Context) (environments.Environment, error) {
-	rs, err := trustedRules(ctx, f, orDot(dir), c)
-	if err != nil {
-		return environments.Environment{}, err
-	}
-	return rs.Declared.Lookup(c.Environment)
-}
-
-// declaredIdentity is what the trusted rules declare about identity for
-// env, for the commands that check ownership without a run.
-func declaredIdentity(ctx context.Context, f *Factory, dir, env string) (ownership.Declaration, error) {
-	rs, err := trustedRules(ctx, f, orDot(dir), runctx.Context{Environment: env})
-	if err != nil {
-		return ownership.Declaration{}, err
-	}
-	e, err := rs.Declared.Lookup(env)
-	if err != nil {
-		return ownership.Declaration{}, err
-	}
-	return declarationOf(e, rs.Origin), nil
-}
-
-// declarationOf is what env declares about identity, read from origin.
-func declarationOf(env environments.Environment, origin rules.Origin) ownership.Declaration {
-	return ownership.Declaration{Schemes: env.Identity, AddressOwned: env.AddressOwned,
-		From: ownership.Origin{Commit: origin.Commit, Trusted: origin.Trusted}}
 }
 
 // RunResult is the result part of the envelope of plan, apply and destroy.
@@ -386,7 +348,7 @@ type RunResult struct {
 // handPlannedOutputs writes a plan's outputs where the run of many stacks
 // that started this one asked (stackoutputs.EnvVar), for the plans of the
 // stacks that read them; it returns a warning when it cannot.
-func handPlannedOutputs(f *Factory, command scoperun.Command, res *scoperun.Result, err error) string {
+func handPlannedOutputs(f *cmdutil.Factory, command scoperun.Command, res *scoperun.Result, err error) string {
 	dir := f.Getenv(stackoutputs.EnvVar)
 	if dir == "" || command != scoperun.Plan || err != nil || res == nil || res.Plan == nil {
 		return ""
@@ -403,49 +365,49 @@ func handPlannedOutputs(f *Factory, command scoperun.Command, res *scoperun.Resu
 
 // runScope performs one run and renders its progress; the final outcome is
 // returned for Run to print.
-func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outcome {
+func runScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *runInput) cmdutil.Outcome {
 	o := in.opts
 	defer o.Store.Close()
-	p := printer{w: f.Out}
+	p := cmdutil.Printer{W: f.Out}
 	engineOut := f.Out
 	if jsonMode {
-		p.w = f.ErrOut
+		p.W = f.ErrOut
 		engineOut = f.ErrOut
 	}
-	warnOut := printer{w: f.ErrOut}
+	warnOut := cmdutil.Printer{W: f.ErrOut}
 	o.RunID = scoperun.NewRunID()
 	o.EngineOut = engineOut
-	o.Warn = warnOut.warn
-	o.Info = func(s string) { warnOut.line("%s", s) }
+	o.Warn = warnOut.Warn
+	o.Info = func(s string) { warnOut.Line("%s", s) }
 	o.Section = gitlabSections(f, engineOut)
 	o.Job = runctx.DetectJob(f.Getenv)
 	if o.Host, _ = os.Hostname(); o.Host == "" {
 		o.Host = "unknown"
 	}
-	wait := newWaitLine(f.ErrOut, f.IsTerminal != nil && f.IsTerminal(f.ErrOut), nil)
-	o.OnWait = wait.event
+	wait := cmdutil.NewWaitLine(f.ErrOut, f.IsTerminal != nil && f.IsTerminal(f.ErrOut), nil)
+	o.OnWait = wait.Event
 	name := string(o.Command)
 	if o.Label != "" {
 		name = o.Label
 	}
-	p.line("%s", header(name, o.Context.Environment, o.Context.Scope, o.RunID))
-	o.PlanText = in.review.wanted(f.Getenv)
+	p.Line("%s", cmdutil.Header(name, o.Context.Environment, o.Context.Scope, o.RunID))
+	o.PlanText = in.review.Wanted(f.Getenv)
 	for _, w := range in.warnings {
-		warnOut.warn(w)
+		warnOut.Warn(w)
 	}
 	if d := in.rules.Describe(); d != "" {
-		warnOut.line("%s", d)
+		warnOut.Line("%s", d)
 	}
 	if p := in.rules.Proposed; p != nil {
 		for _, c := range p.Changes {
-			warnOut.line("  proposed rule change: %s", c)
+			warnOut.Line("  proposed rule change: %s", c)
 		}
 	}
 	res, err := scoperun.Run(ctx, o)
 	res.Warnings = append(append([]string{}, in.warnings...), res.Warnings...)
 	if w := handPlannedOutputs(f, o.Command, res, err); w != "" {
 		res.Warnings = append(res.Warnings, w)
-		warnOut.warn(w)
+		warnOut.Warn(w)
 	}
 	rr := RunResult{
 		RunID: res.RunID, Stack: res.Key.Stack, Environment: res.Key.Environment, Scope: res.Key.Scope, Status: res.Status,
@@ -458,14 +420,14 @@ func runScope(ctx context.Context, f *Factory, jsonMode bool, in *runInput) outc
 	}
 	warnings := res.Warnings
 	for _, w := range publish(ctx, f, in, res, err) {
-		warnOut.warn(w)
+		warnOut.Warn(w)
 		warnings = append(warnings, w)
 	}
 	if err == nil {
-		p.line("%s", closingLine(o.Command, rr))
+		p.Line("%s", closingLine(o.Command, rr))
 	}
-	return outcome{command: string(o.Command), result: rr, warnings: warnings, err: err,
-		detailedExitcode: in.detailedExitcode, changes: o.Command == scoperun.Plan && res.Status == "changes"}
+	return cmdutil.Outcome{Command: string(o.Command), Result: rr, Warnings: warnings, Err: err,
+		DetailedExitcode: in.detailedExitcode, Changes: o.Command == scoperun.Plan && res.Status == "changes"}
 }
 
 func closingLine(c scoperun.Command, r RunResult) string {
@@ -497,9 +459,9 @@ func closingLine(c scoperun.Command, r RunResult) string {
 }
 
 // newRunCmd builds plan, apply and destroy, which differ only in words.
-func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long string, runF func(context.Context, *runInput) outcome) *cobra.Command {
-	var flags RunFlags
-	var review ReviewFlags
+func newRunCmd(f *cmdutil.Factory, out *cmdutil.Outcome, command scoperun.Command, short, long string, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
+	var flags cmdutil.RunFlags
+	var review cmdutil.ReviewFlags
 	var sel StackSelection
 	cmd := &cobra.Command{
 		Use:   string(command) + " [flags]",
@@ -507,37 +469,37 @@ func newRunCmd(f *Factory, out *outcome, command scoperun.Command, short, long s
 		Long:  long + "\n\n" + manyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
 		// runF replaces the run once the flags are resolved (runCommand),
 		// not the command: runE gets none.
-		RunE: runE(f, out, &flags, func(_ *cobra.Command, args []string) error {
-			flags.positional = args
+		RunE: cmdutil.RunE(f, out, &flags, func(_ *cobra.Command, args []string) error {
+			flags.Positional = args
 			return nil
-		}, nil, func(cmd *cobra.Command, f *Factory, flags *RunFlags) outcome {
+		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags) cmdutil.Outcome {
 			if sel.wanted() {
-				return runStacksCommand(cmd, f, flags, &review, &sel, command, flags.positional)
+				return runStacksCommand(cmd, f, flags, &review, &sel, command, flags.Positional)
 			}
-			return unlessFailed(string(command), sel.checkOne(cmd), func() outcome {
-				return runCommand(cmd, f, flags, &review, command, flags.positional, runF)
+			return cmdutil.UnlessFailed(string(command), sel.checkOne(cmd), func() cmdutil.Outcome {
+				return runCommand(cmd, f, flags, &review, command, flags.Positional, runF)
 			})
 		}),
 	}
-	flags.bind(cmd, command != scoperun.Plan)
-	review.bind(cmd)
+	flags.Bind(cmd, command != scoperun.Plan)
+	review.Bind(cmd)
 	sel.bind(cmd, command)
 	return cmd
 }
 
 // runCommand resolves the flags of plan, apply or destroy and performs the
 // run (or runF, in tests).
-func runCommand(cmd *cobra.Command, f *Factory, flags *RunFlags, review *ReviewFlags, command scoperun.Command, args []string, runF func(context.Context, *runInput) outcome) outcome {
-	in, err := flags.resolve(cmd, f, command, args)
+func runCommand(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, command scoperun.Command, args []string, runF func(context.Context, *runInput) cmdutil.Outcome) cmdutil.Outcome {
+	in, err := resolveRun(flags, cmd, f, command, args)
 	if err != nil {
-		return outcome{command: string(command), err: err, detailedExitcode: flags.engine.DetailedExitcode || detailedRequested(cmd)}
+		return cmdutil.Outcome{Command: string(command), Err: err, DetailedExitcode: flags.EngineArgs.DetailedExitcode || detailedRequested(cmd)}
 	}
-	if err := bindEnv(cmd.Flags(), reviewFlagEnv, f.Getenv); err != nil {
-		return outcome{command: string(command), err: err}
+	if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.ReviewFlagEnv, f.Getenv); err != nil {
+		return cmdutil.Outcome{Command: string(command), Err: err}
 	}
 	in.review = *review
 	jsonMode, _ := cmd.Flags().GetBool("json")
-	jsonMode = jsonMode || wantsJSON(nil, f.Getenv)
+	jsonMode = jsonMode || cmdutil.WantsJSON(nil, f.Getenv)
 	if runF != nil {
 		return runF(cmd.Context(), in)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // showJSONFlag carries show's engine flag -json (NormalizeArgs).
@@ -28,7 +29,7 @@ type ShowOptions struct {
 }
 
 // NewCmdShow builds `sponson show [-json] [PLANFILE]`.
-func NewCmdShow(f *Factory, out *outcome) *cobra.Command {
+func NewCmdShow(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 	opts := &ShowOptions{}
 	cmd := &cobra.Command{
 		Use:   "show [-json] [PLANFILE] [flags]",
@@ -46,7 +47,7 @@ Without PLANFILE it shows the scope's state (detected as for plan, or --scope,
 engine in the configuration directory, which must be initialised
 (` + "`sponson init`" + `) for the providers' schemas.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.showsPlan = len(args) == 1
 			if opts.showsPlan {
 				opts.PlanFile = args[0]
@@ -64,25 +65,25 @@ engine in the configuration directory, which must be initialised
 	return cmd
 }
 
-func runShow(cmd *cobra.Command, f *Factory, opts *ShowOptions) outcome {
-	o := outcome{command: "show"}
-	jsonMode := jsonWanted(cmd, f)
+func runShow(cmd *cobra.Command, f *cmdutil.Factory, opts *ShowOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "show"}
+	jsonMode := cmdutil.JSONWanted(cmd, f)
 	if opts.showsPlan {
-		o.result, o.err = showPlanFile(f, opts.PlanFile, opts.EngineJSON, jsonMode)
+		o.Result, o.Err = showPlanFile(f, opts.PlanFile, opts.EngineJSON, jsonMode)
 		return o
 	}
-	if err := bindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR", "store": "SPONSON_STORE", "env": "SPONSON_CTX_ENV", "engine": "SPONSON_ENGINE"}, f.Getenv); err != nil {
-		o.err = err
+	if err := cmdutil.BindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR", "store": "SPONSON_STORE", "env": "SPONSON_CTX_ENV", "engine": "SPONSON_ENGINE"}, f.Getenv); err != nil {
+		o.Err = err
 		return o
 	}
 	st, key, data, err := opts.scopeState(cmd, f)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	st.Close()
 	res := map[string]any{"stack": key.Stack, "environment": key.Environment, "scope": key.Scope}
-	o.result = res
+	o.Result = res
 	if len(bytes.TrimSpace(data)) == 0 {
 		// What the engine shows when there is no state.
 		if opts.EngineJSON {
@@ -95,30 +96,30 @@ func runShow(cmd *cobra.Command, f *Factory, opts *ShowOptions) outcome {
 		}
 		return o
 	}
-	dir, _ := filepath.Abs(orDot(opts.Chdir))
+	dir, _ := filepath.Abs(cmdutil.OrDot(opts.Chdir))
 	engOut := f.Out
 	if jsonMode {
 		engOut = f.ErrOut
 	}
-	warnOut := printer{w: f.ErrOut}
+	warnOut := cmdutil.Printer{W: f.ErrOut}
 	sess, stop, err := openEngine(cmd.Context(), f, dir, opts.Engine, engOut, func(s string) {
-		warnOut.warn(s)
-		o.warnings = append(o.warnings, s)
+		warnOut.Warn(s)
+		o.Warnings = append(o.Warnings, s)
 	})
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer stop()
 	tmp, err := os.MkdirTemp("", "sponson-show-")
 	if err != nil {
-		o.err = errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
+		o.Err = errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
 		return o
 	}
 	defer os.RemoveAll(tmp)
 	path := filepath.Join(tmp, "terraform.tfstate")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
-		o.err = errcode.Wrap(errcode.Internal, err, "writing the scope's state for the engine")
+		o.Err = errcode.Wrap(errcode.Internal, err, "writing the scope's state for the engine")
 		return o
 	}
 	notInit := func(err error) error {
@@ -127,7 +128,7 @@ func runShow(cmd *cobra.Command, f *Factory, opts *ShowOptions) outcome {
 	if opts.EngineJSON {
 		raw, err := sess.ShowStateJSON(cmd.Context(), path)
 		if err != nil {
-			o.err = notInit(err)
+			o.Err = notInit(err)
 			return o
 		}
 		res["state"] = json.RawMessage(bytes.TrimSpace(raw))
@@ -138,7 +139,7 @@ func runShow(cmd *cobra.Command, f *Factory, opts *ShowOptions) outcome {
 	}
 	txt, err := sess.ShowText(cmd.Context(), path)
 	if err != nil {
-		o.err = notInit(err)
+		o.Err = notInit(err)
 		return o
 	}
 	res["text"] = txt
@@ -150,7 +151,7 @@ func runShow(cmd *cobra.Command, f *Factory, opts *ShowOptions) outcome {
 
 // showPlanFile shows a saved plan, after its seal check: the engine's plan
 // JSON or its text, both kept in the file since the plan was made.
-func showPlanFile(f *Factory, path string, engineJSON, jsonMode bool) (any, error) {
+func showPlanFile(f *cmdutil.Factory, path string, engineJSON, jsonMode bool) (any, error) {
 	key, err := savedplan.Key(f.Getenv)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 	"github.com/sponson/terraform-provider-sponson/internal/stackpipeline"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // StacksOptions are the options of `sponson stacks`, and the stack
@@ -69,7 +70,7 @@ func (r *StacksResult) layered() {
 var stacksFlagEnv = map[string]string{"chdir": "SPONSON_CHDIR", "base": "SPONSON_BASE"}
 
 // NewCmdStacks builds `sponson stacks`.
-func NewCmdStacks(f *Factory, out *outcome, runF func(context.Context, *StacksOptions) outcome) *cobra.Command {
+func NewCmdStacks(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *StacksOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &StacksOptions{}
 	cmd := &cobra.Command{
 		Use:   "stacks [flags]",
@@ -127,8 +128,8 @@ then a stage per depth (depth-0, depth-1, ...) and, per stack, a job "stack DIR"
 extending .sponson-stack in its depth's stage with SPONSON_CHDIR set to its
 directory. Without a stack to run the pipeline holds one job saying so.`,
 		Args: cobra.NoArgs,
-		RunE: runE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
-			return bindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv)
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return cmdutil.BindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv)
 		}, runF, runStacks),
 	}
 	opts.bind(cmd, "list")
@@ -144,36 +145,36 @@ func (o *StacksOptions) bind(cmd *cobra.Command, verb string) {
 	fs.StringVar(&o.Base, "base", "", "the revision --changed compares HEAD with (env SPONSON_BASE; default: the pull request's target branch, else origin/HEAD, else main)")
 }
 
-func runStacks(cmd *cobra.Command, f *Factory, opts *StacksOptions) outcome {
-	o := outcome{command: "stacks"}
+func runStacks(cmd *cobra.Command, f *cmdutil.Factory, opts *StacksOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "stacks"}
 	if opts.Base != "" && !opts.Changed {
-		o.err = errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
+		o.Err = errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
 		return o
 	}
 	if (opts.GitLabPipeline == "") != (opts.GitLabTemplate == "") {
-		o.err = errcode.New(errcode.Usage, "--gitlab-pipeline and --gitlab-template go together: the pipeline is written from the template").
+		o.Err = errcode.New(errcode.Usage, "--gitlab-pipeline and --gitlab-template go together: the pipeline is written from the template").
 			WithHint("Pass --gitlab-template FILE, the GitLab CI file that defines " + stackpipeline.StackJob + ", with --gitlab-pipeline FILE.")
 		return o
 	}
 	res, warnings, err := selectStacks(cmd.Context(), f, opts)
-	o.warnings = warnings
+	o.Warnings = warnings
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
-	o.result = res
+	o.Result = res
 	if opts.GitLabPipeline != "" {
 		if err := writeGitLabPipeline(opts, res); err != nil {
-			o.err = err
+			o.Err = err
 			return o
 		}
 	}
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
 		return o
 	}
-	p := printer{w: f.ErrOut}
+	p := cmdutil.Printer{W: f.ErrOut}
 	for _, w := range warnings {
-		p.warn(w)
+		p.Warn(w)
 	}
 	writeStacks(f.Out, res)
 	return o
@@ -181,7 +182,7 @@ func runStacks(cmd *cobra.Command, f *Factory, opts *StacksOptions) outcome {
 
 // selectStacks discovers the stacks of opts.Chdir's repository and, with
 // --changed, keeps the changed ones.
-func selectStacks(ctx context.Context, f *Factory, opts *StacksOptions) (*StacksResult, []string, error) {
+func selectStacks(ctx context.Context, f *cmdutil.Factory, opts *StacksOptions) (*StacksResult, []string, error) {
 	dir := opts.Chdir
 	if dir == "" {
 		dir = "."
@@ -250,7 +251,7 @@ func writeGitLabPipeline(opts *StacksOptions, res *StacksResult) error {
 	}
 	why := fmt.Sprintf("all %d stacks", len(res.Stacks))
 	if res.Base != "" {
-		why = fmt.Sprintf("%d %s changed since %s, or depending on one that did", len(res.Stacks), plural(len(res.Stacks), "stack", "stacks"), res.Base)
+		why = fmt.Sprintf("%d %s changed since %s, or depending on one that did", len(res.Stacks), cmdutil.Plural(len(res.Stacks), "stack", "stacks"), res.Base)
 	}
 	out, err := stackpipeline.GitLab(tpl, res.Stacks, why)
 	if err != nil {
@@ -383,7 +384,7 @@ func writeStacks(w io.Writer, res *StacksResult) {
 		return
 	}
 	if len(res.Uncommitted) > 0 {
-		fmt.Fprintf(w, "\nwhy each is listed (changes since %s, and %d %s of the working tree not committed):\n", res.Base, len(res.Uncommitted), plural(len(res.Uncommitted), "file", "files"))
+		fmt.Fprintf(w, "\nwhy each is listed (changes since %s, and %d %s of the working tree not committed):\n", res.Base, len(res.Uncommitted), cmdutil.Plural(len(res.Uncommitted), "file", "files"))
 	} else {
 		fmt.Fprintf(w, "\nwhy each is listed (changes since %s):\n", res.Base)
 	}

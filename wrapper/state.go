@@ -19,12 +19,13 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // StateOptions are the options of `sponson state` and its commands.
 type StateOptions struct {
-	StoreFlags
-	ContextFlags
+	cmdutil.StoreFlags
+	cmdutil.ContextFlags
 	Wait        bool
 	WaitTimeout time.Duration
 	// ApprovedBy is the approver rm, mv and push need in a protected
@@ -35,7 +36,7 @@ type StateOptions struct {
 }
 
 // NewCmdState builds `sponson state` with list, show, rm and mv.
-func NewCmdState(f *Factory, out *outcome) *cobra.Command {
+func NewCmdState(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
 		Short: "Read and repair a scope's state: list, show, pull, rm, mv, push",
@@ -80,24 +81,24 @@ none.`,
 }
 
 func (s *StateOptions) bind(cmd *cobra.Command, writes bool) {
-	s.StoreFlags.bind(cmd)
+	s.StoreFlags.Bind(cmd)
 	fs := cmd.Flags()
-	s.ContextFlags.bind(cmd, readContextHelp)
+	s.ContextFlags.Bind(cmd, cmdutil.ReadContextHelp)
 	if writes {
 		fs.BoolVar(&s.Wait, "wait", false, "wait for the scope's lease when a run holds it")
-		fs.DurationVar(&s.WaitTimeout, "wait-timeout", waitDefault, "how long --wait waits before WAIT_TIMEOUT")
-		bindApprovedBy(cmd, &s.ApprovedBy, "the edit")
+		fs.DurationVar(&s.WaitTimeout, "wait-timeout", cmdutil.WaitDefault, "how long --wait waits before WAIT_TIMEOUT")
+		cmdutil.BindApprovedBy(cmd, &s.ApprovedBy, "the edit")
 	}
 }
 
-func stateCmd(f *Factory, out *outcome, use, short string, args cobra.PositionalArgs, writes bool, run func(cmd *cobra.Command, o *StateOptions, args []string) outcome) *cobra.Command {
+func stateCmd(f *cmdutil.Factory, out *cmdutil.Outcome, use, short string, args cobra.PositionalArgs, writes bool, run func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome) *cobra.Command {
 	opts := &StateOptions{}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
-		RunE: runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.args = args
 			return nil
-		}, nil, func(cmd *cobra.Command, _ *Factory, o *StateOptions) outcome {
+		}, nil, func(cmd *cobra.Command, _ *cmdutil.Factory, o *StateOptions) cmdutil.Outcome {
 			return run(cmd, o, o.args)
 		}),
 	}
@@ -106,18 +107,18 @@ func stateCmd(f *Factory, out *outcome, use, short string, args cobra.Positional
 }
 
 // scopeState opens the store and reads the scope's state document.
-func (s *StateOptions) scopeState(cmd *cobra.Command, f *Factory) (store.Store, store.Key, []byte, error) {
-	st, _, env, err := s.open(cmd, f)
+func (s *StateOptions) scopeState(cmd *cobra.Command, f *cmdutil.Factory) (store.Store, store.Key, []byte, error) {
+	st, _, env, err := cmdutil.StoreOpen(&s.StoreFlags, cmd, f)
 	if err != nil {
 		return nil, store.Key{}, nil, err
 	}
-	dir, _ := filepath.Abs(orDot(s.Chdir))
+	dir, _ := filepath.Abs(cmdutil.OrDot(s.Chdir))
 	if b, err := engine.DeclaredBackend(dir); err == nil && b != "" {
 		st.Close()
 		return nil, store.Key{}, nil, errcode.New(errcode.Usage, "the configuration in %s keeps its own %q backend: its state is not in the sponson store", dir, b).
 			WithHint("Use the engine's own state commands on that backend, or adopt its state into the store (`sponson adopt`).")
 	}
-	key, err := s.detect(f, s.Chdir, env)
+	key, err := s.Detect(f, s.Chdir, env)
 	if err != nil {
 		st.Close()
 		return nil, store.Key{}, nil, err
@@ -132,7 +133,7 @@ func (s *StateOptions) scopeState(cmd *cobra.Command, f *Factory) (store.Store, 
 
 // readScopeState reads the scope's state document for a command that only
 // reads it (list, show): the store is closed before it returns.
-func (s *StateOptions) readScopeState(cmd *cobra.Command, f *Factory) (store.Key, tfstate.Doc, error) {
+func (s *StateOptions) readScopeState(cmd *cobra.Command, f *cmdutil.Factory) (store.Key, tfstate.Doc, error) {
 	st, key, data, err := s.scopeState(cmd, f)
 	if err != nil {
 		return store.Key{}, nil, err
@@ -151,12 +152,12 @@ func parseState(data []byte) (tfstate.Doc, error) {
 	return doc, nil
 }
 
-func newStateList(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(f, out, "list [flags]", "List the resource instances of a scope's state", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
-		res := outcome{command: "state list"}
+func newStateList(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
+	return stateCmd(f, out, "list [flags]", "List the resource instances of a scope's state", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) cmdutil.Outcome {
+		res := cmdutil.Outcome{Command: "state list"}
 		key, doc, err := o.readScopeState(cmd, f)
 		if err != nil {
-			res.err = err
+			res.Err = err
 			return res
 		}
 		addrs := []string{}
@@ -164,8 +165,8 @@ func newStateList(f *Factory, out *outcome) *cobra.Command {
 			addrs = append(addrs, i.Addr.String())
 		}
 		sort.Strings(addrs)
-		res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "addresses": addrs}
-		if !jsonWanted(cmd, f) {
+		res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "addresses": addrs}
+		if !cmdutil.JSONWanted(cmd, f) {
 			for _, a := range addrs {
 				fmt.Fprintln(f.Out, a)
 			}
@@ -174,22 +175,22 @@ func newStateList(f *Factory, out *outcome) *cobra.Command {
 	})
 }
 
-func newStatePull(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(f, out, "pull [flags]", "Print the scope's state document, as the engine's state pull does", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) outcome {
-		res := outcome{command: "state pull"}
+func newStatePull(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
+	return stateCmd(f, out, "pull [flags]", "Print the scope's state document, as the engine's state pull does", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) cmdutil.Outcome {
+		res := cmdutil.Outcome{Command: "state pull"}
 		st, key, data, err := o.scopeState(cmd, f)
 		if err != nil {
-			res.err = err
+			res.Err = err
 			return res
 		}
 		st.Close()
-		if jsonWanted(cmd, f) {
+		if cmdutil.JSONWanted(cmd, f) {
 			doc, err := parseState(data)
 			if err != nil {
-				res.err = err
+				res.Err = err
 				return res
 			}
-			res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "state": doc}
+			res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "state": doc}
 			return res
 		}
 		_, _ = f.Out.Write(data)
@@ -197,8 +198,8 @@ func newStatePull(f *Factory, out *outcome) *cobra.Command {
 	})
 }
 
-func newStatePush(f *Factory, out *outcome) *cobra.Command {
-	cmd := stateCmd(f, out, "push PATH [flags]", "Replace the scope's state with a state file, under its lease, the ledger following", cobra.ExactArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+func newStatePush(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
+	cmd := stateCmd(f, out, "push PATH [flags]", "Replace the scope's state with a state file, under its lease, the ledger following", cobra.ExactArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome {
 		var data []byte
 		var err error
 		if args[0] == "-" {
@@ -207,12 +208,12 @@ func newStatePush(f *Factory, out *outcome) *cobra.Command {
 			data, err = os.ReadFile(args[0])
 		}
 		if err != nil {
-			return outcome{command: "state push", err: errcode.Wrap(errcode.Usage, err, "state push: reading %s", args[0]).
+			return cmdutil.Outcome{Command: "state push", Err: errcode.Wrap(errcode.Usage, err, "state push: reading %s", args[0]).
 				WithHint("Give a state file (`sponson state pull > FILE` writes the scope's), or - for standard input.")}
 		}
 		return stateChange(cmd, f, o, "state push", func() map[string]string { return nil },
 			func(ctx context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
-				declared, err := declaredIdentity(ctx, f, o.Chdir, s.Key.Environment)
+				declared, err := cmdutil.DeclaredIdentity(ctx, f, o.Chdir, s.Key.Environment)
 				if err != nil {
 					return scopeedit.Change{}, err
 				}
@@ -234,22 +235,17 @@ receipt records the approver.`
 	return cmd
 }
 
-func jsonWanted(cmd *cobra.Command, f *Factory) bool {
-	j, _ := cmd.Flags().GetBool("json")
-	return j || wantsJSON(nil, f.Getenv)
-}
-
-func newStateShow(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(f, out, "show ADDR [flags]", "Show one resource instance of a scope's state", cobra.ExactArgs(1), false, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
-		res := outcome{command: "state show"}
+func newStateShow(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
+	return stateCmd(f, out, "show ADDR [flags]", "Show one resource instance of a scope's state", cobra.ExactArgs(1), false, func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome {
+		res := cmdutil.Outcome{Command: "state show"}
 		t, err := tfstate.ParseAddr(args[0])
 		if err != nil {
-			res.err = errcode.Wrap(errcode.Usage, err, "state show")
+			res.Err = errcode.Wrap(errcode.Usage, err, "state show")
 			return res
 		}
 		key, doc, err := o.readScopeState(cmd, f)
 		if err != nil {
-			res.err = err
+			res.Err = err
 			return res
 		}
 		var found []tfstate.Instance
@@ -259,7 +255,7 @@ func newStateShow(f *Factory, out *outcome) *cobra.Command {
 			}
 		}
 		if len(found) != 1 || t.Type == "" {
-			res.err = errcode.New(errcode.Usage, "%s names %d instances in the state of %s; show needs exactly one", args[0], len(found), key).
+			res.Err = errcode.New(errcode.Usage, "%s names %d instances in the state of %s; show needs exactly one", args[0], len(found), key).
 				WithHint("Run `sponson state list` for the addresses.")
 			return res
 		}
@@ -273,8 +269,8 @@ func newStateShow(f *Factory, out *outcome) *cobra.Command {
 			}
 			shown[k] = v
 		}
-		res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "address": i.Addr.String(), "attributes": shown}
-		if !jsonWanted(cmd, f) {
+		res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "address": i.Addr.String(), "attributes": shown}
+		if !cmdutil.JSONWanted(cmd, f) {
 			writeInstance(f.Out, i.Addr, shown, hidden)
 		}
 		return res
@@ -307,17 +303,17 @@ func writeInstance(w io.Writer, a tfstate.Addr, attrs map[string]any, hidden map
 // under the scope's lease, the state is written fenced, then a receipt whose
 // ledger follows. moved says where each address went ("" for removed),
 // once edit has run.
-func stateChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string, moved func() map[string]string, edit func(context.Context, *scopeedit.Scope) (scopeedit.Change, error)) outcome {
-	res := outcome{command: command}
+func stateChange(cmd *cobra.Command, f *cmdutil.Factory, o *StateOptions, command string, moved func() map[string]string, edit func(context.Context, *scopeedit.Scope) (scopeedit.Change, error)) cmdutil.Outcome {
+	res := cmdutil.Outcome{Command: command}
 	st, key, _, err := o.scopeState(cmd, f)
 	if err != nil {
-		res.err = err
+		res.Err = err
 		return res
 	}
 	defer st.Close()
-	approval, err := editApproval(f, o.Chdir, key.Environment, command, o.ApprovedBy)
+	approval, err := cmdutil.EditApproval(f, o.Chdir, key.Environment, command, o.ApprovedBy)
 	if err != nil {
-		res.err = err
+		res.Err = err
 		return res
 	}
 	c, err := scopeedit.Edit(cmd.Context(), scopeedit.Options{
@@ -325,12 +321,12 @@ func stateChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string
 		Lease: lease.Config{TTL: lease.DefaultTTL, Wait: o.Wait, WaitTimeout: o.WaitTimeout}, Warn: stateWarn(f),
 	}, edit)
 	if err != nil {
-		res.err = err
+		res.Err = err
 		return res
 	}
 	rec, m := c.Receipt, moved()
-	res.result = map[string]any{"environment": key.Environment, "scope": key.Scope, "runId": rec.RunID, "changes": m, "owned": len(rec.Ledger)}
-	if !jsonWanted(cmd, f) {
+	res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "runId": rec.RunID, "changes": m, "owned": len(rec.Ledger)}
+	if !cmdutil.JSONWanted(cmd, f) {
 		from := make([]string, 0, len(m))
 		for a := range m {
 			from = append(from, a)
@@ -348,13 +344,13 @@ func stateChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string
 	return res
 }
 
-func stateWarn(f *Factory) func(string) {
+func stateWarn(f *cmdutil.Factory) func(string) {
 	return func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) }
 }
 
 // moveChange is stateChange for rm and mv: change rewrites the state
 // document and says where each address went.
-func moveChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string, change func(tfstate.Doc) (map[string]string, error)) outcome {
+func moveChange(cmd *cobra.Command, f *cmdutil.Factory, o *StateOptions, command string, change func(tfstate.Doc) (map[string]string, error)) cmdutil.Outcome {
 	var moved map[string]string
 	return stateChange(cmd, f, o, command, func() map[string]string { return moved },
 		scopeedit.EditState(command, stateWarn(f), func(doc tfstate.Doc) (map[string]string, error) {
@@ -364,13 +360,13 @@ func moveChange(cmd *cobra.Command, f *Factory, o *StateOptions, command string,
 		}))
 }
 
-func newStateRm(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(f, out, "rm ADDR... [flags]", "Forget resource instances: the scope gives them up", cobra.MinimumNArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+func newStateRm(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
+	return stateCmd(f, out, "rm ADDR... [flags]", "Forget resource instances: the scope gives them up", cobra.MinimumNArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome {
 		var targets []tfstate.Addr
 		for _, a := range args {
 			t, err := tfstate.ParseAddr(a)
 			if err != nil {
-				return outcome{command: "state rm", err: errcode.Wrap(errcode.Usage, err, "state rm")}
+				return cmdutil.Outcome{Command: "state rm", Err: errcode.Wrap(errcode.Usage, err, "state rm")}
 			}
 			targets = append(targets, t)
 		}
@@ -378,8 +374,8 @@ func newStateRm(f *Factory, out *outcome) *cobra.Command {
 	})
 }
 
-func newStateMv(f *Factory, out *outcome) *cobra.Command {
-	return stateCmd(f, out, "mv SRC DST [flags]", "Rename a resource or resource instance in a scope's state", cobra.ExactArgs(2), true, func(cmd *cobra.Command, o *StateOptions, args []string) outcome {
+func newStateMv(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
+	return stateCmd(f, out, "mv SRC DST [flags]", "Rename a resource or resource instance in a scope's state", cobra.ExactArgs(2), true, func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome {
 		src, err := tfstate.ParseAddr(args[0])
 		if err == nil && src.Type == "" {
 			err = fmt.Errorf("%q is a module; move its resources one by one", args[0])
@@ -395,7 +391,7 @@ func newStateMv(f *Factory, out *outcome) *cobra.Command {
 			err = fmt.Errorf("move a resource to a resource, or an instance to an instance")
 		}
 		if err != nil {
-			return outcome{command: "state mv", err: errcode.Wrap(errcode.Usage, err, "state mv")}
+			return cmdutil.Outcome{Command: "state mv", Err: errcode.Wrap(errcode.Usage, err, "state mv")}
 		}
 		return moveChange(cmd, f, o, "state mv", func(doc tfstate.Doc) (map[string]string, error) { return doc.Move(src, dst) })
 	})

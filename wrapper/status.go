@@ -5,56 +5,21 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
-	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
-	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
-
-func (s *StoreFlags) open(cmd *cobra.Command, f *Factory) (store.Store, string, string, error) {
-	if err := bindEnv(cmd.Flags(), runFlagEnv, f.Getenv); err != nil {
-		return nil, "", "", err
-	}
-	env := s.Env
-	if env == "" {
-		env = strings.TrimSpace(f.Getenv("SPONSON_CTX_ENV"))
-	}
-	if env == "" {
-		env = runctx.DefaultEnvironment
-	}
-	if err := runctx.ValidName("environment", env); err != nil {
-		return nil, "", "", err
-	}
-	dir := s.Chdir
-	if dir == "" {
-		dir = "."
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, "", "", errcode.Wrap(errcode.Usage, err, "--chdir %q", s.Chdir)
-	}
-	// The same names as plan and apply: --env Production reads production.
-	decl, err := declaredEnvironment(cmd.Context(), f, dir, runctx.Context{Environment: env})
-	if err != nil {
-		return nil, "", "", err
-	}
-	env = decl.Name
-	st, url, err := storeurl.OpenFor(s.Store, dir, env)
-	return st, url, env, err
-}
 
 // StatusOptions are the options of `sponson status`.
 type StatusOptions struct {
-	StoreFlags
+	cmdutil.StoreFlags
 	// Stack shows one stack; empty shows every stack of the environment.
 	Stack string
 }
@@ -132,24 +97,8 @@ func (r *RunSummary) outcomeText() string {
 	return r.Command + " " + r.Status
 }
 
-// shortCommit abbreviates a commit to 7 characters, as git shows it.
-func shortCommit(c string) string {
-	if len(c) > 7 {
-		return c[:7]
-	}
-	return c
-}
-
-// orDash shows an empty cell as "-" so that columns stay readable.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // NewCmdStatus builds `sponson status`.
-func NewCmdStatus(f *Factory, out *outcome, runF func(context.Context, *StatusOptions) outcome) *cobra.Command {
+func NewCmdStatus(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *StatusOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &StatusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status [flags]",
@@ -170,24 +119,24 @@ scope S, "inherited from S" when they came from S.
 Destroyed scopes stay listed: their last receipt is the record that they are
 gone. With --json the rows are the result, with full commits and times.`,
 		Args: cobra.NoArgs,
-		RunE: runE(f, out, opts, nil, runF, runStatus),
+		RunE: cmdutil.RunE(f, out, opts, nil, runF, runStatus),
 	}
-	opts.bind(cmd)
-	bindStack(cmd, &opts.Stack, "show only this stack (default: every stack of the environment)")
+	opts.Bind(cmd)
+	cmdutil.BindStack(cmd, &opts.Stack, "show only this stack (default: every stack of the environment)")
 	return cmd
 }
 
-func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
-	o := outcome{command: "status"}
-	st, url, env, err := opts.open(cmd, f)
+func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "status"}
+	st, url, env, err := cmdutil.StoreOpen(&opts.StoreFlags, cmd, f)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer st.Close()
 	scopes, err := store.ListScopes(cmd.Context(), st, env, opts.Stack)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	rows := statusRows(scopes, time.Now())
@@ -195,8 +144,8 @@ func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
 	if opts.Stack != "" {
 		res["stack"] = opts.Stack
 	}
-	o.result = res
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || wantsJSON(nil, f.Getenv) {
+	o.Result = res
+	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
 		return o
 	}
 	fmt.Fprintf(f.Out, "environment %s · store %s\n", env, url)
@@ -211,7 +160,7 @@ func runStatus(cmd *cobra.Command, f *Factory, opts *StatusOptions) outcome {
 		for j < len(rows) && rows[j].Stack == rows[i].Stack {
 			j++
 		}
-		fmt.Fprintf(f.Out, "stack %s\n", orDash(rows[i].Stack))
+		fmt.Fprintf(f.Out, "stack %s\n", cmdutil.OrDash(rows[i].Stack))
 		writeStatusTable(f.Out, rows[i:j])
 		i = j
 	}
@@ -261,8 +210,8 @@ func writeStatusTable(w io.Writer, rows []ScopeStatus) {
 		if lr := r.LastRun; lr != nil {
 			last = lr.outcomeText()
 			at = lr.when().Local().Format("2006-01-02 15:04")
-			commit = orDash(shortCommit(lr.Commit))
-			by = orDash(lr.ApprovedBy)
+			commit = cmdutil.OrDash(cmdutil.ShortCommit(lr.Commit))
+			by = cmdutil.OrDash(lr.ApprovedBy)
 		}
 		leaseCell := "free"
 		switch {

@@ -13,6 +13,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // stepSummaryLimit is what GitHub Actions takes from one step's
@@ -77,7 +78,7 @@ func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {
 
 // publish writes the summary everywhere it was asked for. Each failure is a
 // warning: a summary never changes the outcome of the run it describes.
-func publish(ctx context.Context, f *Factory, in *runInput, res *scoperun.Result, runErr error) []string {
+func publish(ctx context.Context, f *cmdutil.Factory, in *runInput, res *scoperun.Result, runErr error) []string {
 	rf := in.review
 	if res == nil {
 		return nil
@@ -85,11 +86,11 @@ func publish(ctx context.Context, f *Factory, in *runInput, res *scoperun.Result
 	var warns []string
 	warn := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
 	var pv preview
-	if name, _ := previewOutputName(in, res); rf.wanted(f.Getenv) || name != "" || rf.GitLabDotenv != "" {
+	if name, _ := previewOutputName(in, res); rf.Wanted(f.Getenv) || name != "" || rf.GitLabDotenv != "" {
 		pv = previewOf(ctx, in, res, runErr, warn)
 	}
 	warns = append(warns, publishPreview(ctx, f, in, res, runErr, pv)...)
-	if !rf.wanted(f.Getenv) {
+	if !rf.Wanted(f.Getenv) {
 		return warns
 	}
 	s := summaryOf(in, res, runErr)
@@ -114,7 +115,7 @@ func publish(ctx context.Context, f *Factory, in *runInput, res *scoperun.Result
 
 // postComment posts or updates the sticky comment; it returns a warning,
 // or "" when the comment is in place.
-func postComment(ctx context.Context, f *Factory, in *runInput, s summary.Run) string {
+func postComment(ctx context.Context, f *cmdutil.Factory, in *runInput, s summary.Run) string {
 	host, err := comment.FromEnv(comment.Env{Getenv: f.Getenv, PullRequest: in.opts.Context.PullRequest, HTTP: f.HTTP})
 	if err != nil {
 		// Without a token (or outside a pull request) the run goes on:

@@ -17,11 +17,12 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/scopeedit"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // UnlockOptions are the options of `sponson unlock`.
 type UnlockOptions struct {
-	StoreFlags
+	cmdutil.StoreFlags
 	Scope, Reason, By, Stack string
 	// ApprovedBy is the approver an unlock in a protected environment needs.
 	ApprovedBy string
@@ -44,7 +45,7 @@ type UnlockResult struct {
 const unlockTTL = time.Minute
 
 // NewCmdUnlock builds `sponson unlock`.
-func NewCmdUnlock(f *Factory, out *outcome, runF func(context.Context, *UnlockOptions) outcome) *cobra.Command {
+func NewCmdUnlock(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *UnlockOptions) cmdutil.Outcome) *cobra.Command {
 	opts := &UnlockOptions{}
 	cmd := &cobra.Command{
 		Use:   "unlock --scope S --reason TEXT [flags]",
@@ -69,7 +70,7 @@ a run's lease is break-glass on that environment: it needs --approved-by
 does, and the receipt records the approver with who, why and which run was
 ended (ENV_NOT_APPROVED, exit 2, otherwise).`,
 		Args: cobra.NoArgs,
-		RunE: runE(f, out, opts, nil, runF, runUnlock),
+		RunE: cmdutil.RunE(f, out, opts, nil, runF, runUnlock),
 	}
 	opts.bindUnlock(cmd)
 	return cmd
@@ -77,19 +78,19 @@ ended (ENV_NOT_APPROVED, exit 2, otherwise).`,
 
 // bindUnlock binds the flags of unlock (and force-unlock) to opts.
 func (opts *UnlockOptions) bindUnlock(cmd *cobra.Command) {
-	opts.bind(cmd)
+	opts.Bind(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Scope, "scope", "", "the scope whose lease to end (required)")
-	bindStack(cmd, &opts.Stack, stackFlagHelp)
+	cmdutil.BindStack(cmd, &opts.Stack, cmdutil.StackFlagHelp)
 	fs.StringVar(&opts.Reason, "reason", "", "why the lease is ended, recorded in the receipt (required)")
 	fs.StringVar(&opts.By, "by", "", "who ends it, recorded in the receipt (default: the CI actor, or $USER)")
-	bindApprovedBy(cmd, &opts.ApprovedBy, "the unlock")
+	cmdutil.BindApprovedBy(cmd, &opts.ApprovedBy, "the unlock")
 }
 
 // NewCmdForceUnlock builds `sponson force-unlock`: the engine's command
 // name for unlock, with its LOCK_ID (the run holding the lease) and its
 // -force (a no-op: sponson never asks).
-func NewCmdForceUnlock(f *Factory, out *outcome) *cobra.Command {
+func NewCmdForceUnlock(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 	cmd := NewCmdUnlock(f, out, nil)
 	opts := &UnlockOptions{}
 	cmd.ResetFlags()
@@ -104,35 +105,35 @@ shows it): a lease held by another run is not ended.
 
 ` + cmd.Long
 	cmd.Args = cobra.MaximumNArgs(1)
-	cmd.RunE = runE(f, out, opts, func(_ *cobra.Command, args []string) error {
+	cmd.RunE = cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
 		if len(args) == 1 {
 			opts.LockID = args[0]
 		}
 		return nil
-	}, nil, func(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
+	}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdutil.Outcome {
 		o := runUnlock(cmd, f, opts)
-		o.command = "force-unlock"
+		o.Command = "force-unlock"
 		return o
 	})
 	return cmd
 }
 
-func runUnlock(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
+func runUnlock(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdutil.Outcome {
 	ctx := cmd.Context()
-	o := outcome{command: "unlock"}
+	o := cmdutil.Outcome{Command: "unlock"}
 	reason := strings.TrimSpace(opts.Reason)
 	if reason == "" {
-		o.err = errcode.New(errcode.Usage, "unlock needs --reason").
+		o.Err = errcode.New(errcode.Usage, "unlock needs --reason").
 			WithHint("Say why the lease is ended, e.g. --reason \"job 1234 hung during apply\": the receipt records it.")
 		return o
 	}
 	if strings.TrimSpace(opts.Scope) == "" {
-		o.err = errcode.New(errcode.Usage, "unlock needs --scope").
+		o.Err = errcode.New(errcode.Usage, "unlock needs --scope").
 			WithHint("Name the scope whose lease to end; `sponson status` lists the scopes and who holds their lease.")
 		return o
 	}
 	if err := runctx.ValidName("scope", opts.Scope); err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	by := strings.TrimSpace(opts.By)
@@ -142,33 +143,33 @@ func runUnlock(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
 	if by == "" {
 		by = "unknown"
 	}
-	st, _, env, err := opts.open(cmd, f)
+	st, _, env, err := cmdutil.StoreOpen(&opts.StoreFlags, cmd, f)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	defer st.Close()
-	dir, err := filepath.Abs(orDot(opts.Chdir))
+	dir, err := filepath.Abs(cmdutil.OrDot(opts.Chdir))
 	if err != nil {
-		o.err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
+		o.Err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
 		return o
 	}
-	stk, err := detectStack(f, dir, opts.Stack)
+	stk, err := cmdutil.DetectStack(f, dir, opts.Stack)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	key := store.Key{Stack: stk.Name, Environment: env, Scope: opts.Scope}
-	approval, err := editApproval(f, dir, env, "unlock", opts.ApprovedBy)
+	approval, err := cmdutil.EditApproval(f, dir, env, "unlock", opts.ApprovedBy)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	res := UnlockResult{Stack: key.Stack, Environment: key.Environment, Scope: key.Scope}
-	o.result = &res
+	o.Result = &res
 	l, err := st.ReadLease(ctx, key)
 	if err != nil {
-		o.err = err
+		o.Err = err
 		return o
 	}
 	if !l.Live(time.Now()) {
@@ -176,7 +177,7 @@ func runUnlock(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
 		return o
 	}
 	if opts.LockID != "" && opts.LockID != l.Holder {
-		o.err = errcode.New(errcode.Usage, "the lease of %s is held by %s, not %s: nothing was ended", key, l.Holder, opts.LockID).
+		o.Err = errcode.New(errcode.Usage, "the lease of %s is held by %s, not %s: nothing was ended", key, l.Holder, opts.LockID).
 			WithHint("Give the run id `sponson status` shows as the holder, or leave LOCK_ID out.")
 		return o
 	}
@@ -185,11 +186,11 @@ func runUnlock(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
 	// and this release is refused.
 	if err := st.Release(ctx, store.Lease{Key: key, Holder: l.Holder, Token: l.Token, ExpiresAt: l.ExpiresAt}); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
-			o.err = errcode.New(errcode.LockHeld, "the lease of %s changed hands while unlocking; it was not ended", key).
+			o.Err = errcode.New(errcode.LockHeld, "the lease of %s changed hands while unlocking; it was not ended", key).
 				WithHint("Run `sponson status` to see who holds it now, and unlock again if it is still stuck.")
 			return o
 		}
-		o.err = err
+		o.Err = err
 		return o
 	}
 	res.Ended = &l
@@ -206,7 +207,7 @@ func runUnlock(cmd *cobra.Command, f *Factory, opts *UnlockOptions) outcome {
 		return scopeedit.Change{Receipt: unlockReceipt(s, l, by, reason)}, nil
 	})
 	if err != nil {
-		o.err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
+		o.Err = errcode.Wrap(errcode.As(err).Code, err, "the lease of %s was ended, but the unlock could not be recorded", key)
 		return o
 	}
 	res.Receipt = id

@@ -8,11 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/version"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // NewCmdVersion builds `sponson version` (and `-version`): sponson's version
 // and the engine's, as the engine's own version command prints it.
-func NewCmdVersion(f *Factory, out *outcome) *cobra.Command {
+func NewCmdVersion(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 	for _, ec := range engineCommands() {
 		if ec.use == "version" {
 			cmd := newEngineCmd(f, out, "", ec)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -41,12 +42,12 @@ func TestWaitLineInACILog(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	clock := &fakeClock{t: at("10:05")}
-	p := newWaitLine(&out, false, clock.now)
+	p := cmdutil.NewWaitLine(&out, false, clock.now)
 	for waited := time.Duration(0); waited <= 95*time.Second; waited += 2 * time.Second {
-		p.event(waitEvent(waited))
+		p.Event(waitEvent(waited))
 		clock.add(2 * time.Second)
 	}
-	p.event(scoperun.WaitEvent{Done: true})
+	p.Event(scoperun.WaitEvent{Done: true})
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	var waited []string
 	for _, l := range lines {
@@ -64,20 +65,20 @@ func TestWaitLineOnATerminal(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	clock := &fakeClock{t: at("10:05")}
-	p := newWaitLine(&out, true, clock.now)
+	p := cmdutil.NewWaitLine(&out, true, clock.now)
 	for i := range 3 {
-		p.event(waitEvent(time.Duration(2*i) * time.Second))
+		p.Event(waitEvent(time.Duration(2*i) * time.Second))
 		clock.add(2 * time.Second)
 	}
 	if strings.Contains(out.String(), "\n") {
 		t.Fatalf("a newline before the wait ended: %q", out.String())
 	}
-	p.event(scoperun.WaitEvent{Done: true})
+	p.Event(scoperun.WaitEvent{Done: true})
 	got := out.String()
 	if strings.Count(got, "\r\x1b[K") != 3 || !strings.HasSuffix(got, "waited 4s\n") {
 		t.Errorf("terminal output: %q", got)
 	}
-	p.event(scoperun.WaitEvent{Done: true})
+	p.Event(scoperun.WaitEvent{Done: true})
 	if out.String() != got {
 		t.Error("a second Done printed again")
 	}

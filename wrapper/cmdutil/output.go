@@ -1,4 +1,4 @@
-package wrapper
+package cmdutil
 
 import (
 	"encoding/json"
@@ -30,27 +30,27 @@ type ErrorBody struct {
 }
 
 // outcome is what a command hands back to Run for printing.
-type outcome struct {
-	command  string
-	result   any
-	warnings []string
-	err      error
+type Outcome struct {
+	Command  string
+	Result   any
+	Warnings []string
+	Err      error
 	// detailedExitcode is plan -detailed-exitcode, under which the exit
 	// code is the engine's: 0 no changes, 1 any error, 2 changes present
 	// (changes).
-	detailedExitcode bool
-	changes          bool
+	DetailedExitcode bool
+	Changes          bool
 }
 
 // exit is the process exit code of an outcome.
-func (o outcome) exit() errcode.ExitCode {
-	if !o.detailedExitcode {
-		return errcode.ExitFor(o.err)
+func (o Outcome) Exit() errcode.ExitCode {
+	if !o.DetailedExitcode {
+		return errcode.ExitFor(o.Err)
 	}
 	switch {
-	case o.err != nil:
+	case o.Err != nil:
 		return errcode.ExitFailed
-	case o.changes:
+	case o.Changes:
 		return ExitChanges
 	}
 	return errcode.ExitOK
@@ -62,23 +62,23 @@ func (o outcome) exit() errcode.ExitCode {
 // 1, so that 2 always means "changes present".
 const ExitChanges errcode.ExitCode = 2
 
-func writeEnvelope(w io.Writer, o outcome) errcode.ExitCode {
-	code := o.exit()
-	env := Envelope{OK: o.err == nil, Command: o.command, Result: o.result, Exit: int(code), Warn: o.warnings}
-	if o.err != nil {
-		e := errcode.As(o.err)
+func WriteEnvelope(w io.Writer, o Outcome) errcode.ExitCode {
+	code := o.Exit()
+	env := Envelope{OK: o.Err == nil, Command: o.Command, Result: o.Result, Exit: int(code), Warn: o.Warnings}
+	if o.Err != nil {
+		e := errcode.As(o.Err)
 		env.Error = &ErrorBody{Code: e.Code, Message: e.Message, Hint: e.Hint, Details: e.Details}
 	}
 	b, err := json.MarshalIndent(env, "", "  ")
 	if err != nil {
-		b = []byte(fmt.Sprintf(`{"ok":false,"command":%q,"exitCode":1,"error":{"code":"INTERNAL","message":%q}}`, o.command, err.Error()))
+		b = []byte(fmt.Sprintf(`{"ok":false,"command":%q,"exitCode":1,"error":{"code":"INTERNAL","message":%q}}`, o.Command, err.Error()))
 		code = errcode.ExitFailed
 	}
 	fmt.Fprintf(w, "%s\n", b)
 	return code
 }
 
-func writeHumanError(w io.Writer, err error) {
+func WriteHumanError(w io.Writer, err error) {
 	e := errcode.As(err)
 	fmt.Fprintf(w, "error %s: %s\n", e.Code, e.Message)
 	if e.Hint != "" {
@@ -88,16 +88,16 @@ func writeHumanError(w io.Writer, err error) {
 
 // printer writes sponson's own human lines. In --json mode the caller points
 // w at the error stream so that stdout holds exactly one JSON document.
-type printer struct {
-	w io.Writer
+type Printer struct {
+	W io.Writer
 }
 
-func (p printer) line(format string, args ...any) {
-	fmt.Fprintf(p.w, format+"\n", args...)
+func (p Printer) Line(format string, args ...any) {
+	fmt.Fprintf(p.W, format+"\n", args...)
 }
 
-func (p printer) warn(msg string) { p.line("warning: %s", msg) }
+func (p Printer) Warn(msg string) { p.Line("warning: %s", msg) }
 
-func header(command, env, scope, runID string) string {
+func Header(command, env, scope, runID string) string {
 	return strings.Join([]string{"sponson " + command, env, scope, "run " + strings.TrimPrefix(runID, "run-")}, " · ")
 }

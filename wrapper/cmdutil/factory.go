@@ -2,7 +2,7 @@
 // with an options struct, a constructor that takes the run function as a
 // test seam, and the run function itself. All output goes through the
 // Factory's writers.
-package wrapper
+package cmdutil
 
 import (
 	"context"
@@ -36,7 +36,7 @@ type Factory struct {
 	// lines update in place; nil means never (tests, pipes).
 	IsTerminal func(io.Writer) bool
 	// now is the clock of the log's section markers; time.Now when nil.
-	now func() time.Time
+	Now func() time.Time
 }
 
 // NewFactory returns the Factory of the real process.
@@ -58,7 +58,7 @@ func NewFactory() *Factory {
 // does the work. The outcome, a failure included, travels in *out, which Run
 // prints (the envelope with --json) and turns into the exit code; RunE
 // returns nil so that cobra adds nothing of its own.
-func runE[O any](f *Factory, out *outcome, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) outcome, run func(*cobra.Command, *Factory, O) outcome) func(*cobra.Command, []string) error {
+func RunE[O any](f *Factory, out *Outcome, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) Outcome, run func(*cobra.Command, *Factory, O) Outcome) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		*out = runOutcome(cmd, f, args, opts, prepare, runF, run)
 		return nil
@@ -67,10 +67,10 @@ func runE[O any](f *Factory, out *outcome, opts O, prepare func(*cobra.Command, 
 
 // runOutcome is what runE puts in *out: a failure of prepare, else the
 // outcome of runF or run.
-func runOutcome[O any](cmd *cobra.Command, f *Factory, args []string, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) outcome, run func(*cobra.Command, *Factory, O) outcome) outcome {
+func runOutcome[O any](cmd *cobra.Command, f *Factory, args []string, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) Outcome, run func(*cobra.Command, *Factory, O) Outcome) Outcome {
 	if prepare != nil {
 		if err := prepare(cmd, args); err != nil {
-			return outcome{command: strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), err: err}
+			return Outcome{Command: strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), Err: err}
 		}
 	}
 	if runF != nil {

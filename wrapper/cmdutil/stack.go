@@ -1,4 +1,4 @@
-package wrapper
+package cmdutil
 
 import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
@@ -8,17 +8,17 @@ import (
 // detectStack decides the stack of the configuration in dir (absolute):
 // --stack, SPONSON_STACK, the sponson_scope attribute, then the derived
 // name (internal/stack).
-func detectStack(f *Factory, dir, flag string) (stack.Result, error) {
+func DetectStack(f *Factory, dir, flag string) (stack.Result, error) {
 	declared, err := stack.Declared(dir)
 	if err != nil {
 		return stack.Result{}, err
 	}
-	return detectDeclared(f, dir, flag, declared)
+	return DetectDeclared(f, dir, flag, declared)
 }
 
 // detectDeclared is detectStack with the sponson_scope attribute already
 // read (stack.DeclaredIn).
-func detectDeclared(f *Factory, dir, flag, declared string) (stack.Result, error) {
+func DetectDeclared(f *Factory, dir, flag, declared string) (stack.Result, error) {
 	src := runctx.ProcessSources(dir)
 	return stack.Detect(dir, flag, declared, stack.Sources{Getenv: f.Getenv, Git: src.Git})
 }

@@ -1,4 +1,4 @@
-package wrapper
+package cmdutil
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ type waitLine struct {
 	open bool      // the terminal shows a line without its newline
 }
 
-func newWaitLine(w io.Writer, terminal bool, now func() time.Time) *waitLine {
+func NewWaitLine(w io.Writer, terminal bool, now func() time.Time) *waitLine {
 	if now == nil {
 		now = time.Now
 	}
@@ -38,7 +38,7 @@ func newWaitLine(w io.Writer, terminal bool, now func() time.Time) *waitLine {
 }
 
 // event renders one scoperun.WaitEvent.
-func (p *waitLine) event(e scoperun.WaitEvent) {
+func (p *waitLine) Event(e scoperun.WaitEvent) {
 	if e.Done {
 		p.done()
 		return

@@ -1,4 +1,4 @@
-package wrapper
+package cmdutil
 
 import (
 	"context"
@@ -18,15 +18,15 @@ import (
 
 // bindApprovedBy binds --approved-by (env SPONSON_APPROVED_BY) to name;
 // what says what it approves.
-func bindApprovedBy(cmd *cobra.Command, name *string, what string) {
+func BindApprovedBy(cmd *cobra.Command, name *string, what string) {
 	cmd.Flags().StringVar(name, "approved-by", "", "approver of "+what+" in a protected environment (production, or one sponson.hcl protects), one sponson.hcl allows; needed there, refused with ENV_NOT_APPROVED without it (env SPONSON_APPROVED_BY)")
 }
 
 // editApproval is the approval command needs in environment env of the
 // repository of dir: in a protected environment one of its approvers,
 // named by flag or else SPONSON_APPROVED_BY (scopeedit.Approve).
-func editApproval(f *Factory, dir, env, command, flag string) (scopeedit.Approval, error) {
-	decl, err := declaredEnvironment(context.Background(), f, dir, runctx.Context{Environment: env})
+func EditApproval(f *Factory, dir, env, command, flag string) (scopeedit.Approval, error) {
+	decl, err := DeclaredEnvironment(context.Background(), f, dir, runctx.Context{Environment: env})
 	if err != nil {
 		return scopeedit.Approval{}, err
 	}
@@ -40,7 +40,7 @@ func editApproval(f *Factory, dir, env, command, flag string) (scopeedit.Approva
 // flagEnvironment is the environment a command runs in before its context
 // is detected: --env, else SPONSON_CTX_ENV, else the default, as
 // runctx.Detect decides it (the environment is never inferred).
-func flagEnvironment(f *Factory, flag string) string {
+func FlagEnvironment(f *Factory, flag string) string {
 	if env := strings.TrimSpace(flag); env != "" {
 		return env
 	}

@@ -1,4 +1,4 @@
-package wrapper
+package cmdutil
 
 import (
 	"path/filepath"
@@ -33,23 +33,23 @@ type RunFlags struct {
 	// warning: a comment-triggered run whose HEAD is not the pull
 	// request's head, a pull_request_target run of a fork's head.
 	StrictCheckout bool
-	// engine holds the engine flags (engineflag), read by resolve.
-	engine engineflag.Parsed
+	// engineArgs holds the engineArgs flags (engineflag), read by resolve.
+	EngineArgs engineflag.Parsed
 	// savePlan is plan's -out FILE; planFile apply's saved plan FILE.
-	savePlan, planFile string
+	SavePlan, PlanFile string
 	// JSONPlan is plan's --json-plan FILE: the engine's plan JSON.
 	JSONPlan string
 	// engineCommand names the engine command whose flags the command
 	// takes, when it is not the run's command (import applies).
-	engineCommand string
+	EngineCommand string
 	// positional are the arguments of plan, apply and destroy: apply's
 	// saved plan FILE.
-	positional []string
+	Positional []string
 }
 
 // runFlagEnv names the SPONSON_* variable of each flag. The context flags
 // use the SPONSON_CTX_* names that context detection reads.
-var runFlagEnv = map[string]string{
+var RunFlagEnv = map[string]string{
 	"chdir":           "SPONSON_CHDIR",
 	"store":           storeurl.EnvVar,
 	"engine":          "SPONSON_ENGINE",
@@ -62,23 +62,23 @@ var runFlagEnv = map[string]string{
 	// asked for on the command line of one run, never set once for a job.
 }
 
-func (r *RunFlags) bind(cmd *cobra.Command, writes bool) {
+func (r *RunFlags) Bind(cmd *cobra.Command, writes bool) {
 	fs := cmd.Flags()
 	fs.StringVar(&r.Env, "env", "", "environment to run in, one sponson.hcl declares (matched case-insensitively; env SPONSON_CTX_ENV; default \"preview\"; never inferred from the branch)")
-	r.ContextFlags.bind(cmd, runContextHelp)
+	r.ContextFlags.Bind(cmd, runContextHelp)
 	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
 	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
 	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
 	fs.BoolVar(&r.StrictCheckout, "strict-checkout", false, "refuse (CHECKOUT_NOT_HEAD) a comment-triggered GitHub run (issue_comment) whose HEAD is not the pull request's head, and a pull_request_target run of a fork's head; without it they are warnings (env SPONSON_STRICT_CHECKOUT)")
 	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
-	fs.StringArray(engineArgFlag, nil, "an engine flag, in the engine's spelling (set by NormalizeArgs)")
-	_ = fs.MarkHidden(engineArgFlag)
+	fs.StringArray(EngineArgFlag, nil, "an engine flag, in the engine's spelling (set by NormalizeArgs)")
+	_ = fs.MarkHidden(EngineArgFlag)
 	if !writes {
 		fs.StringVar(&r.JSONPlan, "json-plan", "", "write the engine's plan JSON (`terraform show -json` of the plan, byte for byte) to `FILE`, mode 0600, for policy tools such as conftest; `sponson show -json PLANFILE` prints the same JSON later")
 	}
 	if writes {
 		fs.BoolVar(&r.Wait, "wait", false, "wait for the scope's lease when another run holds it (env SPONSON_WAIT; -lock-timeout=D also works)")
-		fs.DurationVar(&r.WaitTimeout, "wait-timeout", waitDefault, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")
+		fs.DurationVar(&r.WaitTimeout, "wait-timeout", WaitDefault, "how long --wait waits before WAIT_TIMEOUT (env SPONSON_WAIT_TIMEOUT)")
 		fs.DurationVar(&r.LeaseTTL, "lease-ttl", lease.DefaultTTL, "lease TTL; renewed every TTL/3 (env SPONSON_LEASE_TTL)")
 		fs.BoolVar(&r.AllowOlderCommit, "allow-older-commit", false, "apply even when the commit is an ancestor of the one the scope last applied, rolling the scope back (recorded in the receipt; without it: OLDER_COMMIT)")
 		fs.StringVar(&r.ApprovedBy, "approved-by", "", "name of the person approving a run in a protected environment such as production (env SPONSON_APPROVED_BY)")
@@ -96,38 +96,38 @@ type ContextFlags struct {
 // contextHelp is the help of the context flags: a run says what each one
 // overrides, a reader of the store says it shortly. No --stack without a
 // stack help.
-type contextHelp struct{ scope, pr, branch, stack string }
+type contextHelp struct{ scope, pr, branch, Stack string }
 
 var (
 	runContextHelp = contextHelp{
 		scope:  "scope name, overriding detection (env SPONSON_CTX_SCOPE)",
 		pr:     "pull request number; the scope becomes pr-<n> (env SPONSON_CTX_PR)",
 		branch: "branch name; the scope becomes main or branch-<name> (env SPONSON_CTX_BRANCH)",
-		stack:  stackFlagHelp,
+		Stack:  StackFlagHelp,
 	}
-	readContextHelp = contextHelp{
+	ReadContextHelp = contextHelp{
 		scope:  "scope name (env SPONSON_CTX_SCOPE)",
 		pr:     "pull request number: scope pr-<n> (env SPONSON_CTX_PR)",
 		branch: "branch: scope main or branch-<name> (env SPONSON_CTX_BRANCH)",
-		stack:  stackFlagHelp,
+		Stack:  StackFlagHelp,
 	}
 )
 
 // bind adds --scope, --pr, --branch and --stack.
-func (c *ContextFlags) bind(cmd *cobra.Command, help contextHelp) {
+func (c *ContextFlags) Bind(cmd *cobra.Command, help contextHelp) {
 	fs := cmd.Flags()
 	fs.StringVar(&c.Scope, "scope", "", help.scope)
 	fs.StringVar(&c.PR, "pr", "", help.pr)
 	fs.StringVar(&c.Branch, "branch", "", help.branch)
-	if help.stack != "" {
-		bindStack(cmd, &c.Stack, help.stack)
+	if help.Stack != "" {
+		BindStack(cmd, &c.Stack, help.Stack)
 	}
 }
 
 // detect names the scope the flags select in environment env, detected as
 // for apply where they name none, in the configuration directory chdir.
-func (c *ContextFlags) detect(f *Factory, chdir, env string) (store.Key, error) {
-	dir := orDot(chdir)
+func (c *ContextFlags) Detect(f *Factory, chdir, env string) (store.Key, error) {
+	dir := OrDot(chdir)
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -137,7 +137,7 @@ func (c *ContextFlags) detect(f *Factory, chdir, env string) (store.Key, error) 
 	if err != nil {
 		return store.Key{}, err
 	}
-	stk, err := detectStack(f, dir, c.Stack)
+	stk, err := DetectStack(f, dir, c.Stack)
 	if err != nil {
 		return store.Key{}, err
 	}
@@ -149,7 +149,7 @@ type StoreFlags struct {
 	Env, Chdir, Store string
 }
 
-func (s *StoreFlags) bind(cmd *cobra.Command) {
+func (s *StoreFlags) Bind(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&s.Env, "env", "", "environment (env SPONSON_CTX_ENV; default \"preview\")")
 	fs.StringVar(&s.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
@@ -167,7 +167,7 @@ type ReviewFlags struct {
 	GitLabDotenv     string
 }
 
-var reviewFlagEnv = map[string]string{
+var ReviewFlagEnv = map[string]string{
 	"summary":            "SPONSON_SUMMARY",
 	"comment":            "SPONSON_COMMENT",
 	"gitlab-report":      "SPONSON_GITLAB_REPORT",
@@ -175,7 +175,7 @@ var reviewFlagEnv = map[string]string{
 	"gitlab-dotenv":      "SPONSON_GITLAB_DOTENV",
 }
 
-func (r *ReviewFlags) bind(cmd *cobra.Command) {
+func (r *ReviewFlags) Bind(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&r.Summary, "summary", "", "write the run's Markdown summary to `FILE` (env SPONSON_SUMMARY); it is also appended to $GITHUB_STEP_SUMMARY when that is set")
 	fs.BoolVar(&r.Comment, "comment", false, "post the summary as one sticky comment per pull request, stack and environment on GitHub (GITHUB_TOKEN) or GitLab (SPONSON_GITLAB_TOKEN, GITLAB_TOKEN or CI_JOB_TOKEN), updated in place; a failure to comment is a warning (env SPONSON_COMMENT)")
@@ -185,22 +185,22 @@ func (r *ReviewFlags) bind(cmd *cobra.Command) {
 }
 
 // wanted reports whether the run must render a summary at all.
-func (r *ReviewFlags) wanted(getenv func(string) string) bool {
+func (r *ReviewFlags) Wanted(getenv func(string) string) bool {
 	return r.Summary != "" || r.Comment || r.GitLabReport != "" || getenv("GITHUB_STEP_SUMMARY") != ""
 }
 
 // stackFlagHelp is the --stack help of every command that takes it.
-const stackFlagHelp = "stack name: one root module of one repository (env SPONSON_STACK; default: the sponson_scope " +
+const StackFlagHelp = "stack name: one root module of one repository (env SPONSON_STACK; default: the sponson_scope " +
 	"stack attribute, else the repository and the configuration's directory in it, e.g. github.com/acme/infra//stacks/app)"
 
-func bindStack(cmd *cobra.Command, p *string, help string) {
+func BindStack(cmd *cobra.Command, p *string, help string) {
 	cmd.Flags().StringVar(p, "stack", "", help)
 }
 
 // bindEnv gives every flag that has not been set on the command line the
 // value of its SPONSON_* variable, so CI can set a flag once for a whole
 // pipeline. The names come from envNames.
-func bindEnv(fs *pflag.FlagSet, envNames map[string]string, getenv func(string) string) error {
+func BindEnv(fs *pflag.FlagSet, envNames map[string]string, getenv func(string) string) error {
 	var firstErr error
 	fs.VisitAll(func(fl *pflag.Flag) {
 		name, ok := envNames[fl.Name]
@@ -217,3 +217,13 @@ func bindEnv(fs *pflag.FlagSet, envNames map[string]string, getenv func(string) 
 	})
 	return firstErr
 }
+
+// engineArgFlag is the hidden flag that carries each engine flag, in the
+// engine's spelling and in command-line order, from NormalizeArgs to the
+// command. The engine's grammar (one dash, `-name VALUE`) is not the flag
+// parser's, so NormalizeArgs picks those flags out before cobra parses the
+// rest; order matters for -var and -var-file, so they travel in one list.
+const EngineArgFlag = "engine-arg"
+
+// waitDefault keeps the lease wait's flag default in one place.
+const WaitDefault = 10 * time.Minute
