@@ -10,6 +10,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // AdoptResult is the result part of the envelope of `sponson adopt`.
@@ -71,12 +72,12 @@ func runAdopt(cmd *cobra.Command, f *cmdutil.Factory, opts *AdoptOptions) cmduti
 		o.Err = err
 		return o
 	}
-	in, err := resolveRun(&opts.RunFlags, cmd, f, scoperun.Command(adopt.Command), nil)
+	in, err := runner.ResolveRun(&opts.RunFlags, cmd, f, scoperun.Command(adopt.Command), nil)
 	if err != nil {
 		o.Err = err
 		return o
 	}
-	defer in.opts.Store.Close()
+	defer in.Opts.Store.Close()
 	jsonMode, _ := cmd.Flags().GetBool("json")
 	jsonMode = jsonMode || cmdutil.WantsJSON(nil, f.Getenv)
 	p := cmdutil.Printer{W: f.Out}
@@ -86,17 +87,17 @@ func runAdopt(cmd *cobra.Command, f *cmdutil.Factory, opts *AdoptOptions) cmduti
 	}
 	warnOut := cmdutil.Printer{W: f.ErrOut}
 	runID := scoperun.NewRunID()
-	c := in.opts.Context
+	c := in.Opts.Context
 	p.Line("%s", cmdutil.Header(adopt.Command, c.Environment, c.Scope, runID))
 	res, err := adopt.Run(cmd.Context(), adopt.Options{
-		Dir: in.opts.Dir, Context: c, Store: in.opts.Store, Engine: in.opts.Engine,
-		ProviderVersion: in.opts.ProviderVersion,
-		Lease:           in.opts.Lease, RunID: runID, Workspace: opts.Workspace, EngineOut: engineOut, Declared: in.opts.Declared,
+		Dir: in.Opts.Dir, Context: c, Store: in.Opts.Store, Engine: in.Opts.Engine,
+		ProviderVersion: in.Opts.ProviderVersion,
+		Lease:           in.Opts.Lease, RunID: runID, Workspace: opts.Workspace, EngineOut: engineOut, Declared: in.Opts.Declared,
 		Approval:      approval,
-		ServeProvider: in.opts.ServeProvider,
+		ServeProvider: in.Opts.ServeProvider,
 		Warn:          func(s string) { warnOut.Warn(s); o.Warnings = append(o.Warnings, s) },
 	})
-	r := AdoptResult{RunID: runID, Environment: c.Environment, Scope: c.Scope, Store: in.storeURL, Context: c, Receipt: res.Receipt}
+	r := AdoptResult{RunID: runID, Environment: c.Environment, Scope: c.Scope, Store: in.StoreURL, Context: c, Receipt: res.Receipt}
 	if res.Receipt != nil {
 		r.Owns, r.AdoptedFrom = len(res.Receipt.Ledger), res.Receipt.AdoptedFrom
 	}

@@ -7,10 +7,11 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // NewCmdApply builds `sponson apply`. runF replaces the run in tests.
-func NewCmdApply(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
+func NewCmdApply(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) *cobra.Command {
 	return newRunCmd(f, out, scoperun.Apply,
 		"Plan and apply the configuration in this run's scope",
 		`Apply first refuses, before the engine starts, an environment the repository

@@ -7,10 +7,11 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // NewCmdDestroy builds `sponson destroy`. runF replaces the run in tests.
-func NewCmdDestroy(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
+func NewCmdDestroy(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) *cobra.Command {
 	return newRunCmd(f, out, scoperun.Destroy,
 		"Destroy everything this run's scope owns, and nothing else",
 		`Destroy refuses what apply refuses before the engine starts (an undeclared

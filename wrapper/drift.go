@@ -19,6 +19,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // DriftOptions are the options of `sponson drift` (docs/design.md §4.4).
@@ -144,10 +145,10 @@ func runDriftOne(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmd
 		o.Err = err
 		return o
 	}
-	defer in.opts.Store.Close()
-	env := in.opts.Context.Environment
+	defer in.Opts.Store.Close()
+	env := in.Opts.Context.Environment
 	ctx := cmd.Context()
-	targets, err := driftTargets(ctx, in.opts.Store, in.opts.Context.Stack, env, opts.Scopes)
+	targets, err := driftTargets(ctx, in.Opts.Store, in.Opts.Context.Stack, env, opts.Scopes)
 	if err != nil {
 		o.Err = err
 		return o
@@ -162,7 +163,7 @@ func runDriftOne(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmd
 	d := summary.Drift{Environment: env}
 	wantText := opts.Summary != "" || f.Getenv("GITHUB_STEP_SUMMARY") != ""
 	for _, t := range targets {
-		ds := driftScope(ctx, in.opts, t, wantText, io.Discard)
+		ds := driftScope(ctx, in.Opts, t, wantText, io.Discard)
 		if d.Engine == "" && ds.engine != "" {
 			d.Engine = ds.engine
 		}
@@ -174,16 +175,16 @@ func runDriftOne(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmd
 		p.Line("%s: %s", t.Key.Scope, driftLine(ds.DriftScope))
 	}
 	in2, dr, fa := d.Counts()
-	o.Result = DriftResult{Environment: env, Store: in.storeURL, Scopes: d.Scopes, InSync: in2, Drifted: dr, Failed: fa}
+	o.Result = DriftResult{Environment: env, Store: in.StoreURL, Scopes: d.Scopes, InSync: in2, Drifted: dr, Failed: fa}
 	if d.Scopes == nil {
-		o.Result = DriftResult{Environment: env, Store: in.storeURL, Scopes: []summary.DriftScope{}}
+		o.Result = DriftResult{Environment: env, Store: in.StoreURL, Scopes: []summary.DriftScope{}}
 	}
-	for _, w := range writeSummaries(f.Getenv, opts.Summary, summary.Options{Limit: stepSummaryLimit}, d.Markdown) {
+	for _, w := range runner.WriteSummaries(f.Getenv, opts.Summary, summary.Options{Limit: runner.StepSummaryLimit}, d.Markdown) {
 		warnOut.Warn(w)
 	}
 	p.Line("sponson drift %s: %d in sync, %d drifted, %d failed", env, in2, dr, fa)
 	if len(targets) == 0 && !opts.AllowEmpty {
-		o.Err = errcode.New(errcode.DriftCheckFailed, "no scope of stack %s in environment %s of store %s has anything to check: nothing was checked", in.opts.Context.Stack, env, in.storeURL).
+		o.Err = errcode.New(errcode.DriftCheckFailed, "no scope of stack %s in environment %s of store %s has anything to check: nothing was checked", in.Opts.Context.Stack, env, in.StoreURL).
 			WithHint("Check --store (SPONSON_STORE), --env (SPONSON_CTX_ENV) and --chdir (SPONSON_CHDIR): `sponson status` with the same settings lists the scopes. Pass --allow-empty when an environment without scopes is expected.")
 		return o
 	}
@@ -194,14 +195,14 @@ func runDriftOne(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmd
 // driftInput resolves the plan every check runs: the run flags of a plan
 // resolve everything but the scope, which each check sets; "main" only lets
 // detection succeed outside CI.
-func driftInput(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) (*runInput, error) {
+func driftInput(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) (*runner.RunInput, error) {
 	rf := cmdutil.RunFlags{ContextFlags: cmdutil.ContextFlags{Scope: "main"}, Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store, Engine: opts.Engine}
-	in, err := resolveRun(&rf, cmd, f, scoperun.Plan, nil)
+	in, err := runner.ResolveRun(&rf, cmd, f, scoperun.Plan, nil)
 	if err != nil {
 		return nil, err
 	}
-	if in.opts.Vars, err = varArgs(opts.VarFiles, opts.Vars); err != nil {
-		in.opts.Store.Close()
+	if in.Opts.Vars, err = cmdutil.VarArgs(opts.VarFiles, opts.Vars); err != nil {
+		in.Opts.Store.Close()
 		return nil, err
 	}
 	return in, nil

@@ -14,16 +14,17 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // captureRun runs a command line through the real flag handling and
 // returns what would reach the run.
-func captureRun(t *testing.T, env map[string]string, args ...string) (*runInput, cmdutil.Envelope, errcode.ExitCode) {
+func captureRun(t *testing.T, env map[string]string, args ...string) (*runner.RunInput, cmdutil.Envelope, errcode.ExitCode) {
 	t.Helper()
 	f, out, _ := testFactory(env)
-	var got *runInput
+	var got *runner.RunInput
 	line := append([]string{args[0], "--json"}, args[1:]...)
-	code := runWith(context.Background(), line, f, func(_ context.Context, in *runInput) cmdutil.Outcome {
+	code := runWith(context.Background(), line, f, func(_ context.Context, in *runner.RunInput) cmdutil.Outcome {
 		got = in
 		return cmdutil.Outcome{Command: args[0]}
 	})
@@ -71,19 +72,19 @@ func TestEngineFlagsInBothSpellings(t *testing.T) {
 				if code != errcode.ExitOK || in == nil {
 					t.Fatalf("exit %d: %+v", code, env.Error)
 				}
-				if diff := cmp.Diff(tc.want.flags, in.opts.EngineFlags); diff != "" {
+				if diff := cmp.Diff(tc.want.flags, in.Opts.EngineFlags); diff != "" {
 					t.Errorf("engine flags (-want +got):\n%s", diff)
 				}
-				if diff := cmp.Diff(tc.want.vars, in.opts.Vars); diff != "" {
+				if diff := cmp.Diff(tc.want.vars, in.Opts.Vars); diff != "" {
 					t.Errorf("vars (-want +got):\n%s", diff)
 				}
 				if tc.want.until != 0 || tc.want.wait {
-					if in.opts.Lease.Wait != tc.want.wait || in.opts.Lease.WaitTimeout != tc.want.until {
-						t.Errorf("lease wait %v for %s; want %v for %s", in.opts.Lease.Wait, in.opts.Lease.WaitTimeout, tc.want.wait, tc.want.until)
+					if in.Opts.Lease.Wait != tc.want.wait || in.Opts.Lease.WaitTimeout != tc.want.until {
+						t.Errorf("lease wait %v for %s; want %v for %s", in.Opts.Lease.Wait, in.Opts.Lease.WaitTimeout, tc.want.wait, tc.want.until)
 					}
 				}
-				if in.detailedExitcode != tc.detailExt {
-					t.Errorf("detailed exit code %v", in.detailedExitcode)
+				if in.DetailedExitcode != tc.detailExt {
+					t.Errorf("detailed exit code %v", in.DetailedExitcode)
 				}
 			})
 		}
@@ -168,7 +169,7 @@ func TestLockTimeoutWithWait(t *testing.T) {
 			if code != errcode.ExitOK || in == nil {
 				t.Fatalf("exit %d: %+v", code, env.Error)
 			}
-			if l := in.opts.Lease; l.Wait != tc.wait || (tc.wait && l.WaitTimeout != tc.until) {
+			if l := in.Opts.Lease; l.Wait != tc.wait || (tc.wait && l.WaitTimeout != tc.until) {
 				t.Errorf("lease wait %v for %s; want %v for %s", l.Wait, l.WaitTimeout, tc.wait, tc.until)
 			}
 		})
@@ -187,11 +188,11 @@ func TestEngineFlagsFromTFCLIArgs(t *testing.T) {
 	if code != errcode.ExitOK {
 		t.Fatalf("exit %d: %+v", code, e.Error)
 	}
-	if in.opts.EngineFlags.Parallelism != 4 {
-		t.Errorf("parallelism %d; want 4 (TF_CLI_ARGS comes after TF_CLI_ARGS_apply)", in.opts.EngineFlags.Parallelism)
+	if in.Opts.EngineFlags.Parallelism != 4 {
+		t.Errorf("parallelism %d; want 4 (TF_CLI_ARGS comes after TF_CLI_ARGS_apply)", in.Opts.EngineFlags.Parallelism)
 	}
 	want := []engine.VarArg{{Value: "a=from apply"}, {File: true, Value: "x y.tfvars"}, {Value: "b=1"}}
-	if diff := cmp.Diff(want, in.opts.Vars); diff != "" {
+	if diff := cmp.Diff(want, in.Opts.Vars); diff != "" {
 		t.Errorf("vars (-want +got):\n%s", diff)
 	}
 }
@@ -200,13 +201,13 @@ func TestEngineChdirBeforeTheCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	in, e, code := captureRun(t, nil, "-chdir="+dir, "plan", "--scope", "pr-1")
-	if code != errcode.ExitOK || in.opts.Dir != dir {
-		t.Fatalf("exit %d, dir %q: %+v", code, in.opts.Dir, e.Error)
+	if code != errcode.ExitOK || in.Opts.Dir != dir {
+		t.Fatalf("exit %d, dir %q: %+v", code, in.Opts.Dir, e.Error)
 	}
 	// The same directory twice is no conflict.
 	in, e, code = captureRun(t, nil, "plan", "--chdir", dir, "-chdir="+dir+"/.", "--scope", "pr-1")
-	if code != errcode.ExitOK || in.opts.Dir != dir {
-		t.Fatalf("exit %d, dir %q: %+v", code, in.opts.Dir, e.Error)
+	if code != errcode.ExitOK || in.Opts.Dir != dir {
+		t.Fatalf("exit %d, dir %q: %+v", code, in.Opts.Dir, e.Error)
 	}
 }
 
@@ -218,7 +219,7 @@ func TestDetailedExitcode(t *testing.T) {
 	t.Parallel()
 	run := func(args []string, o cmdutil.Outcome) (errcode.ExitCode, cmdutil.Envelope) {
 		f, out, _ := testFactory(nil)
-		code := runWith(context.Background(), append(args, "--json"), f, func(context.Context, *runInput) cmdutil.Outcome { return o })
+		code := runWith(context.Background(), append(args, "--json"), f, func(context.Context, *runner.RunInput) cmdutil.Outcome { return o })
 		return code, decode(t, out)
 	}
 	dir := t.TempDir()
@@ -278,20 +279,20 @@ func TestFlagValueBeforeTheCommand(t *testing.T) {
 		{"--json", "--engine", "mytofu", "plan", "--var-file=x.tfvars", "--scope", "pr-1"},
 	} {
 		f, out, _ := testFactory(nil)
-		var got *runInput
+		var got *runner.RunInput
 		args := append(slices.Clone(line), "--json", "--chdir", t.TempDir())
-		code := runWith(context.Background(), args, f, func(_ context.Context, in *runInput) cmdutil.Outcome {
+		code := runWith(context.Background(), args, f, func(_ context.Context, in *runner.RunInput) cmdutil.Outcome {
 			got = in
 			return cmdutil.Outcome{Command: "plan"}
 		})
 		if e := decode(t, out); code != errcode.ExitOK || got == nil {
 			t.Fatalf("%q: exit %d: %+v", line, code, e.Error)
 		}
-		if want := []engine.VarArg{{File: true, Value: "x.tfvars"}}; !slices.Equal(got.opts.Vars, want) {
-			t.Errorf("%q: vars %+v, want %+v", line, got.opts.Vars, want)
+		if want := []engine.VarArg{{File: true, Value: "x.tfvars"}}; !slices.Equal(got.Opts.Vars, want) {
+			t.Errorf("%q: vars %+v, want %+v", line, got.Opts.Vars, want)
 		}
-		if got.opts.Engine != "/usr/bin/mytofu" { // testFactory's LookPath
-			t.Errorf("%q: engine %q, want /usr/bin/mytofu", line, got.opts.Engine)
+		if got.Opts.Engine != "/usr/bin/mytofu" { // testFactory's LookPath
+			t.Errorf("%q: engine %q, want /usr/bin/mytofu", line, got.Opts.Engine)
 		}
 	}
 	if at := commandAt([]string{"--engine", "plan"}); at != -1 {
@@ -337,17 +338,17 @@ func TestEngineChdirPlanFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	in, e, code := captureRun(t, nil, "-chdir="+dir, "plan", "-out=tfplan", "--scope", "pr-1")
-	if code != errcode.ExitOK || in.opts.SavePlan != filepath.Join(dir, "tfplan") {
-		t.Fatalf("exit %d, -out %q, want %s: %+v", code, in.opts.SavePlan, filepath.Join(dir, "tfplan"), e.Error)
+	if code != errcode.ExitOK || in.Opts.SavePlan != filepath.Join(dir, "tfplan") {
+		t.Fatalf("exit %d, -out %q, want %s: %+v", code, in.Opts.SavePlan, filepath.Join(dir, "tfplan"), e.Error)
 	}
 	in, e, code = captureRun(t, nil, "plan", "--chdir", dir, "-out=tfplan", "--scope", "pr-1")
 	if code != errcode.ExitOK {
 		t.Fatalf("exit %d: %+v", code, e.Error)
 	}
-	if cwd, _ := os.Getwd(); in.opts.SavePlan != filepath.Join(cwd, "tfplan") {
-		t.Errorf("--chdir: -out %q, want %s", in.opts.SavePlan, filepath.Join(cwd, "tfplan"))
+	if cwd, _ := os.Getwd(); in.Opts.SavePlan != filepath.Join(cwd, "tfplan") {
+		t.Errorf("--chdir: -out %q, want %s", in.Opts.SavePlan, filepath.Join(cwd, "tfplan"))
 	}
-	if got := inDir(dir, "/abs/tfplan"); got != "/abs/tfplan" {
+	if got := runner.InDir(dir, "/abs/tfplan"); got != "/abs/tfplan" {
 		t.Errorf("inDir kept no absolute path: %q", got)
 	}
 }

@@ -17,9 +17,8 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
-	"github.com/sponson/terraform-provider-sponson/internal/version"
-	"github.com/sponson/terraform-provider-sponson/provider"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // engineCommand is one of the engine's own commands as sponson runs it: in
@@ -263,7 +262,7 @@ func runEngineCommand(cmd *cobra.Command, f *cmdutil.Factory, name string, fs *f
 		o.Warnings = append(o.Warnings, s)
 	}
 	ctx := cmd.Context()
-	sess, stop, err := openEngine(ctx, f, dir, common.engine, c.out, c.warn)
+	sess, stop, err := runner.OpenEngine(ctx, f, dir, common.engine, c.out, c.warn)
 	switch {
 	case err != nil && optional && errcode.As(err).Code == errcode.EngineNotFound:
 		c.warn(errcode.As(err).Message)
@@ -276,36 +275,6 @@ func runEngineCommand(cmd *cobra.Command, f *cmdutil.Factory, name string, fs *f
 	}
 	o.Result, o.Err = run(ctx, c, fs.Args())
 	return o
-}
-
-// openEngine starts an engine session in dir for an engine command, with
-// sponson's provider served to it; stop ends both.
-func openEngine(ctx context.Context, f *cmdutil.Factory, dir, engineFlag string, out io.Writer, warn func(string)) (*engine.Session, func(), error) {
-	bin, err := engine.Locate(engineFlag, f.Lookup)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmp, err := os.MkdirTemp("", "sponson-engine-")
-	if err != nil {
-		return nil, nil, errcode.Wrap(errcode.Internal, err, "creating a temporary directory")
-	}
-	env, stopProvider, err := engine.WithProvider(tmp, func() ([]string, func(), error) {
-		return provider.EngineEnv(context.Background(), version.Mirror(), dir, nil)
-	}, warn)
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, nil, err
-	}
-	stop := func() {
-		stopProvider()
-		os.RemoveAll(tmp)
-	}
-	sess, err := engine.Open(ctx, engine.Options{Dir: dir, Binary: bin, Env: env, Stdout: out, Stderr: f.ErrOut, KeepCLIArgs: true})
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return sess, stop, nil
 }
 
 // stringList is a repeatable string flag.
@@ -373,12 +342,12 @@ func validateFlags(fs *flag.FlagSet) engineRun {
 		case *js && !c.jsonMode:
 			_, _ = c.out.Write(raw)
 		default:
-			writeDiagnostics(c.out, v.Diagnostics)
+			cmdutil.WriteDiagnostics(c.out, v.Diagnostics)
 			if v.Valid {
 				fmt.Fprintln(c.out, "Success! The configuration is valid.")
 			}
 		}
-		annotateDiagnostics(c.f, c.dir, v.Diagnostics)
+		cmdutil.AnnotateDiagnostics(c.f, c.dir, v.Diagnostics)
 		if !v.Valid {
 			return v, errcode.New(errcode.EngineFailed, "the configuration in %s is not valid: %d errors", c.dir, v.ErrorCount).
 				WithHint("The engine's diagnostics above say where.").With("step", "validate")
@@ -846,8 +815,3 @@ func wrapText(s string, indent, width int) string {
 	lines = append(lines, line)
 	return strings.Join(lines, "\n"+strings.Repeat(" ", indent))
 }
-
-// serveProvider serves sponson's provider from this process to a run's
-// engine (scoperun.Options.ServeProvider): the packages that start the
-// engine do not import the provider.
-var serveProvider = provider.EngineEnv

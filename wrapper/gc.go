@@ -14,13 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/gc"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // GCOptions are the options of `sponson gc`.
@@ -142,11 +142,11 @@ type GCRule struct {
 
 // GCScope is one scope gc selected and what became of it.
 type GCScope struct {
-	Stack   string      `json:"stack"`
-	Scope   string      `json:"scope"`
-	Reasons []gc.Reason `json:"reasons"`
-	LastRun *RunSummary `json:"lastRun,omitempty"`
-	Owns    int         `json:"owns"`
+	Stack   string              `json:"stack"`
+	Scope   string              `json:"scope"`
+	Reasons []gc.Reason         `json:"reasons"`
+	LastRun *cmdutil.RunSummary `json:"lastRun,omitempty"`
+	Owns    int                 `json:"owns"`
 	// Outcome is would-destroy, destroyed, failed, skipped or not-attempted.
 	Outcome string `json:"outcome"`
 	// SkipReason says why a scope was skipped: "busy", or "other-stack"
@@ -356,7 +356,7 @@ func runGC(ctx context.Context, f *cmdutil.Factory, opts *GCOptions) cmdutil.Out
 		o.Result, o.Warnings = res, g.warnings
 		return o
 	}
-	g.destroyAll(ctx, t.base.opts, cands, &res)
+	g.destroyAll(ctx, t.base.Opts, cands, &res)
 	o.Result, o.Warnings = res, g.warnings
 	o.Err = g.summarize(res)
 	return o
@@ -375,7 +375,7 @@ func newGCRun(f *cmdutil.Factory, opts *GCOptions) *gcRun {
 // gcTarget is where a gc collects: the store and environment, and with
 // --yes everything a destroy needs (base).
 type gcTarget struct {
-	base               *runInput
+	base               *runner.RunInput
 	st                 store.Store
 	storeURL, env, dir string
 }
@@ -386,7 +386,7 @@ func (t gcTarget) ownStack() string {
 	if t.base == nil {
 		return ""
 	}
-	return t.base.opts.Context.Stack
+	return t.base.Opts.Context.Stack
 }
 
 // target opens the store, and with --yes decides once everything a destroy
@@ -409,15 +409,15 @@ func (g *gcRun) target() (gcTarget, error) {
 	}
 	rf := opts.RunFlags
 	rf.Scope, rf.PR, rf.Branch, rf.Commit = "gc", "", "", ""
-	base, err := resolveRun(&rf, cmd, g.f, scoperun.Destroy, nil)
+	base, err := runner.ResolveRun(&rf, cmd, g.f, scoperun.Destroy, nil)
 	if err != nil {
 		return gcTarget{}, err
 	}
-	if base.opts.Vars, err = varArgs(opts.VarFiles, opts.Vars); err != nil {
-		base.opts.Store.Close()
+	if base.Opts.Vars, err = cmdutil.VarArgs(opts.VarFiles, opts.Vars); err != nil {
+		base.Opts.Store.Close()
 		return gcTarget{}, err
 	}
-	return gcTarget{base: base, st: base.opts.Store, storeURL: base.storeURL, env: base.opts.Context.Environment, dir: base.opts.Dir}, nil
+	return gcTarget{base: base, st: base.Opts.Store, storeURL: base.StoreURL, env: base.Opts.Context.Environment, dir: base.Opts.Dir}, nil
 }
 
 // decideRules turns the rules on or off, into rules, and gathers their
@@ -467,7 +467,7 @@ func (g *gcRun) destroyAll(ctx context.Context, base scoperun.Options, cands []g
 // a scope of another stack is skipped: only its own configuration can
 // destroy it.
 func (res *GCResult) addCandidate(c gc.Candidate, ownStack string) {
-	row := GCScope{Stack: c.Stack, Scope: c.Scope, Reasons: c.Reasons, LastRun: summarize(c.Latest), Outcome: gc.WouldDestroy}
+	row := GCScope{Stack: c.Stack, Scope: c.Scope, Reasons: c.Reasons, LastRun: cmdutil.Summarize(c.Latest), Outcome: gc.WouldDestroy}
 	if c.Latest != nil {
 		row.Owns = len(c.Latest.Ledger)
 	}
@@ -664,8 +664,8 @@ func (g *gcRun) writeTable(rows []GCScope, dryRun bool) {
 	for _, r := range rows {
 		last, at := "-", "-"
 		if lr := r.LastRun; lr != nil {
-			last = lr.outcomeText()
-			at = lr.when().Local().Format("2006-01-02 15:04")
+			last = lr.OutcomeText()
+			at = lr.When().Local().Format("2006-01-02 15:04")
 		}
 		reasons := make([]string, len(r.Reasons))
 		for i, x := range r.Reasons {
@@ -700,20 +700,4 @@ func prList(prs []int) string {
 		parts = append(parts, "#"+strconv.Itoa(n))
 	}
 	return strings.Join(parts, " ")
-}
-
-// varArgs are the -var-file and -var of gc's destroys and drift's plans,
-// files first.
-func varArgs(files, vars []string) ([]engine.VarArg, error) {
-	var out []engine.VarArg
-	for _, v := range files {
-		out = append(out, engine.VarArg{File: true, Value: v})
-	}
-	for _, v := range vars {
-		if !strings.Contains(v, "=") {
-			return nil, errcode.New(errcode.Usage, "-var %q must be NAME=VALUE", v)
-		}
-		out = append(out, engine.VarArg{Value: v})
-	}
-	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // ImportOptions are the options of `sponson import`.
@@ -26,7 +27,7 @@ type ImportOptions struct {
 
 // NewCmdImport builds `sponson import ADDR ID`. runF replaces the run in
 // tests.
-func NewCmdImport(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
+func NewCmdImport(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) *cobra.Command {
 	opts := &ImportOptions{}
 	cmd := &cobra.Command{
 		Use:   "import ADDR ID [flags]",
@@ -67,7 +68,7 @@ the receipt records the approver.
 // import block it is written into.
 var importAddress = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?\.)*[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?$`)
 
-func runImport(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions, runF func(context.Context, *runInput) cmdutil.Outcome) cmdutil.Outcome {
+func runImport(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) cmdutil.Outcome {
 	addr, id := opts.Address, opts.ID
 	fail := func(err error) cmdutil.Outcome { return cmdutil.Outcome{Command: "import", Err: err} }
 	if !importAddress.MatchString(addr) || strings.HasPrefix(addr, "data.") {
@@ -81,17 +82,17 @@ func runImport(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions, runF
 	if _, err := cmdutil.EditApproval(f, opts.Chdir, cmdutil.FlagEnvironment(f, opts.Env), "import", opts.ApprovedBy); err != nil {
 		return fail(err)
 	}
-	in, err := resolveRun(&opts.RunFlags, cmd, f, scoperun.Apply, nil)
+	in, err := runner.ResolveRun(&opts.RunFlags, cmd, f, scoperun.Apply, nil)
 	if err != nil {
 		return fail(err)
 	}
-	in.opts.EngineFlags.Targets = append(in.opts.EngineFlags.Targets, addr)
-	in.opts.ImportOnly = true
-	in.opts.Label = "import"
-	file, err := writeImportBlock(in.opts.Dir, addr, id)
+	in.Opts.EngineFlags.Targets = append(in.Opts.EngineFlags.Targets, addr)
+	in.Opts.ImportOnly = true
+	in.Opts.Label = "import"
+	file, err := writeImportBlock(in.Opts.Dir, addr, id)
 	if err != nil {
-		in.opts.Store.Close()
-		return fail(errcode.Wrap(errcode.Internal, err, "writing the import block in %s", in.opts.Dir))
+		in.Opts.Store.Close()
+		return fail(errcode.Wrap(errcode.Internal, err, "writing the import block in %s", in.Opts.Dir))
 	}
 	defer os.Remove(file)
 	var o cmdutil.Outcome
@@ -99,7 +100,7 @@ func runImport(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions, runF
 		o = runF(cmd.Context(), in)
 	} else {
 		jsonMode, _ := cmd.Flags().GetBool("json")
-		o = runScope(cmd.Context(), f, jsonMode || cmdutil.WantsJSON(nil, f.Getenv), in)
+		o = runner.RunScope(cmd.Context(), f, jsonMode || cmdutil.WantsJSON(nil, f.Getenv), in)
 	}
 	o.Command = "import"
 	return o

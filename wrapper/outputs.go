@@ -14,6 +14,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // OutputOptions are the options of `sponson output`.
@@ -114,7 +115,7 @@ func runOutput(cmd *cobra.Command, f *cmdutil.Factory, opts *OutputOptions) cmdu
 		o.Err = err
 		return o
 	}
-	outputs, err := stateOutputs(data)
+	outputs, err := runner.StateOutputs(data)
 	if err != nil {
 		o.Err = errcode.Wrap(errcode.Internal, err, "reading the outputs of %s", key)
 		return o
@@ -151,13 +152,6 @@ func runOutput(cmd *cobra.Command, f *cmdutil.Factory, opts *OutputOptions) cmdu
 		writeOutputs(f.Out, outputs, opts.Name != "")
 	}
 	return o
-}
-
-// stateOutputs reads the root module outputs of a state; none for an empty
-// or missing state.
-func stateOutputs(state []byte) (map[string]Output, error) {
-	st, err := tfstate.ReadOutputs(state)
-	return st.Outputs, err
 }
 
 func writeIndented(w io.Writer, raw json.RawMessage) {

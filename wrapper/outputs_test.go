@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 func TestHCLValue(t *testing.T) {
@@ -37,11 +38,11 @@ func TestWriteRaw(t *testing.T) {
 
 func TestStateOutputs(t *testing.T) {
 	t.Parallel()
-	got, err := stateOutputs([]byte(`{"version":4,"outputs":{"u":{"value":"x","type":"string","sensitive":true}}}`))
+	got, err := runner.StateOutputs([]byte(`{"version":4,"outputs":{"u":{"value":"x","type":"string","sensitive":true}}}`))
 	if err != nil || len(got) != 1 || !got["u"].Sensitive || string(got["u"].Value) != `"x"` {
 		t.Errorf("%v %v", got, err)
 	}
-	if got, err := stateOutputs(nil); err != nil || len(got) != 0 {
+	if got, err := runner.StateOutputs(nil); err != nil || len(got) != 0 {
 		t.Errorf("empty state: %v %v", got, err)
 	}
 }

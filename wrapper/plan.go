@@ -7,10 +7,11 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // NewCmdPlan builds `sponson plan`. runF replaces the run in tests.
-func NewCmdPlan(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
+func NewCmdPlan(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) *cobra.Command {
 	return newRunCmd(f, out, scoperun.Plan,
 		"Show what apply would change in this run's scope",
 		`Plan runs init and plan against the scope's own state without taking the lease

@@ -90,8 +90,8 @@ func (opts *ReceiptOptions) scopeKey(cmd *cobra.Command, f *cmdutil.Factory) (st
 // writeReceipt prints a receipt for humans: what ran where, its context,
 // lineage and outcome, then the ledger.
 func writeReceipt(w io.Writer, r *receipt.Receipt) {
-	rs := summarize(r)
-	fmt.Fprintf(w, "%s/%s · %s · %s\n", r.Environment, r.Scope, rs.outcomeText(), r.RunID)
+	rs := cmdutil.Summarize(r)
+	fmt.Fprintf(w, "%s/%s · %s · %s\n", r.Environment, r.Scope, rs.OutcomeText(), r.RunID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if r.Stack != "" {
 		fmt.Fprintf(tw, "stack\t%s\n", r.Stack)

@@ -15,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 	"github.com/sponson/terraform-provider-sponson/wrapper/policycmd"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // Main runs the sponson command line of the real process.
@@ -33,7 +34,7 @@ func Run(ctx context.Context, args []string, f *cmdutil.Factory) errcode.ExitCod
 
 // runWith is Run with the run function of plan, apply and destroy replaced
 // (nil: the real one), the seam of the command tests.
-func runWith(ctx context.Context, args []string, f *cmdutil.Factory, runF func(context.Context, *runInput) cmdutil.Outcome) (code errcode.ExitCode) {
+func runWith(ctx context.Context, args []string, f *cmdutil.Factory, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) (code errcode.ExitCode) {
 	args = NormalizeArgs(args)
 	jsonMode := cmdutil.WantsJSON(args, f.Getenv)
 	var result cmdutil.Outcome
@@ -70,14 +71,14 @@ func runWith(ctx context.Context, args []string, f *cmdutil.Factory, runF func(c
 	if result.Command == "" {
 		return errcode.ExitOK // help or a bare `sponson`: cobra printed it
 	}
-	if result.Err != nil && result.Command == engineflagPlan && detailedInArgs(args) {
+	if result.Err != nil && result.Command == engineflagPlan && runner.DetailedInArgs(args) {
 		result.DetailedExitcode = true
 	}
 	return finish(f, jsonMode, result)
 }
 
 func finish(f *cmdutil.Factory, jsonMode bool, o cmdutil.Outcome) errcode.ExitCode {
-	annotateOutcome(f, o)
+	cmdutil.AnnotateOutcome(f, o)
 	if jsonMode {
 		return cmdutil.WriteEnvelope(f.Out, o)
 	}
@@ -101,7 +102,7 @@ func NewCmdRoot(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 	return newCmdRoot(f, out, nil)
 }
 
-func newCmdRoot(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
+func newCmdRoot(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sponson",
 		Short: "Run OpenTofu or Terraform per pull request scope, with fenced leases",

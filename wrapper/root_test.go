@@ -17,6 +17,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 func TestNormalizeArgs(t *testing.T) {
@@ -121,7 +122,7 @@ func TestPanicBecomesInternal(t *testing.T) {
 	f, out, _ := testFactory(nil)
 	// A command whose run function panics, built through the same seam
 	// the real commands use.
-	code := runWith(context.Background(), []string{"apply", "--chdir", t.TempDir(), "--scope", "pr-1", "--json"}, f, func(context.Context, *runInput) cmdutil.Outcome { panic("boom") })
+	code := runWith(context.Background(), []string{"apply", "--chdir", t.TempDir(), "--scope", "pr-1", "--json"}, f, func(context.Context, *runner.RunInput) cmdutil.Outcome { panic("boom") })
 	env := decode(t, out)
 	if code != errcode.ExitFailed || env.Error == nil || env.Error.Code != errcode.Internal || !strings.Contains(env.Error.Message, "boom") {
 		t.Errorf("exit %d, envelope %+v; want INTERNAL naming the panic", code, env)
@@ -131,17 +132,17 @@ func TestPanicBecomesInternal(t *testing.T) {
 func TestRunFlagsReachTheRun(t *testing.T) {
 	t.Parallel()
 	f, out, _ := testFactory(map[string]string{"SPONSON_WAIT": "true", "SPONSON_LEASE_TTL": "90s", "SPONSON_APPROVED_BY": " Ada "})
-	var got *runInput
+	var got *runner.RunInput
 	dir := t.TempDir()
 	code := runWith(context.Background(), []string{"apply", "--chdir", dir, "--pr", "42", "--branch", "feat/search", "--env", "production", "-var", "a=1", "-var-file=x.tfvars", "--json"}, f,
-		func(_ context.Context, in *runInput) cmdutil.Outcome {
+		func(_ context.Context, in *runner.RunInput) cmdutil.Outcome {
 			got = in
 			return cmdutil.Outcome{Command: "apply"}
 		})
 	if code != errcode.ExitOK {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	o := got.opts
+	o := got.Opts
 	if o.Context.Scope != "pr-42" || o.Context.Predecessor != "branch-feat-search" || o.Context.Environment != "production" {
 		t.Errorf("context %+v", o.Context)
 	}
@@ -152,8 +153,8 @@ func TestRunFlagsReachTheRun(t *testing.T) {
 	if diff := cmp.Diff(want, o.Vars); diff != "" {
 		t.Errorf("vars (-want +got):\n%s", diff)
 	}
-	if o.Dir != dir || got.storeURL != "file://"+dir+"/.sponson" {
-		t.Errorf("dir %q store %q", o.Dir, got.storeURL)
+	if o.Dir != dir || got.StoreURL != "file://"+dir+"/.sponson" {
+		t.Errorf("dir %q store %q", o.Dir, got.StoreURL)
 	}
 	if o.Engine != "/usr/bin/tofu" || o.ProviderBinary != "/usr/bin/sponson" {
 		t.Errorf("engine %q provider %q", o.Engine, o.ProviderBinary)
@@ -222,10 +223,10 @@ func TestUnifiedDiff(t *testing.T) {
 
 func TestAnnotationEscapes(t *testing.T) {
 	t.Parallel()
-	if got, want := escapeData("50% done\nnext"), "50%25 done%0Anext"; got != want {
+	if got, want := cmdutil.EscapeData("50% done\nnext"), "50%25 done%0Anext"; got != want {
 		t.Errorf("escapeData: %q, want %q", got, want)
 	}
-	if got, want := escapeProperty("a:b,c"), "a%3Ab%2Cc"; got != want {
+	if got, want := cmdutil.EscapeProperty("a:b,c"), "a%3Ab%2Cc"; got != want {
 		t.Errorf("escapeProperty: %q, want %q", got, want)
 	}
 }
@@ -267,7 +268,7 @@ func TestGitHubAnnotations(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &env); err != nil {
 		t.Errorf("stdout is not one JSON document: %v\n%s", err, out)
 	}
-	annotateOutcome(f, cmdutil.Outcome{Command: "plan", Warnings: []string{"50% of a warning"}})
+	cmdutil.AnnotateOutcome(f, cmdutil.Outcome{Command: "plan", Warnings: []string{"50% of a warning"}})
 	if want := "::warning title=sponson plan::50%25 of a warning\n"; !strings.Contains(errOut.String(), want) {
 		t.Errorf("stderr lacks the warning annotation %q:\n%s", want, errOut)
 	}
@@ -310,7 +311,7 @@ func TestGitLabSections(t *testing.T) {
 	f, _, _ := testFactory(map[string]string{"GITLAB_CI": "true"})
 	f.Now = func() time.Time { return time.Unix(1700000000, 0) }
 	var b bytes.Buffer
-	end := gitlabSections(f, &b)("plan", "engine plan")
+	end := cmdutil.GitlabSections(f, &b)("plan", "engine plan")
 	b.WriteString("Plan: 1 to add\n")
 	end()
 	want := "\x1b[0Ksection_start:1700000000:sponson_plan[collapsed=true]\r\x1b[0Kengine plan\nPlan: 1 to add\n\x1b[0Ksection_end:1700000000:sponson_plan\r\x1b[0K\n"
@@ -318,7 +319,7 @@ func TestGitLabSections(t *testing.T) {
 		t.Errorf("sections (-want +got):\n%s", diff)
 	}
 	f, _, _ = testFactory(nil)
-	if gitlabSections(f, &b) != nil {
+	if cmdutil.GitlabSections(f, &b) != nil {
 		t.Error("sections outside GitLab CI")
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/stackrun"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // StackSelection is how plan, apply and destroy run many stacks: --all, or
@@ -118,7 +119,7 @@ type StackRunResult struct {
 // lease: a sponson process runs one engine session, internal/engine), in
 // the order of internal/stackrun: prepare, run, then report.
 func runStacksCommand(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) cmdutil.Outcome {
-	o := cmdutil.Outcome{Command: string(command), DetailedExitcode: detailedRequested(cmd)}
+	o := cmdutil.Outcome{Command: string(command), DetailedExitcode: runner.DetailedRequested(cmd)}
 	m, warnings, err := prepareMany(cmd, f, flags, review, sel, command, args)
 	o.Warnings = warnings
 	if err != nil {
@@ -181,7 +182,7 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 		return nil, nil, err
 	}
 	sel.Chdir = flags.Chdir
-	ef, err := engineFlags(cmd, string(command), f.Getenv)
+	ef, err := runner.EngineFlags(cmd, string(command), f.Getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -353,7 +354,7 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 			}
 		}
 		if r.Error == nil && r.Result != nil && m.command == scoperun.Plan {
-			var rr RunResult
+			var rr runner.RunResult
 			if json.Unmarshal(r.Result, &rr) == nil && rr.Status == "changes" {
 				o.Changes = true
 			}
@@ -482,11 +483,11 @@ func runStackProcess(ctx context.Context, self string, s *stackgraph.Stack, args
 // stackClosingLine is the line of a stack that succeeded: its own run's
 // closing line.
 func stackClosingLine(command scoperun.Command, r *StackRunResult) string {
-	var rr RunResult
+	var rr runner.RunResult
 	if r == nil || json.Unmarshal(r.Result, &rr) != nil {
 		return string(command) + " succeeded"
 	}
-	return closingLine(command, rr)
+	return runner.ClosingLine(command, rr)
 }
 
 // stacksError is the error of a run of many stacks: the code, hint and exit

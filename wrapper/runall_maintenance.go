@@ -20,6 +20,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/stackrun"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // EveryStack is --all of gc and drift: the command in every stack of the
@@ -382,7 +383,7 @@ func runDriftAll(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmd
 	m.lines.line("sponson drift --all %s: %d in sync, %d drifted, %d failed in %d stacks", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks))
 	text := fmt.Sprintf("### sponson drift --all · %s: %d in sync, %d drifted, %d failed in %d stacks\n\n%s", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks), strings.Join(md, "\n"))
 	warnOut := cmdutil.Printer{W: f.ErrOut}
-	for _, w := range writeSummaries(f.Getenv, opts.Summary, summary.Options{}, func(summary.Options) string { return text }) {
+	for _, w := range runner.WriteSummaries(f.Getenv, opts.Summary, summary.Options{}, func(summary.Options) string { return text }) {
 		warnOut.Warn(w)
 	}
 	scopes := res.InSync + res.Drifted + res.Failed

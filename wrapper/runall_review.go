@@ -13,6 +13,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // The one review of a run of many stacks (docs/design.md §4.7): each stack
@@ -45,7 +46,7 @@ func publishMany(ctx context.Context, f *cmdutil.Factory, review *cmdutil.Review
 		if b, err := os.ReadFile(stackSummaryFile(tmp, r.Directory)); err == nil {
 			s.Markdown = string(b)
 		}
-		var rr RunResult
+		var rr runner.RunResult
 		if r.Result != nil && json.Unmarshal(r.Result, &rr) == nil {
 			if m.Environment == "" {
 				m.Environment, m.Scope = rr.Environment, rr.Scope
@@ -69,9 +70,9 @@ func publishMany(ctx context.Context, f *cmdutil.Factory, review *cmdutil.Review
 	}
 	var warns []string
 	warn := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
-	warns = append(warns, writeSummaries(f.Getenv, review.Summary, summary.Options{Limit: stepSummaryLimit, FullPlanAt: "the job's log"}, m.Markdown)...)
+	warns = append(warns, runner.WriteSummaries(f.Getenv, review.Summary, summary.Options{Limit: runner.StepSummaryLimit, FullPlanAt: "the job's log"}, m.Markdown)...)
 	if review.GitLabReport != "" {
-		if err := writeFile(review.GitLabReport, summary.GitLabReport(changes)); err != nil {
+		if err := runner.WriteFile(review.GitLabReport, summary.GitLabReport(changes)); err != nil {
 			warn("could not write the GitLab report to %s: %v", review.GitLabReport, err)
 		}
 	}
@@ -82,7 +83,7 @@ func publishMany(ctx context.Context, f *cmdutil.Factory, review *cmdutil.Review
 			return warns
 		}
 		md := m.Markdown(summary.Options{Marker: true, Limit: host.Limit(), FullPlanAt: host.FullPlanAt()})
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commentTimeout)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runner.CommentTimeout)
 		defer cancel()
 		out, err := comment.Sticky(cctx, host, summary.ManyMarker(m.Environment), md)
 		if err != nil {

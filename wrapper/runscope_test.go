@@ -8,6 +8,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // TestWorkspaceWarning: TF_WORKSPACE set to a workspace other than the
@@ -28,7 +29,7 @@ func TestWorkspaceWarning(t *testing.T) {
 			}
 			return ""
 		}
-		if got := workspaceWarning(getenv, c); got != tt.want {
+		if got := runner.WorkspaceWarning(getenv, c); got != tt.want {
 			t.Errorf("TF_WORKSPACE=%q: warning %q, want %q", tt.value, got, tt.want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // showJSONFlag carries show's engine flag -json (NormalizeArgs).
@@ -102,7 +103,7 @@ func runShow(cmd *cobra.Command, f *cmdutil.Factory, opts *ShowOptions) cmdutil.
 		engOut = f.ErrOut
 	}
 	warnOut := cmdutil.Printer{W: f.ErrOut}
-	sess, stop, err := openEngine(cmd.Context(), f, dir, opts.Engine, engOut, func(s string) {
+	sess, stop, err := runner.OpenEngine(cmd.Context(), f, dir, opts.Engine, engOut, func(s string) {
 		warnOut.Warn(s)
 		o.Warnings = append(o.Warnings, s)
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 	"github.com/sponson/terraform-provider-sponson/internal/stackpipeline"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
 // StacksOptions are the options of `sponson stacks`, and the stack
@@ -257,7 +258,7 @@ func writeGitLabPipeline(opts *StacksOptions, res *StacksResult) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(opts.GitLabPipeline, out); err != nil {
+	if err := runner.WriteFile(opts.GitLabPipeline, out); err != nil {
 		return errcode.Wrap(errcode.Usage, err, "writing --gitlab-pipeline %s", opts.GitLabPipeline)
 	}
 	return nil

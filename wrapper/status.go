@@ -32,9 +32,9 @@ type ScopeStatus struct {
 	Lease *store.LeaseInfo `json:"lease,omitempty"`
 	// ExpiredLease is a lease that expired without being released: the run
 	// that held it died; the next run takes it over.
-	ExpiredLease *store.LeaseInfo `json:"expiredLease,omitempty"`
-	LastRun      *RunSummary      `json:"lastRun,omitempty"`
-	Owns         int              `json:"owns"`
+	ExpiredLease *store.LeaseInfo    `json:"expiredLease,omitempty"`
+	LastRun      *cmdutil.RunSummary `json:"lastRun,omitempty"`
+	Owns         int                 `json:"owns"`
 	// SupersededBy names the scope the resources moved to; InheritedFrom the
 	// scope they came from (DESIGN §2 "Succession").
 	SupersededBy  string `json:"supersededBy,omitempty"`
@@ -45,56 +45,6 @@ type ScopeStatus struct {
 	// Released lists objects a removed block let go without destroying
 	// them: they exist, and no scope owns them.
 	Released []string `json:"released,omitempty"`
-}
-
-// RunSummary is a receipt in one line.
-type RunSummary struct {
-	RunID       string    `json:"runId"`
-	Command     string    `json:"command"`
-	Status      string    `json:"status"`
-	FinishedAt  time.Time `json:"finishedAt,omitzero"`
-	StartedAt   time.Time `json:"startedAt"`
-	Commit      string    `json:"commit,omitempty"`
-	Branch      string    `json:"branch,omitempty"`
-	PullRequest int       `json:"pullRequest,omitempty"`
-	ApprovedBy  string    `json:"approvedBy,omitempty"`
-}
-
-// summarize returns the one-line form of a receipt, nil for none.
-func summarize(r *receipt.Receipt) *RunSummary {
-	if r == nil {
-		return nil
-	}
-	return &RunSummary{
-		RunID: r.RunID, Command: r.Command, Status: r.Status, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
-		Commit: r.Commit, Branch: r.Branch, PullRequest: r.PullRequest, ApprovedBy: r.ApprovedBy,
-	}
-}
-
-// when is the time the run finished, or started if it never finished.
-func (r *RunSummary) when() time.Time {
-	if r.FinishedAt.IsZero() {
-		return r.StartedAt
-	}
-	return r.FinishedAt
-}
-
-// outcomeText is the run's outcome in a word or two: the status alone when
-// it names the command (applied, destroyed), else command and status
-// ("apply failed", "destroy running"); an unlock says so, with the outcome
-// of the run before it ("unlocked (last run failed)").
-func (r *RunSummary) outcomeText() string {
-	if r.Command == "unlock" {
-		// An unlock's receipt carries the scope's standing, the outcome of
-		// the run before it (unlockReceipt): "unlock failed" read as if the
-		// unlock had failed (issue 52).
-		return "unlocked (last run " + r.Status + ")"
-	}
-	switch r.Status {
-	case receipt.StatusApplied, receipt.StatusUnchanged, receipt.StatusDestroyed:
-		return r.Status
-	}
-	return r.Command + " " + r.Status
 }
 
 // NewCmdStatus builds `sponson status`.
@@ -178,7 +128,7 @@ func statusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 			row.ExpiredLease = &l
 		}
 		if r := s.Latest; r != nil {
-			row.LastRun = summarize(r)
+			row.LastRun = cmdutil.Summarize(r)
 			row.Owns = len(r.Ledger)
 			row.SupersededBy = r.SupersededBy
 			row.InheritedFrom = r.InheritedFrom
@@ -208,8 +158,8 @@ func writeStatusTable(w io.Writer, rows []ScopeStatus) {
 	for i, r := range rows {
 		last, at, commit, by := "-", "-", "-", "-"
 		if lr := r.LastRun; lr != nil {
-			last = lr.outcomeText()
-			at = lr.when().Local().Format("2006-01-02 15:04")
+			last = lr.OutcomeText()
+			at = lr.When().Local().Format("2006-01-02 15:04")
 			commit = cmdutil.OrDash(cmdutil.ShortCommit(lr.Commit))
 			by = cmdutil.OrDash(lr.ApprovedBy)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 func statusFixture(t *testing.T) string {
@@ -255,15 +256,15 @@ func TestStatusSaysWhoHoldsALease(t *testing.T) {
 func TestOutcomeTextOfAnUnlock(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		r    RunSummary
+		r    cmdutil.RunSummary
 		want string
 	}{
-		{RunSummary{Command: "unlock", Status: receipt.StatusFailed}, "unlocked (last run failed)"},
-		{RunSummary{Command: "unlock", Status: receipt.StatusApplied}, "unlocked (last run applied)"},
-		{RunSummary{Command: "apply", Status: receipt.StatusFailed}, "apply failed"},
-		{RunSummary{Command: "apply", Status: receipt.StatusApplied}, "applied"},
+		{cmdutil.RunSummary{Command: "unlock", Status: receipt.StatusFailed}, "unlocked (last run failed)"},
+		{cmdutil.RunSummary{Command: "unlock", Status: receipt.StatusApplied}, "unlocked (last run applied)"},
+		{cmdutil.RunSummary{Command: "apply", Status: receipt.StatusFailed}, "apply failed"},
+		{cmdutil.RunSummary{Command: "apply", Status: receipt.StatusApplied}, "applied"},
 	} {
-		if got := tt.r.outcomeText(); got != tt.want {
+		if got := tt.r.OutcomeText(); got != tt.want {
 			t.Errorf("%s %s: %q, want %q", tt.r.Command, tt.r.Status, got, tt.want)
 		}
 	}

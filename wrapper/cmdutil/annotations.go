@@ -1,4 +1,4 @@
-package wrapper
+package cmdutil
 
 import (
 	"fmt"
@@ -10,12 +10,11 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // writeDiagnostics prints the engine's diagnostics as the engine does
 // without colour: severity and summary, where, and the detail.
-func writeDiagnostics(w io.Writer, diags []tfjson.Diagnostic) {
+func WriteDiagnostics(w io.Writer, diags []tfjson.Diagnostic) {
 	for _, d := range diags {
 		sev := "Error"
 		if d.Severity == tfjson.DiagnosticSeverityWarning {
@@ -39,7 +38,7 @@ func writeDiagnostics(w io.Writer, diags []tfjson.Diagnostic) {
 // annotations (`::error file=F,line=L::...`) when GITHUB_ACTIONS=true, so
 // they show on the pull request's files. They go to stderr: stdout may be
 // the --json document, and the runner reads workflow commands from both.
-func annotateDiagnostics(f *cmdutil.Factory, dir string, diags []tfjson.Diagnostic) {
+func AnnotateDiagnostics(f *Factory, dir string, diags []tfjson.Diagnostic) {
 	if f.Getenv("GITHUB_ACTIONS") != "true" {
 		return
 	}
@@ -48,30 +47,30 @@ func annotateDiagnostics(f *cmdutil.Factory, dir string, diags []tfjson.Diagnost
 		if d.Severity == tfjson.DiagnosticSeverityWarning {
 			level = "warning"
 		}
-		props := []string{"title=" + escapeProperty(d.Summary)}
+		props := []string{"title=" + EscapeProperty(d.Summary)}
 		if r := d.Range; r != nil && r.Filename != "" {
-			props = append([]string{"file=" + escapeProperty(workspacePath(f, dir, r.Filename)), fmt.Sprintf("line=%d", r.Start.Line), fmt.Sprintf("col=%d", r.Start.Column)}, props...)
+			props = append([]string{"file=" + EscapeProperty(workspacePath(f, dir, r.Filename)), fmt.Sprintf("line=%d", r.Start.Line), fmt.Sprintf("col=%d", r.Start.Column)}, props...)
 		}
 		msg := d.Summary
 		if d.Detail != "" {
 			msg += ": " + d.Detail
 		}
-		fmt.Fprintf(f.ErrOut, "::%s %s::%s\n", level, strings.Join(props, ","), escapeData(msg))
+		fmt.Fprintf(f.ErrOut, "::%s %s::%s\n", level, strings.Join(props, ","), EscapeData(msg))
 	}
 }
 
 // annotate writes one of sponson's own errors or warnings as a GitHub
 // Actions annotation when GITHUB_ACTIONS=true.
-func annotate(f *cmdutil.Factory, level, title, msg string) {
+func annotate(f *Factory, level, title, msg string) {
 	if f == nil || f.Getenv == nil || f.Getenv("GITHUB_ACTIONS") != "true" {
 		return
 	}
-	fmt.Fprintf(f.ErrOut, "::%s title=%s::%s\n", level, escapeProperty(title), escapeData(msg))
+	fmt.Fprintf(f.ErrOut, "::%s title=%s::%s\n", level, EscapeProperty(title), EscapeData(msg))
 }
 
 // workspacePath names a file of the configuration relative to the
 // checkout (GITHUB_WORKSPACE), as annotations want it.
-func workspacePath(f *cmdutil.Factory, dir, name string) string {
+func workspacePath(f *Factory, dir, name string) string {
 	p := name
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
@@ -86,11 +85,11 @@ func workspacePath(f *cmdutil.Factory, dir, name string) string {
 
 // escapeData and escapeProperty escape a workflow command's message and
 // property values as the runner reads them.
-func escapeData(s string) string {
+func EscapeData(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
 }
 
-func escapeProperty(s string) string {
+func EscapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }
 
@@ -98,7 +97,7 @@ func escapeProperty(s string) string {
 // annotations (GITHUB_ACTIONS=true), so that they show on the run's summary
 // page and not only in its log. Under plan -detailed-exitcode "changes
 // present" is no error.
-func annotateOutcome(f *cmdutil.Factory, o cmdutil.Outcome) {
+func AnnotateOutcome(f *Factory, o Outcome) {
 	for _, w := range o.Warnings {
 		annotate(f, "warning", "sponson "+o.Command, w)
 	}
@@ -119,7 +118,7 @@ func annotateOutcome(f *cmdutil.Factory, o cmdutil.Outcome) {
 // are GitLab's: section_start and section_end with the Unix time and a
 // name, each followed by a carriage return and an erase to the line's end
 // so that a terminal shows nothing of them.
-func gitlabSections(f *cmdutil.Factory, w io.Writer) func(name, title string) func() {
+func GitlabSections(f *Factory, w io.Writer) func(name, title string) func() {
 	if f.Getenv("GITLAB_CI") != "true" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package wrapper
+package runner
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
-	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/environments"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
@@ -32,20 +31,20 @@ import (
 )
 
 // runInput is everything resolved from the flags before a run starts.
-type runInput struct {
-	opts     scoperun.Options
-	storeURL string
+type RunInput struct {
+	Opts     scoperun.Options
+	StoreURL string
 	// rules are the trusted rules the run enforces, with the change's
 	// proposal when it makes one (docs/design.md §2.18).
 	rules  rules.Rules
-	review cmdutil.ReviewFlags
+	Review cmdutil.ReviewFlags
 	// stack names the run's stack in its summary.
 	stack string
 	// savedPlanOut is plan's -out FILE and appliesPlan apply's FILE, as
 	// given, for the summary.
 	savedPlanOut, appliesPlan string
 	// detailedExitcode is plan -detailed-exitcode: exit 2 for changes.
-	detailedExitcode bool
+	DetailedExitcode bool
 	warnings         []string // decided before the run: shown with its own
 }
 
@@ -57,7 +56,7 @@ type runInput struct {
 // (sponson.hcl of the default branch, docs/design.md §2.18), a protected
 // environment without an allowed approver, a missing engine, a policy that
 // does not compile. Each piece resolves one thing, in this order.
-func resolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, command scoperun.Command, positional []string) (*runInput, error) {
+func ResolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, command scoperun.Command, positional []string) (*RunInput, error) {
 	dir, err := readRunFlags(r, cmd, f, command, positional)
 	if err != nil {
 		return nil, err
@@ -79,7 +78,7 @@ func resolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, com
 	if err != nil {
 		return nil, err
 	}
-	if w := workspaceWarning(f.Getenv, c); w != "" {
+	if w := WorkspaceWarning(f.Getenv, c); w != "" {
 		warnings = append(warnings, w)
 	}
 	approver, err := runApprover(r, command, env)
@@ -98,13 +97,13 @@ func resolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, com
 	if err != nil {
 		return nil, err
 	}
-	in := &runInput{
+	in := &RunInput{
 		rules:            rs,
-		storeURL:         url,
-		detailedExitcode: r.EngineArgs.DetailedExitcode,
+		StoreURL:         url,
+		DetailedExitcode: r.EngineArgs.DetailedExitcode,
 		warnings:         warnings,
 		stack:            stk.Name,
-		opts: scoperun.Options{
+		Opts: scoperun.Options{
 			Command:          command,
 			Dir:              dir,
 			Context:          c,
@@ -145,7 +144,7 @@ func readRunFlags(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, c
 	if r.EngineCommand != "" {
 		name = r.EngineCommand
 	}
-	ef, err := engineFlags(cmd, name, f.Getenv)
+	ef, err := EngineFlags(cmd, name, f.Getenv)
 	if err != nil {
 		return "", err
 	}
@@ -238,7 +237,7 @@ func requireSponson(dir string, files []*hcl.File) error {
 // workspace, is not what chooses this run's state: sponson keeps one state
 // per environment and scope (issue 52: `TF_WORKSPACE=staging sponson plan`
 // planned preview/main without a word).
-func workspaceWarning(getenv func(string) string, c runctx.Context) string {
+func WorkspaceWarning(getenv func(string) string, c runctx.Context) string {
 	ws := strings.TrimSpace(getenv("TF_WORKSPACE"))
 	if ws == "" || ws == "default" {
 		return ""
@@ -284,13 +283,13 @@ func locateEngine(r *cmdutil.RunFlags, f *cmdutil.Factory) (bin, self string, er
 // savedPlan fills the run's options for `plan -out FILE` and `apply FILE`.
 // The plan file is read and its seal checked before anything runs: a
 // damaged file is refused (PLAN_CORRUPT) before the lease is taken.
-func checkSavedPlan(r *cmdutil.RunFlags, f *cmdutil.Factory, in *runInput) error {
+func checkSavedPlan(r *cmdutil.RunFlags, f *cmdutil.Factory, in *RunInput) error {
 	if r.JSONPlan != "" {
 		p, err := filepath.Abs(r.JSONPlan)
 		if err != nil {
 			return errcode.Wrap(errcode.Usage, err, "--json-plan %q", r.JSONPlan)
 		}
-		in.opts.JSONPlan = p
+		in.Opts.JSONPlan = p
 	}
 	if r.SavePlan == "" && r.PlanFile == "" {
 		return nil
@@ -299,20 +298,20 @@ func checkSavedPlan(r *cmdutil.RunFlags, f *cmdutil.Factory, in *runInput) error
 	if err != nil {
 		return err
 	}
-	in.opts.PlanKey = key
+	in.Opts.PlanKey = key
 	if r.SavePlan != "" {
 		p, err := filepath.Abs(r.SavePlan)
 		if err != nil {
 			return errcode.Wrap(errcode.Usage, err, "-out %q", r.SavePlan)
 		}
-		in.opts.SavePlan, in.savedPlanOut = p, r.SavePlan
+		in.Opts.SavePlan, in.savedPlanOut = p, r.SavePlan
 	}
 	if r.PlanFile != "" {
 		sp, err := savedplan.Read(r.PlanFile, key)
 		if err != nil {
 			return err
 		}
-		in.opts.Saved, in.appliesPlan = sp, r.PlanFile
+		in.Opts.Saved, in.appliesPlan = sp, r.PlanFile
 	}
 	return nil
 }
@@ -365,8 +364,8 @@ func handPlannedOutputs(f *cmdutil.Factory, command scoperun.Command, res *scope
 
 // runScope performs one run and renders its progress; the final outcome is
 // returned for Run to print.
-func runScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *runInput) cmdutil.Outcome {
-	o := in.opts
+func RunScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *RunInput) cmdutil.Outcome {
+	o := in.Opts
 	defer o.Store.Close()
 	p := cmdutil.Printer{W: f.Out}
 	engineOut := f.Out
@@ -379,7 +378,7 @@ func runScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *runInp
 	o.EngineOut = engineOut
 	o.Warn = warnOut.Warn
 	o.Info = func(s string) { warnOut.Line("%s", s) }
-	o.Section = gitlabSections(f, engineOut)
+	o.Section = cmdutil.GitlabSections(f, engineOut)
 	o.Job = runctx.DetectJob(f.Getenv)
 	if o.Host, _ = os.Hostname(); o.Host == "" {
 		o.Host = "unknown"
@@ -391,7 +390,7 @@ func runScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *runInp
 		name = o.Label
 	}
 	p.Line("%s", cmdutil.Header(name, o.Context.Environment, o.Context.Scope, o.RunID))
-	o.PlanText = in.review.Wanted(f.Getenv)
+	o.PlanText = in.Review.Wanted(f.Getenv)
 	for _, w := range in.warnings {
 		warnOut.Warn(w)
 	}
@@ -411,7 +410,7 @@ func runScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *runInp
 	}
 	rr := RunResult{
 		RunID: res.RunID, Stack: res.Key.Stack, Environment: res.Key.Environment, Scope: res.Key.Scope, Status: res.Status,
-		Summary: res.Summary, Changes: summary.ChangesFromPlan(res.Plan), Engine: res.Engine, Store: in.storeURL,
+		Summary: res.Summary, Changes: summary.ChangesFromPlan(res.Plan), Engine: res.Engine, Store: in.StoreURL,
 		Context: o.Context, Receipt: res.Receipt, Running: res.Running, Reads: scoperun.StackReads(res.Plan),
 		Rules: in.rules.Origin, Policies: res.Policies,
 	}
@@ -424,13 +423,13 @@ func runScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *runInp
 		warnings = append(warnings, w)
 	}
 	if err == nil {
-		p.Line("%s", closingLine(o.Command, rr))
+		p.Line("%s", ClosingLine(o.Command, rr))
 	}
 	return cmdutil.Outcome{Command: string(o.Command), Result: rr, Warnings: warnings, Err: err,
-		DetailedExitcode: in.detailedExitcode, Changes: o.Command == scoperun.Plan && res.Status == "changes"}
+		DetailedExitcode: in.DetailedExitcode, Changes: o.Command == scoperun.Plan && res.Status == "changes"}
 }
 
-func closingLine(c scoperun.Command, r RunResult) string {
+func ClosingLine(c scoperun.Command, r RunResult) string {
 	where := r.Environment + "/" + r.Scope
 	switch c {
 	case scoperun.Plan:
@@ -456,52 +455,4 @@ func closingLine(c scoperun.Command, r RunResult) string {
 		}
 		return fmt.Sprintf("sponson %s %s: %s (%s); the scope owns %d resources; receipt %s", c, where, r.Status, r.Summary, owned, r.RunID)
 	}
-}
-
-// newRunCmd builds plan, apply and destroy, which differ only in words.
-func newRunCmd(f *cmdutil.Factory, out *cmdutil.Outcome, command scoperun.Command, short, long string, runF func(context.Context, *runInput) cmdutil.Outcome) *cobra.Command {
-	var flags cmdutil.RunFlags
-	var review cmdutil.ReviewFlags
-	var sel StackSelection
-	cmd := &cobra.Command{
-		Use:   string(command) + " [flags]",
-		Short: short,
-		Long:  long + "\n\n" + manyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
-		// runF replaces the run once the flags are resolved (runCommand),
-		// not the command: runE gets none.
-		RunE: cmdutil.RunE(f, out, &flags, func(_ *cobra.Command, args []string) error {
-			flags.Positional = args
-			return nil
-		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags) cmdutil.Outcome {
-			if sel.wanted() {
-				return runStacksCommand(cmd, f, flags, &review, &sel, command, flags.Positional)
-			}
-			return cmdutil.UnlessFailed(string(command), sel.checkOne(cmd), func() cmdutil.Outcome {
-				return runCommand(cmd, f, flags, &review, command, flags.Positional, runF)
-			})
-		}),
-	}
-	flags.Bind(cmd, command != scoperun.Plan)
-	review.Bind(cmd)
-	sel.bind(cmd, command)
-	return cmd
-}
-
-// runCommand resolves the flags of plan, apply or destroy and performs the
-// run (or runF, in tests).
-func runCommand(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, command scoperun.Command, args []string, runF func(context.Context, *runInput) cmdutil.Outcome) cmdutil.Outcome {
-	in, err := resolveRun(flags, cmd, f, command, args)
-	if err != nil {
-		return cmdutil.Outcome{Command: string(command), Err: err, DetailedExitcode: flags.EngineArgs.DetailedExitcode || detailedRequested(cmd)}
-	}
-	if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.ReviewFlagEnv, f.Getenv); err != nil {
-		return cmdutil.Outcome{Command: string(command), Err: err}
-	}
-	in.review = *review
-	jsonMode, _ := cmd.Flags().GetBool("json")
-	jsonMode = jsonMode || cmdutil.WantsJSON(nil, f.Getenv)
-	if runF != nil {
-		return runF(cmd.Context(), in)
-	}
-	return runScope(cmd.Context(), f, jsonMode, in)
 }

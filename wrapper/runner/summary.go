@@ -1,4 +1,4 @@
-package wrapper
+package runner
 
 import (
 	"context"
@@ -18,17 +18,17 @@ import (
 
 // stepSummaryLimit is what GitHub Actions takes from one step's
 // $GITHUB_STEP_SUMMARY (1 MiB).
-const stepSummaryLimit = 1 << 20
+const StepSummaryLimit = 1 << 20
 
 // commentTimeout bounds the whole comment exchange: a slow host delays the
 // end of a run by at most this much.
-const commentTimeout = time.Minute
+const CommentTimeout = time.Minute
 
 // summaryOf builds what a run's summary shows from its result and error.
-func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {
-	c := in.opts.Context
+func summaryOf(in *RunInput, res *scoperun.Result, runErr error) summary.Run {
+	c := in.Opts.Context
 	s := summary.Run{
-		Command: string(in.opts.Command), Environment: res.Key.Environment, Scope: res.Key.Scope,
+		Command: string(in.Opts.Command), Environment: res.Key.Environment, Scope: res.Key.Scope,
 		Stack: in.stack, Commit: c.Commit, RunID: res.RunID, Status: res.Status,
 		Changes:  summary.ChangesFromPlan(res.Plan),
 		PlanText: res.PlanText, Warnings: res.Warnings, InheritedFrom: res.InheritedFrom,
@@ -39,7 +39,7 @@ func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {
 		s.RulesFrom, s.RuleChanges = in.rules.Origin.Why, p.Changes
 	}
 	s.Policies, s.ProposedPolicies = policyVerdicts(res.Policies)
-	if sp := in.opts.Saved; sp != nil {
+	if sp := in.Opts.Saved; sp != nil {
 		s.AppliesPlan = fmt.Sprintf("%s (made by %s at %s)", in.appliesPlan, sp.Meta.RunID, sp.Meta.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	}
 	if res.Engine.Name != "" {
@@ -78,8 +78,8 @@ func summaryOf(in *runInput, res *scoperun.Result, runErr error) summary.Run {
 
 // publish writes the summary everywhere it was asked for. Each failure is a
 // warning: a summary never changes the outcome of the run it describes.
-func publish(ctx context.Context, f *cmdutil.Factory, in *runInput, res *scoperun.Result, runErr error) []string {
-	rf := in.review
+func publish(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *scoperun.Result, runErr error) []string {
+	rf := in.Review
 	if res == nil {
 		return nil
 	}
@@ -97,11 +97,11 @@ func publish(ctx context.Context, f *cmdutil.Factory, in *runInput, res *scoperu
 	s.JobURL = runctx.DetectJob(f.Getenv).URL
 	s.Outputs, s.PreviewURL = pv.outputs, pv.url
 
-	warns = append(warns, writeSummaries(f.Getenv, rf.Summary, summary.Options{Limit: stepSummaryLimit, FullPlanAt: "the job's log"}, s.Markdown)...)
+	warns = append(warns, WriteSummaries(f.Getenv, rf.Summary, summary.Options{Limit: StepSummaryLimit, FullPlanAt: "the job's log"}, s.Markdown)...)
 	if rf.GitLabReport != "" {
 		if res.Plan == nil {
 			warn("no plan to report in %s: the run stopped before it had one", rf.GitLabReport)
-		} else if err := writeFile(rf.GitLabReport, summary.GitLabReport(s.Changes)); err != nil {
+		} else if err := WriteFile(rf.GitLabReport, summary.GitLabReport(s.Changes)); err != nil {
 			warn("could not write the GitLab report to %s: %v", rf.GitLabReport, err)
 		}
 	}
@@ -115,15 +115,15 @@ func publish(ctx context.Context, f *cmdutil.Factory, in *runInput, res *scoperu
 
 // postComment posts or updates the sticky comment; it returns a warning,
 // or "" when the comment is in place.
-func postComment(ctx context.Context, f *cmdutil.Factory, in *runInput, s summary.Run) string {
-	host, err := comment.FromEnv(comment.Env{Getenv: f.Getenv, PullRequest: in.opts.Context.PullRequest, HTTP: f.HTTP})
+func postComment(ctx context.Context, f *cmdutil.Factory, in *RunInput, s summary.Run) string {
+	host, err := comment.FromEnv(comment.Env{Getenv: f.Getenv, PullRequest: in.Opts.Context.PullRequest, HTTP: f.HTTP})
 	if err != nil {
 		// Without a token (or outside a pull request) the run goes on:
 		// the comment is a courtesy.
 		return "--comment: " + err.Error() + "; no comment posted"
 	}
 	md := s.Markdown(summary.Options{Marker: true, Limit: host.Limit(), FullPlanAt: host.FullPlanAt()})
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commentTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CommentTimeout)
 	defer cancel()
 	out, err := comment.Sticky(ctx, host, summary.Marker(s.Stack, s.Environment), md)
 	if err != nil {
@@ -137,7 +137,7 @@ func postComment(ctx context.Context, f *cmdutil.Factory, in *runInput, s summar
 // $GITHUB_STEP_SUMMARY, rendered with the step's options, when that is set,
 // and into file (--summary) in full when one is named. It returns a warning
 // for each one it could not write.
-func writeSummaries(getenv func(string) string, file string, step summary.Options, markdown func(summary.Options) string) []string {
+func WriteSummaries(getenv func(string) string, file string, step summary.Options, markdown func(summary.Options) string) []string {
 	var warns []string
 	if p := getenv("GITHUB_STEP_SUMMARY"); p != "" {
 		if err := appendFile(p, markdown(step)+"\n"); err != nil {
@@ -145,7 +145,7 @@ func writeSummaries(getenv func(string) string, file string, step summary.Option
 		}
 	}
 	if file != "" {
-		if err := writeFile(file, []byte(markdown(summary.Options{}))); err != nil {
+		if err := WriteFile(file, []byte(markdown(summary.Options{}))); err != nil {
 			warns = append(warns, fmt.Sprintf("could not write the summary to %s: %v", file, err))
 		}
 	}
@@ -165,7 +165,7 @@ func appendFile(path, text string) error {
 }
 
 // writeFile writes a file named relative to the working directory.
-func writeFile(path string, data []byte) error {
+func WriteFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

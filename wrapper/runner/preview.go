@@ -1,4 +1,4 @@
-package wrapper
+package runner
 
 import (
 	"bytes"
@@ -29,17 +29,17 @@ type preview struct {
 // previewOf reads the scope's outputs after a successful apply, from the
 // state the apply wrote (the store, no engine), and picks the preview's
 // address. Every problem is a warning: the apply succeeded.
-func previewOf(ctx context.Context, in *runInput, res *scoperun.Result, runErr error, warn func(string, ...any)) preview {
+func previewOf(ctx context.Context, in *RunInput, res *scoperun.Result, runErr error, warn func(string, ...any)) preview {
 	var pv preview
-	if runErr != nil || in.opts.Command != scoperun.Apply || in.opts.Store == nil {
+	if runErr != nil || in.Opts.Command != scoperun.Apply || in.Opts.Store == nil {
 		return pv
 	}
-	data, err := in.opts.Store.ReadState(ctx, res.Key)
+	data, err := in.Opts.Store.ReadState(ctx, res.Key)
 	if err != nil {
 		warn("could not read the outputs of %s for the summary: %v", res.Key, err)
 		return pv
 	}
-	outs, err := stateOutputs(data)
+	outs, err := StateOutputs(data)
 	if err != nil {
 		warn("could not read the outputs of %s for the summary: %v", res.Key, err)
 		return pv
@@ -95,8 +95,8 @@ func previewOf(ctx context.Context, in *runInput, res *scoperun.Result, runErr e
 // --preview-url-output, else the url_output of the configuration's
 // sponson_scope (read from the plan, as the rest of its policy), and what
 // named it, for warnings.
-func previewOutputName(in *runInput, res *scoperun.Result) (string, string) {
-	if name := strings.TrimSpace(in.review.PreviewURLOutput); name != "" {
+func previewOutputName(in *RunInput, res *scoperun.Result) (string, string) {
+	if name := strings.TrimSpace(in.Review.PreviewURLOutput); name != "" {
 		return name, "--preview-url-output"
 	}
 	if res == nil || res.Plan == nil {
@@ -136,13 +136,13 @@ func outputText(raw json.RawMessage) string {
 // request's "View deployment" button), marked inactive by the scope's
 // destroy, and on GitLab a dotenv report (--gitlab-dotenv) whose
 // SPONSON_URL the job's environment:url reads. It returns warnings.
-func publishPreview(ctx context.Context, f *cmdutil.Factory, in *runInput, res *scoperun.Result, runErr error, pv preview) []string {
+func publishPreview(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *scoperun.Result, runErr error, pv preview) []string {
 	var warns []string
-	rf := in.review
+	rf := in.Review
 	if rf.GitLabDotenv != "" && pv.url != "" {
 		if strings.ContainsAny(pv.url, "\n\r") {
 			warns = append(warns, "the preview's address holds a line break; not written to "+rf.GitLabDotenv)
-		} else if err := writeFile(rf.GitLabDotenv, []byte("SPONSON_URL="+pv.url+"\n")); err != nil {
+		} else if err := WriteFile(rf.GitLabDotenv, []byte("SPONSON_URL="+pv.url+"\n")); err != nil {
 			warns = append(warns, fmt.Sprintf("could not write the dotenv report %s: %v", rf.GitLabDotenv, err))
 		}
 	}
@@ -159,20 +159,20 @@ func publishPreview(ctx context.Context, f *cmdutil.Factory, in *runInput, res *
 		return append(warns, "no GitHub deployment of "+env+": set GITHUB_TOKEN (with deployments: write)")
 	}
 	c := &github.Client{BaseURL: f.Getenv("GITHUB_API_URL"), Token: token, HTTP: f.HTTP}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commentTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CommentTimeout)
 	defer cancel()
-	switch in.opts.Command {
+	switch in.Opts.Command {
 	case scoperun.Apply:
 		if pv.url == "" {
 			return warns
 		}
-		ref := firstNonEmpty(in.opts.Context.Commit, f.Getenv("GITHUB_SHA"))
+		ref := firstNonEmpty(in.Opts.Context.Commit, f.Getenv("GITHUB_SHA"))
 		if ref == "" {
 			return append(warns, "no GitHub deployment of "+env+": the run has no commit to record it at (--commit)")
 		}
 		id, err := c.CreateDeployment(ctx, repo, github.Deployment{
 			Ref: ref, Environment: env, Description: "sponson apply " + res.RunID,
-			Transient: res.Key.Scope != "main", Production: in.opts.Protected,
+			Transient: res.Key.Scope != "main", Production: in.Opts.Protected,
 		})
 		if err == nil {
 			err = c.CreateDeploymentStatus(ctx, repo, id, github.DeploymentStatus{

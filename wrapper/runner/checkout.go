@@ -1,4 +1,4 @@
-package wrapper
+package runner
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func pullRequestHead(ctx context.Context, f *cmdutil.Factory, n int) (string, st
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, cancel := context.WithTimeout(ctx, commentTimeout)
+	ctx, cancel := context.WithTimeout(ctx, CommentTimeout)
 	defer cancel()
 	c := &github.Client{BaseURL: f.Getenv("GITHUB_API_URL"), Token: token, HTTP: f.HTTP}
 	sha, err := c.PullRequestHead(ctx, repo, n)
