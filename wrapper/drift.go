@@ -2,6 +2,7 @@ package wrapper
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,10 +16,13 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
+	"github.com/sponson/terraform-provider-sponson/internal/stackrun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
@@ -35,7 +39,7 @@ type DriftOptions struct {
 	// environment with something to check when empty.
 	Scopes []string
 	// Every is --all: drift in every stack of the repository.
-	Every EveryStack
+	Every manystacks.EveryStack
 }
 
 // DriftResult is the result of `sponson drift` in the --json envelope.
@@ -95,7 +99,7 @@ which no diff of the repository shows.`,
 	fs.StringArrayVar(&opts.Vars, "var", nil, "set a variable, `NAME=VALUE`, passed to the engine as -var (repeatable)")
 	fs.StringArrayVar(&opts.VarFiles, "var-file", nil, "load variables from a `FILE`, passed to the engine as -var-file (repeatable)")
 	fs.StringVar(&opts.Summary, "summary", "", "write the Markdown drift summary to `FILE` (env SPONSON_SUMMARY)")
-	opts.Every.bind(cmd, "check every stack of the repository (or under --chdir), each with its own configuration, several at once")
+	opts.Every.Bind(cmd, "check every stack of the repository (or under --chdir), each with its own configuration, several at once")
 	fs.BoolVar(&opts.AllowEmpty, "allow-empty", false, "report success for an environment with no scope to check (env SPONSON_DRIFT_ALLOW_EMPTY; without it: DRIFT_CHECK_FAILED, as that usually means the wrong store, environment or directory)")
 	return cmd
 }
@@ -121,7 +125,7 @@ func runDrift(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmduti
 		o.Err = err
 		return o
 	}
-	if err := opts.Every.checkOne(cmd); err != nil {
+	if err := opts.Every.CheckOne(cmd); err != nil {
 		o.Err = err
 		return o
 	}
@@ -341,4 +345,113 @@ func scopesWith(d summary.Drift, status string) string {
 	}
 	slices.Sort(out)
 	return fmt.Sprint(out)
+}
+
+// StacksDriftResult is the result part of the envelope of `sponson drift
+// --all`: each stack's drift, and the totals of its scopes.
+type StacksDriftResult struct {
+	Environment string                      `json:"environment"`
+	Stacks      []manystacks.StackRunResult `json:"stacks"`
+	InSync      int                         `json:"inSync"`
+	Drifted     int                         `json:"drifted"`
+	Failed      int                         `json:"failed"`
+}
+
+// runDriftAll is `sponson drift --all`: drift in every stack at once (up
+// to the parallelism), each allowed to find nothing; the run fails with
+// DRIFT_CHECK_FAILED when no stack found a scope, unless --allow-empty.
+func runDriftAll(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "drift"}
+	m, warnings, err := manystacks.StartEveryStack(cmd, f, "drift", opts.Chdir, opts.Every.Parallelism)
+	o.Warnings = warnings
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	tmp, err := os.MkdirTemp("", "sponson-drift-")
+	if err != nil {
+		o.Err = errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
+		return o
+	}
+	defer os.RemoveAll(tmp)
+	base := manystacks.EveryStackArgs(cmd, "drift", opts.Scopes)
+	base = slices.DeleteFunc(base, func(a string) bool { return strings.HasPrefix(a, "--allow-empty=") })
+	m.ArgsFor = func(s *stackgraph.Stack) []string {
+		return append(slices.Clone(base), "--allow-empty", "--summary="+manystacks.StackSummaryFile(tmp, s.Directory))
+	}
+	m.Quiet = func(r *manystacks.StackRunResult) bool {
+		return r.Error != nil && r.Error.Code == errcode.DriftDetected
+	}
+	m.Line = driftStackLine
+	res := StacksDriftResult{Stacks: m.Run(cmd.Context(), false, opts.Every.Parallelism)}
+	var md, drifted []string
+	for _, r := range res.Stacks {
+		drifted = append(drifted, res.add(r)...)
+		for _, w := range r.Warnings {
+			o.Warnings = append(o.Warnings, r.Directory+": "+w)
+		}
+		if b, err := os.ReadFile(manystacks.StackSummaryFile(tmp, r.Directory)); err == nil && len(b) > 0 {
+			md = append(md, fmt.Sprintf("#### `%s`\n\n%s", r.Directory, b))
+		}
+	}
+	o.Result = res
+	m.Lines.Line("sponson drift --all %s: %d in sync, %d drifted, %d failed in %d stacks", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks))
+	text := fmt.Sprintf("### sponson drift --all · %s: %d in sync, %d drifted, %d failed in %d stacks\n\n%s", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks), strings.Join(md, "\n"))
+	warnOut := cmdutil.Printer{W: f.ErrOut}
+	for _, w := range runner.WriteSummaries(f.Getenv, opts.Summary, summary.Options{}, func(summary.Options) string { return text }) {
+		warnOut.Warn(w)
+	}
+	scopes := res.InSync + res.Drifted + res.Failed
+	switch {
+	case res.Drifted > 0:
+		o.Err = errcode.New(errcode.DriftDetected, "%d of %d scopes drifted: %s", res.Drifted, scopes, strings.Join(drifted, ", ")).With("drifted", drifted)
+	case slices.ContainsFunc(res.Stacks, func(r manystacks.StackRunResult) bool { return r.Status != stackrun.Succeeded }):
+		o.Err = manystacks.WorstOf(res.Stacks)
+	case scopes == 0 && !opts.AllowEmpty:
+		o.Err = errcode.New(errcode.DriftCheckFailed, "no scope of any of the %d stacks under %s has anything to check in environment %s: nothing was checked", len(res.Stacks), m.Set.Root, res.Environment).
+			WithHint("Check --store (SPONSON_STORE), --env (SPONSON_CTX_ENV) and --chdir (SPONSON_CHDIR). Pass --allow-empty when an environment without scopes is expected.")
+	}
+	return o
+}
+
+// add counts the scopes of one stack's drift into the totals, and returns
+// its drifted scopes as "DIRECTORY SCOPE".
+func (res *StacksDriftResult) add(r manystacks.StackRunResult) []string {
+	var d DriftResult
+	if r.Result == nil || json.Unmarshal(r.Result, &d) != nil {
+		return nil
+	}
+	res.InSync += d.InSync
+	res.Drifted += d.Drifted
+	res.Failed += d.Failed
+	if res.Environment == "" {
+		res.Environment = d.Environment
+	}
+	var drifted []string
+	for _, s := range d.Scopes {
+		if s.Status == summary.Drifted {
+			drifted = append(drifted, r.Directory+" "+s.Scope)
+		}
+	}
+	return drifted
+}
+
+// driftStackLine is the line of a stack whose drift ended (in sync, or
+// drifted).
+func driftStackLine(r *manystacks.StackRunResult) string {
+	var d DriftResult
+	if r == nil || json.Unmarshal(r.Result, &d) != nil {
+		return "drift succeeded"
+	}
+	var drifted []string
+	for _, s := range d.Scopes {
+		if s.Status == summary.Drifted {
+			drifted = append(drifted, s.Scope+" "+strings.TrimPrefix(driftLine(s), "drifted: "))
+		}
+	}
+	line := fmt.Sprintf("drift: %d in sync, %d drifted, %d failed", d.InSync, d.Drifted, d.Failed)
+	if len(drifted) > 0 {
+		line += ": " + strings.Join(drifted, "; ")
+	}
+	return line
 }

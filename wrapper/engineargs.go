@@ -10,6 +10,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 )
 
 // runCommands take engine flags.
@@ -213,8 +214,8 @@ func runFlagSet(command string) *pflag.FlagSet {
 	if command != engineflag.Import {
 		// --parallelism (two dashes) is the stacks' own; -parallelism
 		// the engine's.
-		var s StackSelection
-		s.bind(c, scoperun.Command(command))
+		var s manystacks.StackSelection
+		s.Bind(c, scoperun.Command(command))
 	}
 	fs := c.Flags()
 	fs.Bool("json", false, "")

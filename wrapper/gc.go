@@ -2,11 +2,13 @@ package wrapper
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,8 +20,10 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/gc"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
@@ -40,7 +44,7 @@ type GCOptions struct {
 	IncludeMain    bool
 	Yes            bool
 	// Every is --all: gc in every stack of the repository.
-	Every EveryStack
+	Every manystacks.EveryStack
 
 	// Now is the clock the older-than rule and the lease check use;
 	// time.Now when nil.
@@ -246,7 +250,7 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 	fs.Var(&ageValue{&opts.OlderThan}, "older-than", "collect scopes whose last run is older than this `DURATION` (720h, 30d) (env SPONSON_GC_OLDER_THAN)")
 	fs.BoolVar(&opts.IncludeMain, "include-main", false, "let --older-than collect the main scope too")
 	fs.BoolVar(&opts.Yes, "yes", false, "destroy the selected scopes; without it gc only prints what it would do")
-	opts.Every.bind(cmd, "collect in every stack of the repository (or under --chdir), each with its own configuration, dependents before the stacks they read")
+	opts.Every.Bind(cmd, "collect in every stack of the repository (or under --chdir), each with its own configuration, dependents before the stacks they read")
 	return cmd
 }
 
@@ -257,7 +261,7 @@ func (opts *GCOptions) prepare(cmd *cobra.Command, f *cmdutil.Factory) error {
 	if err := cmdutil.BindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
 		return err
 	}
-	return opts.Every.checkOne(cmd)
+	return opts.Every.CheckOne(cmd)
 }
 
 // gcCommand runs gc in the configuration's stack, or with --all in every
@@ -700,4 +704,132 @@ func prList(prs []int) string {
 		parts = append(parts, "#"+strconv.Itoa(n))
 	}
 	return strings.Join(parts, " ")
+}
+
+// StacksGCResult is the result part of the envelope of `sponson gc --all`:
+// each stack's gc, and the totals of its scopes.
+type StacksGCResult struct {
+	DryRun    bool                        `json:"dryRun"`
+	Stacks    []manystacks.StackRunResult `json:"stacks"`
+	Selected  int                         `json:"selected"`
+	Destroyed int                         `json:"destroyed"`
+	Failed    int                         `json:"failed"`
+	Skipped   int                         `json:"skipped"`
+}
+
+// runGCAll is `sponson gc --all`: gc in every stack with --stack set to
+// it, dependents before the stacks they read.
+func runGCAll(cmd *cobra.Command, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "gc"}
+	if opts.Stack != "" {
+		o.Err = errcode.New(errcode.Usage, "--stack names one stack; gc --all collects each stack's scopes itself").
+			WithHint("Run gc --stack NAME without --all for one stack.")
+		return o
+	}
+	m, warnings, err := manystacks.StartEveryStack(cmd, f, "gc", opts.Chdir, opts.Every.Parallelism)
+	o.Warnings = warnings
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	if opts.Yes {
+		if err := checkGCDependents(cmd.Context(), f, m.Set); err != nil {
+			o.Err = err
+			return o
+		}
+	}
+	base := manystacks.EveryStackArgs(cmd, "gc", nil)
+	m.ArgsFor = func(s *stackgraph.Stack) []string { return append(slices.Clone(base), "--stack="+s.Name) }
+	m.Quiet = func(*manystacks.StackRunResult) bool { return false }
+	m.Line = gcStackLine
+	res := StacksGCResult{DryRun: !opts.Yes, Stacks: m.Run(cmd.Context(), true, opts.Every.Parallelism)}
+	for _, r := range res.Stacks {
+		var g GCResult
+		if r.Result != nil && json.Unmarshal(r.Result, &g) == nil {
+			res.Selected += len(g.Scopes)
+			res.Destroyed += g.Destroyed
+			res.Failed += g.Failed
+			res.Skipped += g.Skipped
+		}
+		for _, w := range r.Warnings {
+			o.Warnings = append(o.Warnings, r.Directory+": "+w)
+		}
+	}
+	o.Result = res
+	verb := "destroyed"
+	n := res.Destroyed
+	if res.DryRun {
+		verb, n = "would be destroyed", res.Selected-res.Skipped
+	}
+	m.Lines.Line("sponson gc --all: %d %s %s in %d stacks, %d failed, %d skipped", n, cmdutil.Plural(n, "scope", "scopes"), verb, len(res.Stacks), res.Failed, res.Skipped)
+	o.Err = manystacks.WorstOf(res.Stacks)
+	return o
+}
+
+// checkGCDependents refuses gc --all --yes under a --chdir that leaves out
+// stacks of the repository depending on stacks of the run: their scopes
+// would lose the outputs they read, and gc, which selects scopes by rules,
+// cannot tell which they still need. Under the repository root every
+// dependent is in the run, collected first.
+func checkGCDependents(ctx context.Context, f *cmdutil.Factory, set *manystacks.StacksResult) error {
+	if set.Top == set.Root {
+		return nil
+	}
+	full, _, err := manystacks.SelectStacks(ctx, f, &manystacks.StacksOptions{Chdir: set.Top})
+	if err != nil {
+		return err
+	}
+	inRun := map[string]bool{}
+	for _, s := range set.Stacks {
+		inRun[s.Directory] = true
+	}
+	var outside []string
+	for _, s := range full.Stacks {
+		if inRun[s.Directory] {
+			continue
+		}
+		for _, n := range s.Needs {
+			if inRun[n] {
+				outside = append(outside, s.Directory+" (it needs "+n+")")
+			}
+		}
+	}
+	if len(outside) > 0 {
+		return errcode.New(errcode.StackHasDependents, "gc --all --yes under %s would collect scopes of stacks that stacks outside it depend on: %s", set.Root, strings.Join(outside, "; ")).
+			With("dependents", outside).WithHint("Run gc --all from the repository root, which collects the dependents first.")
+	}
+	return nil
+}
+
+// gcStackLine is the line of a stack whose gc succeeded.
+func gcStackLine(r *manystacks.StackRunResult) string {
+	var g GCResult
+	if r == nil || json.Unmarshal(r.Result, &g) != nil {
+		return "gc succeeded"
+	}
+	var would, destroyed, skipped []string
+	for _, s := range g.Scopes {
+		switch s.Outcome {
+		case gc.WouldDestroy:
+			would = append(would, s.Scope)
+		case gc.Destroyed:
+			destroyed = append(destroyed, s.Scope)
+		case gc.Skipped:
+			skipped = append(skipped, s.Scope+" ("+s.SkipReason+")")
+		}
+	}
+	var parts []string
+	if len(would) > 0 {
+		parts = append(parts, "would destroy "+strings.Join(would, ", "))
+	}
+	if len(destroyed) > 0 {
+		parts = append(parts, "destroyed "+strings.Join(destroyed, ", "))
+	}
+	if len(skipped) > 0 {
+		parts = append(parts, "skipped "+strings.Join(skipped, ", "))
+	}
+	if len(parts) == 0 {
+		return "gc: nothing to collect"
+	}
+	return "gc: " + strings.Join(parts, "; ")
 }

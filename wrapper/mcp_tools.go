@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 )
 
 // The tools of `sponson mcp` and their parameters. Each tool is one CLI
@@ -150,7 +151,7 @@ func withheldRun(command string, own map[string]string) map[string]string {
 	w := engineWithheld(command)
 	// A tool call runs one stack: an agent runs several by calling the
 	// tool per stack, in the order `sponson stacks` gives.
-	for _, k := range selectionFlags {
+	for _, k := range manystacks.SelectionFlags {
 		if k == "base" || k == "changed" {
 			if command == "destroy" {
 				continue

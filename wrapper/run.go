@@ -7,6 +7,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
@@ -14,28 +15,28 @@ import (
 func newRunCmd(f *cmdutil.Factory, out *cmdutil.Outcome, command scoperun.Command, short, long string, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) *cobra.Command {
 	var flags cmdutil.RunFlags
 	var review cmdutil.ReviewFlags
-	var sel StackSelection
+	var sel manystacks.StackSelection
 	cmd := &cobra.Command{
 		Use:   string(command) + " [flags]",
 		Short: short,
-		Long:  long + "\n\n" + manyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
+		Long:  long + "\n\n" + manystacks.ManyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
 		// runF replaces the run once the flags are resolved (runCommand),
 		// not the command: runE gets none.
 		RunE: cmdutil.RunE(f, out, &flags, func(_ *cobra.Command, args []string) error {
 			flags.Positional = args
 			return nil
 		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags) cmdutil.Outcome {
-			if sel.wanted() {
-				return runStacksCommand(cmd, f, flags, &review, &sel, command, flags.Positional)
+			if sel.Wanted() {
+				return manystacks.RunStacksCommand(cmd, f, flags, &review, &sel, command, flags.Positional)
 			}
-			return cmdutil.UnlessFailed(string(command), sel.checkOne(cmd), func() cmdutil.Outcome {
+			return cmdutil.UnlessFailed(string(command), sel.CheckOne(cmd), func() cmdutil.Outcome {
 				return runCommand(cmd, f, flags, &review, command, flags.Positional, runF)
 			})
 		}),
 	}
 	flags.Bind(cmd, command != scoperun.Plan)
 	review.Bind(cmd)
-	sel.bind(cmd, command)
+	sel.Bind(cmd, command)
 	return cmd
 }
 

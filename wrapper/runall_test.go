@@ -11,6 +11,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 )
 
 // fakeSponson is a stand-in for the sponson binary each stack of a run of
@@ -140,7 +141,7 @@ func TestEveryStackArgs(t *testing.T) {
 	if err := cmd.ParseFlags([]string{"--all", "--parallelism=2", "--chdir=x", "--json", "--var=a=1", "--var", "b=2,3", "--var-file=v.tfvars", "--open-prs=6", "--yes"}); err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(everyStackArgs(cmd, "gc", nil), " ")
+	got := strings.Join(manystacks.EveryStackArgs(cmd, "gc", nil), " ")
 	if want := "gc --open-prs=6 --var=a=1 --var=b=2,3 --var-file=v.tfvars --yes=true"; got != want {
 		t.Errorf("everyStackArgs = %q, want %q", got, want)
 	}

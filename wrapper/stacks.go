@@ -5,74 +5,23 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
-	"github.com/sponson/terraform-provider-sponson/internal/runctx"
-	"github.com/sponson/terraform-provider-sponson/internal/stack"
-	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 	"github.com/sponson/terraform-provider-sponson/internal/stackpipeline"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
-
-// StacksOptions are the options of `sponson stacks`, and the stack
-// selection of plan, apply and destroy with --all or --changed.
-type StacksOptions struct {
-	Chdir string
-	// Changed keeps the stacks that changed files between Base and HEAD
-	// touch, and their dependents.
-	Changed bool
-	Base    string
-	// GitLabPipeline is the file the GitLab child pipeline of the stacks
-	// is written to, from GitLabTemplate (internal/stackpipeline).
-	GitLabPipeline, GitLabTemplate string
-	// varFiles are the run's -var-file paths, which --changed counts as
-	// files of every stack (plan and apply only).
-	varFiles []string
-}
-
-// StacksResult is the result part of the envelope of `sponson stacks`.
-type StacksResult struct {
-	// Root is the directory searched; Base the revision compared with
-	// (--changed only).
-	Root string `json:"root"`
-	// Top is the repository's root, Root outside a repository.
-	Top  string `json:"-"`
-	Base string `json:"base,omitempty"`
-	// Uncommitted are the changed files (--changed) that only the working
-	// tree changed: modified, staged, or not tracked and not ignored.
-	Uncommitted []string            `json:"uncommitted,omitempty"`
-	Stacks      []*stackgraph.Stack `json:"stacks"`
-	// Layers are Stacks by depth: Layers[d] holds the stacks of depth d,
-	// what one layer of a CI matrix takes (GitHub Actions:
-	// fromJSON(...).result.layers[d]).
-	Layers [][]*stackgraph.Stack `json:"layers"`
-}
-
-// layered fills Layers from Stacks.
-func (r *StacksResult) layered() {
-	r.Layers = [][]*stackgraph.Stack{}
-	for _, s := range r.Stacks {
-		for len(r.Layers) <= s.Depth {
-			r.Layers = append(r.Layers, []*stackgraph.Stack{})
-		}
-		r.Layers[s.Depth] = append(r.Layers[s.Depth], s)
-	}
-}
 
 var stacksFlagEnv = map[string]string{"chdir": "SPONSON_CHDIR", "base": "SPONSON_BASE"}
 
 // NewCmdStacks builds `sponson stacks`.
-func NewCmdStacks(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *StacksOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &StacksOptions{}
+func NewCmdStacks(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *manystacks.StacksOptions) cmdutil.Outcome) *cobra.Command {
+	opts := &manystacks.StacksOptions{}
 	cmd := &cobra.Command{
 		Use:   "stacks [flags]",
 		Short: "List the repository's stacks in dependency order",
@@ -133,20 +82,14 @@ directory. Without a stack to run the pipeline holds one job saying so.`,
 			return cmdutil.BindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv)
 		}, runF, runStacks),
 	}
-	opts.bind(cmd, "list")
+	opts.Bind(cmd, "list")
 	cmd.Flags().StringVar(&opts.GitLabPipeline, "gitlab-pipeline", "", "write a GitLab child pipeline of the listed stacks to `FILE`: a stage per depth, a job per stack extending "+stackpipeline.StackJob+" of --gitlab-template")
 	cmd.Flags().StringVar(&opts.GitLabTemplate, "gitlab-template", "", "the GitLab CI `FILE` --gitlab-pipeline starts from: it defines the hidden job "+stackpipeline.StackJob+" (one stack's job) and no stages")
 	cmd.Flags().StringVar(&opts.Chdir, "chdir", "", "the directory to look for stacks in (env SPONSON_CHDIR; default: the repository root, else the working directory)")
 	return cmd
 }
 
-func (o *StacksOptions) bind(cmd *cobra.Command, verb string) {
-	fs := cmd.Flags()
-	fs.BoolVar(&o.Changed, "changed", false, verb+" only the stacks that changed between --base and HEAD, and the stacks that depend on them")
-	fs.StringVar(&o.Base, "base", "", "the revision --changed compares HEAD with (env SPONSON_BASE; default: the pull request's target branch, else origin/HEAD, else main)")
-}
-
-func runStacks(cmd *cobra.Command, f *cmdutil.Factory, opts *StacksOptions) cmdutil.Outcome {
+func runStacks(cmd *cobra.Command, f *cmdutil.Factory, opts *manystacks.StacksOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "stacks"}
 	if opts.Base != "" && !opts.Changed {
 		o.Err = errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
@@ -157,7 +100,7 @@ func runStacks(cmd *cobra.Command, f *cmdutil.Factory, opts *StacksOptions) cmdu
 			WithHint("Pass --gitlab-template FILE, the GitLab CI file that defines " + stackpipeline.StackJob + ", with --gitlab-pipeline FILE.")
 		return o
 	}
-	res, warnings, err := selectStacks(cmd.Context(), f, opts)
+	res, warnings, err := manystacks.SelectStacks(cmd.Context(), f, opts)
 	o.Warnings = warnings
 	if err != nil {
 		o.Err = err
@@ -181,71 +124,9 @@ func runStacks(cmd *cobra.Command, f *cmdutil.Factory, opts *StacksOptions) cmdu
 	return o
 }
 
-// selectStacks discovers the stacks of opts.Chdir's repository and, with
-// --changed, keeps the changed ones.
-func selectStacks(ctx context.Context, f *cmdutil.Factory, opts *StacksOptions) (*StacksResult, []string, error) {
-	dir := opts.Chdir
-	if dir == "" {
-		dir = "."
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, nil, errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
-	}
-	git := runctx.ProcessSources(dir).Git
-	top := dir
-	if t, err := git("rev-parse", "--show-toplevel"); err == nil && t != "" {
-		top = t
-		if opts.Chdir == "" {
-			dir = t
-		}
-	}
-	if d, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = d
-	}
-	if t, err := filepath.EvalSymlinks(top); err == nil {
-		top = t
-	}
-	set, err := stackgraph.Discover(stackgraph.Options{
-		Root: dir, Top: top,
-		Name: func(d string) (string, error) {
-			declared, err := stack.Declared(d)
-			if err != nil {
-				return "", err
-			}
-			r, err := stack.Detect(d, "", declared, stack.Sources{Getenv: withoutStackVar(f.Getenv), Git: runctx.ProcessSources(d).Git})
-			return r.Name, err
-		},
-		Resolve: func(from, ref string) (stack.Reference, error) {
-			return stack.Resolve(from, ref, stack.Sources{Getenv: f.Getenv, Git: runctx.ProcessSources(from).Git})
-		},
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks}
-	if opts.Changed {
-		base := opts.Base
-		if base == "" {
-			base = defaultBase(f.Getenv, git)
-		}
-		files, uncommitted, err := changedFiles(ctx, top, base)
-		if err != nil {
-			return nil, set.Warnings, err
-		}
-		res.Base, res.Uncommitted = base, uncommitted
-		res.Stacks = set.ChangedBy(stackgraph.Changes{Files: files, Uncommitted: uncommitted, VarFiles: opts.varFiles}).Stacks
-	}
-	if res.Stacks == nil {
-		res.Stacks = []*stackgraph.Stack{}
-	}
-	res.layered()
-	return res, set.Warnings, nil
-}
-
 // writeGitLabPipeline writes the GitLab child pipeline of the selected
 // stacks (internal/stackpipeline).
-func writeGitLabPipeline(opts *StacksOptions, res *StacksResult) error {
+func writeGitLabPipeline(opts *manystacks.StacksOptions, res *manystacks.StacksResult) error {
 	tpl, err := os.ReadFile(opts.GitLabTemplate)
 	if err != nil {
 		return errcode.Wrap(errcode.Usage, err, "--gitlab-template %q cannot be read", opts.GitLabTemplate)
@@ -264,105 +145,9 @@ func writeGitLabPipeline(opts *StacksOptions, res *StacksResult) error {
 	return nil
 }
 
-// withoutStackVar hides SPONSON_STACK, which names one run's stack, from the
-// naming of every stack of a repository.
-func withoutStackVar(getenv func(string) string) func(string) string {
-	return func(k string) string {
-		if k == stack.EnvVar {
-			return ""
-		}
-		return getenv(k)
-	}
-}
-
-// defaultBase is the revision --changed compares with when --base is not
-// given: the pull request's target branch, else the remote's default branch.
-func defaultBase(getenv func(string) string, git func(...string) (string, error)) string {
-	if b := getenv("GITHUB_BASE_REF"); b != "" {
-		return "origin/" + b
-	}
-	if sha := getenv("CI_MERGE_REQUEST_DIFF_BASE_SHA"); sha != "" {
-		return sha
-	}
-	if b := getenv("CI_MERGE_REQUEST_TARGET_BRANCH_NAME"); b != "" {
-		return "origin/" + b
-	}
-	if ref, err := git("symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"); err == nil && ref != "" {
-		return strings.TrimPrefix(ref, "refs/remotes/")
-	}
-	return "main"
-}
-
-// changedFiles lists the files changed between base and HEAD, relative to
-// the repository root: `git diff --name-only base...HEAD`, what the branch
-// changed since it left base; and those the working tree changed beside
-// them (uncommitted): modified or staged (`git diff --name-only HEAD`) and
-// not tracked (`git ls-files --others --exclude-standard`), as a user
-// running --changed before committing expects. What the engine and sponson
-// write into a stack's directory themselves (.terraform/, .sponson/, a new
-// .terraform.lock.hcl) is not a change of the working tree.
-func changedFiles(ctx context.Context, top, base string) (files, uncommitted []string, err error) {
-	committed, stderr, err := gitFiles(ctx, top, "diff", "--name-only", "--no-renames", "-z", base+"...HEAD", "--")
-	if err != nil {
-		return nil, nil, errcode.New(errcode.Usage, "cannot list the files changed between %s and HEAD: %s", base, stderr).
-			WithHint("Pass --base REF naming a revision this checkout has (fetch it first: a shallow CI checkout may lack it, e.g. actions/checkout with fetch-depth: 0).")
-	}
-	modified, stderr, err := gitFiles(ctx, top, "diff", "--name-only", "--no-renames", "-z", "HEAD", "--")
-	if err != nil {
-		return nil, nil, errcode.New(errcode.Usage, "cannot list the files the working tree changed: %s", stderr)
-	}
-	untracked, stderr, err := gitFiles(ctx, top, "ls-files", "--others", "--exclude-standard", "-z")
-	if err != nil {
-		return nil, nil, errcode.New(errcode.Usage, "cannot list the files the working tree does not track: %s", stderr)
-	}
-	seen := map[string]bool{}
-	for _, f := range committed {
-		seen[f] = true
-	}
-	files = committed
-	for i, list := range [][]string{modified, untracked} {
-		for _, f := range list {
-			if seen[f] || written(f, i == 1) {
-				continue
-			}
-			seen[f] = true
-			files = append(files, f)
-			uncommitted = append(uncommitted, f)
-		}
-	}
-	return files, uncommitted, nil
-}
-
-// written reports whether a file of the working tree is one the engine or
-// sponson writes: under .terraform/ or .sponson/, or a lock file that is
-// not tracked yet (init writes it).
-func written(f string, untracked bool) bool {
-	for _, e := range strings.Split(f, "/") {
-		if e == ".terraform" || e == ".sponson" {
-			return true
-		}
-	}
-	return untracked && path.Base(f) == ".terraform.lock.hcl"
-}
-
-// gitFiles runs a git command that prints NUL-separated paths.
-func gitFiles(ctx context.Context, top string, args ...string) ([]string, string, error) {
-	out, stderr, err := gitcli.Cmd{Dir: top, Args: args, Timeout: time.Minute}.Run(ctx)
-	if err != nil {
-		return nil, strings.TrimSpace(stderr), err
-	}
-	var files []string
-	for _, f := range strings.Split(string(out), "\x00") {
-		if f != "" {
-			files = append(files, f)
-		}
-	}
-	return files, "", nil
-}
-
 // writeStacks prints the stacks as a table, then why each changed one is
 // listed.
-func writeStacks(w io.Writer, res *StacksResult) {
+func writeStacks(w io.Writer, res *manystacks.StacksResult) {
 	if len(res.Stacks) == 0 {
 		if res.Base != "" {
 			fmt.Fprintf(w, "no stack changed since %s\n", res.Base)

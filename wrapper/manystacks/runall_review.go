@@ -1,4 +1,4 @@
-package wrapper
+package manystacks
 
 import (
 	"context"
@@ -28,7 +28,7 @@ var reviewEnv = []string{"GITHUB_STEP_SUMMARY=", "SPONSON_SUMMARY=", "SPONSON_CO
 
 // stackSummaryFile is where the stack in dir writes its summary in the
 // run's directory tmp.
-func stackSummaryFile(tmp, dir string) string {
+func StackSummaryFile(tmp, dir string) string {
 	return filepath.Join(tmp, "summary-"+store.StackSegment(dir)+".md")
 }
 
@@ -43,7 +43,7 @@ func publishMany(ctx context.Context, f *cmdutil.Factory, review *cmdutil.Review
 	pr := 0
 	for _, r := range results {
 		s := summary.ManyStack{Directory: r.Directory, Stack: r.Stack, Status: string(r.Status), Because: r.Because}
-		if b, err := os.ReadFile(stackSummaryFile(tmp, r.Directory)); err == nil {
+		if b, err := os.ReadFile(StackSummaryFile(tmp, r.Directory)); err == nil {
 			s.Markdown = string(b)
 		}
 		var rr runner.RunResult

@@ -1,4 +1,4 @@
-package wrapper
+package manystacks
 
 import (
 	"bufio"
@@ -38,7 +38,7 @@ type StackSelection struct {
 
 // manyStacksHelp is the part of the help of plan, apply and destroy about
 // --all and --changed.
-func manyStacksHelp(command scoperun.Command) string {
+func ManyStacksHelp(command scoperun.Command) string {
 	order := "in dependency order (the order of `sponson stacks`): a stack starts once\nthe stacks it depends on succeeded"
 	which := "--all runs every stack of the repository (or under --chdir)"
 	if command == scoperun.Destroy {
@@ -65,9 +65,9 @@ const defaultStackParallelism = 4
 
 // selectionFlags are the flags of StackSelection, which a stack's own run
 // does not take.
-var selectionFlags = []string{"all", "changed", "base", "parallelism"}
+var SelectionFlags = []string{"all", "changed", "base", "parallelism"}
 
-func (s *StackSelection) bind(cmd *cobra.Command, command scoperun.Command) {
+func (s *StackSelection) Bind(cmd *cobra.Command, command scoperun.Command) {
 	fs := cmd.Flags()
 	verb := string(command)
 	all := verb + " every stack of the repository (or under --chdir), in dependency order (the order sponson stacks lists)"
@@ -76,7 +76,7 @@ func (s *StackSelection) bind(cmd *cobra.Command, command scoperun.Command) {
 		all = "destroy every stack of the repository (or under --chdir), in reverse dependency order: dependents first"
 		many = "with --all"
 	} else {
-		s.StacksOptions.bind(cmd, verb)
+		s.StacksOptions.Bind(cmd, verb)
 	}
 	fs.BoolVar(&s.All, "all", false, all)
 	fs.IntVar(&s.Parallelism, "parallelism", defaultStackParallelism, many+": how many stacks run at once (env SPONSON_PARALLELISM; the engine's own -parallelism, one dash, is passed to each stack)")
@@ -85,7 +85,7 @@ func (s *StackSelection) bind(cmd *cobra.Command, command scoperun.Command) {
 var selectionFlagEnv = map[string]string{"base": "SPONSON_BASE", "parallelism": "SPONSON_PARALLELISM"}
 
 // wanted reports whether the command runs many stacks.
-func (s *StackSelection) wanted() bool { return s.All || s.Changed }
+func (s *StackSelection) Wanted() bool { return s.All || s.Changed }
 
 // StacksRunResult is the result part of the envelope of plan, apply and
 // destroy with --all or --changed.
@@ -118,7 +118,7 @@ type StackRunResult struct {
 // sponson process (each with its own engine environment, provider and
 // lease: a sponson process runs one engine session, internal/engine), in
 // the order of internal/stackrun: prepare, run, then report.
-func runStacksCommand(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) cmdutil.Outcome {
+func RunStacksCommand(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: string(command), DetailedExitcode: runner.DetailedRequested(cmd)}
 	m, warnings, err := prepareMany(cmd, f, flags, review, sel, command, args)
 	o.Warnings = warnings
@@ -191,7 +191,7 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 			sel.varFiles = append(sel.varFiles, v.Value)
 		}
 	}
-	res, warnings, err := selectStacks(cmd.Context(), f, &sel.StacksOptions)
+	res, warnings, err := SelectStacks(cmd.Context(), f, &sel.StacksOptions)
 	if err != nil {
 		return nil, warnings, err
 	}
@@ -262,9 +262,9 @@ func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
 	}
 	m.lines = &lockedPrinter{p: p}
 	for _, w := range warnings {
-		m.lines.line("warning: %s", w)
+		m.lines.Line("warning: %s", w)
 	}
-	m.lines.line("sponson %s %s · %d stacks · parallelism %d", m.command, m.which, len(m.res.Stacks), m.parallelism)
+	m.lines.Line("sponson %s %s · %d stacks · parallelism %d", m.command, m.which, len(m.res.Stacks), m.parallelism)
 	if m.f.IsTerminal != nil && m.f.IsTerminal(p.W) {
 		m.lines.live(m.res.Stacks)
 	}
@@ -286,7 +286,7 @@ func (m *manyRun) run(ctx context.Context) map[string]stackrun.Status {
 func (m *manyRun) runStack(ctx context.Context, s *stackgraph.Stack) bool {
 	args := m.args
 	if m.wantReview {
-		args = append(append([]string{}, m.args...), "--summary="+stackSummaryFile(m.tmp, s.Directory))
+		args = append(append([]string{}, m.args...), "--summary="+StackSummaryFile(m.tmp, s.Directory))
 	}
 	r, output := runStackProcess(ctx, m.self, s, args, m.env)
 	m.mu.Lock()
@@ -366,7 +366,7 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 	}
 	o.Result = out
 	o.Warnings = append(o.Warnings, publishMany(ctx, m.f, m.review, m.command, m.which, m.tmp, out.Stacks)...)
-	m.lines.line("sponson %s %s: %d succeeded, %d failed, %d skipped", m.command, m.which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
+	m.lines.Line("sponson %s %s: %d succeeded, %d failed, %d skipped", m.command, m.which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
 	switch {
 	case worst != nil:
 		o.Err = stacksError(worst, failed, skipped)
@@ -377,7 +377,7 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 
 // checkOne refuses the selection's flags on a run of one stack: before
 // --all, the engine read --parallelism (two dashes) as its own.
-func (s *StackSelection) checkOne(cmd *cobra.Command) error {
+func (s *StackSelection) CheckOne(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("parallelism") {
 		return errcode.New(errcode.Usage, "--parallelism (two dashes) is how many stacks run at once with --all or --changed").
 			WithHint("For the engine's parallelism of one stack write -parallelism=N, with one dash.")
@@ -582,7 +582,7 @@ func (l *lockedPrinter) redraw() {
 	l.drawn = len(l.rows)
 }
 
-func (l *lockedPrinter) line(format string, args ...any) {
+func (l *lockedPrinter) Line(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clear()
