@@ -10,7 +10,9 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/enginecmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
+	"github.com/sponson/terraform-provider-sponson/wrapper/statecmd"
 )
 
 // runCommands take engine flags.
@@ -30,7 +32,7 @@ func NormalizeArgs(args []string) []string {
 	if at < 0 {
 		return args
 	}
-	if engineCommandNames[args[at]] || args[at] == "show" || args[at] == "force-unlock" {
+	if enginecmd.EngineCommandNames[args[at]] || args[at] == "show" || args[at] == "force-unlock" {
 		return normalizeEngineCommand(args, at)
 	}
 	if !slices.Contains(runCommands, args[at]) {
@@ -39,7 +41,7 @@ func NormalizeArgs(args []string) []string {
 	if args[at] == "output" {
 		out := slices.Clone(args)
 		for i := at + 1; i < len(out) && out[i] != "--"; i++ {
-			out[i] = normalizeOutput(out[i])
+			out[i] = statecmd.NormalizeOutput(out[i])
 		}
 		return out
 	}
@@ -140,12 +142,12 @@ func normalizeEngineCommand(args []string, at int) []string {
 	out = append(append(out, args[at]), moved...)
 	for i := at + 1; i < len(args); i++ {
 		a := args[i]
-		if a == "--" || engineCommandNames[args[at]] {
+		if a == "--" || enginecmd.EngineCommandNames[args[at]] {
 			return append(out, args[i:]...)
 		}
 		switch a {
 		case "-json", "-json=true":
-			a = "--" + showJSONFlag
+			a = "--" + statecmd.ShowJSONFlag
 		case "-no-color", "-force", "-force=true":
 			a = "-" + a
 		default:

@@ -26,6 +26,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/filestore"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/gccmd"
 )
 
 // seedScope is one scope of a test store.
@@ -165,7 +166,7 @@ func (h *gcHarness) run(t *testing.T, f *cmdutil.Factory, args ...string) errcod
 	var o cmdutil.Outcome
 	root := &cobra.Command{Use: "sponson", SilenceErrors: true, SilenceUsage: true}
 	root.PersistentFlags().Bool("json", false, "")
-	root.AddCommand(NewCmdGC(f, &o, func(ctx context.Context, opts *GCOptions) cmdutil.Outcome {
+	root.AddCommand(gccmd.NewCmdGC(f, &o, func(ctx context.Context, opts *gccmd.GCOptions) cmdutil.Outcome {
 		opts.Destroy = h.destroy
 		opts.Now = func() time.Time { return h.now }
 		opts.RemoteHeads = func(_ context.Context, _, remote string) ([]string, error) {
@@ -174,7 +175,7 @@ func (h *gcHarness) run(t *testing.T, f *cmdutil.Factory, args ...string) errcod
 			}
 			return h.heads, h.headErr
 		}
-		return runGC(ctx, f, opts)
+		return gccmd.RunGC(ctx, f, opts)
 	}))
 	args = NormalizeArgs(args)
 	root.SetArgs(args)
@@ -187,14 +188,14 @@ func (h *gcHarness) run(t *testing.T, f *cmdutil.Factory, args ...string) errcod
 }
 
 // gcResult decodes the envelope of gc --json.
-func gcResult(t *testing.T, out *bytes.Buffer) (cmdutil.Envelope, GCResult) {
+func gcResult(t *testing.T, out *bytes.Buffer) (cmdutil.Envelope, gccmd.GCResult) {
 	t.Helper()
 	env := decode(t, out)
 	b, err := json.Marshal(env.Result)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res GCResult
+	var res gccmd.GCResult
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatalf("result is not a gc result: %v\n%s", err, b)
 	}
@@ -203,7 +204,7 @@ func gcResult(t *testing.T, out *bytes.Buffer) (cmdutil.Envelope, GCResult) {
 
 type scopeOutcome struct{ Scope, Outcome, Reasons string }
 
-func outcomes(res GCResult) []scopeOutcome {
+func outcomes(res gccmd.GCResult) []scopeOutcome {
 	out := []scopeOutcome{}
 	for _, s := range res.Scopes {
 		var rs []string
@@ -561,11 +562,11 @@ func TestGCOpenPRsFile(t *testing.T) {
 func TestGCFlagsReachTheOptions(t *testing.T) {
 	t.Parallel()
 	f, out, _ := testFactory(map[string]string{"SPONSON_GC_OLDER_THAN": "30d", "SPONSON_GC_REMOTE": "upstream", "SPONSON_GC_OPEN_PRS": "3,4", "SPONSON_LEASE_TTL": "2m", "SPONSON_GC_YES": "true"})
-	var got *GCOptions
+	var got *gccmd.GCOptions
 	var o cmdutil.Outcome
 	root := &cobra.Command{Use: "sponson"}
 	root.PersistentFlags().Bool("json", false, "")
-	root.AddCommand(NewCmdGC(f, &o, func(_ context.Context, opts *GCOptions) cmdutil.Outcome {
+	root.AddCommand(gccmd.NewCmdGC(f, &o, func(_ context.Context, opts *gccmd.GCOptions) cmdutil.Outcome {
 		got = opts
 		return cmdutil.Outcome{Command: "gc"}
 	}))

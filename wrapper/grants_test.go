@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/sponson/terraform-provider-sponson/wrapper/storecmd"
 )
 
 func TestGrants(t *testing.T) {
@@ -53,7 +55,7 @@ func TestGrants(t *testing.T) {
 				t.Fatalf("exit %d: %+v", code, env.Error)
 			}
 			b, _ := json.Marshal(env.Result)
-			var res GrantsResult
+			var res storecmd.GrantsResult
 			if err := json.Unmarshal(b, &res); err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/engineflag"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/mcpcmd"
 )
 
 // TestMCPToolsMirrorFlags keeps the tools and the CLI in step: every flag
@@ -30,35 +31,35 @@ func TestMCPToolsMirrorFlags(t *testing.T) {
 	for _, c := range root.Commands() {
 		commands[c.Name()] = c
 	}
-	for _, tool := range mcpTools {
-		cmd, ok := commands[tool.command]
+	for _, tool := range mcpcmd.MCPTools {
+		cmd, ok := commands[tool.Command]
 		if !ok {
-			t.Errorf("tool %s runs `sponson %s`, which does not exist", tool.name, tool.command)
+			t.Errorf("tool %s runs `sponson %s`, which does not exist", tool.Name, tool.Command)
 			continue
 		}
 		byFlag := map[string]string{}
 		names := map[string]bool{}
-		for _, p := range tool.params {
-			if names[p.name] {
-				t.Errorf("tool %s: parameter %s twice", tool.name, p.name)
+		for _, p := range tool.Params {
+			if names[p.Name] {
+				t.Errorf("tool %s: parameter %s twice", tool.Name, p.Name)
 			}
-			names[p.name] = true
-			if p.positional || p.engine || p.name == "confirm" {
+			names[p.Name] = true
+			if p.Positional || p.Engine || p.Name == "confirm" {
 				continue
 			}
-			byFlag[p.flag] = p.name
-			fl := cmd.Flags().Lookup(p.flag)
+			byFlag[p.Flag] = p.Name
+			fl := cmd.Flags().Lookup(p.Flag)
 			if fl == nil || fl.Hidden {
-				t.Errorf("tool %s: parameter %s sets --%s, which `sponson %s` does not have", tool.name, p.name, p.flag, tool.command)
+				t.Errorf("tool %s: parameter %s sets --%s, which `sponson %s` does not have", tool.Name, p.Name, p.Flag, tool.Command)
 			}
 		}
 		mirrorEngineFlags(t, tool)
-		for flag := range tool.withheld {
+		for flag := range tool.Withheld {
 			if strings.HasPrefix(flag, "-") {
 				continue
 			}
 			if cmd.Flags().Lookup(flag) == nil {
-				t.Errorf("tool %s withholds --%s, which `sponson %s` does not have", tool.name, flag, tool.command)
+				t.Errorf("tool %s withholds --%s, which `sponson %s` does not have", tool.Name, flag, tool.Command)
 			}
 		}
 		cmd.Flags().VisitAll(func(fl *pflag.Flag) {
@@ -66,12 +67,12 @@ func TestMCPToolsMirrorFlags(t *testing.T) {
 				return
 			}
 			_, param := byFlag[fl.Name]
-			_, withheld := tool.withheld[fl.Name]
+			_, withheld := tool.Withheld[fl.Name]
 			if !param && !withheld {
-				t.Errorf("`sponson %s --%s` has no parameter in tool %s: add one to mcpTools, or withhold it with the reason", tool.command, fl.Name, tool.name)
+				t.Errorf("`sponson %s --%s` has no parameter in tool %s: add one to mcpTools, or withhold it with the reason", tool.Command, fl.Name, tool.Name)
 			}
 			if param && withheld {
-				t.Errorf("tool %s: --%s is both a parameter and withheld", tool.name, fl.Name)
+				t.Errorf("tool %s: --%s is both a parameter and withheld", tool.Name, fl.Name)
 			}
 		})
 	}
@@ -80,43 +81,43 @@ func TestMCPToolsMirrorFlags(t *testing.T) {
 // mirrorEngineFlags holds a run tool to engineflag's table: every engine
 // flag the command accepts is a parameter of the tool or withheld with a
 // reason, and every engine parameter is a flag the command accepts.
-func mirrorEngineFlags(t *testing.T, tool toolSpec) {
+func mirrorEngineFlags(t *testing.T, tool mcpcmd.ToolSpec) {
 	t.Helper()
-	if !slices.Contains([]string{engineflag.Plan, engineflag.Apply, engineflag.Destroy}, tool.command) {
-		for _, p := range tool.params {
-			if p.engine {
-				t.Errorf("tool %s: parameter %s is an engine flag, but `sponson %s` takes none", tool.name, p.name, tool.command)
+	if !slices.Contains([]string{engineflag.Plan, engineflag.Apply, engineflag.Destroy}, tool.Command) {
+		for _, p := range tool.Params {
+			if p.Engine {
+				t.Errorf("tool %s: parameter %s is an engine flag, but `sponson %s` takes none", tool.Name, p.Name, tool.Command)
 			}
 		}
 		return
 	}
-	accepted := engineflag.Names(tool.command)
+	accepted := engineflag.Names(tool.Command)
 	params := map[string]string{}
-	for _, p := range tool.params {
-		if !p.engine {
+	for _, p := range tool.Params {
+		if !p.Engine {
 			continue
 		}
-		params[p.flag] = p.name
-		if !slices.Contains(accepted, p.flag) {
-			t.Errorf("tool %s: parameter %s sets %s, which `sponson %s` does not accept (engineflag)", tool.name, p.name, p.flag, tool.command)
+		params[p.Flag] = p.Name
+		if !slices.Contains(accepted, p.Flag) {
+			t.Errorf("tool %s: parameter %s sets %s, which `sponson %s` does not accept (engineflag)", tool.Name, p.Name, p.Flag, tool.Command)
 		}
 	}
 	for _, flag := range accepted {
 		_, param := params[flag]
-		why, withheld := tool.withheld[flag]
+		why, withheld := tool.Withheld[flag]
 		if !param && !withheld {
-			t.Errorf("`sponson %s %s` has no parameter in tool %s: add one to mcpTools, or withhold it with the reason", tool.command, flag, tool.name)
+			t.Errorf("`sponson %s %s` has no parameter in tool %s: add one to mcpTools, or withhold it with the reason", tool.Command, flag, tool.Name)
 		}
 		if param && withheld {
-			t.Errorf("tool %s: %s is both a parameter and withheld", tool.name, flag)
+			t.Errorf("tool %s: %s is both a parameter and withheld", tool.Name, flag)
 		}
 		if withheld && strings.TrimSpace(why) == "" {
-			t.Errorf("tool %s withholds %s without a reason", tool.name, flag)
+			t.Errorf("tool %s withholds %s without a reason", tool.Name, flag)
 		}
 	}
-	for flag := range tool.withheld {
+	for flag := range tool.Withheld {
 		if strings.HasPrefix(flag, "-") && !slices.Contains(accepted, flag) {
-			t.Errorf("tool %s withholds %s, which `sponson %s` does not accept", tool.name, flag, tool.command)
+			t.Errorf("tool %s withholds %s, which `sponson %s` does not accept", tool.Name, flag, tool.Command)
 		}
 	}
 }
@@ -126,7 +127,7 @@ func TestMCPArgv(t *testing.T) {
 	apply := toolByName(t, "apply")
 	tests := []struct {
 		name    string
-		tool    toolSpec
+		tool    mcpcmd.ToolSpec
 		args    string
 		want    []string
 		confirm string
@@ -162,11 +163,11 @@ func TestMCPArgv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var args toolArgs
+			var args mcpcmd.ToolArgs
 			if err := json.Unmarshal([]byte(tt.args), &args); err != nil {
 				t.Fatal(err)
 			}
-			got, confirm, err := tt.tool.argv(args)
+			got, confirm, err := tt.tool.Argv(args)
 			if tt.code != "" {
 				if errcode.As(err).Code != tt.code {
 					t.Fatalf("error %v, want %s", err, tt.code)
@@ -186,19 +187,19 @@ func TestMCPArgv(t *testing.T) {
 	}
 }
 
-func toolByName(t *testing.T, name string) toolSpec {
+func toolByName(t *testing.T, name string) mcpcmd.ToolSpec {
 	t.Helper()
-	i := slices.IndexFunc(mcpTools, func(s toolSpec) bool { return s.name == name })
+	i := slices.IndexFunc(mcpcmd.MCPTools, func(s mcpcmd.ToolSpec) bool { return s.Name == name })
 	if i < 0 {
 		t.Fatalf("no tool %s", name)
 	}
-	return mcpTools[i]
+	return mcpcmd.MCPTools[i]
 }
 
 func TestProgressWriter(t *testing.T) {
 	t.Parallel()
-	var got []progressUpdate
-	w := newProgressWriter(func(p progressUpdate) { got = append(got, p) })
+	var got []mcpcmd.ProgressUpdate
+	w := mcpcmd.NewProgressWriter(func(p mcpcmd.ProgressUpdate) { got = append(got, p) })
 	for _, chunk := range []string{
 		"sponson apply · preview · branch-x · run 1a2b\n",
 		"waiting for preview/branch-x: held by run 9f (@alice) since 10:02, lease until 10:17 — waited 2s\n",
@@ -212,7 +213,7 @@ func TestProgressWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w.flush()
+	w.Flush()
 	want := []string{
 		"start: sponson apply · preview · branch-x · run 1a2b",
 		"lease: waiting for preview/branch-x: held by run 9f (@alice) since 10:02, lease until 10:17 — waited 2s",
@@ -225,9 +226,9 @@ func TestProgressWriter(t *testing.T) {
 	}
 	var msgs []string
 	for i, p := range got {
-		msgs = append(msgs, p.message)
-		if p.progress != float64(i+1) {
-			t.Errorf("update %d has progress %v; progress must grow by one", i, p.progress)
+		msgs = append(msgs, p.Message)
+		if p.Progress != float64(i+1) {
+			t.Errorf("update %d has progress %v; progress must grow by one", i, p.Progress)
 		}
 	}
 	if d := cmp.Diff(want, msgs); d != "" {
@@ -279,7 +280,7 @@ func TestMCPServerRefuses(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			session := connectInProcess(t, &MCPOptions{ApprovedBy: "bob", LogDir: t.TempDir(), Root: dir})
+			session := connectInProcess(t, &mcpcmd.MCPOptions{ApprovedBy: "bob", LogDir: t.TempDir(), Root: dir})
 			res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args})
 			if err != nil {
 				t.Fatal(err)
@@ -295,18 +296,18 @@ func TestMCPServerRefuses(t *testing.T) {
 	}
 }
 
-func connectInProcess(t *testing.T, opts *MCPOptions) *mcp.ClientSession {
+func connectInProcess(t *testing.T, opts *mcpcmd.MCPOptions) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	st, ct := mcp.NewInMemoryTransports()
-	s, err := newMCPServer(&cmdutil.Factory{Getenv: func(string) string { return "" }, ErrOut: &bytes.Buffer{}}, opts, "/nonexistent/sponson")
+	s, err := mcpcmd.NewMCPServer(&cmdutil.Factory{Getenv: func(string) string { return "" }, ErrOut: &bytes.Buffer{}}, opts, "/nonexistent/sponson")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sponson"}, nil)
-	for _, tool := range mcpTools {
-		srv.AddTool(&mcp.Tool{Name: tool.name, InputSchema: tool.inputSchema()}, s.handler(tool))
+	for _, tool := range mcpcmd.MCPTools {
+		srv.AddTool(&mcp.Tool{Name: tool.Name, InputSchema: tool.InputSchema()}, s.Handler(tool))
 	}
 	if _, err := srv.Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)

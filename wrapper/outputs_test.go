@@ -9,6 +9,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
+	"github.com/sponson/terraform-provider-sponson/wrapper/statecmd"
 )
 
 func TestHCLValue(t *testing.T) {
@@ -18,7 +19,7 @@ func TestHCLValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "{\n  \"a\" = {\n    \"n\" = null\n    \"t\" = true\n  }\n  \"b\" = [\n    1,\n    \"x\",\n  ]\n}"
-	if got := hclValue(v, ""); got != want {
+	if got := statecmd.HCLValue(v, ""); got != want {
 		t.Errorf("hclValue:\n%s\nwant:\n%s", got, want)
 	}
 }
@@ -27,11 +28,11 @@ func TestWriteRaw(t *testing.T) {
 	t.Parallel()
 	for raw, want := range map[string]string{`"a b"`: "a b", `3.5`: "3.5", `true`: "true"} {
 		var b bytes.Buffer
-		if err := writeRaw(&b, "x", Output{Value: json.RawMessage(raw)}); err != nil || b.String() != want {
+		if err := statecmd.WriteRaw(&b, "x", statecmd.Output{Value: json.RawMessage(raw)}); err != nil || b.String() != want {
 			t.Errorf("-raw of %s = %q, %v", raw, b.String(), err)
 		}
 	}
-	if err := writeRaw(&bytes.Buffer{}, "x", Output{Value: json.RawMessage(`[1]`)}); errcode.ExitFor(err) != errcode.ExitRefused {
+	if err := statecmd.WriteRaw(&bytes.Buffer{}, "x", statecmd.Output{Value: json.RawMessage(`[1]`)}); errcode.ExitFor(err) != errcode.ExitRefused {
 		t.Errorf("-raw of a list: %v", err)
 	}
 }

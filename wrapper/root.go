@@ -14,8 +14,18 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/driftcmd"
+	"github.com/sponson/terraform-provider-sponson/wrapper/enginecmd"
+	"github.com/sponson/terraform-provider-sponson/wrapper/gccmd"
+	"github.com/sponson/terraform-provider-sponson/wrapper/mcpcmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/policycmd"
+	"github.com/sponson/terraform-provider-sponson/wrapper/providercmd"
+	"github.com/sponson/terraform-provider-sponson/wrapper/runcmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
+	"github.com/sponson/terraform-provider-sponson/wrapper/stackscmd"
+	"github.com/sponson/terraform-provider-sponson/wrapper/statecmd"
+	"github.com/sponson/terraform-provider-sponson/wrapper/statuscmd"
+	"github.com/sponson/terraform-provider-sponson/wrapper/storecmd"
 )
 
 // Main runs the sponson command line of the real process.
@@ -58,7 +68,7 @@ func runWith(ctx context.Context, args []string, f *cmdutil.Factory, runF func(c
 		result.Err = usageError(err)
 		var name string
 		if n, serr := fmt.Sscanf(err.Error(), "unknown command %q for \"sponson\"", &name); n == 1 && serr == nil {
-			e := unknownCommand(name)
+			e := enginecmd.UnknownCommand(name)
 			if s := root.SuggestionsFor(name); len(s) > 0 {
 				e.Hint = fmt.Sprintf("Did you mean `sponson %s`? ", s[0]) + e.Hint
 			}
@@ -112,7 +122,7 @@ own state, receipts and lease; a run that lost its lease can write nothing.
 
 Use 'sponson apply' where a pipeline used 'terraform apply'.
 
-` + engineTableHelp(),
+` + enginecmd.EngineTableHelp(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -122,30 +132,33 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.
 		return errcode.New(errcode.Usage, "%s", err.Error()).WithHint(fmt.Sprintf("Run `%s --help` to see its flags.", c.CommandPath()))
 	})
 	for _, c := range []*cobra.Command{
-		NewCmdPlan(f, out, runF),
-		NewCmdApply(f, out, runF),
-		NewCmdDestroy(f, out, runF),
-		NewCmdStatus(f, out, nil),
-		NewCmdReceipt(f, out, nil),
-		NewCmdImport(f, out, runF),
-		NewCmdOutput(f, out, nil),
-		NewCmdState(f, out),
-		NewCmdUnlock(f, out, nil),
-		NewCmdResolve(f, out, nil),
-		NewCmdGC(f, out, nil),
-		NewCmdDrift(f, out, nil),
-		NewCmdAdopt(f, out),
-		NewCmdMCP(f, out),
-		NewCmdProvider(f, out),
-		NewCmdMigrate(f, out, nil),
-		NewCmdGrants(f, out, nil),
-		NewCmdStacks(f, out, nil),
-		NewCmdVersion(f, out),
+		runcmd.NewCmdPlan(f, out, runF),
+		runcmd.NewCmdApply(f, out, runF),
+		runcmd.NewCmdDestroy(f, out, runF),
+		statuscmd.NewCmdStatus(f, out, nil),
+		statuscmd.NewCmdReceipt(f, out, nil),
+		runcmd.NewCmdImport(f, out, runF),
+		statecmd.NewCmdOutput(f, out, nil),
+		statecmd.NewCmdState(f, out),
+		statuscmd.NewCmdUnlock(f, out, nil),
+		statuscmd.NewCmdResolve(f, out, nil),
+		gccmd.NewCmdGC(f, out, nil),
+		driftcmd.NewCmdDrift(f, out, nil),
+		statecmd.NewCmdAdopt(f, out),
+		mcpcmd.NewCmdMCP(f, out),
+		providercmd.NewCmdProvider(f, out),
+		storecmd.NewCmdMigrate(f, out, nil),
+		storecmd.NewCmdGrants(f, out, nil),
+		stackscmd.NewCmdStacks(f, out, nil),
+		enginecmd.NewCmdVersion(f, out),
 		policycmd.NewCmdPolicy(policycmd.IO{Out: f.Out, ErrOut: f.ErrOut, Getenv: f.Getenv}, func(c string, r any, err error) { *out = cmdutil.Outcome{Command: c, Result: r, Err: err} }, nil),
 	} {
 		root.AddCommand(c)
 	}
-	root.AddCommand(engineCommandsOf(f, out)...)
+	// The engine's commands run as the engine would; show and force-unlock
+	// give two of them their meaning under sponson.
+	root.AddCommand(enginecmd.NewCmdEngine(f, out)...)
+	root.AddCommand(statecmd.NewCmdShow(f, out), statuscmd.NewCmdForceUnlock(f, out))
 	return root
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/enginecmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
@@ -211,12 +212,12 @@ func TestEngineCommandRefusals(t *testing.T) {
 
 func TestUnifiedDiff(t *testing.T) {
 	t.Parallel()
-	got := unifiedDiff("main.tf", "a\n  b = 1\nc\n", "a\nb = 1\nc\n")
+	got := enginecmd.UnifiedDiff("main.tf", "a\n  b = 1\nc\n", "a\nb = 1\nc\n")
 	want := "--- old/main.tf\n+++ new/main.tf\n@@ -1,3 +1,3 @@\n a\n-  b = 1\n+b = 1\n c\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("unifiedDiff (-want +got):\n%s", diff)
 	}
-	if unifiedDiff("x", "same\n", "same\n") != "" {
+	if enginecmd.UnifiedDiff("x", "same\n", "same\n") != "" {
 		t.Error("a diff of equal texts")
 	}
 }
@@ -239,8 +240,8 @@ func TestReadmeEngineTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	help := engineTableHelp()
-	for _, r := range EngineCommandTable() {
+	help := enginecmd.EngineTableHelp()
+	for _, r := range enginecmd.EngineCommandTable() {
 		row := fmt.Sprintf("| `%s` | %s |", strings.ReplaceAll(r.Command, "|", `\|`), r.Meaning)
 		if !strings.Contains(string(b), row+"\n") {
 			t.Errorf("README.md lacks the row\n%s", row)

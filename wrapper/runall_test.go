@@ -11,6 +11,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/gccmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 )
 
@@ -136,7 +137,7 @@ func TestEveryStackArgs(t *testing.T) {
 	t.Parallel()
 	f, _, _ := testFactory(nil)
 	var out cmdutil.Outcome
-	cmd := NewCmdGC(f, &out, nil)
+	cmd := gccmd.NewCmdGC(f, &out, nil)
 	cmd.Flags().Bool("json", false, "")
 	if err := cmd.ParseFlags([]string{"--all", "--parallelism=2", "--chdir=x", "--json", "--var=a=1", "--var", "b=2,3", "--var-file=v.tfvars", "--open-prs=6", "--yes"}); err != nil {
 		t.Fatal(err)

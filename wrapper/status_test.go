@@ -16,6 +16,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/statuscmd"
 )
 
 func statusFixture(t *testing.T) string {
@@ -41,8 +42,8 @@ func TestStatusJSONRows(t *testing.T) {
 	env := decode(t, out)
 	b, _ := json.Marshal(env.Result)
 	var res struct {
-		Environment string        `json:"environment"`
-		Scopes      []ScopeStatus `json:"scopes"`
+		Environment string                  `json:"environment"`
+		Scopes      []statuscmd.ScopeStatus `json:"scopes"`
 	}
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
@@ -143,7 +144,7 @@ func TestStatusEmpty(t *testing.T) {
 func TestStatusRowsOfLeases(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
-	rows := statusRows([]store.ScopeSummary{
+	rows := statuscmd.StatusRows([]store.ScopeSummary{
 		{Key: store.Key{Stack: testStack, Environment: "preview", Scope: "free"}, Lease: store.LeaseInfo{Token: 4}},
 		{Key: store.Key{Stack: testStack, Environment: "preview", Scope: "held"}, Lease: store.LeaseInfo{Holder: "run-a", ExpiresAt: now.Add(time.Minute)}},
 		{Key: store.Key{Stack: testStack, Environment: "preview", Scope: "dead"}, Lease: store.LeaseInfo{Holder: "run-b", ExpiresAt: now.Add(-time.Second)}},
@@ -177,7 +178,7 @@ func TestReceiptHuman(t *testing.T) {
 		Settled:       []receipt.Settlement{{Address: "a.x", FromRun: "run-dead", Outcome: receipt.SettledClaimed}},
 	}
 	var b bytes.Buffer
-	writeReceipt(&b, r)
+	statuscmd.WriteReceipt(&b, r)
 	want := `production/pr-12 · applied · run-7aba4410
 run        apply started 2025-06-01 10:02:03, finished 10:02:12 (9s)
 context    branch feat/search · pull request #12 · commit 3c1f2a4 · approved by Ada
@@ -197,7 +198,7 @@ owns 2 resources:
 	r = &receipt.Receipt{Version: 1, RunID: "run-1", Command: "destroy", Environment: "preview", Scope: "branch-x", Status: receipt.StatusFailed,
 		StartedAt: start, SupersededBy: "pr-3", Error: &receipt.Failure{Code: "ENGINE_FAILED", Message: "tofu destroy: exit status 1"}}
 	b.Reset()
-	writeReceipt(&b, r)
+	statuscmd.WriteReceipt(&b, r)
 	want = `preview/branch-x · destroy failed · run-1
 run         destroy started 2025-06-01 10:02:03
 superseded  by pr-3: its resources moved there
@@ -243,7 +244,7 @@ func TestStatusSaysWhoHoldsALease(t *testing.T) {
 		About: store.HolderInfo{JobURL: "https://github.com/acme/infra/actions/runs/123", Actor: "alice", Commit: "1a2b3c4d5e", PullRequest: 42, Host: "runner-7"},
 	}
 	var out bytes.Buffer
-	writeStatusTable(&out, statusRows([]store.ScopeSummary{{Key: store.Key{Environment: "preview", Scope: "pr-42"}, Lease: l}}, now))
+	statuscmd.WriteStatusTable(&out, statuscmd.StatusRows([]store.ScopeSummary{{Key: store.Key{Environment: "preview", Scope: "pr-42"}, Lease: l}}, now))
 	want := "↳ held by run 3c1f2a9b (https://github.com/acme/infra/actions/runs/123, @alice, commit 1a2b3c4, pull request #42, host runner-7) since "
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("status:\n%s\nlacks %q", out.String(), want)

@@ -1,4 +1,4 @@
-package wrapper
+package statuscmd
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func runReceipt(cmd *cobra.Command, f *cmdutil.Factory, opts *ReceiptOptions) cm
 	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
 		return o
 	}
-	writeReceipt(f.Out, r)
+	WriteReceipt(f.Out, r)
 	return o
 }
 
@@ -89,7 +89,7 @@ func (opts *ReceiptOptions) scopeKey(cmd *cobra.Command, f *cmdutil.Factory) (st
 
 // writeReceipt prints a receipt for humans: what ran where, its context,
 // lineage and outcome, then the ledger.
-func writeReceipt(w io.Writer, r *receipt.Receipt) {
+func WriteReceipt(w io.Writer, r *receipt.Receipt) {
 	rs := cmdutil.Summarize(r)
 	fmt.Fprintf(w, "%s/%s · %s · %s\n", r.Environment, r.Scope, rs.OutcomeText(), r.RunID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

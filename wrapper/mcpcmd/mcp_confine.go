@@ -1,4 +1,4 @@
-package wrapper
+package mcpcmd
 
 import (
 	"errors"
@@ -60,13 +60,13 @@ func repositoryRoot(dir string) string {
 
 // confine refuses a call whose path parameters resolve outside the
 // server's root, or whose directory declares its own environments.
-func (s *mcpServer) confine(tool string, args toolArgs) error {
+func (s *mcpServer) confine(tool string, args ToolArgs) error {
 	for _, name := range mcpPathParams {
 		raw, ok := args[name]
 		if !ok || string(raw) == "null" {
 			continue
 		}
-		p := toolParam{name: name, kind: kindString}
+		p := toolParam{Name: name, kind: kindString}
 		if name == "var_files" {
 			p.kind = kindStrings
 		}
@@ -132,7 +132,7 @@ func (s *mcpServer) inside(p string) error {
 
 // protected reports whether the call's environment is protected under the
 // server's declaration.
-func (s *mcpServer) protected(args toolArgs) (environments.Environment, bool) {
+func (s *mcpServer) protected(args ToolArgs) (environments.Environment, bool) {
 	name := orDefault(contextFlags(args)["environment"], orDefault(s.f.Getenv("SPONSON_CTX_ENV"), "preview"))
 	env, err := s.decl.Lookup(name)
 	if err != nil {

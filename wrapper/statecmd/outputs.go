@@ -1,4 +1,4 @@
-package wrapper
+package statecmd
 
 import (
 	"context"
@@ -79,7 +79,7 @@ const outputJSONFlag = "engine-json"
 
 // normalizeOutput rewrites the engine's single-dash flags of `sponson
 // output` for the flag parser.
-func normalizeOutput(a string) string {
+func NormalizeOutput(a string) string {
 	switch a {
 	case "-json", "-json=true":
 		return "--" + outputJSONFlag
@@ -131,7 +131,7 @@ func runOutput(cmd *cobra.Command, f *cmdutil.Factory, opts *OutputOptions) cmdu
 	}
 	if opts.Raw {
 		// Refused in every mode, as the engine refuses it.
-		if err := writeRaw(io.Discard, opts.Name, outputs[opts.Name]); err != nil {
+		if err := WriteRaw(io.Discard, opts.Name, outputs[opts.Name]); err != nil {
 			o.Err = err
 			return o
 		}
@@ -142,7 +142,7 @@ func runOutput(cmd *cobra.Command, f *cmdutil.Factory, opts *OutputOptions) cmdu
 	}
 	switch {
 	case opts.Raw:
-		o.Err = writeRaw(f.Out, opts.Name, outputs[opts.Name])
+		o.Err = WriteRaw(f.Out, opts.Name, outputs[opts.Name])
 	case opts.EngineJSON && opts.Name != "":
 		writeIndented(f.Out, outputs[opts.Name].Value)
 	case opts.EngineJSON:
@@ -166,7 +166,7 @@ func writeIndented(w io.Writer, raw json.RawMessage) {
 
 // writeRaw prints a primitive value as the engine's -raw does: no quotes,
 // no trailing newline.
-func writeRaw(w io.Writer, name string, o Output) error {
+func WriteRaw(w io.Writer, name string, o Output) error {
 	var v any
 	if err := json.Unmarshal(o.Value, &v); err != nil {
 		return errcode.Wrap(errcode.Internal, err, "output %q", name)
@@ -199,7 +199,7 @@ func writeOutputs(w io.Writer, outputs map[string]Output, single bool) {
 		if !o.Sensitive || single {
 			var v any
 			_ = json.Unmarshal(o.Value, &v)
-			text = hclValue(v, "")
+			text = HCLValue(v, "")
 		}
 		if single {
 			fmt.Fprintln(w, text)
@@ -210,7 +210,7 @@ func writeOutputs(w io.Writer, outputs map[string]Output, single bool) {
 }
 
 // hclValue renders a JSON value the way the engine's human output does.
-func hclValue(v any, indent string) string {
+func HCLValue(v any, indent string) string {
 	switch x := v.(type) {
 	case nil:
 		return "null"
@@ -227,7 +227,7 @@ func hclValue(v any, indent string) string {
 		var b strings.Builder
 		b.WriteString("[\n")
 		for _, e := range x {
-			fmt.Fprintf(&b, "%s  %s,\n", indent, hclValue(e, indent+"  "))
+			fmt.Fprintf(&b, "%s  %s,\n", indent, HCLValue(e, indent+"  "))
 		}
 		b.WriteString(indent + "]")
 		return b.String()
@@ -243,7 +243,7 @@ func hclValue(v any, indent string) string {
 		var b strings.Builder
 		b.WriteString("{\n")
 		for _, k := range keys {
-			fmt.Fprintf(&b, "%s  %q = %s\n", indent, k, hclValue(x[k], indent+"  "))
+			fmt.Fprintf(&b, "%s  %q = %s\n", indent, k, HCLValue(x[k], indent+"  "))
 		}
 		b.WriteString(indent + "}")
 		return b.String()

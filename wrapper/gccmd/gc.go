@@ -1,4 +1,4 @@
-package wrapper
+package gccmd
 
 import (
 	"context"
@@ -270,7 +270,7 @@ func gcCommand(cmd *cobra.Command, f *cmdutil.Factory, opts *GCOptions) cmdutil.
 	if opts.Every.All {
 		return runGCAll(cmd, f, opts)
 	}
-	return runGC(cmd.Context(), f, opts)
+	return RunGC(cmd.Context(), f, opts)
 }
 
 // ageValue is a duration flag that also takes whole days (30d) and refuses
@@ -311,7 +311,7 @@ func (g *gcRun) warn(msg string) {
 
 // runGC selects the scopes of the environment that gc's rules collect, and
 // with --yes destroys them; without, it lists them.
-func runGC(ctx context.Context, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
+func RunGC(ctx context.Context, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "gc"}
 	g := newGCRun(f, opts)
 	if strings.HasPrefix(opts.Remote, "-") {

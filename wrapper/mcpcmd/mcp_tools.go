@@ -1,4 +1,4 @@
-package wrapper
+package mcpcmd
 
 import (
 	"encoding/json"
@@ -32,27 +32,27 @@ const (
 
 // toolParam is one parameter of a tool.
 type toolParam struct {
-	name string
+	Name string
 	kind paramKind
 	desc string
 	// flag is the CLI flag the parameter sets (sponson's --flag, or with
 	// engine the engine's own -flag); empty with positional.
-	flag   string
-	engine bool
+	Flag   string
+	Engine bool
 	// positional parameters are the command's arguments.
-	positional bool
+	Positional bool
 }
 
 // toolSpec is one tool: the command it runs and what it takes.
-type toolSpec struct {
-	name    string
-	command string
+type ToolSpec struct {
+	Name    string
+	Command string
 	desc    string
-	params  []toolParam
+	Params  []toolParam
 	// withheld are the command's flags no tool call may set, each with the
 	// reason: sponson's flags by name (the person who starts the server sets
 	// them, see NewCmdMCP), the engine's flags with their dash ("-chdir").
-	withheld map[string]string
+	Withheld map[string]string
 	// guarded: the tool runs the engine with the environment's
 	// credentials or reads its state (outputs can be secrets), so a
 	// protected environment needs the server's --allow-production.
@@ -93,35 +93,35 @@ func engineWithheld(command string) map[string]string {
 }
 
 var (
-	pStk = toolParam{name: "stack", flag: "stack", desc: "Stack name: one root module of one repository (default: the sponson_scope stack attribute, else the repository and the configuration's directory in it)."}
-	pEnv = toolParam{name: "environment", flag: "env", desc: "Environment to run in, one sponson.hcl declares (default \"preview\"; never inferred from the branch). A protected environment such as production is refused unless the server was started with --allow-production."}
-	pDir = toolParam{name: "directory", flag: "chdir", desc: "Configuration directory (default: the server's working directory)."}
-	pSt  = toolParam{name: "store", flag: "store", desc: "Store URL: file://DIR, git, git+URL, postgres://... or s3://BUCKET/PREFIX (default: .sponson/ in the configuration directory)."}
-	pSc  = toolParam{name: "scope", flag: "scope", desc: "Scope name, overriding detection (a local branch gives branch-<name>)."}
-	pPR  = toolParam{name: "pull_request", flag: "pr", desc: "Pull request number; the scope becomes pr-<n>."}
-	pBr  = toolParam{name: "branch", flag: "branch", desc: "Branch name; the scope becomes main or branch-<name>."}
-	pCo  = toolParam{name: "commit", flag: "commit", desc: "Commit recorded in the receipt (default: HEAD of the directory's repository)."}
+	pStk = toolParam{Name: "stack", Flag: "stack", desc: "Stack name: one root module of one repository (default: the sponson_scope stack attribute, else the repository and the configuration's directory in it)."}
+	pEnv = toolParam{Name: "environment", Flag: "env", desc: "Environment to run in, one sponson.hcl declares (default \"preview\"; never inferred from the branch). A protected environment such as production is refused unless the server was started with --allow-production."}
+	pDir = toolParam{Name: "directory", Flag: "chdir", desc: "Configuration directory (default: the server's working directory)."}
+	pSt  = toolParam{Name: "store", Flag: "store", desc: "Store URL: file://DIR, git, git+URL, postgres://... or s3://BUCKET/PREFIX (default: .sponson/ in the configuration directory)."}
+	pSc  = toolParam{Name: "scope", Flag: "scope", desc: "Scope name, overriding detection (a local branch gives branch-<name>)."}
+	pPR  = toolParam{Name: "pull_request", Flag: "pr", desc: "Pull request number; the scope becomes pr-<n>."}
+	pBr  = toolParam{Name: "branch", Flag: "branch", desc: "Branch name; the scope becomes main or branch-<name>."}
+	pCo  = toolParam{Name: "commit", Flag: "commit", desc: "Commit recorded in the receipt (default: HEAD of the directory's repository)."}
 
-	pVarsEngine = toolParam{name: "variables", kind: kindVars, flag: "-var", engine: true, desc: "Input variables, NAME to VALUE, passed to the engine as -var NAME=VALUE."}
-	pVarFiles   = toolParam{name: "var_files", kind: kindStrings, flag: "-var-file", engine: true, desc: "Variable files passed to the engine as -var-file."}
-	pTargets    = toolParam{name: "targets", kind: kindStrings, flag: "-target", engine: true, desc: "Resource addresses the run is limited to (-target)."}
-	pReplace    = toolParam{name: "replace", kind: kindStrings, flag: "-replace", engine: true, desc: "Resource instance addresses to replace (-replace): destroyed and created again even when unchanged."}
-	pExclude    = toolParam{name: "exclude", kind: kindStrings, flag: "-exclude", engine: true, desc: "Resource addresses the run leaves out (-exclude; OpenTofu only, refused with USAGE on Terraform)."}
-	pRefreshO   = toolParam{name: "refresh_only", kind: kindBool, flag: "-refresh-only", engine: true, desc: "Only update the state to match the real objects (-refresh-only); the scope's ledger follows the state."}
-	pRefresh    = toolParam{name: "refresh", kind: kindBool, flag: "-refresh", engine: true, desc: "false skips reading the real objects before planning (-refresh=false)."}
-	pParallel   = toolParam{name: "parallelism", kind: kindInt, flag: "-parallelism", engine: true, desc: "Limit on the engine's concurrent operations (-parallelism=N, at least 1)."}
-	pLockTO     = toolParam{name: "lock_timeout", kind: kindDuration, flag: "-lock-timeout", engine: true, desc: "Wait up to this long for the scope's lease (-lock-timeout, a Go duration; the same as wait with wait_timeout, and refused together with them; 0s does not wait)."}
-	pOut        = toolParam{name: "out", flag: "-out", engine: true, desc: "Save the plan to this file (-out FILE; mode 0600, it holds the engine's plan, sensitive values included), for the apply tool's plan_file. A relative path is from the server's working directory."}
-	pJSONPlan   = toolParam{name: "json_plan", flag: "json-plan", desc: "Write the engine's plan JSON to this file (--json-plan FILE; mode 0600, it holds the plan's values), for policy tools. A relative path is from the server's working directory."}
-	pPlanFile   = toolParam{name: "plan_file", positional: true, desc: "Apply exactly this saved plan of the plan tool's out (sponson apply FILE), or be refused when it went stale (PLAN_STALE). Give the same scope; variables and engine flags cannot change a saved plan and the CLI refuses them with it (USAGE)."}
+	pVarsEngine = toolParam{Name: "variables", kind: kindVars, Flag: "-var", Engine: true, desc: "Input variables, NAME to VALUE, passed to the engine as -var NAME=VALUE."}
+	pVarFiles   = toolParam{Name: "var_files", kind: kindStrings, Flag: "-var-file", Engine: true, desc: "Variable files passed to the engine as -var-file."}
+	pTargets    = toolParam{Name: "targets", kind: kindStrings, Flag: "-target", Engine: true, desc: "Resource addresses the run is limited to (-target)."}
+	pReplace    = toolParam{Name: "replace", kind: kindStrings, Flag: "-replace", Engine: true, desc: "Resource instance addresses to replace (-replace): destroyed and created again even when unchanged."}
+	pExclude    = toolParam{Name: "exclude", kind: kindStrings, Flag: "-exclude", Engine: true, desc: "Resource addresses the run leaves out (-exclude; OpenTofu only, refused with USAGE on Terraform)."}
+	pRefreshO   = toolParam{Name: "refresh_only", kind: kindBool, Flag: "-refresh-only", Engine: true, desc: "Only update the state to match the real objects (-refresh-only); the scope's ledger follows the state."}
+	pRefresh    = toolParam{Name: "refresh", kind: kindBool, Flag: "-refresh", Engine: true, desc: "false skips reading the real objects before planning (-refresh=false)."}
+	pParallel   = toolParam{Name: "parallelism", kind: kindInt, Flag: "-parallelism", Engine: true, desc: "Limit on the engine's concurrent operations (-parallelism=N, at least 1)."}
+	pLockTO     = toolParam{Name: "lock_timeout", kind: kindDuration, Flag: "-lock-timeout", Engine: true, desc: "Wait up to this long for the scope's lease (-lock-timeout, a Go duration; the same as wait with wait_timeout, and refused together with them; 0s does not wait)."}
+	pOut        = toolParam{Name: "out", Flag: "-out", Engine: true, desc: "Save the plan to this file (-out FILE; mode 0600, it holds the engine's plan, sensitive values included), for the apply tool's plan_file. A relative path is from the server's working directory."}
+	pJSONPlan   = toolParam{Name: "json_plan", Flag: "json-plan", desc: "Write the engine's plan JSON to this file (--json-plan FILE; mode 0600, it holds the plan's values), for policy tools. A relative path is from the server's working directory."}
+	pPlanFile   = toolParam{Name: "plan_file", Positional: true, desc: "Apply exactly this saved plan of the plan tool's out (sponson apply FILE), or be refused when it went stale (PLAN_STALE). Give the same scope; variables and engine flags cannot change a saved plan and the CLI refuses them with it (USAGE)."}
 
-	pWait  = toolParam{name: "wait", kind: kindBool, flag: "wait", desc: "Wait for the scope's lease when another run holds it (progress notifications say who holds it and until when); without it a held lease is LOCK_HELD."}
-	pWaitT = toolParam{name: "wait_timeout", kind: kindDuration, flag: "wait-timeout", desc: "How long wait waits before WAIT_TIMEOUT, a Go duration such as 10m."}
-	pTTL   = toolParam{name: "lease_ttl", kind: kindDuration, flag: "lease-ttl", desc: "Lease TTL, a Go duration; renewed every TTL/3."}
+	pWait  = toolParam{Name: "wait", kind: kindBool, Flag: "wait", desc: "Wait for the scope's lease when another run holds it (progress notifications say who holds it and until when); without it a held lease is LOCK_HELD."}
+	pWaitT = toolParam{Name: "wait_timeout", kind: kindDuration, Flag: "wait-timeout", desc: "How long wait waits before WAIT_TIMEOUT, a Go duration such as 10m."}
+	pTTL   = toolParam{Name: "lease_ttl", kind: kindDuration, Flag: "lease-ttl", desc: "Lease TTL, a Go duration; renewed every TTL/3."}
 
-	pSummary = toolParam{name: "summary", flag: "summary", desc: "Write the run's Markdown summary to this file."}
-	pComment = toolParam{name: "comment", kind: kindBool, flag: "comment", desc: "Post the summary as the pull request's sticky comment (needs the host's token in the server's environment)."}
-	pGitLab  = toolParam{name: "gitlab_report", flag: "gitlab-report", desc: "Write GitLab's terraform report JSON to this file."}
+	pSummary = toolParam{Name: "summary", Flag: "summary", desc: "Write the run's Markdown summary to this file."}
+	pComment = toolParam{Name: "comment", kind: kindBool, Flag: "comment", desc: "Post the summary as the pull request's sticky comment (needs the host's token in the server's environment)."}
+	pGitLab  = toolParam{Name: "gitlab_report", Flag: "gitlab-report", desc: "Write GitLab's terraform report JSON to this file."}
 )
 
 // runToolParams are the parameters of the run tool of command: the engine
@@ -175,41 +175,41 @@ func withheldRun(command string, own map[string]string) map[string]string {
 const whyCIOnly = "it concerns a CI job (its event's checkout, the code host's deployments, GitLab's job reports), which a tool call is not"
 
 // mcpTools is the tool table of `sponson mcp`.
-var mcpTools = []toolSpec{
-	{name: "plan", command: "plan", guarded: true, readOnly: true, params: runToolParams("plan"),
-		withheld: withheldRun("plan", map[string]string{"engine": whyEngine}),
+var MCPTools = []ToolSpec{
+	{Name: "plan", Command: "plan", guarded: true, readOnly: true, Params: runToolParams("plan"),
+		Withheld: withheldRun("plan", map[string]string{"engine": whyEngine}),
 		desc:     "Plan this branch's scope (sponson plan --json): what apply would change, refused early when it would change a resource another scope owns. Takes no lease and writes nothing."},
-	{name: "apply", command: "apply", guarded: true, params: runToolParams("apply"),
-		withheld: withheldRun("apply", map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit}),
+	{Name: "apply", Command: "apply", guarded: true, Params: runToolParams("apply"),
+		Withheld: withheldRun("apply", map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit}),
 		desc:     "Apply in this branch's scope (sponson apply --json) under the scope's lease; the receipt records the run. A local branch gives scope branch-<name>, which its pull request later takes over. Never approves itself: protected environments need the approver the server was started with."},
-	{name: "destroy", command: "destroy", guarded: true, confirm: true,
-		params:   append(runToolParams("destroy"), toolParam{name: "confirm", desc: "The name of the scope to destroy (for example branch-my-feature), required: a destroy runs only when it names the scope the call resolves to."}),
-		withheld: withheldRun("destroy", map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit}),
+	{Name: "destroy", Command: "destroy", guarded: true, confirm: true,
+		Params:   append(runToolParams("destroy"), toolParam{Name: "confirm", desc: "The name of the scope to destroy (for example branch-my-feature), required: a destroy runs only when it names the scope the call resolves to."}),
+		Withheld: withheldRun("destroy", map[string]string{"engine": whyEngine, "approved-by": whyApprover, "allow-older-commit": whyOlderCommit}),
 		desc:     "Destroy everything the scope owns (sponson destroy --json). Needs confirm naming the scope."},
-	{name: "status", command: "status", readOnly: true, params: []toolParam{{name: "stack", flag: "stack", desc: "Show only this stack (default: every stack of the environment)."}, pEnv, pDir, pSt},
+	{Name: "status", Command: "status", readOnly: true, Params: []toolParam{{Name: "stack", Flag: "stack", desc: "Show only this stack (default: every stack of the environment)."}, pEnv, pDir, pSt},
 		desc: "The environment's scopes (sponson status --json): each scope's last run, lease and owned resources."},
-	{name: "receipt", command: "receipt", readOnly: true, params: []toolParam{pStk, pEnv, pSc, pPR, pBr, pDir, pSt},
+	{Name: "receipt", Command: "receipt", readOnly: true, Params: []toolParam{pStk, pEnv, pSc, pPR, pBr, pDir, pSt},
 		desc: "The scope's latest receipt (sponson receipt --json): who applied what, from which commit, with which outcome."},
-	{name: "output", command: "output", guarded: true, readOnly: true,
-		params: []toolParam{pStk, pEnv, pSc, pPR, pBr, pDir, pSt,
-			{name: "raw", kind: kindBool, flag: "raw", desc: "The value of one string output as it is (with name)."},
-			{name: "name", positional: true, desc: "One output's name (default: all outputs)."}},
+	{Name: "output", Command: "output", guarded: true, readOnly: true,
+		Params: []toolParam{pStk, pEnv, pSc, pPR, pBr, pDir, pSt,
+			{Name: "raw", kind: kindBool, Flag: "raw", desc: "The value of one string output as it is (with name)."},
+			{Name: "name", Positional: true, desc: "One output's name (default: all outputs)."}},
 		desc: "The scope's outputs from its state in the store (sponson output --json)."},
-	{name: "drift", command: "drift", guarded: true, readOnly: true,
-		params: []toolParam{pEnv, pDir, pSt,
-			{name: "variables", kind: kindVars, flag: "var", desc: "Input variables, NAME to VALUE, passed to the engine as -var NAME=VALUE."},
-			{name: "var_files", kind: kindStrings, flag: "var-file", desc: "Variable files passed to the engine as -var-file."},
+	{Name: "drift", Command: "drift", guarded: true, readOnly: true,
+		Params: []toolParam{pEnv, pDir, pSt,
+			{Name: "variables", kind: kindVars, Flag: "var", desc: "Input variables, NAME to VALUE, passed to the engine as -var NAME=VALUE."},
+			{Name: "var_files", kind: kindStrings, Flag: "var-file", desc: "Variable files passed to the engine as -var-file."},
 			pSummary,
-			{name: "allow_empty", kind: kindBool, flag: "allow-empty", desc: "Succeed when the environment has no scope to check (without it that is DRIFT_CHECK_FAILED: most often the wrong store, environment or directory)."},
-			{name: "scopes", kind: kindStrings, positional: true, desc: "Scopes to check (default: every scope of the environment)."}},
-		withheld: map[string]string{"engine": whyEngine, "all": whyOneStack, "parallelism": whyOneStack},
+			{Name: "allow_empty", kind: kindBool, Flag: "allow-empty", desc: "Succeed when the environment has no scope to check (without it that is DRIFT_CHECK_FAILED: most often the wrong store, environment or directory)."},
+			{Name: "scopes", kind: kindStrings, Positional: true, desc: "Scopes to check (default: every scope of the environment)."}},
+		Withheld: map[string]string{"engine": whyEngine, "all": whyOneStack, "parallelism": whyOneStack},
 		desc:     "Refresh-only plans of the environment's scopes against the real infrastructure (sponson drift --json); changes nothing."},
 }
 
 // inputSchema is the JSON schema of a tool's arguments.
-func (t toolSpec) inputSchema() map[string]any {
+func (t ToolSpec) InputSchema() map[string]any {
 	props := map[string]any{}
-	for _, p := range t.params {
+	for _, p := range t.Params {
 		var s map[string]any
 		switch p.kind {
 		case kindBool:
@@ -224,7 +224,7 @@ func (t toolSpec) inputSchema() map[string]any {
 			s = map[string]any{"type": "string"}
 		}
 		s["description"] = p.desc
-		props[p.name] = s
+		props[p.Name] = s
 	}
 	schema := map[string]any{"type": "object", "properties": props}
 	if t.confirm {
@@ -234,7 +234,7 @@ func (t toolSpec) inputSchema() map[string]any {
 }
 
 // toolArgs is a tool call's arguments, as the client sent them.
-type toolArgs map[string]json.RawMessage
+type ToolArgs map[string]json.RawMessage
 
 // approvalKey reports whether an argument tries to approve the run or to
 // set the run's environment variables (an object under an env-like name):
@@ -258,7 +258,7 @@ func refuseApproval(tool, key string) error {
 // argv turns a call's arguments into the command line of the tool's
 // command, every value one argument (--flag=VALUE), so no value can be read
 // as another flag. The destroy confirmation is returned apart.
-func (t toolSpec) argv(args toolArgs) (cli []string, confirm string, err error) {
+func (t ToolSpec) Argv(args ToolArgs) (cli []string, confirm string, err error) {
 	keys := make([]string, 0, len(args))
 	for k := range args {
 		keys = append(keys, k)
@@ -266,40 +266,40 @@ func (t toolSpec) argv(args toolArgs) (cli []string, confirm string, err error) 
 	sort.Strings(keys)
 	for _, k := range keys {
 		if approvalKey(k, args[k]) {
-			return nil, "", refuseApproval(t.name, k)
+			return nil, "", refuseApproval(t.Name, k)
 		}
 	}
-	cli = []string{t.command, "--json"}
+	cli = []string{t.Command, "--json"}
 	var positional []string
 	for _, k := range keys {
-		i := slices.IndexFunc(t.params, func(p toolParam) bool { return p.name == k })
+		i := slices.IndexFunc(t.Params, func(p toolParam) bool { return p.Name == k })
 		if i < 0 {
-			return nil, "", errcode.New(errcode.Usage, "%s has no parameter %q", t.name, k).
-				WithHint(fmt.Sprintf("The parameters of %s: %s.", t.name, strings.Join(t.paramNames(), ", "))).With("parameter", k)
+			return nil, "", errcode.New(errcode.Usage, "%s has no parameter %q", t.Name, k).
+				WithHint(fmt.Sprintf("The parameters of %s: %s.", t.Name, strings.Join(t.paramNames(), ", "))).With("parameter", k)
 		}
-		p := t.params[i]
+		p := t.Params[i]
 		raw := args[k]
 		if string(raw) == "null" {
 			continue
 		}
 		vals, err := p.values(raw)
 		if err != nil {
-			return nil, "", errcode.Wrap(errcode.Usage, err, "%s: parameter %s", t.name, k)
+			return nil, "", errcode.Wrap(errcode.Usage, err, "%s: parameter %s", t.Name, k)
 		}
 		switch {
-		case p.name == "confirm":
+		case p.Name == "confirm":
 			confirm = vals[0]
-		case p.positional:
+		case p.Positional:
 			for _, v := range vals {
 				if strings.HasPrefix(v, "-") {
-					return nil, "", errcode.New(errcode.Usage, "%s: %s %q must not start with '-'", t.name, k, v)
+					return nil, "", errcode.New(errcode.Usage, "%s: %s %q must not start with '-'", t.Name, k, v)
 				}
 			}
 			positional = append(positional, vals...)
 		default:
-			prefix := "--" + p.flag
-			if p.engine {
-				prefix = p.flag
+			prefix := "--" + p.Flag
+			if p.Engine {
+				prefix = p.Flag
 			}
 			for _, v := range vals {
 				cli = append(cli, prefix+"="+v)
@@ -359,7 +359,7 @@ func (p toolParam) values(raw json.RawMessage) ([]string, error) {
 
 // contextFlags picks the context flags of a call's arguments, for the
 // server's own checks (the environment, destroy's confirmation).
-func contextFlags(args toolArgs) map[string]string {
+func contextFlags(args ToolArgs) map[string]string {
 	out := map[string]string{}
 	for _, k := range []string{"environment", "scope", "pull_request", "branch", "commit", "directory"} {
 		var s string
@@ -370,10 +370,10 @@ func contextFlags(args toolArgs) map[string]string {
 	return out
 }
 
-func (t toolSpec) paramNames() []string {
-	names := make([]string, 0, len(t.params))
-	for _, p := range t.params {
-		names = append(names, p.name)
+func (t ToolSpec) paramNames() []string {
+	names := make([]string, 0, len(t.Params))
+	for _, p := range t.Params {
+		names = append(names, p.Name)
 	}
 	return names
 }

@@ -1,4 +1,4 @@
-package wrapper
+package enginecmd
 
 import (
 	"bytes"
@@ -106,7 +106,7 @@ func engineCommands() []engineCommand {
 
 // engineCommandNames are the first words of the engine commands, for
 // NormalizeArgs: their flags are left as the user spelled them.
-var engineCommandNames = map[string]bool{"init": true, "validate": true, "fmt": true, "providers": true, "version": true, "graph": true, "get": true, "test": true, "metadata": true}
+var EngineCommandNames = map[string]bool{"init": true, "validate": true, "fmt": true, "providers": true, "version": true, "graph": true, "get": true, "test": true, "metadata": true}
 
 // NewCmdEngine builds the engine commands, grouped under their first word
 // (providers lock, providers mirror, ...).
@@ -126,7 +126,7 @@ func NewCmdEngine(f *cmdutil.Factory, out *cmdutil.Outcome) []*cobra.Command {
 					Use:   name,
 					Short: "The engine's " + name + " commands, run as the engine would",
 					Args:  cobra.ArbitraryArgs,
-					RunE:  needsSubcommand(out),
+					RunE:  cmdutil.NeedsSubcommand(out),
 				}
 				parents[name] = p
 				cmds = append(cmds, p)
@@ -138,29 +138,6 @@ func NewCmdEngine(f *cmdutil.Factory, out *cmdutil.Outcome) []*cobra.Command {
 		cmds = append(cmds, newEngineCmd(f, out, "", ec))
 	}
 	return cmds
-}
-
-// unknownSubcommand refuses a missing or unknown subcommand of a command
-// that only groups others, naming them.
-// needsSubcommand is the RunE of a command that only groups others: run
-// alone or with a word that is none of its subcommands, it fails.
-func needsSubcommand(out *cmdutil.Outcome) func(*cobra.Command, []string) error {
-	return cmdutil.RunE(nil, out, struct{}{}, unknownSubcommand, nil, nil)
-}
-
-func unknownSubcommand(cmd *cobra.Command, args []string) error {
-	var names []string
-	for _, c := range cmd.Commands() {
-		if c.IsAvailableCommand() {
-			names = append(names, c.Name())
-		}
-	}
-	what := "needs a subcommand"
-	if len(args) > 0 {
-		what = fmt.Sprintf("has no subcommand %q", args[0])
-	}
-	return errcode.New(errcode.Usage, "sponson %s %s", cmd.Name(), what).
-		WithHint(fmt.Sprintf("Its subcommands: %s (`sponson %s --help`).", strings.Join(names, ", "), cmd.Name()))
 }
 
 func newEngineCmd(f *cmdutil.Factory, out *cmdutil.Outcome, prefix string, ec engineCommand) *cobra.Command {
@@ -451,7 +428,7 @@ func writeFmtDiffs(ctx context.Context, c *engineCall, args, files []string) err
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(c.out, unifiedDiff(name, string(before), after))
+		fmt.Fprint(c.out, UnifiedDiff(name, string(before), after))
 	}
 	return nil
 }
@@ -723,7 +700,7 @@ var refusedCommands = map[string]string{
 
 // unknownCommand refuses a command sponson does not have, naming it and
 // what to use.
-func unknownCommand(name string) *errcode.Error {
+func UnknownCommand(name string) *errcode.Error {
 	if hint, ok := refusedCommands[name]; ok {
 		return errcode.New(errcode.Usage, "sponson does not run the engine's %q command", name).WithHint(hint).With("command", name)
 	}
@@ -734,7 +711,7 @@ func unknownCommand(name string) *errcode.Error {
 
 // unifiedDiff is a unified diff of two texts in one hunk: the lines both
 // keep (their longest common subsequence) and what each removes or adds.
-func unifiedDiff(name, before, after string) string {
+func UnifiedDiff(name, before, after string) string {
 	if before == after {
 		return ""
 	}
@@ -781,14 +758,8 @@ func splitLines(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// engineCommandsOf are the commands that give the engine's commands their
-// meaning under sponson: run as the engine would, show, force-unlock.
-func engineCommandsOf(f *cmdutil.Factory, out *cmdutil.Outcome) []*cobra.Command {
-	return append(NewCmdEngine(f, out), NewCmdShow(f, out), NewCmdForceUnlock(f, out))
-}
-
 // engineTableHelp is the table of engine commands in `sponson --help`.
-func engineTableHelp() string {
+func EngineTableHelp() string {
 	var b strings.Builder
 	b.WriteString("Where a pipeline ran the engine, each engine command has this meaning:\n\n")
 	for _, r := range EngineCommandTable() {

@@ -1,4 +1,4 @@
-package wrapper
+package enginecmd
 
 import (
 	"fmt"

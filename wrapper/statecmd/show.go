@@ -1,4 +1,4 @@
-package wrapper
+package statecmd
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 )
 
 // showJSONFlag carries show's engine flag -json (NormalizeArgs).
-const showJSONFlag = "engine-json"
+const ShowJSONFlag = "engine-json"
 
 // ShowOptions are the options of `sponson show`.
 type ShowOptions struct {
@@ -59,9 +59,9 @@ engine in the configuration directory, which must be initialised
 	opts.bind(cmd, false)
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary, to show a state (env SPONSON_ENGINE)")
-	fs.BoolVar(&opts.EngineJSON, showJSONFlag, false, "the engine's -json (set by NormalizeArgs)")
+	fs.BoolVar(&opts.EngineJSON, ShowJSONFlag, false, "the engine's -json (set by NormalizeArgs)")
 	fs.Bool("no-color", false, "no-op: sponson's show prints no colour")
-	_ = fs.MarkHidden(showJSONFlag)
+	_ = fs.MarkHidden(ShowJSONFlag)
 	_ = fs.MarkHidden("no-color")
 	return cmd
 }

@@ -1,4 +1,4 @@
-package wrapper
+package mcpcmd
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 )
 
 // progressUpdate is one MCP progress notification of a tool call.
-type progressUpdate struct {
-	message         string
-	progress, total float64
+type ProgressUpdate struct {
+	Message         string
+	Progress, total float64
 }
 
 // progressWriter turns the lines a tool's process writes on stderr into
@@ -24,14 +24,14 @@ type progressUpdate struct {
 type progressWriter struct {
 	mu       sync.Mutex
 	buf      []byte
-	notify   func(progressUpdate)
+	notify   func(ProgressUpdate)
 	step     float64 // the progress so far, one per notification
 	total    float64 // resources the plan changes
 	done     float64 // resources the apply finished
 	initSent bool
 }
 
-func newProgressWriter(notify func(progressUpdate)) *progressWriter {
+func NewProgressWriter(notify func(ProgressUpdate)) *progressWriter {
 	return &progressWriter{notify: notify}
 }
 
@@ -51,7 +51,7 @@ func (w *progressWriter) Write(p []byte) (int, error) {
 }
 
 // flush handles a last line without its newline.
-func (w *progressWriter) flush() {
+func (w *progressWriter) Flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.buf) > 0 {
@@ -99,5 +99,5 @@ func (w *progressWriter) line(raw string) {
 		return
 	}
 	w.step++
-	w.notify(progressUpdate{message: msg, progress: w.step})
+	w.notify(ProgressUpdate{Message: msg, Progress: w.step})
 }

@@ -1,4 +1,4 @@
-package wrapper
+package mcpcmd
 
 import (
 	"bytes"
@@ -129,21 +129,21 @@ func serveMCP(ctx context.Context, f *cmdutil.Factory, opts *MCPOptions) error {
 	if err := os.MkdirAll(opts.LogDir, 0o700); err != nil {
 		return errcode.Wrap(errcode.Usage, err, "--log-dir %q", opts.LogDir)
 	}
-	s, err := newMCPServer(f, opts, self)
+	s, err := NewMCPServer(f, opts, self)
 	if err != nil {
 		return err
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sponson", Version: version.Version}, &mcp.ServerOptions{
 		Instructions: "Sponson runs OpenTofu or Terraform per scope: a local branch is scope branch-<name>, its pull request takes it over. Results are the CLI's --json envelope. You cannot approve runs in protected environments; ask the person running this server.",
 	})
-	for _, t := range mcpTools {
-		destructive := t.name == "destroy" || t.name == "apply"
+	for _, t := range MCPTools {
+		destructive := t.Name == "destroy" || t.Name == "apply"
 		srv.AddTool(&mcp.Tool{
-			Name:        t.name,
+			Name:        t.Name,
 			Description: t.desc,
-			InputSchema: t.inputSchema(),
+			InputSchema: t.InputSchema(),
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.readOnly, DestructiveHint: &destructive},
-		}, s.handler(t))
+		}, s.Handler(t))
 	}
 	in := f.In
 	if in == nil {
@@ -158,7 +158,7 @@ func serveMCP(ctx context.Context, f *cmdutil.Factory, opts *MCPOptions) error {
 
 // newMCPServer decides the server's rules: its working directory, root and
 // declared environments.
-func newMCPServer(f *cmdutil.Factory, opts *MCPOptions, self string) (*mcpServer, error) {
+func NewMCPServer(f *cmdutil.Factory, opts *MCPOptions, self string) (*mcpServer, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "reading the working directory")
@@ -179,17 +179,17 @@ type nopWriteCloser struct{ io.Writer }
 func (nopWriteCloser) Close() error { return nil }
 
 // handler runs one tool's calls.
-func (s *mcpServer) handler(t toolSpec) mcp.ToolHandler {
+func (s *mcpServer) Handler(t ToolSpec) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var args toolArgs
+		var args ToolArgs
 		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
 			if err := json.Unmarshal(raw, &args); err != nil {
-				return refusal(t, errcode.Wrap(errcode.Usage, err, "%s: the arguments are not a JSON object", t.name)), nil
+				return refusal(t, errcode.Wrap(errcode.Usage, err, "%s: the arguments are not a JSON object", t.Name)), nil
 			}
 		}
-		argv, confirm, err := t.argv(args)
+		argv, confirm, err := t.Argv(args)
 		if err == nil {
-			err = s.confine(t.name, args)
+			err = s.confine(t.Name, args)
 		}
 		if err == nil {
 			err = s.check(t, args, confirm)
@@ -205,14 +205,14 @@ func (s *mcpServer) handler(t toolSpec) mcp.ToolHandler {
 // check refuses, before any process starts, what the server decides: a
 // protected environment the server was not allowed, and a destroy whose
 // confirmation does not name its scope.
-func (s *mcpServer) check(t toolSpec, args toolArgs, confirm string) error {
+func (s *mcpServer) check(t ToolSpec, args ToolArgs, confirm string) error {
 	c := contextFlags(args)
 	dir := s.abs(orDefault(c["directory"], "."))
 	if t.guarded && !s.opts.AllowProduction {
 		// Protected as the server's declaration says; an environment that
 		// is not declared is the command's to refuse (ENV_UNDECLARED).
 		if env, protected := s.protected(args); protected {
-			return errcode.New(errcode.EnvNotApproved, "%s in %s is refused: the environment is protected and this MCP server was not started with --allow-production", t.name, env.Name).
+			return errcode.New(errcode.EnvNotApproved, "%s in %s is refused: the environment is protected and this MCP server was not started with --allow-production", t.Name, env.Name).
 				WithHint("Agents do not run in protected environments on their own. A person who may approves by restarting the server with `sponson mcp --allow-production --approved-by NAME`, or runs the command themselves.").
 				With("environment", env.Name)
 		}
@@ -227,7 +227,7 @@ func (s *mcpServer) check(t toolSpec, args toolArgs, confirm string) error {
 		return err
 	}
 	if strings.TrimSpace(confirm) != rc.Scope {
-		return errcode.New(errcode.Usage, "%s: confirm %q does not name the scope this call destroys, %s", t.name, confirm, rc.Scope).
+		return errcode.New(errcode.Usage, "%s: confirm %q does not name the scope this call destroys, %s", t.Name, confirm, rc.Scope).
 			WithHint(fmt.Sprintf("Call destroy again with confirm %q if %s/%s is what you mean to destroy.", rc.Scope, rc.Environment, rc.Scope)).
 			With("scope", rc.Scope).With("environment", rc.Environment)
 	}
@@ -243,9 +243,9 @@ func orDefault(s, def string) string {
 
 // refusal is the result of a call the server refuses itself: the same
 // envelope the command would print.
-func refusal(t toolSpec, err error) *mcp.CallToolResult {
+func refusal(t ToolSpec, err error) *mcp.CallToolResult {
 	var b bytes.Buffer
-	cmdutil.WriteEnvelope(&b, cmdutil.Outcome{Command: t.command, Err: err})
+	cmdutil.WriteEnvelope(&b, cmdutil.Outcome{Command: t.Command, Err: err})
 	doc := bytes.TrimSpace(b.Bytes())
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(doc)}},
@@ -264,19 +264,19 @@ func refusal(t toolSpec, err error) *mcp.CallToolResult {
 //
 // The server's approver goes to the run only where the call's environment
 // is protected, so a receipt names an approver only where one was needed.
-func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t toolSpec, argv []string, approve bool) *mcp.CallToolResult {
-	logf, err := os.CreateTemp(s.opts.LogDir, t.name+"-*.log")
+func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t ToolSpec, argv []string, approve bool) *mcp.CallToolResult {
+	logf, err := os.CreateTemp(s.opts.LogDir, t.Name+"-*.log")
 	if err != nil {
 		return refusal(t, errcode.Wrap(errcode.Internal, err, "creating the call's log in %s", s.opts.LogDir))
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "$ sponson %s\n", strings.Join(argv, " "))
-	prog := newProgressWriter(func(p progressUpdate) {
+	prog := NewProgressWriter(func(p ProgressUpdate) {
 		tok := req.Params.GetProgressToken()
 		if tok == nil || req.Session == nil {
 			return
 		}
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Message: p.message, Progress: p.progress, Total: p.total})
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Message: p.Message, Progress: p.Progress, Total: p.total})
 	})
 	cmd := exec.CommandContext(ctx, s.self, argv...)
 	cmd.Env = s.childEnv(approve)
@@ -295,12 +295,12 @@ func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t toolSpe
 	if runErr == nil {
 		runErr = cmd.Wait()
 	}
-	prog.flush()
+	prog.Flush()
 	doc := bytes.TrimSpace(stdout.Bytes())
 	var env cmdutil.Envelope
 	if err := json.Unmarshal(doc, &env); err != nil || env.Command == "" {
 		var b bytes.Buffer
-		cmdutil.WriteEnvelope(&b, cmdutil.Outcome{Command: t.command, Err: errcode.New(errcode.Internal, "sponson %s ended (%v) without its JSON document", t.command, runErr).
+		cmdutil.WriteEnvelope(&b, cmdutil.Outcome{Command: t.Command, Err: errcode.New(errcode.Internal, "sponson %s ended (%v) without its JSON document", t.Command, runErr).
 			WithHint("Read the call's log: "+logf.Name()).With("log", logf.Name())})
 		doc = bytes.TrimSpace(b.Bytes())
 		env.OK = false

@@ -1,4 +1,4 @@
-package wrapper
+package providercmd
 
 import (
 	"github.com/spf13/cobra"

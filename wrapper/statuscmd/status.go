@@ -1,4 +1,4 @@
-package wrapper
+package statuscmd
 
 import (
 	"bytes"
@@ -89,7 +89,7 @@ func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) cmdu
 		o.Err = err
 		return o
 	}
-	rows := statusRows(scopes, time.Now())
+	rows := StatusRows(scopes, time.Now())
 	res := map[string]any{"environment": env, "store": url, "scopes": rows}
 	if opts.Stack != "" {
 		res["stack"] = opts.Stack
@@ -111,14 +111,14 @@ func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) cmdu
 			j++
 		}
 		fmt.Fprintf(f.Out, "stack %s\n", cmdutil.OrDash(rows[i].Stack))
-		writeStatusTable(f.Out, rows[i:j])
+		WriteStatusTable(f.Out, rows[i:j])
 		i = j
 	}
 	return o
 }
 
 // statusRows turns the store's listing into the rows of status.
-func statusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
+func StatusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 	rows := []ScopeStatus{}
 	for _, s := range scopes {
 		row := ScopeStatus{Stack: s.Key.Stack, Scope: s.Key.Scope}
@@ -150,7 +150,7 @@ func statusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 // CI logs: times to the minute, commits short, run ids only where a lease
 // names one (sponson receipt shows the rest). Lineage, rare and long, goes
 // on an indented line under its scope rather than into a column.
-func writeStatusTable(w io.Writer, rows []ScopeStatus) {
+func WriteStatusTable(w io.Writer, rows []ScopeStatus) {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tOWNS\tLAST RUN\tAT\tCOMMIT\tBY\tLEASE")

@@ -1,4 +1,4 @@
-package wrapper
+package statecmd
 
 import (
 	"context"
@@ -72,7 +72,7 @@ SPONSON_APPROVED_BY), one sponson.hcl allows. Without one they are refused
 the receipt records the approver. list, show and pull only read and need
 none.`,
 		Args: cobra.ArbitraryArgs,
-		RunE: needsSubcommand(out),
+		RunE: cmdutil.NeedsSubcommand(out),
 	}
 	for _, c := range []*cobra.Command{newStatePull(f, out), newStatePush(f, out), newStateList(f, out), newStateShow(f, out), newStateRm(f, out), newStateMv(f, out)} {
 		cmd.AddCommand(c)
@@ -290,7 +290,7 @@ func writeInstance(w io.Writer, a tfstate.Addr, attrs map[string]any, hidden map
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		v := hclValue(attrs[k], "    ")
+		v := HCLValue(attrs[k], "    ")
 		if hidden[k] {
 			v = "(sensitive value)"
 		}

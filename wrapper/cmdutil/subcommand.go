@@ -1,0 +1,32 @@
+package cmdutil
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+)
+
+// needsSubcommand is the RunE of a command that only groups others: run
+// alone or with a word that is none of its subcommands, it fails.
+func NeedsSubcommand(out *Outcome) func(*cobra.Command, []string) error {
+	return RunE(nil, out, struct{}{}, unknownSubcommand, nil, nil)
+}
+
+// unknownSubcommand refuses a missing or unknown subcommand of a command
+// that only groups others, naming them.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	what := "needs a subcommand"
+	if len(args) > 0 {
+		what = fmt.Sprintf("has no subcommand %q", args[0])
+	}
+	return errcode.New(errcode.Usage, "sponson %s %s", cmd.Name(), what).
+		WithHint(fmt.Sprintf("Its subcommands: %s (`sponson %s --help`).", strings.Join(names, ", "), cmd.Name()))
+}
