@@ -1,3 +1,7 @@
+// Package wrapper is the `sponson` command line's root: the command tree
+// built from the command families (one package each under wrapper/), the
+// reading of the engine's own argument grammar (NormalizeArgs), and Run,
+// which prints every outcome (docs/design.md §4).
 package wrapper
 
 import (

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/clidocs"
 	"github.com/sponson/terraform-provider-sponson/wrapper"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // docsDir is the committed CLI reference.
@@ -20,7 +21,7 @@ const docsDir = "../../docs/cli"
 // say, or holds the page of a command that is gone: run `make generate`.
 func TestCLIDocsAreCurrent(t *testing.T) {
 	t.Parallel()
-	pages := clidocs.Render(wrapper.NewCmdRoot(wrapper.NewFactory(), nil))
+	pages := clidocs.Render(wrapper.NewCmdRoot(cmdutil.NewFactory(), nil))
 
 	var want, got []string
 	for _, p := range pages {
@@ -54,7 +55,7 @@ func TestCLIDocsAreCurrent(t *testing.T) {
 func TestCLIDocsCoverEveryCommand(t *testing.T) {
 	t.Parallel()
 	names := map[string]bool{}
-	for _, p := range clidocs.Render(wrapper.NewCmdRoot(wrapper.NewFactory(), nil)) {
+	for _, p := range clidocs.Render(wrapper.NewCmdRoot(cmdutil.NewFactory(), nil)) {
 		names[p.Name] = true
 	}
 	for _, cmd := range []string{"plan", "apply", "destroy", "status", "receipt", "gc", "version"} {

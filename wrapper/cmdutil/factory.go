@@ -1,7 +1,8 @@
-// Package wrapper is the `sponson` command line: one file per command, each
-// with an options struct, a constructor that takes the run function as a
-// test seam, and the run function itself. All output goes through the
-// Factory's writers.
+// Package cmdutil is the frame every sponson command shares: the Factory (what
+// a command needs from the outside world), the RunE wiring of a constructor
+// and its run function, the outcome and its --json envelope, the shared flags
+// and the store they open, the trusted rules' lookups, approvals and the CI
+// log's annotations (docs/design.md §4).
 package cmdutil
 
 import (

@@ -1,3 +1,5 @@
+// Package driftcmd is `sponson drift`: a refresh-only plan of every live
+// scope, read-only (docs/design.md §4.4).
 package driftcmd
 
 import (

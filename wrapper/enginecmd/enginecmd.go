@@ -1,3 +1,6 @@
+// Package enginecmd is the family of the engine's own commands, run as the
+// engine would in the configuration directory (init, validate, fmt,
+// providers, graph, get, test, metadata, version).
 package enginecmd
 
 import (

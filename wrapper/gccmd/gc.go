@@ -1,3 +1,5 @@
+// Package gccmd is `sponson gc`: the scopes of closed pull requests and
+// deleted branches destroyed and forgotten (docs/design.md §4.1).
 package gccmd
 
 import (

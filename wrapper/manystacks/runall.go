@@ -1,3 +1,6 @@
+// Package manystacks is one command over many stacks, shared by the families
+// that take --all or --changed: the selection of stacks, each stack's run as
+// its own sponson process, the composed review (docs/design.md §4.7).
 package manystacks
 
 import (

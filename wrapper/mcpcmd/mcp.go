@@ -1,3 +1,5 @@
+// Package mcpcmd is `sponson mcp`: the commands offered to an agent as MCP
+// tools, confined to one repository (docs/design.md §4.6).
 package mcpcmd
 
 import (

@@ -1,3 +1,5 @@
+// Package providercmd is `sponson provider`: the provider served to the
+// engine, and mirrored for a network that cannot reach the registry.
 package providercmd
 
 import (

@@ -1,3 +1,5 @@
+// Package runcmd is the runs family: plan, apply, destroy and import, each
+// also over many stacks (--all, --changed).
 package runcmd
 
 import (

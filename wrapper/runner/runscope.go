@@ -1,3 +1,7 @@
+// Package runner is the run of one scope from the command line, shared by the
+// families that run the engine over a scope (plan, apply, destroy, import,
+// gc, drift): flags resolved into the run's input, the engine session, the
+// checkout and policy checks, the summary, the comment and the preview.
 package runner
 
 import (

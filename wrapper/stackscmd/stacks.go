@@ -1,3 +1,5 @@
+// Package stackscmd is `sponson stacks`: the stacks of a repository in
+// dependency order, or those a change touches (docs/design.md §4.7).
 package stackscmd
 
 import (

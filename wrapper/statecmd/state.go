@@ -1,3 +1,5 @@
+// Package statecmd is the family of a scope's state: state list, show, pull,
+// push, rm and mv, output, show, and adopt.
 package statecmd
 
 import (

@@ -1,3 +1,5 @@
+// Package statuscmd is the family of a scope's records: status, receipt,
+// resolve, unlock and force-unlock.
 package statuscmd
 
 import (

@@ -1,3 +1,5 @@
+// Package storecmd is the family of a store's own upkeep: migrate (a store's
+// layout brought up to date) and grants (the access a prefix needs).
 package storecmd
 
 import (

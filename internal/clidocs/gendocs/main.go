@@ -11,6 +11,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/clidocs"
 	"github.com/sponson/terraform-provider-sponson/wrapper"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 func main() {
@@ -20,7 +21,7 @@ func main() {
 	}
 	// The tree is only built, never executed, so no outcome is needed: the
 	// commands write theirs only when they run.
-	root := wrapper.NewCmdRoot(wrapper.NewFactory(), nil)
+	root := wrapper.NewCmdRoot(cmdutil.NewFactory(), nil)
 	if err := clidocs.Write(os.Args[1], clidocs.Render(root)); err != nil {
 		fmt.Fprintln(os.Stderr, "gendocs:", err)
 		os.Exit(1)
