@@ -12,7 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 )
 
-// writeDiagnostics prints the engine's diagnostics as the engine does
+// WriteDiagnostics prints the engine's diagnostics as the engine does
 // without colour: severity and summary, where, and the detail.
 func WriteDiagnostics(w io.Writer, diags []tfjson.Diagnostic) {
 	for _, d := range diags {
@@ -34,7 +34,7 @@ func WriteDiagnostics(w io.Writer, diags []tfjson.Diagnostic) {
 	}
 }
 
-// annotateDiagnostics repeats the engine's diagnostics as GitHub Actions
+// AnnotateDiagnostics repeats the engine's diagnostics as GitHub Actions
 // annotations (`::error file=F,line=L::...`) when GITHUB_ACTIONS=true, so
 // they show on the pull request's files. They go to stderr: stdout may be
 // the --json document, and the runner reads workflow commands from both.
@@ -83,7 +83,7 @@ func workspacePath(f *Factory, dir, name string) string {
 	return filepath.ToSlash(p)
 }
 
-// escapeData and escapeProperty escape a workflow command's message and
+// EscapeData and escapeProperty escape a workflow command's message and
 // property values as the runner reads them.
 func EscapeData(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
@@ -93,7 +93,7 @@ func EscapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }
 
-// annotateOutcome repeats a command's warnings and error as GitHub Actions
+// AnnotateOutcome repeats a command's warnings and error as GitHub Actions
 // annotations (GITHUB_ACTIONS=true), so that they show on the run's summary
 // page and not only in its log. Under plan -detailed-exitcode "changes
 // present" is no error.
@@ -112,7 +112,7 @@ func AnnotateOutcome(f *Factory, o Outcome) {
 	annotate(f, "error", fmt.Sprintf("sponson %s: %s", o.Command, e.Code), msg)
 }
 
-// gitlabSections returns the Section function of a run in a GitLab CI job
+// GitlabSections returns the Section function of a run in a GitLab CI job
 // (GITLAB_CI=true), nil elsewhere: each phase of the engine's output (init,
 // plan, apply) becomes a collapsible section of the job's log. The markers
 // are GitLab's: section_start and section_end with the Unix time and a

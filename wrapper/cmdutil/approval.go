@@ -16,13 +16,13 @@ import (
 // --approved-by with bindApprovedBy and asks editApproval before it
 // writes or leases anything; scopeedit.Edit refuses an edit that did not.
 
-// bindApprovedBy binds --approved-by (env SPONSON_APPROVED_BY) to name;
+// BindApprovedBy binds --approved-by (env SPONSON_APPROVED_BY) to name;
 // what says what it approves.
 func BindApprovedBy(cmd *cobra.Command, name *string, what string) {
 	cmd.Flags().StringVar(name, "approved-by", "", "approver of "+what+" in a protected environment (production, or one sponson.hcl protects), one sponson.hcl allows; needed there, refused with ENV_NOT_APPROVED without it (env SPONSON_APPROVED_BY)")
 }
 
-// editApproval is the approval command needs in environment env of the
+// EditApproval is the approval command needs in environment env of the
 // repository of dir: in a protected environment one of its approvers,
 // named by flag or else SPONSON_APPROVED_BY (scopeedit.Approve).
 func EditApproval(f *Factory, dir, env, command, flag string) (scopeedit.Approval, error) {
@@ -37,7 +37,7 @@ func EditApproval(f *Factory, dir, env, command, flag string) (scopeedit.Approva
 	return scopeedit.Approve(decl, command, name)
 }
 
-// flagEnvironment is the environment a command runs in before its context
+// FlagEnvironment is the environment a command runs in before its context
 // is detected: --env, else SPONSON_CTX_ENV, else the default, as
 // runctx.Detect decides it (the environment is never inferred).
 func FlagEnvironment(f *Factory, flag string) string {

@@ -53,7 +53,7 @@ func NewFactory() *Factory {
 	}
 }
 
-// runE is the RunE of every command, gh's NewCmdX(f, runF) wiring written
+// RunE is the RunE of every command, gh's NewCmdX(f, runF) wiring written
 // once: prepare (when given) fills opts from the arguments and the SPONSON_*
 // variables, then runF, the seam a test hands the constructor, or else run
 // does the work. The outcome, a failure included, travels in *out, which Run

@@ -47,7 +47,7 @@ type RunFlags struct {
 	Positional []string
 }
 
-// runFlagEnv names the SPONSON_* variable of each flag. The context flags
+// RunFlagEnv names the SPONSON_* variable of each flag. The context flags
 // use the SPONSON_CTX_* names that context detection reads.
 var RunFlagEnv = map[string]string{
 	"chdir":           "SPONSON_CHDIR",
@@ -113,7 +113,7 @@ var (
 	}
 )
 
-// bind adds --scope, --pr, --branch and --stack.
+// Bind adds --scope, --pr, --branch and --stack.
 func (c *ContextFlags) Bind(cmd *cobra.Command, help contextHelp) {
 	fs := cmd.Flags()
 	fs.StringVar(&c.Scope, "scope", "", help.scope)
@@ -124,7 +124,7 @@ func (c *ContextFlags) Bind(cmd *cobra.Command, help contextHelp) {
 	}
 }
 
-// detect names the scope the flags select in environment env, detected as
+// Detect names the scope the flags select in environment env, detected as
 // for apply where they name none, in the configuration directory chdir.
 func (c *ContextFlags) Detect(f *Factory, chdir, env string) (store.Key, error) {
 	dir := OrDot(chdir)
@@ -184,12 +184,12 @@ func (r *ReviewFlags) Bind(cmd *cobra.Command) {
 	fs.StringVar(&r.GitLabDotenv, "gitlab-dotenv", "", "after an apply, write SPONSON_URL=<the preview's address> to `FILE`, a GitLab artifacts:reports:dotenv for environment:url: $SPONSON_URL (env SPONSON_GITLAB_DOTENV)")
 }
 
-// wanted reports whether the run must render a summary at all.
+// Wanted reports whether the run must render a summary at all.
 func (r *ReviewFlags) Wanted(getenv func(string) string) bool {
 	return r.Summary != "" || r.Comment || r.GitLabReport != "" || getenv("GITHUB_STEP_SUMMARY") != ""
 }
 
-// stackFlagHelp is the --stack help of every command that takes it.
+// StackFlagHelp is the --stack help of every command that takes it.
 const StackFlagHelp = "stack name: one root module of one repository (env SPONSON_STACK; default: the sponson_scope " +
 	"stack attribute, else the repository and the configuration's directory in it, e.g. github.com/acme/infra//stacks/app)"
 
@@ -197,7 +197,7 @@ func BindStack(cmd *cobra.Command, p *string, help string) {
 	cmd.Flags().StringVar(p, "stack", "", help)
 }
 
-// bindEnv gives every flag that has not been set on the command line the
+// BindEnv gives every flag that has not been set on the command line the
 // value of its SPONSON_* variable, so CI can set a flag once for a whole
 // pipeline. The names come from envNames.
 func BindEnv(fs *pflag.FlagSet, envNames map[string]string, getenv func(string) string) error {
@@ -218,12 +218,12 @@ func BindEnv(fs *pflag.FlagSet, envNames map[string]string, getenv func(string) 
 	return firstErr
 }
 
-// engineArgFlag is the hidden flag that carries each engine flag, in the
+// EngineArgFlag is the hidden flag that carries each engine flag, in the
 // engine's spelling and in command-line order, from NormalizeArgs to the
 // command. The engine's grammar (one dash, `-name VALUE`) is not the flag
 // parser's, so NormalizeArgs picks those flags out before cobra parses the
 // rest; order matters for -var and -var-file, so they travel in one list.
 const EngineArgFlag = "engine-arg"
 
-// waitDefault keeps the lease wait's flag default in one place.
+// WaitDefault keeps the lease wait's flag default in one place.
 const WaitDefault = 10 * time.Minute

@@ -29,7 +29,7 @@ type ErrorBody struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-// outcome is what a command hands back to Run for printing.
+// Outcome is what a command hands back to Run for printing.
 type Outcome struct {
 	Command  string
 	Result   any
@@ -42,7 +42,7 @@ type Outcome struct {
 	Changes          bool
 }
 
-// exit is the process exit code of an outcome.
+// Exit is the process exit code of an outcome.
 func (o Outcome) Exit() errcode.ExitCode {
 	if !o.DetailedExitcode {
 		return errcode.ExitFor(o.Err)
@@ -86,7 +86,7 @@ func WriteHumanError(w io.Writer, err error) {
 	}
 }
 
-// printer writes sponson's own human lines. In --json mode the caller points
+// Printer writes sponson's own human lines. In --json mode the caller points
 // w at the error stream so that stdout holds exactly one JSON document.
 type Printer struct {
 	W io.Writer

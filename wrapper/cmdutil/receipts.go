@@ -22,7 +22,7 @@ type RunSummary struct {
 	ApprovedBy  string    `json:"approvedBy,omitempty"`
 }
 
-// summarize returns the one-line form of a receipt, nil for none.
+// Summarize returns the one-line form of a receipt, nil for none.
 func Summarize(r *receipt.Receipt) *RunSummary {
 	if r == nil {
 		return nil
@@ -33,7 +33,7 @@ func Summarize(r *receipt.Receipt) *RunSummary {
 	}
 }
 
-// when is the time the run finished, or started if it never finished.
+// When is the time the run finished, or started if it never finished.
 func (r *RunSummary) When() time.Time {
 	if r.FinishedAt.IsZero() {
 		return r.StartedAt
@@ -41,7 +41,7 @@ func (r *RunSummary) When() time.Time {
 	return r.FinishedAt
 }
 
-// outcomeText is the run's outcome in a word or two: the status alone when
+// OutcomeText is the run's outcome in a word or two: the status alone when
 // it names the command (applied, destroyed), else command and status
 // ("apply failed", "destroy running"); an unlock says so, with the outcome
 // of the run before it ("unlocked (last run failed)").
@@ -59,7 +59,7 @@ func (r *RunSummary) OutcomeText() string {
 	return r.Command + " " + r.Status
 }
 
-// varArgs are the -var-file and -var of gc's destroys and drift's plans,
+// VarArgs are the -var-file and -var of gc's destroys and drift's plans,
 // files first.
 func VarArgs(files, vars []string) ([]engine.VarArg, error) {
 	var out []engine.VarArg

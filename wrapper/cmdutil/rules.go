@@ -9,14 +9,14 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 )
 
-// trustedRules reads the rules that judge a run in dir whose context is c:
+// TrustedRules reads the rules that judge a run in dir whose context is c:
 // the default branch's, never the change's own (rules.Load, docs/design.md
 // §2.18 "Trusted rules").
 func TrustedRules(ctx context.Context, f *Factory, dir string, c runctx.Context) (rules.Rules, error) {
 	return rules.Load(ctx, dir, c, rules.Sources{Getenv: f.Getenv, Git: rules.GitIn(dir)})
 }
 
-// declaredEnvironment matches c's environment against the trusted rules of
+// DeclaredEnvironment matches c's environment against the trusted rules of
 // the repository of dir, for the commands that are not a run; c needs only
 // the environment, and the scope where the command knows it.
 func DeclaredEnvironment(ctx context.Context, f *Factory, dir string, c runctx.Context) (environments.Environment, error) {
@@ -27,7 +27,7 @@ func DeclaredEnvironment(ctx context.Context, f *Factory, dir string, c runctx.C
 	return rs.Declared.Lookup(c.Environment)
 }
 
-// declaredIdentity is what the trusted rules declare about identity for
+// DeclaredIdentity is what the trusted rules declare about identity for
 // env, for the commands that check ownership without a run.
 func DeclaredIdentity(ctx context.Context, f *Factory, dir, env string) (ownership.Declaration, error) {
 	rs, err := TrustedRules(ctx, f, OrDot(dir), runctx.Context{Environment: env})
@@ -41,7 +41,7 @@ func DeclaredIdentity(ctx context.Context, f *Factory, dir, env string) (ownersh
 	return DeclarationOf(e, rs.Origin), nil
 }
 
-// declarationOf is what env declares about identity, read from origin.
+// DeclarationOf is what env declares about identity, read from origin.
 func DeclarationOf(env environments.Environment, origin rules.Origin) ownership.Declaration {
 	return ownership.Declaration{Schemes: env.Identity, AddressOwned: env.AddressOwned,
 		From: ownership.Origin{Commit: origin.Commit, Trusted: origin.Trusted}}

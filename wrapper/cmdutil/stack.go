@@ -5,7 +5,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 )
 
-// detectStack decides the stack of the configuration in dir (absolute):
+// DetectStack decides the stack of the configuration in dir (absolute):
 // --stack, SPONSON_STACK, the sponson_scope attribute, then the derived
 // name (internal/stack).
 func DetectStack(f *Factory, dir, flag string) (stack.Result, error) {
@@ -16,7 +16,7 @@ func DetectStack(f *Factory, dir, flag string) (stack.Result, error) {
 	return DetectDeclared(f, dir, flag, declared)
 }
 
-// detectDeclared is detectStack with the sponson_scope attribute already
+// DetectDeclared is detectStack with the sponson_scope attribute already
 // read (stack.DeclaredIn).
 func DetectDeclared(f *Factory, dir, flag, declared string) (stack.Result, error) {
 	src := runctx.ProcessSources(dir)

@@ -8,7 +8,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 )
 
-// needsSubcommand is the RunE of a command that only groups others: run
+// NeedsSubcommand is the RunE of a command that only groups others: run
 // alone or with a word that is none of its subcommands, it fails.
 func NeedsSubcommand(out *Outcome) func(*cobra.Command, []string) error {
 	return RunE(nil, out, struct{}{}, unknownSubcommand, nil, nil)

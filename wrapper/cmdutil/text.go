@@ -20,7 +20,7 @@ func Plural(n int, one, many string) string {
 	return many
 }
 
-// orDash shows an empty cell as "-" so that columns stay readable.
+// OrDash shows an empty cell as "-" so that columns stay readable.
 func OrDash(s string) string {
 	if s == "" {
 		return "-"
@@ -28,7 +28,7 @@ func OrDash(s string) string {
 	return s
 }
 
-// shortCommit abbreviates a commit to 7 characters, as git shows it.
+// ShortCommit abbreviates a commit to 7 characters, as git shows it.
 func ShortCommit(c string) string {
 	if len(c) > 7 {
 		return c[:7]
@@ -57,7 +57,7 @@ func JSONWanted(cmd *cobra.Command, f *Factory) bool {
 	return j || WantsJSON(nil, f.Getenv)
 }
 
-// unlessFailed is the outcome of command: err when a step before it
+// UnlessFailed is the outcome of command: err when a step before it
 // failed, else what run gives. A command's RunE reports through its
 // outcome and returns nil, so that cobra adds nothing of its own.
 func UnlessFailed(command string, err error, run func() Outcome) Outcome {

@@ -37,7 +37,7 @@ func NewWaitLine(w io.Writer, terminal bool, now func() time.Time) *waitLine {
 	return &waitLine{w: w, terminal: terminal, now: now, interval: waitLogInterval}
 }
 
-// event renders one scoperun.WaitEvent.
+// Event renders one scoperun.WaitEvent.
 func (p *waitLine) Event(e scoperun.WaitEvent) {
 	if e.Done {
 		p.done()

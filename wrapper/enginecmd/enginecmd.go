@@ -107,7 +107,7 @@ func engineCommands() []engineCommand {
 	}
 }
 
-// engineCommandNames are the first words of the engine commands, for
+// EngineCommandNames are the first words of the engine commands, for
 // NormalizeArgs: their flags are left as the user spelled them.
 var EngineCommandNames = map[string]bool{"init": true, "validate": true, "fmt": true, "providers": true, "version": true, "graph": true, "get": true, "test": true, "metadata": true}
 
@@ -701,7 +701,7 @@ var refusedCommands = map[string]string{
 	"0.13upgrade": "Run the engine of that version directly.",
 }
 
-// unknownCommand refuses a command sponson does not have, naming it and
+// UnknownCommand refuses a command sponson does not have, naming it and
 // what to use.
 func UnknownCommand(name string) *errcode.Error {
 	if hint, ok := refusedCommands[name]; ok {
@@ -712,7 +712,7 @@ func UnknownCommand(name string) *errcode.Error {
 		With("command", name)
 }
 
-// unifiedDiff is a unified diff of two texts in one hunk: the lines both
+// UnifiedDiff is a unified diff of two texts in one hunk: the lines both
 // keep (their longest common subsequence) and what each removes or adds.
 func UnifiedDiff(name, before, after string) string {
 	if before == after {
@@ -761,7 +761,7 @@ func splitLines(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// engineTableHelp is the table of engine commands in `sponson --help`.
+// EngineTableHelp is the table of engine commands in `sponson --help`.
 func EngineTableHelp() string {
 	var b strings.Builder
 	b.WriteString("Where a pipeline ran the engine, each engine command has this meaning:\n\n")

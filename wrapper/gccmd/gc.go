@@ -311,7 +311,7 @@ func (g *gcRun) warn(msg string) {
 	g.warnings = append(g.warnings, msg)
 }
 
-// runGC selects the scopes of the environment that gc's rules collect, and
+// RunGC selects the scopes of the environment that gc's rules collect, and
 // with --yes destroys them; without, it lists them.
 func RunGC(ctx context.Context, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "gc"}

@@ -39,7 +39,7 @@ type StackSelection struct {
 	Parallelism int
 }
 
-// manyStacksHelp is the part of the help of plan, apply and destroy about
+// ManyStacksHelp is the part of the help of plan, apply and destroy about
 // --all and --changed.
 func ManyStacksHelp(command scoperun.Command) string {
 	order := "in dependency order (the order of `sponson stacks`): a stack starts once\nthe stacks it depends on succeeded"
@@ -66,7 +66,7 @@ func ManyStacksHelp(command scoperun.Command) string {
 // defaultStackParallelism is how many stacks run at once by default.
 const defaultStackParallelism = 4
 
-// selectionFlags are the flags of StackSelection, which a stack's own run
+// SelectionFlags are the flags of StackSelection, which a stack's own run
 // does not take.
 var SelectionFlags = []string{"all", "changed", "base", "parallelism"}
 
@@ -87,7 +87,7 @@ func (s *StackSelection) Bind(cmd *cobra.Command, command scoperun.Command) {
 
 var selectionFlagEnv = map[string]string{"base": "SPONSON_BASE", "parallelism": "SPONSON_PARALLELISM"}
 
-// wanted reports whether the command runs many stacks.
+// Wanted reports whether the command runs many stacks.
 func (s *StackSelection) Wanted() bool { return s.All || s.Changed }
 
 // StacksRunResult is the result part of the envelope of plan, apply and
@@ -117,7 +117,7 @@ type StackRunResult struct {
 	Warnings []string           `json:"warnings,omitempty"`
 }
 
-// runStacksCommand runs command over the selected stacks, each as its own
+// RunStacksCommand runs command over the selected stacks, each as its own
 // sponson process (each with its own engine environment, provider and
 // lease: a sponson process runs one engine session, internal/engine), in
 // the order of internal/stackrun: prepare, run, then report.
@@ -378,7 +378,7 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 	}
 }
 
-// checkOne refuses the selection's flags on a run of one stack: before
+// CheckOne refuses the selection's flags on a run of one stack: before
 // --all, the engine read --parallelism (two dashes) as its own.
 func (s *StackSelection) CheckOne(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("parallelism") {

@@ -31,7 +31,7 @@ func (e *EveryStack) Bind(cmd *cobra.Command, all string) {
 	cmd.Flags().IntVar(&e.Parallelism, "parallelism", defaultStackParallelism, "with --all: how many stacks run at once (env SPONSON_PARALLELISM)")
 }
 
-// checkOne refuses --parallelism without --all.
+// CheckOne refuses --parallelism without --all.
 func (e *EveryStack) CheckOne(cmd *cobra.Command) error {
 	if !e.All && cmd.Flags().Changed("parallelism") {
 		return errcode.New(errcode.Usage, "--parallelism is how many stacks run at once with --all; it needs --all")
@@ -60,7 +60,7 @@ type everyStackRun struct {
 	because map[string]string
 }
 
-// everyStackArgs is the command line of one stack's gc or drift: the
+// EveryStackArgs is the command line of one stack's gc or drift: the
 // user's flags as given (every value of a repeatable one), without those
 // that choose the stacks or the output, which the parent sets.
 func EveryStackArgs(cmd *cobra.Command, command string, positional []string) []string {
@@ -81,7 +81,7 @@ func EveryStackArgs(cmd *cobra.Command, command string, positional []string) []s
 	return append(out, positional...)
 }
 
-// startEveryStack finds the stacks under chdir and prepares their runs.
+// StartEveryStack finds the stacks under chdir and prepares their runs.
 func StartEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir string, parallelism int) (*everyStackRun, []string, error) {
 	if strings.TrimSpace(f.Getenv(stack.EnvVar)) != "" {
 		return nil, nil, errcode.New(errcode.Usage, "%s names one stack; %s --all names each stack itself", stack.EnvVar, command).
@@ -111,7 +111,7 @@ func StartEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir stri
 	return m, warnings, nil
 }
 
-// run runs the command in every stack: in reverse dependency order for gc
+// Run runs the command in every stack: in reverse dependency order for gc
 // (a dependent's scopes are destroyed before those of the stacks it reads,
 // as destroy --all does), all at once up to the parallelism for drift,
 // which changes nothing.

@@ -26,7 +26,7 @@ import (
 // its own.
 var reviewEnv = []string{"GITHUB_STEP_SUMMARY=", "SPONSON_SUMMARY=", "SPONSON_COMMENT=", "SPONSON_GITLAB_REPORT="}
 
-// stackSummaryFile is where the stack in dir writes its summary in the
+// StackSummaryFile is where the stack in dir writes its summary in the
 // run's directory tmp.
 func StackSummaryFile(tmp, dir string) string {
 	return filepath.Join(tmp, "summary-"+store.StackSegment(dir)+".md")

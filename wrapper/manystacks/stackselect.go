@@ -67,7 +67,7 @@ func (o *StacksOptions) Bind(cmd *cobra.Command, verb string) {
 	fs.StringVar(&o.Base, "base", "", "the revision --changed compares HEAD with (env SPONSON_BASE; default: the pull request's target branch, else origin/HEAD, else main)")
 }
 
-// selectStacks discovers the stacks of opts.Chdir's repository and, with
+// SelectStacks discovers the stacks of opts.Chdir's repository and, with
 // --changed, keeps the changed ones.
 func SelectStacks(ctx context.Context, f *cmdutil.Factory, opts *StacksOptions) (*StacksResult, []string, error) {
 	dir := opts.Chdir

@@ -158,7 +158,7 @@ func serveMCP(ctx context.Context, f *cmdutil.Factory, opts *MCPOptions) error {
 	return nil
 }
 
-// newMCPServer decides the server's rules: its working directory, root and
+// NewMCPServer decides the server's rules: its working directory, root and
 // declared environments.
 func NewMCPServer(f *cmdutil.Factory, opts *MCPOptions, self string) (*mcpServer, error) {
 	cwd, err := os.Getwd()
@@ -180,7 +180,7 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// handler runs one tool's calls.
+// Handler runs one tool's calls.
 func (s *mcpServer) Handler(t ToolSpec) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args ToolArgs

@@ -9,7 +9,7 @@ import (
 	"sync"
 )
 
-// progressUpdate is one MCP progress notification of a tool call.
+// ProgressUpdate is one MCP progress notification of a tool call.
 type ProgressUpdate struct {
 	Message         string
 	Progress, total float64
@@ -50,7 +50,7 @@ func (w *progressWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// flush handles a last line without its newline.
+// Flush handles a last line without its newline.
 func (w *progressWriter) Flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

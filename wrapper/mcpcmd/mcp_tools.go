@@ -43,7 +43,7 @@ type toolParam struct {
 	Positional bool
 }
 
-// toolSpec is one tool: the command it runs and what it takes.
+// ToolSpec is one tool: the command it runs and what it takes.
 type ToolSpec struct {
 	Name    string
 	Command string
@@ -174,7 +174,7 @@ func withheldRun(command string, own map[string]string) map[string]string {
 // deployment or job report.
 const whyCIOnly = "it concerns a CI job (its event's checkout, the code host's deployments, GitLab's job reports), which a tool call is not"
 
-// mcpTools is the tool table of `sponson mcp`.
+// MCPTools is the tool table of `sponson mcp`.
 var MCPTools = []ToolSpec{
 	{Name: "plan", Command: "plan", guarded: true, readOnly: true, Params: runToolParams("plan"),
 		Withheld: withheldRun("plan", map[string]string{"engine": whyEngine}),
@@ -206,7 +206,7 @@ var MCPTools = []ToolSpec{
 		desc:     "Refresh-only plans of the environment's scopes against the real infrastructure (sponson drift --json); changes nothing."},
 }
 
-// inputSchema is the JSON schema of a tool's arguments.
+// InputSchema is the JSON schema of a tool's arguments.
 func (t ToolSpec) InputSchema() map[string]any {
 	props := map[string]any{}
 	for _, p := range t.Params {
@@ -233,7 +233,7 @@ func (t ToolSpec) InputSchema() map[string]any {
 	return schema
 }
 
-// toolArgs is a tool call's arguments, as the client sent them.
+// ToolArgs is a tool call's arguments, as the client sent them.
 type ToolArgs map[string]json.RawMessage
 
 // approvalKey reports whether an argument tries to approve the run or to
@@ -255,7 +255,7 @@ func refuseApproval(tool, key string) error {
 		With("argument", key)
 }
 
-// argv turns a call's arguments into the command line of the tool's
+// Argv turns a call's arguments into the command line of the tool's
 // command, every value one argument (--flag=VALUE), so no value can be read
 // as another flag. The destroy confirmation is returned apart.
 func (t ToolSpec) Argv(args ToolArgs) (cli []string, confirm string, err error) {

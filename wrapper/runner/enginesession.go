@@ -19,7 +19,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
-// openEngine starts an engine session in dir for an engine command, with
+// OpenEngine starts an engine session in dir for an engine command, with
 // sponson's provider served to it; stop ends both.
 func OpenEngine(ctx context.Context, f *cmdutil.Factory, dir, engineFlag string, out io.Writer, warn func(string)) (*engine.Session, func(), error) {
 	bin, err := engine.Locate(engineFlag, f.Lookup)
@@ -54,7 +54,7 @@ func OpenEngine(ctx context.Context, f *cmdutil.Factory, dir, engineFlag string,
 // engine do not import the provider.
 var serveProvider = provider.EngineEnv
 
-// engineFlags reads a run command's engine flags as the engine would: the
+// EngineFlags reads a run command's engine flags as the engine would: the
 // user's TF_CLI_ARGS_<command>, then TF_CLI_ARGS, then the command line
 // (the engine inserts both variables right after the subcommand, the
 // command's own first), so that a later flag overrides an earlier one. The
@@ -161,7 +161,7 @@ func applyEngineFlags(r *cmdutil.RunFlags, cmd *cobra.Command, command string, p
 	return nil
 }
 
-// inDir is path, read in dir when it is relative; "" stays "".
+// InDir is path, read in dir when it is relative; "" stays "".
 func InDir(dir, path string) string {
 	if path == "" || filepath.IsAbs(path) {
 		return path
@@ -205,7 +205,7 @@ func sameDir(a, b string) bool {
 	return errA == nil && errB == nil && filepath.Clean(x) == filepath.Clean(y)
 }
 
-// detailedRequested is detailedInArgs for a parsed command.
+// DetailedRequested is detailedInArgs for a parsed command.
 func DetailedRequested(cmd *cobra.Command) bool {
 	args, _ := cmd.Flags().GetStringArray(cmdutil.EngineArgFlag)
 	for i := range args {
@@ -214,14 +214,14 @@ func DetailedRequested(cmd *cobra.Command) bool {
 	return cmd.Name() == engineflag.Plan && DetailedInArgs(args)
 }
 
-// stateOutputs reads the root module outputs of a state; none for an empty
+// StateOutputs reads the root module outputs of a state; none for an empty
 // or missing state.
 func StateOutputs(state []byte) (map[string]tfstate.Output, error) {
 	st, err := tfstate.ReadOutputs(state)
 	return st.Outputs, err
 }
 
-// detailedInArgs reports whether a normalized command line asks for
+// DetailedInArgs reports whether a normalized command line asks for
 // -detailed-exitcode, for errors found before its engine flags are read.
 func DetailedInArgs(args []string) bool {
 	for _, a := range args {

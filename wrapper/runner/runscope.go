@@ -34,7 +34,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
-// runInput is everything resolved from the flags before a run starts.
+// RunInput is everything resolved from the flags before a run starts.
 type RunInput struct {
 	Opts     scoperun.Options
 	StoreURL string
@@ -237,7 +237,7 @@ func requireSponson(dir string, files []*hcl.File) error {
 		WithHint("Add to a terraform block: required_providers { sponson = { source = \"sponson/sponson\" } }")
 }
 
-// workspaceWarning says that TF_WORKSPACE, which selects an engine
+// WorkspaceWarning says that TF_WORKSPACE, which selects an engine
 // workspace, is not what chooses this run's state: sponson keeps one state
 // per environment and scope (issue 52: `TF_WORKSPACE=staging sponson plan`
 // planned preview/main without a word).
@@ -366,7 +366,7 @@ func handPlannedOutputs(f *cmdutil.Factory, command scoperun.Command, res *scope
 	return ""
 }
 
-// runScope performs one run and renders its progress; the final outcome is
+// RunScope performs one run and renders its progress; the final outcome is
 // returned for Run to print.
 func RunScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *RunInput) cmdutil.Outcome {
 	o := in.Opts

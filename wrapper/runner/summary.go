@@ -16,11 +16,11 @@ import (
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
-// stepSummaryLimit is what GitHub Actions takes from one step's
+// StepSummaryLimit is what GitHub Actions takes from one step's
 // $GITHUB_STEP_SUMMARY (1 MiB).
 const StepSummaryLimit = 1 << 20
 
-// commentTimeout bounds the whole comment exchange: a slow host delays the
+// CommentTimeout bounds the whole comment exchange: a slow host delays the
 // end of a run by at most this much.
 const CommentTimeout = time.Minute
 
@@ -133,7 +133,7 @@ func postComment(ctx context.Context, f *cmdutil.Factory, in *RunInput, s summar
 	return ""
 }
 
-// writeSummaries writes a summary where summaries go: appended to
+// WriteSummaries writes a summary where summaries go: appended to
 // $GITHUB_STEP_SUMMARY, rendered with the step's options, when that is set,
 // and into file (--summary) in full when one is named. It returns a warning
 // for each one it could not write.
@@ -164,7 +164,7 @@ func appendFile(path, text string) error {
 	return fh.Close()
 }
 
-// writeFile writes a file named relative to the working directory.
+// WriteFile writes a file named relative to the working directory.
 func WriteFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err

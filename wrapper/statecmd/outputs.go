@@ -77,7 +77,7 @@ the outputs as -json prints them.`,
 // which is not sponson's --json envelope.
 const outputJSONFlag = "engine-json"
 
-// normalizeOutput rewrites the engine's single-dash flags of `sponson
+// NormalizeOutput rewrites the engine's single-dash flags of `sponson
 // output` for the flag parser.
 func NormalizeOutput(a string) string {
 	switch a {
@@ -164,7 +164,7 @@ func writeIndented(w io.Writer, raw json.RawMessage) {
 	fmt.Fprintf(w, "%s\n", b)
 }
 
-// writeRaw prints a primitive value as the engine's -raw does: no quotes,
+// WriteRaw prints a primitive value as the engine's -raw does: no quotes,
 // no trailing newline.
 func WriteRaw(w io.Writer, name string, o Output) error {
 	var v any
@@ -209,7 +209,7 @@ func writeOutputs(w io.Writer, outputs map[string]Output, single bool) {
 	}
 }
 
-// hclValue renders a JSON value the way the engine's human output does.
+// HCLValue renders a JSON value the way the engine's human output does.
 func HCLValue(v any, indent string) string {
 	switch x := v.(type) {
 	case nil:

@@ -15,7 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
-// showJSONFlag carries show's engine flag -json (NormalizeArgs).
+// ShowJSONFlag carries show's engine flag -json (NormalizeArgs).
 const ShowJSONFlag = "engine-json"
 
 // ShowOptions are the options of `sponson show`.

@@ -87,7 +87,7 @@ func (opts *ReceiptOptions) scopeKey(cmd *cobra.Command, f *cmdutil.Factory) (st
 	return st, key, nil
 }
 
-// writeReceipt prints a receipt for humans: what ran where, its context,
+// WriteReceipt prints a receipt for humans: what ran where, its context,
 // lineage and outcome, then the ledger.
 func WriteReceipt(w io.Writer, r *receipt.Receipt) {
 	rs := cmdutil.Summarize(r)

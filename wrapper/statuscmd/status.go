@@ -119,7 +119,7 @@ func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) cmdu
 	return o
 }
 
-// statusRows turns the store's listing into the rows of status.
+// StatusRows turns the store's listing into the rows of status.
 func StatusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 	rows := []ScopeStatus{}
 	for _, s := range scopes {
@@ -148,7 +148,7 @@ func StatusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 	return rows
 }
 
-// writeStatusTable prints one line per scope, within about 105 columns for
+// WriteStatusTable prints one line per scope, within about 105 columns for
 // CI logs: times to the minute, commits short, run ids only where a lease
 // names one (sponson receipt shows the rest). Lineage, rare and long, goes
 // on an indented line under its scope rather than into a column.
