@@ -1,4 +1,4 @@
-package wrapper
+package cmdutil
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // TestRunE: prepare fills the options before the seam sees them, a failure
@@ -24,12 +23,12 @@ func TestRunE(t *testing.T) {
 			return nil
 		}
 	}
-	build := func(out *cmdutil.Outcome, o *opts, runF func(context.Context, *opts) cmdutil.Outcome) *cobra.Command {
+	build := func(out *Outcome, o *opts, runF func(context.Context, *opts) Outcome) *cobra.Command {
 		root := &cobra.Command{Use: "sponson"}
 		parent := &cobra.Command{Use: "provider"}
 		root.AddCommand(parent)
-		parent.AddCommand(&cobra.Command{Use: "mirror", RunE: cmdutil.RunE(nil, out, o, prepare(o), runF, func(_ *cobra.Command, _ *cmdutil.Factory, o *opts) cmdutil.Outcome {
-			return cmdutil.Outcome{Command: "run", Result: o.args}
+		parent.AddCommand(&cobra.Command{Use: "mirror", RunE: RunE(nil, out, o, prepare(o), runF, func(_ *cobra.Command, _ *Factory, o *opts) Outcome {
+			return Outcome{Command: "run", Result: o.args}
 		})})
 		return root
 	}
@@ -43,12 +42,12 @@ func TestRunE(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var out cmdutil.Outcome
+			var out Outcome
 			o := &opts{}
-			var runF func(context.Context, *opts) cmdutil.Outcome
+			var runF func(context.Context, *opts) Outcome
 			if tc.seam {
-				runF = func(_ context.Context, o *opts) cmdutil.Outcome {
-					return cmdutil.Outcome{Command: "seam", Result: o.args}
+				runF = func(_ context.Context, o *opts) Outcome {
+					return Outcome{Command: "seam", Result: o.args}
 				}
 			}
 			root := build(&out, o, runF)

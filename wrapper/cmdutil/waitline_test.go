@@ -1,4 +1,4 @@
-package wrapper
+package cmdutil
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
-	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -42,7 +41,7 @@ func TestWaitLineInACILog(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	clock := &fakeClock{t: at("10:05")}
-	p := cmdutil.NewWaitLine(&out, false, clock.now)
+	p := NewWaitLine(&out, false, clock.now)
 	for waited := time.Duration(0); waited <= 95*time.Second; waited += 2 * time.Second {
 		p.Event(waitEvent(waited))
 		clock.add(2 * time.Second)
@@ -65,7 +64,7 @@ func TestWaitLineOnATerminal(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	clock := &fakeClock{t: at("10:05")}
-	p := cmdutil.NewWaitLine(&out, true, clock.now)
+	p := NewWaitLine(&out, true, clock.now)
 	for i := range 3 {
 		p.Event(waitEvent(time.Duration(2*i) * time.Second))
 		clock.add(2 * time.Second)
