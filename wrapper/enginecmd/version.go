@@ -1,6 +1,8 @@
 package enginecmd
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"runtime"
 	"sort"
@@ -39,4 +41,45 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func versionFlags(fs *flag.FlagSet) engineRun {
+	js := fs.Bool("json", false, "print the engine's version JSON")
+	return func(ctx context.Context, c *engineCall, args []string) (any, error) {
+		if err := noArgs("version", args); err != nil {
+			return nil, err
+		}
+		if c.sess == nil {
+			if !c.jsonMode {
+				fmt.Fprintln(c.out, versionLine())
+			}
+			return versionResult(), nil
+		}
+		raw, v, providers, err := c.sess.VersionJSON(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res := versionResult()
+		res["engine"] = c.sess.Describe()
+		res["engineBinary"] = c.sess.Binary
+		if *js && !c.jsonMode {
+			_, err := c.out.Write(raw)
+			return res, err
+		}
+		if !c.jsonMode {
+			fmt.Fprintln(c.out, versionLine())
+			fmt.Fprintf(c.out, "%s v%s (%s)\n", engineTitle(c.sess.Name), v, c.sess.Binary)
+			for _, p := range sortedKeys(providers) {
+				fmt.Fprintf(c.out, "+ provider %s v%s\n", p, providers[p])
+			}
+		}
+		return res, nil
+	}
+}
+
+func engineTitle(name string) string {
+	if name == "opentofu" {
+		return "OpenTofu"
+	}
+	return "Terraform"
 }
