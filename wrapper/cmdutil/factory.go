@@ -53,20 +53,78 @@ func NewFactory() *Factory {
 	}
 }
 
+// IO is the process as a command's run function sees it: where it writes,
+// what it reads, the environment, and whether the outcome is printed as one
+// JSON document. A command's constructor unpacks it from the Factory once
+// (gh's opts.IO) and embeds it in its options, so that the run function sees
+// neither the Factory nor cobra.
+type IO struct {
+	In     io.Reader // what `sponson mcp` serves: the client's messages
+	Out    io.Writer // results: the summary, or the --json document
+	ErrOut io.Writer // progress, warnings, errors in human mode
+	Getenv func(string) string
+	// IsTerminal reports whether a writer is a terminal; nil means never.
+	IsTerminal func(io.Writer) bool
+	// JSON is --json or SPONSON_JSON, set by RunE before the command's
+	// prepare: exactly one JSON document goes to Out, people's lines to
+	// ErrOut.
+	JSON bool
+}
+
+// IO unpacks the process's streams and environment for a command's options.
+func (f *Factory) IO() *IO {
+	return &IO{In: f.In, Out: f.Out, ErrOut: f.ErrOut, Getenv: f.Getenv, IsTerminal: f.IsTerminal}
+}
+
+// Streams is the IO itself; an options struct that embeds *IO has it, and
+// RunE sets its JSON from the command line.
+func (s *IO) Streams() *IO { return s }
+
+// Human is where sponson's own lines go: ErrOut under --json, so that Out
+// holds exactly the one document, else Out.
+func (s *IO) Human() io.Writer {
+	if s.JSON {
+		return s.ErrOut
+	}
+	return s.Out
+}
+
 // RunE is the RunE of every command, gh's NewCmdX(f, runF) wiring written
-// once: prepare (when given) fills opts from the arguments and the SPONSON_*
-// variables, then runF, the seam a test hands the constructor, or else run
-// does the work. The outcome, a failure included, travels in *out, which Run
-// prints (the envelope with --json) and turns into the exit code; RunE
-// returns nil so that cobra adds nothing of its own.
-func RunE[O any](f *Factory, out *Outcome, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) Outcome, run func(*cobra.Command, *Factory, O) Outcome) func(*cobra.Command, []string) error {
+// once: the options' IO learns --json, prepare (when given) fills opts from
+// the flags, the arguments and the SPONSON_* variables, then runF, the seam a
+// test hands the constructor, or else run does the work with the options
+// alone. The outcome, a failure included, travels in *out, which Run prints
+// (the envelope with --json) and turns into the exit code; RunE returns nil
+// so that cobra adds nothing of its own.
+func RunE[O any](f *Factory, out *Outcome, opts O, prepare func(*cobra.Command, []string) error, runF, run func(context.Context, O) Outcome) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if s, ok := any(opts).(interface{ Streams() *IO }); ok && f != nil {
+			s.Streams().JSON = JSONWanted(cmd, f.Getenv)
+		}
+		if prepare != nil {
+			if err := prepare(cmd, args); err != nil {
+				*out = Outcome{Command: strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), Err: err}
+				return nil
+			}
+		}
+		if runF == nil {
+			runF = run
+		}
+		*out = runF(cmd.Context(), opts)
+		return nil
+	}
+}
+
+// RunECmd is RunE for a run function that still takes cobra's command and
+// the Factory.
+func RunECmd[O any](f *Factory, out *Outcome, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) Outcome, run func(*cobra.Command, *Factory, O) Outcome) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		*out = runOutcome(cmd, f, args, opts, prepare, runF, run)
 		return nil
 	}
 }
 
-// runOutcome is what runE puts in *out: a failure of prepare, else the
+// runOutcome is what RunECmd puts in *out: a failure of prepare, else the
 // outcome of runF or run.
 func runOutcome[O any](cmd *cobra.Command, f *Factory, args []string, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) Outcome, run func(*cobra.Command, *Factory, O) Outcome) Outcome {
 	if prepare != nil {

@@ -11,7 +11,7 @@ import (
 // NeedsSubcommand is the RunE of a command that only groups others: run
 // alone or with a word that is none of its subcommands, it fails.
 func NeedsSubcommand(out *Outcome) func(*cobra.Command, []string) error {
-	return RunE(nil, out, struct{}{}, unknownSubcommand, nil, nil)
+	return RunECmd(nil, out, struct{}{}, unknownSubcommand, nil, nil)
 }
 
 // unknownSubcommand refuses a missing or unknown subcommand of a command

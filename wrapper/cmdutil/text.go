@@ -52,9 +52,10 @@ func WantsJSON(args []string, getenv func(string) string) bool {
 	return v == "1" || v == "true" || v == "yes"
 }
 
-func JSONWanted(cmd *cobra.Command, f *Factory) bool {
+// JSONWanted is --json on cmd, or SPONSON_JSON.
+func JSONWanted(cmd *cobra.Command, getenv func(string) string) bool {
 	j, _ := cmd.Flags().GetBool("json")
-	return j || WantsJSON(nil, f.Getenv)
+	return j || WantsJSON(nil, getenv)
 }
 
 // UnlessFailed is the outcome of command: err when a step before it

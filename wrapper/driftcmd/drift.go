@@ -88,7 +88,7 @@ line per stack, one --json document with each stack's result and the totals,
 DRIFT_DETECTED when any scope of any stack drifted; the summary has a section
 per stack. There is no --changed: drift is what changed outside the engine,
 which no diff of the repository shows.`,
-		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Scopes = args
 			return nil
 		}, runF, runDrift),
@@ -160,7 +160,7 @@ func runDriftOne(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmd
 		return o
 	}
 	p := cmdutil.Printer{W: f.Out}
-	if cmdutil.JSONWanted(cmd, f) {
+	if cmdutil.JSONWanted(cmd, f.Getenv) {
 		p.W = f.ErrOut
 	}
 	warnOut := cmdutil.Printer{W: f.ErrOut}

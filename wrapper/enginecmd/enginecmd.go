@@ -158,7 +158,7 @@ func newEngineCmd(f *cmdutil.Factory, out *cmdutil.Outcome, prefix string, ec en
 		Short:              "The engine's " + name + ", run as the engine would",
 		Long:               engineLong(name, ec.meaning, usage.String()),
 		DisableFlagParsing: true,
-		RunE: cmdutil.RunE(f, out, common, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunECmd(f, out, common, func(_ *cobra.Command, args []string) error {
 			common.args = args
 			return nil
 		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, common *commonEngineFlags) cmdutil.Outcome {
@@ -229,7 +229,7 @@ func runEngineCommand(cmd *cobra.Command, f *cmdutil.Factory, name string, fs *f
 			return o
 		}
 	}
-	jsonMode := cmdutil.JSONWanted(cmd, f) || cmdutil.WantsJSON(args, func(string) string { return "" })
+	jsonMode := cmdutil.JSONWanted(cmd, f.Getenv) || cmdutil.WantsJSON(args, func(string) string { return "" })
 	c := &engineCall{f: f, dir: dir, out: f.Out, jsonMode: jsonMode}
 	if jsonMode {
 		c.out = f.ErrOut

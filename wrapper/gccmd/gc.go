@@ -231,7 +231,7 @@ receipts; the last one (status destroyed, empty ledger) is the record that the
 scope is gone. A superseded scope keeps its receipts, which name its successor.
 'sponson status' lists both.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(cmd *cobra.Command, _ []string) error {
 			return opts.prepare(cmd, f)
 		}, runF, gcCommand),
 	}

@@ -260,7 +260,7 @@ func newManyRun(cmd *cobra.Command, f *cmdutil.Factory, review *cmdutil.ReviewFl
 // warnings so far, the opening line, and the live table on a terminal.
 func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
 	p := cmdutil.Printer{W: m.f.Out}
-	if cmdutil.JSONWanted(cmd, m.f) {
+	if cmdutil.JSONWanted(cmd, m.f.Getenv) {
 		p.W = m.f.ErrOut
 	}
 	m.lines = &lockedPrinter{p: p}

@@ -92,7 +92,7 @@ when; the engine's init, plan and apply with resource counts). Cancelling a call
 interrupts its run as SIGINT does: the state is flushed, the lease released and
 the receipt written.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(cmd *cobra.Command, _ []string) error {
 			return cmdutil.BindEnv(cmd.Flags(), mcpFlagEnv, f.Getenv)
 		}, nil, runMCP),
 	}

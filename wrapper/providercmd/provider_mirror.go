@@ -40,7 +40,7 @@ for the lock file: 'init' records the h1: hash and checks it on every later
 Under 'sponson plan', 'apply' and 'destroy' none of this is needed: sponson
 offers its own provider to the engine.`,
 		Args: cobra.ExactArgs(1),
-		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Dir = args[0]
 			return nil
 		}, runF, runProviderMirror),

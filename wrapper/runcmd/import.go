@@ -51,7 +51,7 @@ the receipt records the approver.
 
 ` + engineflag.Help(engineflag.Import),
 		Args: cobra.ExactArgs(2),
-		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Address, opts.ID = args[0], args[1]
 			return nil
 		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions) cmdutil.Outcome {

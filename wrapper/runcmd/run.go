@@ -24,7 +24,7 @@ func newRunCmd(f *cmdutil.Factory, out *cmdutil.Outcome, command scoperun.Comman
 		Long:  long + "\n\n" + manystacks.ManyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
 		// runF replaces the run once the flags are resolved (runCommand),
 		// not the command: runE gets none.
-		RunE: cmdutil.RunE(f, out, &flags, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunECmd(f, out, &flags, func(_ *cobra.Command, args []string) error {
 			flags.Positional = args
 			return nil
 		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags) cmdutil.Outcome {

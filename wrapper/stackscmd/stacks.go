@@ -80,7 +80,7 @@ then a stage per depth (depth-0, depth-1, ...) and, per stack, a job "stack DIR"
 extending .sponson-stack in its depth's stage with SPONSON_CHDIR set to its
 directory. Without a stack to run the pipeline holds one job saying so.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(cmd *cobra.Command, _ []string) error {
 			return cmdutil.BindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv)
 		}, runF, runStacks),
 	}

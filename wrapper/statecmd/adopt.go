@@ -58,7 +58,7 @@ NAME (env SPONSON_APPROVED_BY), one sponson.hcl allows, or it is refused
 (exit 2, ENV_NOT_APPROVED) before the engine starts or anything is leased or
 written; the receipt records the approver.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(f, out, opts, nil, nil, runAdopt),
+		RunE: cmdutil.RunECmd(f, out, opts, nil, nil, runAdopt),
 	}
 	opts.Bind(cmd, true)
 	cmd.Flags().StringVar(&opts.Workspace, "from-workspace", "default", "the workspace of the configuration's backend to adopt")

@@ -55,7 +55,7 @@ Without them, each output is printed as NAME = VALUE, sensitive ones as
 <sensitive>. --json (two dashes) is sponson's envelope, whose result holds
 the outputs as -json prints them.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Name = args[0]
 			}

@@ -48,7 +48,7 @@ Without PLANFILE it shows the scope's state (detected as for plan, or --scope,
 engine in the configuration directory, which must be initialised
 (` + "`sponson init`" + `) for the providers' schemas.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.showsPlan = len(args) == 1
 			if opts.showsPlan {
 				opts.PlanFile = args[0]
@@ -68,7 +68,7 @@ engine in the configuration directory, which must be initialised
 
 func runShow(cmd *cobra.Command, f *cmdutil.Factory, opts *ShowOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "show"}
-	jsonMode := cmdutil.JSONWanted(cmd, f)
+	jsonMode := cmdutil.JSONWanted(cmd, f.Getenv)
 	if opts.showsPlan {
 		o.Result, o.Err = showPlanFile(f, opts.PlanFile, opts.EngineJSON, jsonMode)
 		return o

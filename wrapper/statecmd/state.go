@@ -97,7 +97,7 @@ func stateCmd(f *cmdutil.Factory, out *cmdutil.Outcome, use, short string, args 
 	opts := &StateOptions{}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
-		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.args = args
 			return nil
 		}, nil, func(cmd *cobra.Command, _ *cmdutil.Factory, o *StateOptions) cmdutil.Outcome {
@@ -168,7 +168,7 @@ func newStateList(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 		}
 		sort.Strings(addrs)
 		res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "addresses": addrs}
-		if !cmdutil.JSONWanted(cmd, f) {
+		if !cmdutil.JSONWanted(cmd, f.Getenv) {
 			for _, a := range addrs {
 				fmt.Fprintln(f.Out, a)
 			}
@@ -186,7 +186,7 @@ func newStatePull(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 			return res
 		}
 		st.Close()
-		if cmdutil.JSONWanted(cmd, f) {
+		if cmdutil.JSONWanted(cmd, f.Getenv) {
 			doc, err := parseState(data)
 			if err != nil {
 				res.Err = err
@@ -272,7 +272,7 @@ func newStateShow(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 			shown[k] = v
 		}
 		res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "address": i.Addr.String(), "attributes": shown}
-		if !cmdutil.JSONWanted(cmd, f) {
+		if !cmdutil.JSONWanted(cmd, f.Getenv) {
 			writeInstance(f.Out, i.Addr, shown, hidden)
 		}
 		return res
@@ -328,7 +328,7 @@ func stateChange(cmd *cobra.Command, f *cmdutil.Factory, o *StateOptions, comman
 	}
 	rec, m := c.Receipt, moved()
 	res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "runId": rec.RunID, "changes": m, "owned": len(rec.Ledger)}
-	if !cmdutil.JSONWanted(cmd, f) {
+	if !cmdutil.JSONWanted(cmd, f.Getenv) {
 		from := make([]string, 0, len(m))
 		for a := range m {
 			from = append(from, a)

@@ -40,7 +40,7 @@ creates its journal recorded as complete so far joined in (completedCreates).
 A destroyed scope keeps its last receipt: it is the record that the scope is
 gone, with an empty ledger.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(f, out, opts, nil, runF, runReceipt),
+		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runReceipt),
 	}
 	opts.StoreFlags.Bind(cmd)
 	opts.ContextFlags.Bind(cmd, cmdutil.ReadContextHelp)

@@ -53,7 +53,7 @@ environment (production, or one sponson.hcl protects) resolve needs
 apply does. Without it, ENV_NOT_APPROVED (exit 2) before the lease is taken or
 anything is written; the receipt records the approver.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Addresses = args
 			return nil
 		}, runF, runResolve),

@@ -71,7 +71,7 @@ scope S, "inherited from S" when they came from S.
 Destroyed scopes stay listed: their last receipt is the record that they are
 gone. With --json the rows are the result, with full commits and times.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(f, out, opts, nil, runF, runStatus),
+		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runStatus),
 	}
 	opts.Bind(cmd)
 	cmdutil.BindStack(cmd, &opts.Stack, "show only this stack (default: every stack of the environment)")

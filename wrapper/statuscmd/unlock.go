@@ -70,7 +70,7 @@ a run's lease is break-glass on that environment: it needs --approved-by
 does, and the receipt records the approver with who, why and which run was
 ended (ENV_NOT_APPROVED, exit 2, otherwise).`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(f, out, opts, nil, runF, runUnlock),
+		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runUnlock),
 	}
 	opts.bindUnlock(cmd)
 	return cmd
@@ -105,7 +105,7 @@ shows it): a lease held by another run is not ended.
 
 ` + cmd.Long
 	cmd.Args = cobra.MaximumNArgs(1)
-	cmd.RunE = cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
+	cmd.RunE = cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
 		if len(args) == 1 {
 			opts.LockID = args[0]
 		}

@@ -70,7 +70,7 @@ The file and git stores have no grants of their own: the machine's file
 permissions, or the repository's own access and branch protection rules on
 the sponson-stacks/ branches, are their boundary.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(f, out, opts, nil, runF, runGrants),
+		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runGrants),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Store, "store", "", "the shared store: s3://BUCKET/PREFIX or postgres://... (env SPONSON_STORE)")

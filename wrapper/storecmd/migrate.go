@@ -55,7 +55,7 @@ sponson-stacks/ branch (sealing the state again for its new place, so it needs
 SPONSON_STATE_KEY) and leaves the old branches as they were; PostgreSQL gives
 the old rows the stack in one transaction.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(f, out, opts, nil, runF, runMigrate),
+		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runMigrate),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
