@@ -56,7 +56,7 @@ func TestEditApproval(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f, _, _ := testFactory(map[string]string{"SPONSON_APPROVED_BY": tc.variable})
-			a, err := cmdutil.EditApproval(f, dir, tc.env, "state mv", tc.flag)
+			a, err := cmdutil.EditApproval(f.Getenv, dir, tc.env, "state mv", tc.flag)
 			if tc.refused {
 				if !errcode.Is(err, errcode.EnvNotApproved) || !strings.HasPrefix(errcode.As(err).Message, "state mv: ") {
 					t.Fatalf("editApproval: %v, want ENV_NOT_APPROVED naming state mv", err)

@@ -92,7 +92,7 @@ func runWith(ctx context.Context, args []string, f *cmdutil.Factory, runF func(c
 }
 
 func finish(f *cmdutil.Factory, jsonMode bool, o cmdutil.Outcome) errcode.ExitCode {
-	cmdutil.AnnotateOutcome(f, o)
+	cmdutil.AnnotateOutcome(f.IO(), o)
 	if jsonMode {
 		return cmdutil.WriteEnvelope(f.Out, o)
 	}

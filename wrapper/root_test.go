@@ -269,7 +269,7 @@ func TestGitHubAnnotations(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &env); err != nil {
 		t.Errorf("stdout is not one JSON document: %v\n%s", err, out)
 	}
-	cmdutil.AnnotateOutcome(f, cmdutil.Outcome{Command: "plan", Warnings: []string{"50% of a warning"}})
+	cmdutil.AnnotateOutcome(f.IO(), cmdutil.Outcome{Command: "plan", Warnings: []string{"50% of a warning"}})
 	if want := "::warning title=sponson plan::50%25 of a warning\n"; !strings.Contains(errOut.String(), want) {
 		t.Errorf("stderr lacks the warning annotation %q:\n%s", want, errOut)
 	}

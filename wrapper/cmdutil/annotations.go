@@ -38,7 +38,7 @@ func WriteDiagnostics(w io.Writer, diags []tfjson.Diagnostic) {
 // annotations (`::error file=F,line=L::...`) when GITHUB_ACTIONS=true, so
 // they show on the pull request's files. They go to stderr: stdout may be
 // the --json document, and the runner reads workflow commands from both.
-func AnnotateDiagnostics(f *Factory, dir string, diags []tfjson.Diagnostic) {
+func AnnotateDiagnostics(f *IO, dir string, diags []tfjson.Diagnostic) {
 	if f.Getenv("GITHUB_ACTIONS") != "true" {
 		return
 	}
@@ -49,7 +49,7 @@ func AnnotateDiagnostics(f *Factory, dir string, diags []tfjson.Diagnostic) {
 		}
 		props := []string{"title=" + EscapeProperty(d.Summary)}
 		if r := d.Range; r != nil && r.Filename != "" {
-			props = append([]string{"file=" + EscapeProperty(workspacePath(f, dir, r.Filename)), fmt.Sprintf("line=%d", r.Start.Line), fmt.Sprintf("col=%d", r.Start.Column)}, props...)
+			props = append([]string{"file=" + EscapeProperty(workspacePath(f.Getenv, dir, r.Filename)), fmt.Sprintf("line=%d", r.Start.Line), fmt.Sprintf("col=%d", r.Start.Column)}, props...)
 		}
 		msg := d.Summary
 		if d.Detail != "" {
@@ -61,7 +61,7 @@ func AnnotateDiagnostics(f *Factory, dir string, diags []tfjson.Diagnostic) {
 
 // annotate writes one of sponson's own errors or warnings as a GitHub
 // Actions annotation when GITHUB_ACTIONS=true.
-func annotate(f *Factory, level, title, msg string) {
+func annotate(f *IO, level, title, msg string) {
 	if f == nil || f.Getenv == nil || f.Getenv("GITHUB_ACTIONS") != "true" {
 		return
 	}
@@ -70,12 +70,12 @@ func annotate(f *Factory, level, title, msg string) {
 
 // workspacePath names a file of the configuration relative to the
 // checkout (GITHUB_WORKSPACE), as annotations want it.
-func workspacePath(f *Factory, dir, name string) string {
+func workspacePath(getenv func(string) string, dir, name string) string {
 	p := name
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
-	if ws := f.Getenv("GITHUB_WORKSPACE"); ws != "" {
+	if ws := getenv("GITHUB_WORKSPACE"); ws != "" {
 		if rel, err := filepath.Rel(ws, p); err == nil && !strings.HasPrefix(rel, "..") {
 			return filepath.ToSlash(rel)
 		}
@@ -97,7 +97,7 @@ func EscapeProperty(s string) string {
 // annotations (GITHUB_ACTIONS=true), so that they show on the run's summary
 // page and not only in its log. Under plan -detailed-exitcode "changes
 // present" is no error.
-func AnnotateOutcome(f *Factory, o Outcome) {
+func AnnotateOutcome(f *IO, o Outcome) {
 	for _, w := range o.Warnings {
 		annotate(f, "warning", "sponson "+o.Command, w)
 	}

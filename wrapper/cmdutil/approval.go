@@ -25,14 +25,14 @@ func BindApprovedBy(cmd *cobra.Command, name *string, what string) {
 // EditApproval is the approval command needs in environment env of the
 // repository of dir: in a protected environment one of its approvers,
 // named by flag or else SPONSON_APPROVED_BY (scopeedit.Approve).
-func EditApproval(f *Factory, dir, env, command, flag string) (scopeedit.Approval, error) {
-	decl, err := DeclaredEnvironment(context.Background(), f, dir, runctx.Context{Environment: env})
+func EditApproval(getenv func(string) string, dir, env, command, flag string) (scopeedit.Approval, error) {
+	decl, err := DeclaredEnvironment(context.Background(), getenv, dir, runctx.Context{Environment: env})
 	if err != nil {
 		return scopeedit.Approval{}, err
 	}
 	name := strings.TrimSpace(flag)
 	if name == "" {
-		name = f.Getenv("SPONSON_APPROVED_BY")
+		name = getenv("SPONSON_APPROVED_BY")
 	}
 	return scopeedit.Approve(decl, command, name)
 }
@@ -40,11 +40,11 @@ func EditApproval(f *Factory, dir, env, command, flag string) (scopeedit.Approva
 // FlagEnvironment is the environment a command runs in before its context
 // is detected: --env, else SPONSON_CTX_ENV, else the default, as
 // runctx.Detect decides it (the environment is never inferred).
-func FlagEnvironment(f *Factory, flag string) string {
+func FlagEnvironment(getenv func(string) string, flag string) string {
 	if env := strings.TrimSpace(flag); env != "" {
 		return env
 	}
-	if env := strings.TrimSpace(f.Getenv("SPONSON_CTX_ENV")); env != "" {
+	if env := strings.TrimSpace(getenv("SPONSON_CTX_ENV")); env != "" {
 		return env
 	}
 	return runctx.DefaultEnvironment

@@ -76,6 +76,18 @@ func (f *Factory) IO() *IO {
 	return &IO{In: f.In, Out: f.Out, ErrOut: f.ErrOut, Getenv: f.Getenv, IsTerminal: f.IsTerminal}
 }
 
+// Engines is how a command finds the engine, and the binary that serves
+// sponson's provider to it (sponson itself).
+type Engines struct {
+	Lookup     engine.Lookup
+	Executable func() (string, error)
+}
+
+// Engines unpacks how a command finds the engine.
+func (f *Factory) Engines() Engines {
+	return Engines{Lookup: f.Lookup, Executable: f.Executable}
+}
+
 // Streams is the IO itself; an options struct that embeds *IO has it, and
 // RunE sets its JSON from the command line.
 func (s *IO) Streams() *IO { return s }

@@ -126,18 +126,18 @@ func (c *ContextFlags) Bind(cmd *cobra.Command, help contextHelp) {
 
 // Detect names the scope the flags select in environment env, detected as
 // for apply where they name none, in the configuration directory chdir.
-func (c *ContextFlags) Detect(f *Factory, chdir, env string) (store.Key, error) {
+func (c *ContextFlags) Detect(getenv func(string) string, chdir, env string) (store.Key, error) {
 	dir := OrDot(chdir)
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
 	src := runctx.ProcessSources(dir)
-	src.Getenv = f.Getenv
+	src.Getenv = getenv
 	rc, err := runctx.Detect(runctx.Flags{Environment: env, Scope: c.Scope, PullRequest: c.PR, Branch: c.Branch}, src)
 	if err != nil {
 		return store.Key{}, err
 	}
-	stk, err := DetectStack(f, dir, c.Stack)
+	stk, err := DetectStack(getenv, dir, c.Stack)
 	if err != nil {
 		return store.Key{}, err
 	}

@@ -12,15 +12,15 @@ import (
 // TrustedRules reads the rules that judge a run in dir whose context is c:
 // the default branch's, never the change's own (rules.Load, docs/design.md
 // §2.18 "Trusted rules").
-func TrustedRules(ctx context.Context, f *Factory, dir string, c runctx.Context) (rules.Rules, error) {
-	return rules.Load(ctx, dir, c, rules.Sources{Getenv: f.Getenv, Git: rules.GitIn(dir)})
+func TrustedRules(ctx context.Context, getenv func(string) string, dir string, c runctx.Context) (rules.Rules, error) {
+	return rules.Load(ctx, dir, c, rules.Sources{Getenv: getenv, Git: rules.GitIn(dir)})
 }
 
 // DeclaredEnvironment matches c's environment against the trusted rules of
 // the repository of dir, for the commands that are not a run; c needs only
 // the environment, and the scope where the command knows it.
-func DeclaredEnvironment(ctx context.Context, f *Factory, dir string, c runctx.Context) (environments.Environment, error) {
-	rs, err := TrustedRules(ctx, f, OrDot(dir), c)
+func DeclaredEnvironment(ctx context.Context, getenv func(string) string, dir string, c runctx.Context) (environments.Environment, error) {
+	rs, err := TrustedRules(ctx, getenv, OrDot(dir), c)
 	if err != nil {
 		return environments.Environment{}, err
 	}
@@ -29,8 +29,8 @@ func DeclaredEnvironment(ctx context.Context, f *Factory, dir string, c runctx.C
 
 // DeclaredIdentity is what the trusted rules declare about identity for
 // env, for the commands that check ownership without a run.
-func DeclaredIdentity(ctx context.Context, f *Factory, dir, env string) (ownership.Declaration, error) {
-	rs, err := TrustedRules(ctx, f, OrDot(dir), runctx.Context{Environment: env})
+func DeclaredIdentity(ctx context.Context, getenv func(string) string, dir, env string) (ownership.Declaration, error) {
+	rs, err := TrustedRules(ctx, getenv, OrDot(dir), runctx.Context{Environment: env})
 	if err != nil {
 		return ownership.Declaration{}, err
 	}

@@ -8,17 +8,17 @@ import (
 // DetectStack decides the stack of the configuration in dir (absolute):
 // --stack, SPONSON_STACK, the sponson_scope attribute, then the derived
 // name (internal/stack).
-func DetectStack(f *Factory, dir, flag string) (stack.Result, error) {
+func DetectStack(getenv func(string) string, dir, flag string) (stack.Result, error) {
 	declared, err := stack.Declared(dir)
 	if err != nil {
 		return stack.Result{}, err
 	}
-	return DetectDeclared(f, dir, flag, declared)
+	return DetectDeclared(getenv, dir, flag, declared)
 }
 
 // DetectDeclared is detectStack with the sponson_scope attribute already
 // read (stack.DeclaredIn).
-func DetectDeclared(f *Factory, dir, flag, declared string) (stack.Result, error) {
+func DetectDeclared(getenv func(string) string, dir, flag, declared string) (stack.Result, error) {
 	src := runctx.ProcessSources(dir)
-	return stack.Detect(dir, flag, declared, stack.Sources{Getenv: f.Getenv, Git: src.Git})
+	return stack.Detect(dir, flag, declared, stack.Sources{Getenv: getenv, Git: src.Git})
 }

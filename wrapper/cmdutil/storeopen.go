@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 
@@ -11,13 +12,19 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
-func StoreOpen(s *StoreFlags, cmd *cobra.Command, f *Factory) (store.Store, string, string, error) {
-	if err := BindEnv(cmd.Flags(), RunFlagEnv, f.Getenv); err != nil {
-		return nil, "", "", err
-	}
+// Prepare gives each store flag left unset its SPONSON_* variable; a
+// command's prepare calls it before Open.
+func (s *StoreFlags) Prepare(cmd *cobra.Command, getenv func(string) string) error {
+	return BindEnv(cmd.Flags(), RunFlagEnv, getenv)
+}
+
+// Open opens the store of --store (or the default beside the configuration
+// of --chdir) for the environment --env names, as the trusted rules spell
+// it; it returns the store, its URL and the environment.
+func (s *StoreFlags) Open(ctx context.Context, getenv func(string) string) (store.Store, string, string, error) {
 	env := s.Env
 	if env == "" {
-		env = strings.TrimSpace(f.Getenv("SPONSON_CTX_ENV"))
+		env = strings.TrimSpace(getenv("SPONSON_CTX_ENV"))
 	}
 	if env == "" {
 		env = runctx.DefaultEnvironment
@@ -34,7 +41,7 @@ func StoreOpen(s *StoreFlags, cmd *cobra.Command, f *Factory) (store.Store, stri
 		return nil, "", "", errcode.Wrap(errcode.Usage, err, "--chdir %q", s.Chdir)
 	}
 	// The same names as plan and apply: --env Production reads production.
-	decl, err := DeclaredEnvironment(cmd.Context(), f, dir, runctx.Context{Environment: env})
+	decl, err := DeclaredEnvironment(ctx, getenv, dir, runctx.Context{Environment: env})
 	if err != nil {
 		return nil, "", "", err
 	}

@@ -42,7 +42,7 @@ type engineRun func(ctx context.Context, c *engineCall, args []string) (result a
 
 // engineCall is what an engine command runs with.
 type engineCall struct {
-	f    *cmdutil.Factory
+	io   *cmdutil.IO
 	sess *engine.Session
 	dir  string
 	// out is where the engine's own output goes: stdout, or stderr under
@@ -145,7 +145,7 @@ func newEngineCmd(f *cmdutil.Factory, out *cmdutil.Outcome, prefix string, ec en
 	name := prefix + strings.Fields(ec.use)[0]
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	run := ec.flags(fs)
-	common := &commonEngineFlags{}
+	common := &commonEngineFlags{IO: f.IO(), engines: f.Engines()}
 	fs.StringVar(&common.chdir, "chdir", "", "the configuration directory (sponson's --chdir; env SPONSON_CHDIR)")
 	fs.StringVar(&common.engine, "engine", "", "the tofu or terraform binary (sponson's --engine; env SPONSON_ENGINE)")
 	fs.Bool("no-color", false, "no-op, accepted as the engine accepts it")
@@ -158,11 +158,12 @@ func newEngineCmd(f *cmdutil.Factory, out *cmdutil.Outcome, prefix string, ec en
 		Short:              "The engine's " + name + ", run as the engine would",
 		Long:               engineLong(name, ec.meaning, usage.String()),
 		DisableFlagParsing: true,
-		RunE: cmdutil.RunECmd(f, out, common, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, common, func(cmd *cobra.Command, args []string) error {
 			common.args = args
+			common.help = cmd.Help
 			return nil
-		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, common *commonEngineFlags) cmdutil.Outcome {
-			return runEngineCommand(cmd, f, name, fs, common, run, ec.optionalEngine, common.args)
+		}, nil, func(ctx context.Context, common *commonEngineFlags) cmdutil.Outcome {
+			return runEngineCommand(ctx, name, fs, common, run, ec.optionalEngine, common.args)
 		}),
 	}
 	return cmd
@@ -186,12 +187,16 @@ Engine flags:
 // commonEngineFlags are the flags every engine command takes: sponson's
 // own, and the engine's no-ops.
 type commonEngineFlags struct {
+	*cmdutil.IO
+	engines       cmdutil.Engines
 	chdir, engine string
+	// help prints the command's help (-h, --help, -help among the args).
+	help func() error
 	// args are the command's arguments, the engine's flags among them.
 	args []string
 }
 
-func runEngineCommand(cmd *cobra.Command, f *cmdutil.Factory, name string, fs *flag.FlagSet, common *commonEngineFlags, run engineRun, optional bool, args []string) cmdutil.Outcome {
+func runEngineCommand(ctx context.Context, name string, fs *flag.FlagSet, common *commonEngineFlags, run engineRun, optional bool, args []string) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: name}
 	var rest []string
 	for _, a := range args {
@@ -199,7 +204,7 @@ func runEngineCommand(cmd *cobra.Command, f *cmdutil.Factory, name string, fs *f
 			continue // sponson's envelope: wantsJSON read it
 		}
 		if a == "-h" || a == "--help" || a == "-help" {
-			_ = cmd.Help()
+			_ = common.help()
 			return cmdutil.Outcome{}
 		}
 		rest = append(rest, a)
@@ -210,7 +215,7 @@ func runEngineCommand(cmd *cobra.Command, f *cmdutil.Factory, name string, fs *f
 		return o
 	}
 	if common.chdir == "" {
-		common.chdir = f.Getenv("SPONSON_CHDIR")
+		common.chdir = common.Getenv("SPONSON_CHDIR")
 	}
 	dir, err := filepath.Abs(cmdutil.OrDot(common.chdir))
 	if err != nil {
@@ -229,18 +234,17 @@ func runEngineCommand(cmd *cobra.Command, f *cmdutil.Factory, name string, fs *f
 			return o
 		}
 	}
-	jsonMode := cmdutil.JSONWanted(cmd, f.Getenv) || cmdutil.WantsJSON(args, func(string) string { return "" })
-	c := &engineCall{f: f, dir: dir, out: f.Out, jsonMode: jsonMode}
+	jsonMode := common.JSON || cmdutil.WantsJSON(args, func(string) string { return "" })
+	c := &engineCall{io: common.IO, dir: dir, out: common.Out, jsonMode: jsonMode}
 	if jsonMode {
-		c.out = f.ErrOut
+		c.out = common.ErrOut
 	}
-	warnOut := cmdutil.Printer{W: f.ErrOut}
+	warnOut := cmdutil.Printer{W: common.ErrOut}
 	c.warn = func(s string) {
 		warnOut.Warn(s)
 		o.Warnings = append(o.Warnings, s)
 	}
-	ctx := cmd.Context()
-	sess, stop, err := runner.OpenEngine(ctx, f, dir, common.engine, c.out, c.warn)
+	sess, stop, err := runner.OpenEngine(ctx, common.engines, dir, common.engine, c.out, common.ErrOut, c.warn)
 	switch {
 	case err != nil && optional && errcode.As(err).Code == errcode.EngineNotFound:
 		c.warn(errcode.As(err).Message)

@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/savedplan"
-	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 func graphFlags(fs *flag.FlagSet) engineRun {
@@ -27,7 +26,7 @@ func graphFlags(fs *flag.FlagSet) engineRun {
 			opts = append(opts, tfexec.GraphType(*typ))
 		}
 		if *planFile != "" {
-			p, cleanup, err := engineSavedPlan(c.f, *planFile)
+			p, cleanup, err := engineSavedPlan(c.io.Getenv, *planFile)
 			if err != nil {
 				return nil, err
 			}
@@ -49,8 +48,8 @@ func graphFlags(fs *flag.FlagSet) engineRun {
 // engineSavedPlan writes the engine's plan of a sponson saved plan to a
 // temporary file, after the seal check, for an engine command that reads
 // one.
-func engineSavedPlan(f *cmdutil.Factory, path string) (string, func(), error) {
-	key, err := savedplan.Key(f.Getenv)
+func engineSavedPlan(getenv func(string) string, path string) (string, func(), error) {
+	key, err := savedplan.Key(getenv)
 	if err != nil {
 		return "", nil, err
 	}

@@ -28,7 +28,7 @@ func validateFlags(fs *flag.FlagSet) engineRun {
 				fmt.Fprintln(c.out, "Success! The configuration is valid.")
 			}
 		}
-		cmdutil.AnnotateDiagnostics(c.f, c.dir, v.Diagnostics)
+		cmdutil.AnnotateDiagnostics(c.io, c.dir, v.Diagnostics)
 		if !v.Valid {
 			return v, errcode.New(errcode.EngineFailed, "the configuration in %s is not valid: %d errors", c.dir, v.ErrorCount).
 				WithHint("The engine's diagnostics above say where.").With("step", "validate")

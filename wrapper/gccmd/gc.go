@@ -402,7 +402,10 @@ func (g *gcRun) target() (gcTarget, error) {
 	opts, cmd := g.opts, g.opts.cmd
 	if !opts.Yes {
 		sf := cmdutil.StoreFlags{Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store}
-		st, storeURL, env, err := cmdutil.StoreOpen(&sf, cmd, g.f)
+		if err := sf.Prepare(cmd, g.f.Getenv); err != nil {
+			return gcTarget{}, err
+		}
+		st, storeURL, env, err := sf.Open(cmd.Context(), g.f.Getenv)
 		if err != nil {
 			return gcTarget{}, err
 		}

@@ -50,7 +50,7 @@ func checkDestroyDependents(ctx context.Context, f *cmdutil.Factory, flags *cmdu
 		if err != nil {
 			return err
 		}
-		env, err := cmdutil.DeclaredEnvironment(ctx, f, s.Dir, c)
+		env, err := cmdutil.DeclaredEnvironment(ctx, f.Getenv, s.Dir, c)
 		if err != nil {
 			return err
 		}

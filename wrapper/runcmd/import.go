@@ -79,7 +79,7 @@ func runImport(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions, runF
 		return fail(errcode.New(errcode.Usage, "the import ID %q is empty or spans lines", id))
 	}
 	// Asked first, so the refusal names the import rather than its apply.
-	if _, err := cmdutil.EditApproval(f, opts.Chdir, cmdutil.FlagEnvironment(f, opts.Env), "import", opts.ApprovedBy); err != nil {
+	if _, err := cmdutil.EditApproval(f.Getenv, opts.Chdir, cmdutil.FlagEnvironment(f.Getenv, opts.Env), "import", opts.ApprovedBy); err != nil {
 		return fail(err)
 	}
 	in, err := runner.ResolveRun(&opts.RunFlags, cmd, f, scoperun.Apply, nil)

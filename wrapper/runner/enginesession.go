@@ -21,8 +21,8 @@ import (
 
 // OpenEngine starts an engine session in dir for an engine command, with
 // sponson's provider served to it; stop ends both.
-func OpenEngine(ctx context.Context, f *cmdutil.Factory, dir, engineFlag string, out io.Writer, warn func(string)) (*engine.Session, func(), error) {
-	bin, err := engine.Locate(engineFlag, f.Lookup)
+func OpenEngine(ctx context.Context, engines cmdutil.Engines, dir, engineFlag string, out, errOut io.Writer, warn func(string)) (*engine.Session, func(), error) {
+	bin, err := engine.Locate(engineFlag, engines.Lookup)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,7 +41,7 @@ func OpenEngine(ctx context.Context, f *cmdutil.Factory, dir, engineFlag string,
 		stopProvider()
 		os.RemoveAll(tmp)
 	}
-	sess, err := engine.Open(ctx, engine.Options{Dir: dir, Binary: bin, Env: env, Stdout: out, Stderr: f.ErrOut, KeepCLIArgs: true})
+	sess, err := engine.Open(ctx, engine.Options{Dir: dir, Binary: bin, Env: env, Stdout: out, Stderr: errOut, KeepCLIArgs: true})
 	if err != nil {
 		stop()
 		return nil, nil, err

@@ -69,7 +69,7 @@ func ResolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, com
 	if err != nil {
 		return nil, err
 	}
-	rs, err := cmdutil.TrustedRules(cmd.Context(), f, dir, c)
+	rs, err := cmdutil.TrustedRules(cmd.Context(), f.Getenv, dir, c)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func placeRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, dir s
 	if err != nil {
 		return stack.Result{}, nil, err
 	}
-	stk, err := cmdutil.DetectDeclared(f, dir, r.Stack, declared)
+	stk, err := cmdutil.DetectDeclared(f.Getenv, dir, r.Stack, declared)
 	if err != nil {
 		return stk, nil, err
 	}

@@ -1,6 +1,7 @@
 package statecmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,6 +9,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/adopt"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
+	"github.com/sponson/terraform-provider-sponson/internal/scopeedit"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
@@ -27,14 +29,18 @@ type AdoptResult struct {
 
 // AdoptOptions are the options of `sponson adopt`.
 type AdoptOptions struct {
+	*cmdutil.IO
 	cmdutil.RunFlags
 	// Workspace is the workspace of the configuration's backend to adopt.
 	Workspace string
+	// approval and in are what the flags resolve to, before the run.
+	approval scopeedit.Approval
+	in       *runner.RunInput
 }
 
 // NewCmdAdopt builds `sponson adopt`.
 func NewCmdAdopt(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
-	opts := &AdoptOptions{}
+	opts := &AdoptOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "adopt [flags]",
 		Short: "Take the state the configuration's own backend holds into a scope of the store",
@@ -58,42 +64,38 @@ NAME (env SPONSON_APPROVED_BY), one sponson.hcl allows, or it is refused
 (exit 2, ENV_NOT_APPROVED) before the engine starts or anything is leased or
 written; the receipt records the approver.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunECmd(f, out, opts, nil, nil, runAdopt),
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) (err error) {
+			opts.approval, err = cmdutil.EditApproval(opts.Getenv, opts.Chdir, cmdutil.FlagEnvironment(opts.Getenv, opts.Env), adopt.Command, opts.ApprovedBy)
+			if err != nil {
+				return err
+			}
+			opts.in, err = runner.ResolveRun(&opts.RunFlags, cmd, f, scoperun.Command(adopt.Command), nil)
+			return err
+		}, nil, runAdopt),
 	}
 	opts.Bind(cmd, true)
 	cmd.Flags().StringVar(&opts.Workspace, "from-workspace", "default", "the workspace of the configuration's backend to adopt")
 	return cmd
 }
 
-func runAdopt(cmd *cobra.Command, f *cmdutil.Factory, opts *AdoptOptions) cmdutil.Outcome {
+func runAdopt(ctx context.Context, opts *AdoptOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: adopt.Command}
-	approval, err := cmdutil.EditApproval(f, opts.Chdir, cmdutil.FlagEnvironment(f, opts.Env), adopt.Command, opts.ApprovedBy)
-	if err != nil {
-		o.Err = err
-		return o
-	}
-	in, err := runner.ResolveRun(&opts.RunFlags, cmd, f, scoperun.Command(adopt.Command), nil)
-	if err != nil {
-		o.Err = err
-		return o
-	}
+	in := opts.in
 	defer in.Opts.Store.Close()
-	jsonMode, _ := cmd.Flags().GetBool("json")
-	jsonMode = jsonMode || cmdutil.WantsJSON(nil, f.Getenv)
-	p := cmdutil.Printer{W: f.Out}
-	engineOut := f.Out
-	if jsonMode {
-		p.W, engineOut = f.ErrOut, f.ErrOut
+	p := cmdutil.Printer{W: opts.Out}
+	engineOut := opts.Out
+	if opts.JSON {
+		p.W, engineOut = opts.ErrOut, opts.ErrOut
 	}
-	warnOut := cmdutil.Printer{W: f.ErrOut}
+	warnOut := cmdutil.Printer{W: opts.ErrOut}
 	runID := scoperun.NewRunID()
 	c := in.Opts.Context
 	p.Line("%s", cmdutil.Header(adopt.Command, c.Environment, c.Scope, runID))
-	res, err := adopt.Run(cmd.Context(), adopt.Options{
+	res, err := adopt.Run(ctx, adopt.Options{
 		Dir: in.Opts.Dir, Context: c, Store: in.Opts.Store, Engine: in.Opts.Engine,
 		ProviderVersion: in.Opts.ProviderVersion,
 		Lease:           in.Opts.Lease, RunID: runID, Workspace: opts.Workspace, EngineOut: engineOut, Declared: in.Opts.Declared,
-		Approval:      approval,
+		Approval:      opts.approval,
 		ServeProvider: in.Opts.ServeProvider,
 		Warn:          func(s string) { warnOut.Warn(s); o.Warnings = append(o.Warnings, s) },
 	})

@@ -19,6 +19,7 @@ import (
 
 // OutputOptions are the options of `sponson output`.
 type OutputOptions struct {
+	*cmdutil.IO
 	cmdutil.StoreFlags
 	cmdutil.ContextFlags
 	// Name is the one output to print; all when empty.
@@ -34,7 +35,7 @@ type Output = tfstate.Output
 
 // NewCmdOutput builds `sponson output`.
 func NewCmdOutput(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *OutputOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &OutputOptions{}
+	opts := &OutputOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "output [NAME] [flags]",
 		Short: "Print the outputs of a scope's state",
@@ -55,11 +56,11 @@ Without them, each output is printed as NAME = VALUE, sensitive ones as
 <sensitive>. --json (two dashes) is sponson's envelope, whose result holds
 the outputs as -json prints them.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Name = args[0]
 			}
-			return nil
+			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
 		}, runF, runOutput),
 	}
 	opts.StoreFlags.Bind(cmd)
@@ -89,7 +90,7 @@ func NormalizeOutput(a string) string {
 	return a
 }
 
-func runOutput(cmd *cobra.Command, f *cmdutil.Factory, opts *OutputOptions) cmdutil.Outcome {
+func runOutput(ctx context.Context, opts *OutputOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "output"}
 	if opts.Raw && opts.EngineJSON {
 		o.Err = errcode.New(errcode.Usage, "-raw and -json cannot be combined").WithHint("Pick one.")
@@ -99,18 +100,18 @@ func runOutput(cmd *cobra.Command, f *cmdutil.Factory, opts *OutputOptions) cmdu
 		o.Err = errcode.New(errcode.Usage, "-raw needs the NAME of one output").WithHint("Run `sponson output` to list them.")
 		return o
 	}
-	st, _, env, err := cmdutil.StoreOpen(&opts.StoreFlags, cmd, f)
+	st, _, env, err := opts.StoreFlags.Open(ctx, opts.Getenv)
 	if err != nil {
 		o.Err = err
 		return o
 	}
 	defer st.Close()
-	key, err := opts.Detect(f, opts.Chdir, env)
+	key, err := opts.Detect(opts.Getenv, opts.Chdir, env)
 	if err != nil {
 		o.Err = err
 		return o
 	}
-	data, err := st.ReadState(cmd.Context(), key)
+	data, err := st.ReadState(ctx, key)
 	if err != nil {
 		o.Err = err
 		return o
@@ -137,19 +138,19 @@ func runOutput(cmd *cobra.Command, f *cmdutil.Factory, opts *OutputOptions) cmdu
 		}
 	}
 	o.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "outputs": outputs}
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
+	if opts.JSON {
 		return o
 	}
 	switch {
 	case opts.Raw:
-		o.Err = WriteRaw(f.Out, opts.Name, outputs[opts.Name])
+		o.Err = WriteRaw(opts.Out, opts.Name, outputs[opts.Name])
 	case opts.EngineJSON && opts.Name != "":
-		writeIndented(f.Out, outputs[opts.Name].Value)
+		writeIndented(opts.Out, outputs[opts.Name].Value)
 	case opts.EngineJSON:
 		b, _ := json.MarshalIndent(outputs, "", "  ")
-		fmt.Fprintf(f.Out, "%s\n", b)
+		fmt.Fprintf(opts.Out, "%s\n", b)
 	default:
-		writeOutputs(f.Out, outputs, opts.Name != "")
+		writeOutputs(opts.Out, outputs, opts.Name != "")
 	}
 	return o
 }

@@ -2,6 +2,7 @@ package statecmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,6 +22,7 @@ const ShowJSONFlag = "engine-json"
 // ShowOptions are the options of `sponson show`.
 type ShowOptions struct {
 	StateOptions
+	Engines    cmdutil.Engines
 	Engine     string
 	EngineJSON bool
 	// PlanFile is the saved plan to show, when showsPlan; the scope's
@@ -31,7 +33,7 @@ type ShowOptions struct {
 
 // NewCmdShow builds `sponson show [-json] [PLANFILE]`.
 func NewCmdShow(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
-	opts := &ShowOptions{}
+	opts := &ShowOptions{StateOptions: StateOptions{IO: f.IO()}, Engines: f.Engines()}
 	cmd := &cobra.Command{
 		Use:   "show [-json] [PLANFILE] [flags]",
 		Short: "Show a saved plan as the engine does (its plan JSON with -json), or the scope's state",
@@ -48,12 +50,16 @@ Without PLANFILE it shows the scope's state (detected as for plan, or --scope,
 engine in the configuration directory, which must be initialised
 (` + "`sponson init`" + `) for the providers' schemas.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
 			opts.showsPlan = len(args) == 1
 			if opts.showsPlan {
 				opts.PlanFile = args[0]
+				return nil
 			}
-			return nil
+			if err := cmdutil.BindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR", "store": "SPONSON_STORE", "env": "SPONSON_CTX_ENV", "engine": "SPONSON_ENGINE"}, opts.Getenv); err != nil {
+				return err
+			}
+			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
 		}, nil, runShow),
 	}
 	opts.bind(cmd, false)
@@ -66,18 +72,14 @@ engine in the configuration directory, which must be initialised
 	return cmd
 }
 
-func runShow(cmd *cobra.Command, f *cmdutil.Factory, opts *ShowOptions) cmdutil.Outcome {
+func runShow(ctx context.Context, opts *ShowOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "show"}
-	jsonMode := cmdutil.JSONWanted(cmd, f.Getenv)
+	jsonMode := opts.JSON
 	if opts.showsPlan {
-		o.Result, o.Err = showPlanFile(f, opts.PlanFile, opts.EngineJSON, jsonMode)
+		o.Result, o.Err = showPlanFile(opts.IO, opts.PlanFile, opts.EngineJSON, jsonMode)
 		return o
 	}
-	if err := cmdutil.BindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR", "store": "SPONSON_STORE", "env": "SPONSON_CTX_ENV", "engine": "SPONSON_ENGINE"}, f.Getenv); err != nil {
-		o.Err = err
-		return o
-	}
-	st, key, data, err := opts.scopeState(cmd, f)
+	st, key, data, err := opts.scopeState(ctx)
 	if err != nil {
 		o.Err = err
 		return o
@@ -90,20 +92,20 @@ func runShow(cmd *cobra.Command, f *cmdutil.Factory, opts *ShowOptions) cmdutil.
 		if opts.EngineJSON {
 			res["state"] = json.RawMessage(`{"format_version":"1.0"}`)
 			if !jsonMode {
-				fmt.Fprintln(f.Out, `{"format_version":"1.0"}`)
+				fmt.Fprintln(opts.Out, `{"format_version":"1.0"}`)
 			}
 		} else if !jsonMode {
-			fmt.Fprintln(f.Out, "No state.")
+			fmt.Fprintln(opts.Out, "No state.")
 		}
 		return o
 	}
 	dir, _ := filepath.Abs(cmdutil.OrDot(opts.Chdir))
-	engOut := f.Out
+	engOut := opts.Out
 	if jsonMode {
-		engOut = f.ErrOut
+		engOut = opts.ErrOut
 	}
-	warnOut := cmdutil.Printer{W: f.ErrOut}
-	sess, stop, err := runner.OpenEngine(cmd.Context(), f, dir, opts.Engine, engOut, func(s string) {
+	warnOut := cmdutil.Printer{W: opts.ErrOut}
+	sess, stop, err := runner.OpenEngine(ctx, opts.Engines, dir, opts.Engine, engOut, opts.ErrOut, func(s string) {
 		warnOut.Warn(s)
 		o.Warnings = append(o.Warnings, s)
 	})
@@ -127,32 +129,32 @@ func runShow(cmd *cobra.Command, f *cmdutil.Factory, opts *ShowOptions) cmdutil.
 		return errcode.As(err).WithHint("The engine reads the providers' schemas from the initialised configuration: run `sponson init` in " + dir + " first.")
 	}
 	if opts.EngineJSON {
-		raw, err := sess.ShowStateJSON(cmd.Context(), path)
+		raw, err := sess.ShowStateJSON(ctx, path)
 		if err != nil {
 			o.Err = notInit(err)
 			return o
 		}
 		res["state"] = json.RawMessage(bytes.TrimSpace(raw))
 		if !jsonMode {
-			_, _ = f.Out.Write(raw)
+			_, _ = opts.Out.Write(raw)
 		}
 		return o
 	}
-	txt, err := sess.ShowText(cmd.Context(), path)
+	txt, err := sess.ShowText(ctx, path)
 	if err != nil {
 		o.Err = notInit(err)
 		return o
 	}
 	res["text"] = txt
 	if !jsonMode {
-		fmt.Fprint(f.Out, txt)
+		fmt.Fprint(opts.Out, txt)
 	}
 	return o
 }
 
 // showPlanFile shows a saved plan, after its seal check: the engine's plan
 // JSON or its text, both kept in the file since the plan was made.
-func showPlanFile(f *cmdutil.Factory, path string, engineJSON, jsonMode bool) (any, error) {
+func showPlanFile(f *cmdutil.IO, path string, engineJSON, jsonMode bool) (any, error) {
 	key, err := savedplan.Key(f.Getenv)
 	if err != nil {
 		return nil, err

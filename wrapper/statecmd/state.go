@@ -26,6 +26,7 @@ import (
 
 // StateOptions are the options of `sponson state` and its commands.
 type StateOptions struct {
+	*cmdutil.IO
 	cmdutil.StoreFlags
 	cmdutil.ContextFlags
 	Wait        bool
@@ -93,15 +94,15 @@ func (s *StateOptions) bind(cmd *cobra.Command, writes bool) {
 	}
 }
 
-func stateCmd(f *cmdutil.Factory, out *cmdutil.Outcome, use, short string, args cobra.PositionalArgs, writes bool, run func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome) *cobra.Command {
-	opts := &StateOptions{}
+func stateCmd(f *cmdutil.Factory, out *cmdutil.Outcome, use, short string, args cobra.PositionalArgs, writes bool, run func(ctx context.Context, o *StateOptions, args []string) cmdutil.Outcome) *cobra.Command {
+	opts := &StateOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
-		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
 			opts.args = args
-			return nil
-		}, nil, func(cmd *cobra.Command, _ *cmdutil.Factory, o *StateOptions) cmdutil.Outcome {
-			return run(cmd, o, o.args)
+			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+		}, nil, func(ctx context.Context, o *StateOptions) cmdutil.Outcome {
+			return run(ctx, o, o.args)
 		}),
 	}
 	opts.bind(cmd, writes)
@@ -109,8 +110,8 @@ func stateCmd(f *cmdutil.Factory, out *cmdutil.Outcome, use, short string, args 
 }
 
 // scopeState opens the store and reads the scope's state document.
-func (s *StateOptions) scopeState(cmd *cobra.Command, f *cmdutil.Factory) (store.Store, store.Key, []byte, error) {
-	st, _, env, err := cmdutil.StoreOpen(&s.StoreFlags, cmd, f)
+func (s *StateOptions) scopeState(ctx context.Context) (store.Store, store.Key, []byte, error) {
+	st, _, env, err := s.StoreFlags.Open(ctx, s.Getenv)
 	if err != nil {
 		return nil, store.Key{}, nil, err
 	}
@@ -120,12 +121,12 @@ func (s *StateOptions) scopeState(cmd *cobra.Command, f *cmdutil.Factory) (store
 		return nil, store.Key{}, nil, errcode.New(errcode.Usage, "the configuration in %s keeps its own %q backend: its state is not in the sponson store", dir, b).
 			WithHint("Use the engine's own state commands on that backend, or adopt its state into the store (`sponson adopt`).")
 	}
-	key, err := s.Detect(f, s.Chdir, env)
+	key, err := s.Detect(s.Getenv, s.Chdir, env)
 	if err != nil {
 		st.Close()
 		return nil, store.Key{}, nil, err
 	}
-	data, err := st.ReadState(cmd.Context(), key)
+	data, err := st.ReadState(ctx, key)
 	if err != nil {
 		st.Close()
 		return nil, store.Key{}, nil, err
@@ -135,8 +136,8 @@ func (s *StateOptions) scopeState(cmd *cobra.Command, f *cmdutil.Factory) (store
 
 // readScopeState reads the scope's state document for a command that only
 // reads it (list, show): the store is closed before it returns.
-func (s *StateOptions) readScopeState(cmd *cobra.Command, f *cmdutil.Factory) (store.Key, tfstate.Doc, error) {
-	st, key, data, err := s.scopeState(cmd, f)
+func (s *StateOptions) readScopeState(ctx context.Context) (store.Key, tfstate.Doc, error) {
+	st, key, data, err := s.scopeState(ctx)
 	if err != nil {
 		return store.Key{}, nil, err
 	}
@@ -155,9 +156,9 @@ func parseState(data []byte) (tfstate.Doc, error) {
 }
 
 func newStateList(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
-	return stateCmd(f, out, "list [flags]", "List the resource instances of a scope's state", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) cmdutil.Outcome {
+	return stateCmd(f, out, "list [flags]", "List the resource instances of a scope's state", cobra.NoArgs, false, func(ctx context.Context, o *StateOptions, _ []string) cmdutil.Outcome {
 		res := cmdutil.Outcome{Command: "state list"}
-		key, doc, err := o.readScopeState(cmd, f)
+		key, doc, err := o.readScopeState(ctx)
 		if err != nil {
 			res.Err = err
 			return res
@@ -168,9 +169,9 @@ func newStateList(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 		}
 		sort.Strings(addrs)
 		res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "addresses": addrs}
-		if !cmdutil.JSONWanted(cmd, f.Getenv) {
+		if !o.JSON {
 			for _, a := range addrs {
-				fmt.Fprintln(f.Out, a)
+				fmt.Fprintln(o.Out, a)
 			}
 		}
 		return res
@@ -178,15 +179,15 @@ func newStateList(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 }
 
 func newStatePull(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
-	return stateCmd(f, out, "pull [flags]", "Print the scope's state document, as the engine's state pull does", cobra.NoArgs, false, func(cmd *cobra.Command, o *StateOptions, _ []string) cmdutil.Outcome {
+	return stateCmd(f, out, "pull [flags]", "Print the scope's state document, as the engine's state pull does", cobra.NoArgs, false, func(ctx context.Context, o *StateOptions, _ []string) cmdutil.Outcome {
 		res := cmdutil.Outcome{Command: "state pull"}
-		st, key, data, err := o.scopeState(cmd, f)
+		st, key, data, err := o.scopeState(ctx)
 		if err != nil {
 			res.Err = err
 			return res
 		}
 		st.Close()
-		if cmdutil.JSONWanted(cmd, f.Getenv) {
+		if o.JSON {
 			doc, err := parseState(data)
 			if err != nil {
 				res.Err = err
@@ -195,17 +196,17 @@ func newStatePull(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 			res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "state": doc}
 			return res
 		}
-		_, _ = f.Out.Write(data)
+		_, _ = o.Out.Write(data)
 		return res
 	})
 }
 
 func newStatePush(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
-	cmd := stateCmd(f, out, "push PATH [flags]", "Replace the scope's state with a state file, under its lease, the ledger following", cobra.ExactArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome {
+	cmd := stateCmd(f, out, "push PATH [flags]", "Replace the scope's state with a state file, under its lease, the ledger following", cobra.ExactArgs(1), true, func(ctx context.Context, o *StateOptions, args []string) cmdutil.Outcome {
 		var data []byte
 		var err error
 		if args[0] == "-" {
-			data, err = io.ReadAll(f.In)
+			data, err = io.ReadAll(o.In)
 		} else {
 			data, err = os.ReadFile(args[0])
 		}
@@ -213,13 +214,13 @@ func newStatePush(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 			return cmdutil.Outcome{Command: "state push", Err: errcode.Wrap(errcode.Usage, err, "state push: reading %s", args[0]).
 				WithHint("Give a state file (`sponson state pull > FILE` writes the scope's), or - for standard input.")}
 		}
-		return stateChange(cmd, f, o, "state push", func() map[string]string { return nil },
+		return stateChange(ctx, o, "state push", func() map[string]string { return nil },
 			func(ctx context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
-				declared, err := cmdutil.DeclaredIdentity(ctx, f, o.Chdir, s.Key.Environment)
+				declared, err := cmdutil.DeclaredIdentity(ctx, o.Getenv, o.Chdir, s.Key.Environment)
 				if err != nil {
 					return scopeedit.Change{}, err
 				}
-				return scopeedit.Push("state push", declared, data, stateWarn(f))(ctx, s)
+				return scopeedit.Push("state push", declared, data, stateWarn(o))(ctx, s)
 			})
 	})
 	cmd.Long = `Push replaces the scope's state with the state file PATH ("-" reads standard input),
@@ -238,14 +239,14 @@ receipt records the approver.`
 }
 
 func newStateShow(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
-	return stateCmd(f, out, "show ADDR [flags]", "Show one resource instance of a scope's state", cobra.ExactArgs(1), false, func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome {
+	return stateCmd(f, out, "show ADDR [flags]", "Show one resource instance of a scope's state", cobra.ExactArgs(1), false, func(ctx context.Context, o *StateOptions, args []string) cmdutil.Outcome {
 		res := cmdutil.Outcome{Command: "state show"}
 		t, err := tfstate.ParseAddr(args[0])
 		if err != nil {
 			res.Err = errcode.Wrap(errcode.Usage, err, "state show")
 			return res
 		}
-		key, doc, err := o.readScopeState(cmd, f)
+		key, doc, err := o.readScopeState(ctx)
 		if err != nil {
 			res.Err = err
 			return res
@@ -272,8 +273,8 @@ func newStateShow(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 			shown[k] = v
 		}
 		res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "address": i.Addr.String(), "attributes": shown}
-		if !cmdutil.JSONWanted(cmd, f.Getenv) {
-			writeInstance(f.Out, i.Addr, shown, hidden)
+		if !o.JSON {
+			writeInstance(o.Out, i.Addr, shown, hidden)
 		}
 		return res
 	})
@@ -305,22 +306,22 @@ func writeInstance(w io.Writer, a tfstate.Addr, attrs map[string]any, hidden map
 // under the scope's lease, the state is written fenced, then a receipt whose
 // ledger follows. moved says where each address went ("" for removed),
 // once edit has run.
-func stateChange(cmd *cobra.Command, f *cmdutil.Factory, o *StateOptions, command string, moved func() map[string]string, edit func(context.Context, *scopeedit.Scope) (scopeedit.Change, error)) cmdutil.Outcome {
+func stateChange(ctx context.Context, o *StateOptions, command string, moved func() map[string]string, edit func(context.Context, *scopeedit.Scope) (scopeedit.Change, error)) cmdutil.Outcome {
 	res := cmdutil.Outcome{Command: command}
-	st, key, _, err := o.scopeState(cmd, f)
+	st, key, _, err := o.scopeState(ctx)
 	if err != nil {
 		res.Err = err
 		return res
 	}
 	defer st.Close()
-	approval, err := cmdutil.EditApproval(f, o.Chdir, key.Environment, command, o.ApprovedBy)
+	approval, err := cmdutil.EditApproval(o.Getenv, o.Chdir, key.Environment, command, o.ApprovedBy)
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	c, err := scopeedit.Edit(cmd.Context(), scopeedit.Options{
-		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(f.Getenv).Actor, Approval: approval,
-		Lease: lease.Config{TTL: lease.DefaultTTL, Wait: o.Wait, WaitTimeout: o.WaitTimeout}, Warn: stateWarn(f),
+	c, err := scopeedit.Edit(ctx, scopeedit.Options{
+		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(o.Getenv).Actor, Approval: approval,
+		Lease: lease.Config{TTL: lease.DefaultTTL, Wait: o.Wait, WaitTimeout: o.WaitTimeout}, Warn: stateWarn(o),
 	}, edit)
 	if err != nil {
 		res.Err = err
@@ -328,7 +329,7 @@ func stateChange(cmd *cobra.Command, f *cmdutil.Factory, o *StateOptions, comman
 	}
 	rec, m := c.Receipt, moved()
 	res.Result = map[string]any{"environment": key.Environment, "scope": key.Scope, "runId": rec.RunID, "changes": m, "owned": len(rec.Ledger)}
-	if !cmdutil.JSONWanted(cmd, f.Getenv) {
+	if !o.JSON {
 		from := make([]string, 0, len(m))
 		for a := range m {
 			from = append(from, a)
@@ -336,26 +337,26 @@ func stateChange(cmd *cobra.Command, f *cmdutil.Factory, o *StateOptions, comman
 		sort.Strings(from)
 		for _, a := range from {
 			if m[a] == "" {
-				fmt.Fprintf(f.Out, "Removed %s\n", a)
+				fmt.Fprintf(o.Out, "Removed %s\n", a)
 			} else {
-				fmt.Fprintf(f.Out, "Moved %s to %s\n", a, m[a])
+				fmt.Fprintf(o.Out, "Moved %s to %s\n", a, m[a])
 			}
 		}
-		fmt.Fprintf(f.Out, "sponson %s %s: the scope owns %d resources; receipt %s\n", command, key, len(rec.Ledger), rec.RunID)
+		fmt.Fprintf(o.Out, "sponson %s %s: the scope owns %d resources; receipt %s\n", command, key, len(rec.Ledger), rec.RunID)
 	}
 	return res
 }
 
-func stateWarn(f *cmdutil.Factory) func(string) {
-	return func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) }
+func stateWarn(o *StateOptions) func(string) {
+	return func(w string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", w) }
 }
 
 // moveChange is stateChange for rm and mv: change rewrites the state
 // document and says where each address went.
-func moveChange(cmd *cobra.Command, f *cmdutil.Factory, o *StateOptions, command string, change func(tfstate.Doc) (map[string]string, error)) cmdutil.Outcome {
+func moveChange(ctx context.Context, o *StateOptions, command string, change func(tfstate.Doc) (map[string]string, error)) cmdutil.Outcome {
 	var moved map[string]string
-	return stateChange(cmd, f, o, command, func() map[string]string { return moved },
-		scopeedit.EditState(command, stateWarn(f), func(doc tfstate.Doc) (map[string]string, error) {
+	return stateChange(ctx, o, command, func() map[string]string { return moved },
+		scopeedit.EditState(command, stateWarn(o), func(doc tfstate.Doc) (map[string]string, error) {
 			m, err := change(doc)
 			moved = m
 			return m, err
@@ -363,7 +364,7 @@ func moveChange(cmd *cobra.Command, f *cmdutil.Factory, o *StateOptions, command
 }
 
 func newStateRm(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
-	return stateCmd(f, out, "rm ADDR... [flags]", "Forget resource instances: the scope gives them up", cobra.MinimumNArgs(1), true, func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome {
+	return stateCmd(f, out, "rm ADDR... [flags]", "Forget resource instances: the scope gives them up", cobra.MinimumNArgs(1), true, func(ctx context.Context, o *StateOptions, args []string) cmdutil.Outcome {
 		var targets []tfstate.Addr
 		for _, a := range args {
 			t, err := tfstate.ParseAddr(a)
@@ -372,12 +373,12 @@ func newStateRm(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 			}
 			targets = append(targets, t)
 		}
-		return moveChange(cmd, f, o, "state rm", func(doc tfstate.Doc) (map[string]string, error) { return doc.Remove(targets) })
+		return moveChange(ctx, o, "state rm", func(doc tfstate.Doc) (map[string]string, error) { return doc.Remove(targets) })
 	})
 }
 
 func newStateMv(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
-	return stateCmd(f, out, "mv SRC DST [flags]", "Rename a resource or resource instance in a scope's state", cobra.ExactArgs(2), true, func(cmd *cobra.Command, o *StateOptions, args []string) cmdutil.Outcome {
+	return stateCmd(f, out, "mv SRC DST [flags]", "Rename a resource or resource instance in a scope's state", cobra.ExactArgs(2), true, func(ctx context.Context, o *StateOptions, args []string) cmdutil.Outcome {
 		src, err := tfstate.ParseAddr(args[0])
 		if err == nil && src.Type == "" {
 			err = fmt.Errorf("%q is a module; move its resources one by one", args[0])
@@ -395,6 +396,6 @@ func newStateMv(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 		if err != nil {
 			return cmdutil.Outcome{Command: "state mv", Err: errcode.Wrap(errcode.Usage, err, "state mv")}
 		}
-		return moveChange(cmd, f, o, "state mv", func(doc tfstate.Doc) (map[string]string, error) { return doc.Move(src, dst) })
+		return moveChange(ctx, o, "state mv", func(doc tfstate.Doc) (map[string]string, error) { return doc.Move(src, dst) })
 	})
 }

@@ -18,13 +18,14 @@ import (
 
 // ReceiptOptions are the options of `sponson receipt`.
 type ReceiptOptions struct {
+	*cmdutil.IO
 	cmdutil.StoreFlags
 	cmdutil.ContextFlags
 }
 
 // NewCmdReceipt builds `sponson receipt`.
 func NewCmdReceipt(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *ReceiptOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &ReceiptOptions{}
+	opts := &ReceiptOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "receipt [flags]",
 		Short: "Print a scope's latest receipt and what the scope owns",
@@ -40,22 +41,24 @@ creates its journal recorded as complete so far joined in (completedCreates).
 A destroyed scope keeps its last receipt: it is the record that the scope is
 gone, with an empty ledger.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runReceipt),
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+		}, runF, runReceipt),
 	}
 	opts.StoreFlags.Bind(cmd)
 	opts.ContextFlags.Bind(cmd, cmdutil.ReadContextHelp)
 	return cmd
 }
 
-func runReceipt(cmd *cobra.Command, f *cmdutil.Factory, opts *ReceiptOptions) cmdutil.Outcome {
+func runReceipt(ctx context.Context, opts *ReceiptOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "receipt"}
-	st, key, err := opts.scopeKey(cmd, f)
+	st, key, err := opts.scopeKey(ctx)
 	if err != nil {
 		o.Err = err
 		return o
 	}
 	defer st.Close()
-	r, err := store.Latest(cmd.Context(), st, key)
+	r, err := store.Latest(ctx, st, key)
 	if err != nil {
 		o.Err = err
 		return o
@@ -65,21 +68,21 @@ func runReceipt(cmd *cobra.Command, f *cmdutil.Factory, opts *ReceiptOptions) cm
 		return o
 	}
 	o.Result = r
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
+	if opts.JSON {
 		return o
 	}
-	WriteReceipt(f.Out, r)
+	WriteReceipt(opts.Out, r)
 	return o
 }
 
 // scopeKey opens the store and names the scope the flags select, detected
 // as for apply where they name none.
-func (opts *ReceiptOptions) scopeKey(cmd *cobra.Command, f *cmdutil.Factory) (store.Store, store.Key, error) {
-	st, _, env, err := cmdutil.StoreOpen(&opts.StoreFlags, cmd, f)
+func (opts *ReceiptOptions) scopeKey(ctx context.Context) (store.Store, store.Key, error) {
+	st, _, env, err := opts.StoreFlags.Open(ctx, opts.Getenv)
 	if err != nil {
 		return nil, store.Key{}, err
 	}
-	key, err := opts.Detect(f, opts.Chdir, env)
+	key, err := opts.Detect(opts.Getenv, opts.Chdir, env)
 	if err != nil {
 		st.Close()
 		return nil, store.Key{}, err

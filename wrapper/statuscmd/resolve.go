@@ -28,7 +28,7 @@ type ResolveOptions struct {
 
 // NewCmdResolve builds `sponson resolve`. runF replaces the run in tests.
 func NewCmdResolve(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *ResolveOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &ResolveOptions{}
+	opts := &ResolveOptions{ReceiptOptions: ReceiptOptions{IO: f.IO()}}
 	cmd := &cobra.Command{
 		Use:   "resolve ADDRESS... (--gone | --id ID)",
 		Short: "Say what became of objects a crashed run may have created",
@@ -53,9 +53,9 @@ environment (production, or one sponson.hcl protects) resolve needs
 apply does. Without it, ENV_NOT_APPROVED (exit 2) before the lease is taken or
 anything is written; the receipt records the approver.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
 			opts.Addresses = args
-			return nil
+			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
 		}, runF, runResolve),
 	}
 	opts.StoreFlags.Bind(cmd)
@@ -71,37 +71,37 @@ anything is written; the receipt records the approver.`,
 	return cmd
 }
 
-func runResolve(cmd *cobra.Command, f *cmdutil.Factory, opts *ResolveOptions) cmdutil.Outcome {
+func runResolve(ctx context.Context, opts *ResolveOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "resolve"}
-	st, key, err := opts.scopeKey(cmd, f)
+	st, key, err := opts.scopeKey(ctx)
 	if err != nil {
 		o.Err = err
 		return o
 	}
 	defer st.Close()
-	approval, err := cmdutil.EditApproval(f, opts.Chdir, key.Environment, "resolve", opts.ApprovedBy)
+	approval, err := cmdutil.EditApproval(opts.Getenv, opts.Chdir, key.Environment, "resolve", opts.ApprovedBy)
 	if err != nil {
 		o.Err = err
 		return o
 	}
-	declared, err := cmdutil.DeclaredIdentity(cmd.Context(), f, opts.Chdir, key.Environment)
+	declared, err := cmdutil.DeclaredIdentity(ctx, opts.Getenv, opts.Chdir, key.Environment)
 	if err != nil {
 		o.Err = err
 		return o
 	}
-	rec, err := scopeedit.Resolve(cmd.Context(), scopeedit.Options{
-		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(f.Getenv).Actor, Approval: approval,
+	rec, err := scopeedit.Resolve(ctx, scopeedit.Options{
+		Store: st, Key: key, RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(opts.Getenv).Actor, Approval: approval,
 		Lease: lease.Config{TTL: lease.DefaultTTL, Wait: opts.Wait, WaitTimeout: lease.DefaultTTL},
-		Warn:  func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) },
+		Warn:  func(w string) { fmt.Fprintf(opts.ErrOut, "warning: %s\n", w) },
 	}, scopeedit.Resolution{Addresses: opts.Addresses, ID: opts.ID, Gone: opts.Gone, Declared: declared})
 	if err != nil {
 		o.Err = err
 		return o
 	}
 	o.Result = rec
-	if jsonMode, _ := cmd.Flags().GetBool("json"); !jsonMode && !cmdutil.WantsJSON(nil, f.Getenv) {
+	if !opts.JSON {
 		for _, s := range rec.Settled {
-			fmt.Fprintf(f.Out, "%s/%s: %s %s%s\n", key.Environment, key.Scope, s.Address, s.Outcome, settledNote(s))
+			fmt.Fprintf(opts.Out, "%s/%s: %s %s%s\n", key.Environment, key.Scope, s.Address, s.Outcome, settledNote(s))
 		}
 	}
 	return o

@@ -21,6 +21,7 @@ import (
 
 // StatusOptions are the options of `sponson status`.
 type StatusOptions struct {
+	*cmdutil.IO
 	cmdutil.StoreFlags
 	// Stack shows one stack; empty shows every stack of the environment.
 	Stack string
@@ -51,7 +52,7 @@ type ScopeStatus struct {
 
 // NewCmdStatus builds `sponson status`.
 func NewCmdStatus(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *StatusOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &StatusOptions{}
+	opts := &StatusOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "status [flags]",
 		Short: "List the scopes of an environment: lease, last run, what each owns",
@@ -71,22 +72,24 @@ scope S, "inherited from S" when they came from S.
 Destroyed scopes stay listed: their last receipt is the record that they are
 gone. With --json the rows are the result, with full commits and times.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runStatus),
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+		}, runF, runStatus),
 	}
 	opts.Bind(cmd)
 	cmdutil.BindStack(cmd, &opts.Stack, "show only this stack (default: every stack of the environment)")
 	return cmd
 }
 
-func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) cmdutil.Outcome {
+func runStatus(ctx context.Context, opts *StatusOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "status"}
-	st, url, env, err := cmdutil.StoreOpen(&opts.StoreFlags, cmd, f)
+	st, url, env, err := opts.StoreFlags.Open(ctx, opts.Getenv)
 	if err != nil {
 		o.Err = err
 		return o
 	}
 	defer st.Close()
-	scopes, err := store.ListScopes(cmd.Context(), st, env, opts.Stack)
+	scopes, err := store.ListScopes(ctx, st, env, opts.Stack)
 	if err != nil {
 		o.Err = err
 		return o
@@ -97,12 +100,12 @@ func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) cmdu
 		res["stack"] = opts.Stack
 	}
 	o.Result = res
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
+	if opts.JSON {
 		return o
 	}
-	fmt.Fprintf(f.Out, "environment %s · store %s\n", env, url)
+	fmt.Fprintf(opts.Out, "environment %s · store %s\n", env, url)
 	if len(rows) == 0 {
-		fmt.Fprintln(f.Out, "no scopes yet")
+		fmt.Fprintln(opts.Out, "no scopes yet")
 		return o
 	}
 	// One table per stack, under its name: a monorepo's root modules have
@@ -112,8 +115,8 @@ func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) cmdu
 		for j < len(rows) && rows[j].Stack == rows[i].Stack {
 			j++
 		}
-		fmt.Fprintf(f.Out, "stack %s\n", cmdutil.OrDash(rows[i].Stack))
-		WriteStatusTable(f.Out, rows[i:j])
+		fmt.Fprintf(opts.Out, "stack %s\n", cmdutil.OrDash(rows[i].Stack))
+		WriteStatusTable(opts.Out, rows[i:j])
 		i = j
 	}
 	return o

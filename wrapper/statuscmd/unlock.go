@@ -22,6 +22,7 @@ import (
 
 // UnlockOptions are the options of `sponson unlock`.
 type UnlockOptions struct {
+	*cmdutil.IO
 	cmdutil.StoreFlags
 	Scope, Reason, By, Stack string
 	// ApprovedBy is the approver an unlock in a protected environment needs.
@@ -46,7 +47,7 @@ const unlockTTL = time.Minute
 
 // NewCmdUnlock builds `sponson unlock`.
 func NewCmdUnlock(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *UnlockOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &UnlockOptions{}
+	opts := &UnlockOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "unlock --scope S --reason TEXT [flags]",
 		Short: "End a live lease by hand (break-glass), recording who and why",
@@ -70,7 +71,9 @@ a run's lease is break-glass on that environment: it needs --approved-by
 does, and the receipt records the approver with who, why and which run was
 ended (ENV_NOT_APPROVED, exit 2, otherwise).`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runUnlock),
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+		}, runF, runUnlock),
 	}
 	opts.bindUnlock(cmd)
 	return cmd
@@ -92,7 +95,7 @@ func (opts *UnlockOptions) bindUnlock(cmd *cobra.Command) {
 // -force (a no-op: sponson never asks).
 func NewCmdForceUnlock(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
 	cmd := NewCmdUnlock(f, out, nil)
-	opts := &UnlockOptions{}
+	opts := &UnlockOptions{IO: f.IO()}
 	cmd.ResetFlags()
 	opts.bindUnlock(cmd)
 	cmd.Flags().Bool("force", false, "no-op: sponson never asks for confirmation (the engine's -force)")
@@ -105,21 +108,20 @@ shows it): a lease held by another run is not ended.
 
 ` + cmd.Long
 	cmd.Args = cobra.MaximumNArgs(1)
-	cmd.RunE = cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
+	cmd.RunE = cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
 		if len(args) == 1 {
 			opts.LockID = args[0]
 		}
-		return nil
-	}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdutil.Outcome {
-		o := runUnlock(cmd, f, opts)
+		return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+	}, nil, func(ctx context.Context, opts *UnlockOptions) cmdutil.Outcome {
+		o := runUnlock(ctx, opts)
 		o.Command = "force-unlock"
 		return o
 	})
 	return cmd
 }
 
-func runUnlock(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdutil.Outcome {
-	ctx := cmd.Context()
+func runUnlock(ctx context.Context, opts *UnlockOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "unlock"}
 	reason := strings.TrimSpace(opts.Reason)
 	if reason == "" {
@@ -138,12 +140,12 @@ func runUnlock(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdu
 	}
 	by := strings.TrimSpace(opts.By)
 	if by == "" {
-		by = runctx.DetectJob(f.Getenv).Actor
+		by = runctx.DetectJob(opts.Getenv).Actor
 	}
 	if by == "" {
 		by = "unknown"
 	}
-	st, _, env, err := cmdutil.StoreOpen(&opts.StoreFlags, cmd, f)
+	st, _, env, err := opts.StoreFlags.Open(ctx, opts.Getenv)
 	if err != nil {
 		o.Err = err
 		return o
@@ -154,13 +156,13 @@ func runUnlock(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdu
 		o.Err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
 		return o
 	}
-	stk, err := cmdutil.DetectStack(f, dir, opts.Stack)
+	stk, err := cmdutil.DetectStack(opts.Getenv, dir, opts.Stack)
 	if err != nil {
 		o.Err = err
 		return o
 	}
 	key := store.Key{Stack: stk.Name, Environment: env, Scope: opts.Scope}
-	approval, err := cmdutil.EditApproval(f, dir, env, "unlock", opts.ApprovedBy)
+	approval, err := cmdutil.EditApproval(opts.Getenv, dir, env, "unlock", opts.ApprovedBy)
 	if err != nil {
 		o.Err = err
 		return o
@@ -173,7 +175,7 @@ func runUnlock(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdu
 		return o
 	}
 	if !l.Live(time.Now()) {
-		fmt.Fprintf(f.ErrOut, "the lease of %s is not held: nothing to unlock\n", key)
+		fmt.Fprintf(opts.ErrOut, "the lease of %s is not held: nothing to unlock\n", key)
 		return o
 	}
 	if opts.LockID != "" && opts.LockID != l.Holder {
@@ -194,7 +196,7 @@ func runUnlock(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdu
 		return o
 	}
 	res.Ended = &l
-	fmt.Fprintf(f.ErrOut, "ended the lease of %s held by %s (token %d) since %s\n", key, l.Holder, l.Token, l.AcquiredAt.Local().Format(time.RFC3339))
+	fmt.Fprintf(opts.ErrOut, "ended the lease of %s held by %s (token %d) since %s\n", key, l.Holder, l.Token, l.AcquiredAt.Local().Format(time.RFC3339))
 
 	// Record it: under a lease of its own (an edit outside a run, through
 	// the held lease like every fenced write), a receipt that carries the
@@ -202,7 +204,7 @@ func runUnlock(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdu
 	id := "unlock-" + strings.TrimPrefix(scoperun.NewRunID(), "run-")
 	_, err = scopeedit.Edit(ctx, scopeedit.Options{
 		Store: st, Key: key, RunID: id, Actor: by, Approval: approval, Lease: lease.Config{TTL: unlockTTL},
-		Warn: func(w string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", w) },
+		Warn: func(w string) { fmt.Fprintf(opts.ErrOut, "warning: %s\n", w) },
 	}, func(_ context.Context, s *scopeedit.Scope) (scopeedit.Change, error) {
 		return scopeedit.Change{Receipt: unlockReceipt(s, l, by, reason)}, nil
 	})
@@ -211,7 +213,7 @@ func runUnlock(cmd *cobra.Command, f *cmdutil.Factory, opts *UnlockOptions) cmdu
 		return o
 	}
 	res.Receipt = id
-	fmt.Fprintf(f.ErrOut, "recorded in receipt %s: unlocked by %s: %s\n", id, by, reason)
+	fmt.Fprintf(opts.ErrOut, "recorded in receipt %s: unlocked by %s: %s\n", id, by, reason)
 	return o
 }
 

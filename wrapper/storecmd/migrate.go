@@ -75,7 +75,7 @@ func runMigrate(cmd *cobra.Command, f *cmdutil.Factory, opts *MigrateOptions) cm
 		o.Err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
 		return o
 	}
-	stk, err := cmdutil.DetectStack(f, dir, opts.Stack)
+	stk, err := cmdutil.DetectStack(f.Getenv, dir, opts.Stack)
 	if err != nil {
 		o.Err = err
 		return o
