@@ -780,7 +780,7 @@ func checkGCDependents(ctx context.Context, f *cmdutil.Factory, set *manystacks.
 	if set.Top == set.Root {
 		return nil
 	}
-	full, _, err := manystacks.SelectStacks(ctx, f, &manystacks.StacksOptions{Chdir: set.Top})
+	full, _, err := manystacks.SelectStacks(ctx, f.Getenv, &manystacks.StacksOptions{Chdir: set.Top})
 	if err != nil {
 		return err
 	}

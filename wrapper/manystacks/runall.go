@@ -194,7 +194,7 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 			sel.varFiles = append(sel.varFiles, v.Value)
 		}
 	}
-	res, warnings, err := SelectStacks(cmd.Context(), f, &sel.StacksOptions)
+	res, warnings, err := SelectStacks(cmd.Context(), f.Getenv, &sel.StacksOptions)
 	if err != nil {
 		return nil, warnings, err
 	}

@@ -22,7 +22,7 @@ func checkDestroyDependents(ctx context.Context, f *cmdutil.Factory, flags *cmdu
 	if res.Top == res.Root {
 		return nil // the run holds every stack of the repository
 	}
-	full, _, err := SelectStacks(ctx, f, &StacksOptions{Chdir: res.Top})
+	full, _, err := SelectStacks(ctx, f.Getenv, &StacksOptions{Chdir: res.Top})
 	if err != nil {
 		return err
 	}

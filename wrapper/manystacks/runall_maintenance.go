@@ -87,7 +87,7 @@ func StartEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir stri
 		return nil, nil, errcode.New(errcode.Usage, "%s names one stack; %s --all names each stack itself", stack.EnvVar, command).
 			WithHint("Unset SPONSON_STACK, or run the one stack without --all.")
 	}
-	set, warnings, err := SelectStacks(cmd.Context(), f, &StacksOptions{Chdir: chdir})
+	set, warnings, err := SelectStacks(cmd.Context(), f.Getenv, &StacksOptions{Chdir: chdir})
 	if err != nil {
 		return nil, warnings, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
-	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // StacksOptions are the options of `sponson stacks`, and the stack
@@ -69,7 +68,7 @@ func (o *StacksOptions) Bind(cmd *cobra.Command, verb string) {
 
 // SelectStacks discovers the stacks of opts.Chdir's repository and, with
 // --changed, keeps the changed ones.
-func SelectStacks(ctx context.Context, f *cmdutil.Factory, opts *StacksOptions) (*StacksResult, []string, error) {
+func SelectStacks(ctx context.Context, getenv func(string) string, opts *StacksOptions) (*StacksResult, []string, error) {
 	dir := opts.Chdir
 	if dir == "" {
 		dir = "."
@@ -99,11 +98,11 @@ func SelectStacks(ctx context.Context, f *cmdutil.Factory, opts *StacksOptions) 
 			if err != nil {
 				return "", err
 			}
-			r, err := stack.Detect(d, "", declared, stack.Sources{Getenv: withoutStackVar(f.Getenv), Git: runctx.ProcessSources(d).Git})
+			r, err := stack.Detect(d, "", declared, stack.Sources{Getenv: withoutStackVar(getenv), Git: runctx.ProcessSources(d).Git})
 			return r.Name, err
 		},
 		Resolve: func(from, ref string) (stack.Reference, error) {
-			return stack.Resolve(from, ref, stack.Sources{Getenv: f.Getenv, Git: runctx.ProcessSources(from).Git})
+			return stack.Resolve(from, ref, stack.Sources{Getenv: getenv, Git: runctx.ProcessSources(from).Git})
 		},
 	})
 	if err != nil {
@@ -113,7 +112,7 @@ func SelectStacks(ctx context.Context, f *cmdutil.Factory, opts *StacksOptions) 
 	if opts.Changed {
 		base := opts.Base
 		if base == "" {
-			base = defaultBase(f.Getenv, git)
+			base = defaultBase(getenv, git)
 		}
 		files, uncommitted, err := changedFiles(ctx, top, base)
 		if err != nil {

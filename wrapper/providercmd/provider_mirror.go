@@ -16,12 +16,15 @@ import (
 
 // ProviderMirrorOptions are the options of `sponson provider mirror`.
 type ProviderMirrorOptions struct {
-	Dir string
+	*cmdutil.IO
+	// Executable is the sponson binary written into the mirror.
+	Executable func() (string, error)
+	Dir        string
 }
 
 // NewCmdProviderMirror builds `sponson provider mirror DIR`.
 func NewCmdProviderMirror(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *ProviderMirrorOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &ProviderMirrorOptions{}
+	opts := &ProviderMirrorOptions{IO: f.IO(), Executable: f.Executable}
 	return &cobra.Command{
 		Use:   "mirror DIR",
 		Short: "Write the provider into a filesystem mirror for tofu and terraform",
@@ -40,16 +43,16 @@ for the lock file: 'init' records the h1: hash and checks it on every later
 Under 'sponson plan', 'apply' and 'destroy' none of this is needed: sponson
 offers its own provider to the engine.`,
 		Args: cobra.ExactArgs(1),
-		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(_ *cobra.Command, args []string) error {
 			opts.Dir = args[0]
 			return nil
 		}, runF, runProviderMirror),
 	}
 }
 
-func runProviderMirror(cmd *cobra.Command, f *cmdutil.Factory, opts *ProviderMirrorOptions) cmdutil.Outcome {
+func runProviderMirror(_ context.Context, opts *ProviderMirrorOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "provider mirror"}
-	bin, err := f.Executable()
+	bin, err := opts.Executable()
 	if err != nil {
 		o.Err = errcode.Wrap(errcode.MirrorFailed, err, "finding the sponson binary")
 		return o
@@ -61,14 +64,14 @@ func runProviderMirror(cmd *cobra.Command, f *cmdutil.Factory, opts *ProviderMir
 	}
 	cli := providermirror.CLIConfig(m.Dir)
 	o.Result = map[string]any{"mirror": m, "cliConfig": cli}
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
+	if opts.JSON {
 		return o
 	}
-	fmt.Fprintf(f.Out, "provider sponson/sponson %s (%s) written to %s\n", m.Version, m.Platform, m.Dir)
+	fmt.Fprintf(opts.Out, "provider sponson/sponson %s (%s) written to %s\n", m.Version, m.Platform, m.Dir)
 	for _, a := range m.Archives {
-		fmt.Fprintf(f.Out, "  %s\n", a)
+		fmt.Fprintf(opts.Out, "  %s\n", a)
 	}
-	fmt.Fprintf(f.Out, "lock file hashes:\n  %s\n", strings.Join(m.Hashes, "\n  "))
-	fmt.Fprintf(f.Out, "CLI configuration that installs it from there:\n\n%s", cli)
+	fmt.Fprintf(opts.Out, "lock file hashes:\n  %s\n", strings.Join(m.Hashes, "\n  "))
+	fmt.Fprintf(opts.Out, "CLI configuration that installs it from there:\n\n%s", cli)
 	return o
 }

@@ -19,11 +19,18 @@ import (
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
+// StacksOptions are the options of `sponson stacks`: the selection of
+// stacks, and where its run writes.
+type StacksOptions struct {
+	*cmdutil.IO
+	manystacks.StacksOptions
+}
+
 var stacksFlagEnv = map[string]string{"chdir": "SPONSON_CHDIR", "base": "SPONSON_BASE"}
 
 // NewCmdStacks builds `sponson stacks`.
-func NewCmdStacks(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *manystacks.StacksOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &manystacks.StacksOptions{}
+func NewCmdStacks(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *StacksOptions) cmdutil.Outcome) *cobra.Command {
+	opts := &StacksOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "stacks [flags]",
 		Short: "List the repository's stacks in dependency order",
@@ -80,8 +87,8 @@ then a stage per depth (depth-0, depth-1, ...) and, per stack, a job "stack DIR"
 extending .sponson-stack in its depth's stage with SPONSON_CHDIR set to its
 directory. Without a stack to run the pipeline holds one job saying so.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunECmd(f, out, opts, func(cmd *cobra.Command, _ []string) error {
-			return cmdutil.BindEnv(cmd.Flags(), stacksFlagEnv, f.Getenv)
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return cmdutil.BindEnv(cmd.Flags(), stacksFlagEnv, opts.Getenv)
 		}, runF, runStacks),
 	}
 	opts.Bind(cmd, "list")
@@ -91,7 +98,7 @@ directory. Without a stack to run the pipeline holds one job saying so.`,
 	return cmd
 }
 
-func runStacks(cmd *cobra.Command, f *cmdutil.Factory, opts *manystacks.StacksOptions) cmdutil.Outcome {
+func runStacks(ctx context.Context, opts *StacksOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "stacks"}
 	if opts.Base != "" && !opts.Changed {
 		o.Err = errcode.New(errcode.Usage, "--base is the revision --changed compares with; it needs --changed")
@@ -102,7 +109,7 @@ func runStacks(cmd *cobra.Command, f *cmdutil.Factory, opts *manystacks.StacksOp
 			WithHint("Pass --gitlab-template FILE, the GitLab CI file that defines " + stackpipeline.StackJob + ", with --gitlab-pipeline FILE.")
 		return o
 	}
-	res, warnings, err := manystacks.SelectStacks(cmd.Context(), f, opts)
+	res, warnings, err := manystacks.SelectStacks(ctx, opts.Getenv, &opts.StacksOptions)
 	o.Warnings = warnings
 	if err != nil {
 		o.Err = err
@@ -110,19 +117,19 @@ func runStacks(cmd *cobra.Command, f *cmdutil.Factory, opts *manystacks.StacksOp
 	}
 	o.Result = res
 	if opts.GitLabPipeline != "" {
-		if err := writeGitLabPipeline(opts, res); err != nil {
+		if err := writeGitLabPipeline(&opts.StacksOptions, res); err != nil {
 			o.Err = err
 			return o
 		}
 	}
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
+	if opts.JSON {
 		return o
 	}
-	p := cmdutil.Printer{W: f.ErrOut}
+	p := cmdutil.Printer{W: opts.ErrOut}
 	for _, w := range warnings {
 		p.Warn(w)
 	}
-	writeStacks(f.Out, res)
+	writeStacks(opts.Out, res)
 	return o
 }
 

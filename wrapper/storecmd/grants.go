@@ -16,6 +16,7 @@ import (
 
 // GrantsOptions are the options of `sponson grants`.
 type GrantsOptions struct {
+	*cmdutil.IO
 	Store       string
 	For         string
 	StackPrefix string
@@ -40,7 +41,7 @@ type GrantsResult struct {
 // namespace, not an access control (docs/design.md §5.4, §5.5); this prints
 // what makes the store enforce it. It connects to nothing.
 func NewCmdGrants(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *GrantsOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &GrantsOptions{}
+	opts := &GrantsOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "grants --store URL --for PRINCIPAL [--stack-prefix PREFIX]",
 		Short: "Print the bucket policy or SQL that keeps one repository's CI to its own part of a store",
@@ -70,7 +71,9 @@ The file and git stores have no grants of their own: the machine's file
 permissions, or the repository's own access and branch protection rules on
 the sponson-stacks/ branches, are their boundary.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runGrants),
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return cmdutil.BindEnv(cmd.Flags(), grantsFlagEnv, opts.Getenv)
+		}, runF, runGrants),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Store, "store", "", "the shared store: s3://BUCKET/PREFIX or postgres://... (env SPONSON_STORE)")
@@ -83,22 +86,18 @@ the sponson-stacks/ branches, are their boundary.`,
 // one: the store, as every command names it.
 var grantsFlagEnv = map[string]string{"store": storeurl.EnvVar}
 
-func runGrants(cmd *cobra.Command, f *cmdutil.Factory, opts *GrantsOptions) cmdutil.Outcome {
+func runGrants(ctx context.Context, opts *GrantsOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "grants"}
-	if err := cmdutil.BindEnv(cmd.Flags(), grantsFlagEnv, f.Getenv); err != nil {
-		o.Err = err
-		return o
-	}
 	res, err := grantsFor(opts)
 	if err != nil {
 		o.Err = err
 		return o
 	}
 	o.Result = res
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
+	if opts.JSON {
 		return o
 	}
-	fmt.Fprintln(f.Out, res.Document)
+	fmt.Fprintln(opts.Out, res.Document)
 	return o
 }
 

@@ -17,6 +17,7 @@ import (
 
 // MigrateOptions are the options of `sponson migrate`.
 type MigrateOptions struct {
+	*cmdutil.IO
 	Chdir, Store, Stack string
 }
 
@@ -30,7 +31,7 @@ type MigrateResult struct {
 
 // NewCmdMigrate builds `sponson migrate`.
 func NewCmdMigrate(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *MigrateOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &MigrateOptions{}
+	opts := &MigrateOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "migrate [flags]",
 		Short: "Move a store written before stacks into the configuration's stack",
@@ -55,7 +56,9 @@ sponson-stacks/ branch (sealing the state again for its new place, so it needs
 SPONSON_STATE_KEY) and leaves the old branches as they were; PostgreSQL gives
 the old rows the stack in one transaction.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunECmd(f, out, opts, nil, runF, runMigrate),
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, opts.Getenv)
+		}, runF, runMigrate),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
@@ -64,25 +67,21 @@ the old rows the stack in one transaction.`,
 	return cmd
 }
 
-func runMigrate(cmd *cobra.Command, f *cmdutil.Factory, opts *MigrateOptions) cmdutil.Outcome {
+func runMigrate(ctx context.Context, opts *MigrateOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "migrate"}
-	if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, f.Getenv); err != nil {
-		o.Err = err
-		return o
-	}
 	dir, err := filepath.Abs(cmdutil.OrDot(opts.Chdir))
 	if err != nil {
 		o.Err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
 		return o
 	}
-	stk, err := cmdutil.DetectStack(f.Getenv, dir, opts.Stack)
+	stk, err := cmdutil.DetectStack(opts.Getenv, dir, opts.Stack)
 	if err != nil {
 		o.Err = err
 		return o
 	}
 	if stk.Warning != "" {
 		o.Warnings = append(o.Warnings, stk.Warning)
-		cmdutil.Printer{W: f.ErrOut}.Warn(stk.Warning)
+		cmdutil.Printer{W: opts.ErrOut}.Warn(stk.Warning)
 	}
 	m, url, err := storeurl.OpenForMigration(opts.Store, dir)
 	if err != nil {
@@ -90,7 +89,7 @@ func runMigrate(cmd *cobra.Command, f *cmdutil.Factory, opts *MigrateOptions) cm
 		return o
 	}
 	defer m.Close()
-	moved, err := m.Migrate(cmd.Context(), stk.Name)
+	moved, err := m.Migrate(ctx, stk.Name)
 	res := MigrateResult{Store: url, Stack: stk.Name, Scopes: []string{}}
 	for _, k := range moved {
 		res.Scopes = append(res.Scopes, k.Environment+"/"+k.Scope)
@@ -106,10 +105,10 @@ func runMigrate(cmd *cobra.Command, f *cmdutil.Factory, opts *MigrateOptions) cm
 		o.Err = err
 		return o
 	}
-	if jsonMode, _ := cmd.Flags().GetBool("json"); jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
+	if opts.JSON {
 		return o
 	}
-	p := cmdutil.Printer{W: f.Out}
+	p := cmdutil.Printer{W: opts.Out}
 	if len(moved) == 0 {
 		p.Line("sponson migrate · store %s: already in the current layout, nothing to move", url)
 		return o
