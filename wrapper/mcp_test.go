@@ -301,7 +301,8 @@ func connectInProcess(t *testing.T, opts *mcpcmd.MCPOptions) *mcp.ClientSession 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	st, ct := mcp.NewInMemoryTransports()
-	s, err := mcpcmd.NewMCPServer(&cmdutil.Factory{Getenv: func(string) string { return "" }, ErrOut: &bytes.Buffer{}}, opts, "/nonexistent/sponson")
+	opts.IO = &cmdutil.IO{Getenv: func(string) string { return "" }, ErrOut: &bytes.Buffer{}}
+	s, err := mcpcmd.NewMCPServer(opts, "/nonexistent/sponson")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,9 @@ import (
 // MCPOptions are the flags of `sponson mcp`: what the person who starts the
 // server decides for every tool call, and no tool call can change.
 type MCPOptions struct {
+	*cmdutil.IO
+	// Executable is the sponson binary each tool call runs.
+	Executable func() (string, error)
 	// Root is the directory every path of a tool call must resolve inside
 	// (default: the repository of the working directory).
 	Root       string
@@ -52,8 +55,8 @@ const logTailLines = 40
 var mcpFlagEnv = map[string]string{"approved-by": "SPONSON_APPROVED_BY", "engine": "SPONSON_ENGINE", "log-dir": "SPONSON_MCP_LOG_DIR"}
 
 // runMCP serves until the client leaves; only a failure is an outcome.
-func runMCP(cmd *cobra.Command, f *cmdutil.Factory, opts *MCPOptions) cmdutil.Outcome {
-	if err := serveMCP(cmd.Context(), f, opts); err != nil {
+func runMCP(ctx context.Context, opts *MCPOptions) cmdutil.Outcome {
+	if err := serveMCP(ctx, opts); err != nil {
 		return cmdutil.Outcome{Command: "mcp", Err: err}
 	}
 	return cmdutil.Outcome{}
@@ -61,7 +64,7 @@ func runMCP(cmd *cobra.Command, f *cmdutil.Factory, opts *MCPOptions) cmdutil.Ou
 
 // NewCmdMCP builds `sponson mcp`.
 func NewCmdMCP(f *cmdutil.Factory, out *cmdutil.Outcome) *cobra.Command {
-	opts := &MCPOptions{}
+	opts := &MCPOptions{IO: f.IO(), Executable: f.Executable}
 	cmd := &cobra.Command{
 		Use:   "mcp [flags]",
 		Short: "Serve plan, apply, destroy, status, receipt, output and drift as Model Context Protocol tools over stdio",
@@ -92,8 +95,8 @@ when; the engine's init, plan and apply with resource counts). Cancelling a call
 interrupts its run as SIGINT does: the state is flushed, the lease released and
 the receipt written.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunECmd(f, out, opts, func(cmd *cobra.Command, _ []string) error {
-			return cmdutil.BindEnv(cmd.Flags(), mcpFlagEnv, f.Getenv)
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			return cmdutil.BindEnv(cmd.Flags(), mcpFlagEnv, opts.Getenv)
 		}, nil, runMCP),
 	}
 	fs := cmd.Flags()
@@ -108,7 +111,7 @@ the receipt written.`,
 
 // mcpServer runs the tools of one server.
 type mcpServer struct {
-	f    *cmdutil.Factory
+	io   *cmdutil.IO
 	opts *MCPOptions
 	self string
 	// cwd is the server's working directory, root the directory every
@@ -118,10 +121,10 @@ type mcpServer struct {
 	decl      environments.Declared
 }
 
-// serveMCP serves the tools on the Factory's input and output until the
+// serveMCP serves the tools on the options' input and output until the
 // client disconnects or ctx ends.
-func serveMCP(ctx context.Context, f *cmdutil.Factory, opts *MCPOptions) error {
-	self, err := f.Executable()
+func serveMCP(ctx context.Context, opts *MCPOptions) error {
+	self, err := opts.Executable()
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run the tools")
 	}
@@ -131,7 +134,7 @@ func serveMCP(ctx context.Context, f *cmdutil.Factory, opts *MCPOptions) error {
 	if err := os.MkdirAll(opts.LogDir, 0o700); err != nil {
 		return errcode.Wrap(errcode.Usage, err, "--log-dir %q", opts.LogDir)
 	}
-	s, err := NewMCPServer(f, opts, self)
+	s, err := NewMCPServer(opts, self)
 	if err != nil {
 		return err
 	}
@@ -147,11 +150,11 @@ func serveMCP(ctx context.Context, f *cmdutil.Factory, opts *MCPOptions) error {
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.readOnly, DestructiveHint: &destructive},
 		}, s.Handler(t))
 	}
-	in := f.In
+	in := opts.In
 	if in == nil {
 		in = os.Stdin
 	}
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{f.Out}})
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{opts.Out}})
 	if err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "EOF") {
 		return errcode.Wrap(errcode.Internal, err, "mcp server")
 	}
@@ -160,7 +163,7 @@ func serveMCP(ctx context.Context, f *cmdutil.Factory, opts *MCPOptions) error {
 
 // NewMCPServer decides the server's rules: its working directory, root and
 // declared environments.
-func NewMCPServer(f *cmdutil.Factory, opts *MCPOptions, self string) (*mcpServer, error) {
+func NewMCPServer(opts *MCPOptions, self string) (*mcpServer, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "reading the working directory")
@@ -173,7 +176,7 @@ func NewMCPServer(f *cmdutil.Factory, opts *MCPOptions, self string) (*mcpServer
 	if err != nil {
 		return nil, err
 	}
-	return &mcpServer{f: f, opts: opts, self: self, cwd: cwd, root: root, decl: decl}, nil
+	return &mcpServer{io: opts.IO, opts: opts, self: self, cwd: cwd, root: root, decl: decl}, nil
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -223,7 +226,7 @@ func (s *mcpServer) check(t ToolSpec, args ToolArgs, confirm string) error {
 		return nil
 	}
 	src := runctx.ProcessSources(dir)
-	src.Getenv = s.f.Getenv
+	src.Getenv = s.io.Getenv
 	rc, err := runctx.Detect(runctx.Flags{Environment: c["environment"], Scope: c["scope"], Branch: c["branch"], PullRequest: c["pull_request"], Commit: c["commit"]}, src)
 	if err != nil {
 		return err
@@ -289,7 +292,7 @@ func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t ToolSpe
 	}
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	cmd.Stderr = io.MultiWriter(logf, s.f.ErrOut, prog)
+	cmd.Stderr = io.MultiWriter(logf, s.io.ErrOut, prog)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = mcpInterruptGrace
 	runErr := cmd.Start()
@@ -346,7 +349,7 @@ func (s *mcpServer) actor() string {
 	if a := strings.TrimSpace(s.opts.Actor); a != "" {
 		return a
 	}
-	who := runctx.DetectJob(s.f.Getenv).Actor
+	who := runctx.DetectJob(s.io.Getenv).Actor
 	if who == "" {
 		who = "unknown"
 	}

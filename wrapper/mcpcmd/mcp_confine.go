@@ -133,7 +133,7 @@ func (s *mcpServer) inside(p string) error {
 // protected reports whether the call's environment is protected under the
 // server's declaration.
 func (s *mcpServer) protected(args ToolArgs) (environments.Environment, bool) {
-	name := orDefault(contextFlags(args)["environment"], orDefault(s.f.Getenv("SPONSON_CTX_ENV"), "preview"))
+	name := orDefault(contextFlags(args)["environment"], orDefault(s.io.Getenv("SPONSON_CTX_ENV"), "preview"))
 	env, err := s.decl.Lookup(name)
 	if err != nil {
 		// Undeclared: the run refuses it; production is protected even so.
