@@ -312,7 +312,7 @@ func TestGitLabSections(t *testing.T) {
 	f, _, _ := testFactory(map[string]string{"GITLAB_CI": "true"})
 	f.Now = func() time.Time { return time.Unix(1700000000, 0) }
 	var b bytes.Buffer
-	end := cmdutil.GitlabSections(f, &b)("plan", "engine plan")
+	end := cmdutil.GitlabSections(f.Getenv, f.Now, &b)("plan", "engine plan")
 	b.WriteString("Plan: 1 to add\n")
 	end()
 	want := "\x1b[0Ksection_start:1700000000:sponson_plan[collapsed=true]\r\x1b[0Kengine plan\nPlan: 1 to add\n\x1b[0Ksection_end:1700000000:sponson_plan\r\x1b[0K\n"
@@ -320,7 +320,7 @@ func TestGitLabSections(t *testing.T) {
 		t.Errorf("sections (-want +got):\n%s", diff)
 	}
 	f, _, _ = testFactory(nil)
-	if cmdutil.GitlabSections(f, &b) != nil {
+	if cmdutil.GitlabSections(f.Getenv, nil, &b) != nil {
 		t.Error("sections outside GitLab CI")
 	}
 }

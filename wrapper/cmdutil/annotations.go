@@ -118,11 +118,10 @@ func AnnotateOutcome(f *IO, o Outcome) {
 // are GitLab's: section_start and section_end with the Unix time and a
 // name, each followed by a carriage return and an erase to the line's end
 // so that a terminal shows nothing of them.
-func GitlabSections(f *Factory, w io.Writer) func(name, title string) func() {
-	if f.Getenv("GITLAB_CI") != "true" {
+func GitlabSections(getenv func(string) string, now func() time.Time, w io.Writer) func(name, title string) func() {
+	if getenv("GITLAB_CI") != "true" {
 		return nil
 	}
-	now := f.Now
 	if now == nil {
 		now = time.Now
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,27 +118,44 @@ type StackRunResult struct {
 	Warnings []string           `json:"warnings,omitempty"`
 }
 
-// RunStacksCommand runs command over the selected stacks, each as its own
-// sponson process (each with its own engine environment, provider and
-// lease: a sponson process runs one engine session, internal/engine), in
-// the order of internal/stackrun: prepare, run, then report.
-func RunStacksCommand(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) cmdutil.Outcome {
+// Prepared is a run of command over the selected stacks, read from the
+// command line and ready to start, or the refusal that stopped it (with
+// the warnings so far): what a command's prepare builds, so that its run
+// sees neither cobra nor the Factory.
+type Prepared struct {
+	outcome cmdutil.Outcome
+	m       *manyRun
+}
+
+// PrepareStacks reads the flags, refuses what cannot run before anything
+// does (the flags, the engine flags, a cycle, a destroy that would strand a
+// dependent), and finds the stacks.
+func PrepareStacks(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, sel *StackSelection, command scoperun.Command, args []string) *Prepared {
 	o := cmdutil.Outcome{Command: string(command), DetailedExitcode: runner.DetailedRequested(cmd)}
 	m, warnings, err := prepareMany(cmd, f, flags, review, sel, command, args)
-	o.Warnings = warnings
-	if err != nil {
-		o.Err = err
+	o.Warnings, o.Err = warnings, err
+	return &Prepared{outcome: o, m: m}
+}
+
+// Run runs the command over the stacks, each as its own sponson process
+// (each with its own engine environment, provider and lease: a sponson
+// process runs one engine session, internal/engine), in the order of
+// internal/stackrun, then reports.
+func (p *Prepared) Run(ctx context.Context) cmdutil.Outcome {
+	o := p.outcome
+	if o.Err != nil {
 		return o
 	}
-	defer os.RemoveAll(m.tmp)
-	status := m.run(cmd.Context())
-	m.report(cmd.Context(), &o, status)
+	defer os.RemoveAll(p.m.tmp)
+	status := p.m.run(ctx)
+	p.m.report(ctx, &o, status)
 	return o
 }
 
 // manyRun is one run of many stacks.
 type manyRun struct {
-	f       *cmdutil.Factory
+	io      *cmdutil.IO
+	http    *http.Client
 	command scoperun.Command
 	review  *cmdutil.ReviewFlags
 	res     *StacksResult
@@ -233,7 +251,7 @@ func newManyRun(cmd *cobra.Command, f *cmdutil.Factory, review *cmdutil.ReviewFl
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")
 	}
-	m := &manyRun{f: f, command: command, review: review, res: res, which: "--all", parallelism: max(sel.Parallelism, 1),
+	m := &manyRun{io: f.IO(), http: f.HTTP, command: command, review: review, res: res, which: "--all", parallelism: max(sel.Parallelism, 1),
 		self: self, args: childArgs(cmd, command, args), wantReview: review.Wanted(f.Getenv),
 		results: map[string]*StackRunResult{}, because: map[string]string{}}
 	if sel.Changed {
@@ -259,16 +277,14 @@ func newManyRun(cmd *cobra.Command, f *cmdutil.Factory, review *cmdutil.ReviewFl
 // startLines opens the run's lines (stdout, or stderr with --json): the
 // warnings so far, the opening line, and the live table on a terminal.
 func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
-	p := cmdutil.Printer{W: m.f.Out}
-	if cmdutil.JSONWanted(cmd, m.f.Getenv) {
-		p.W = m.f.ErrOut
-	}
+	m.io.JSON = cmdutil.JSONWanted(cmd, m.io.Getenv)
+	p := cmdutil.Printer{W: m.io.Human()}
 	m.lines = &lockedPrinter{p: p}
 	for _, w := range warnings {
 		m.lines.Line("warning: %s", w)
 	}
 	m.lines.Line("sponson %s %s · %d stacks · parallelism %d", m.command, m.which, len(m.res.Stacks), m.parallelism)
-	if m.f.IsTerminal != nil && m.f.IsTerminal(p.W) {
+	if m.io.IsTerminal != nil && m.io.IsTerminal(p.W) {
 		m.lines.live(m.res.Stacks)
 	}
 }
@@ -368,7 +384,7 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 		out.Stacks = append(out.Stacks, *r)
 	}
 	o.Result = out
-	o.Warnings = append(o.Warnings, publishMany(ctx, m.f, m.review, m.command, m.which, m.tmp, out.Stacks)...)
+	o.Warnings = append(o.Warnings, publishMany(ctx, m.io, m.http, m.review, m.command, m.which, m.tmp, out.Stacks)...)
 	m.lines.Line("sponson %s %s: %d succeeded, %d failed, %d skipped", m.command, m.which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
 	switch {
 	case worst != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ func StackSummaryFile(tmp, dir string) string {
 
 // publishMany composes the review of the stacks' results and writes it
 // where review asks; each failure is a warning.
-func publishMany(ctx context.Context, f *cmdutil.Factory, review *cmdutil.ReviewFlags, command scoperun.Command, selection, tmp string, results []StackRunResult) []string {
+func publishMany(ctx context.Context, f *cmdutil.IO, hc *http.Client, review *cmdutil.ReviewFlags, command scoperun.Command, selection, tmp string, results []StackRunResult) []string {
 	if !review.Wanted(f.Getenv) {
 		return nil
 	}
@@ -77,7 +78,7 @@ func publishMany(ctx context.Context, f *cmdutil.Factory, review *cmdutil.Review
 		}
 	}
 	if review.Comment {
-		host, err := comment.FromEnv(comment.Env{Getenv: f.Getenv, PullRequest: pr, HTTP: f.HTTP})
+		host, err := comment.FromEnv(comment.Env{Getenv: f.Getenv, PullRequest: pr, HTTP: hc})
 		if err != nil {
 			warn("--comment: %v; no comment posted", err)
 			return warns

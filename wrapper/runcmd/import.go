@@ -23,6 +23,8 @@ type ImportOptions struct {
 	// Address and ID are the arguments: the resource instance ADDR and the
 	// existing object's ID.
 	Address, ID string
+	// in is the run the flags resolve to, before it starts.
+	in *runner.RunInput
 }
 
 // NewCmdImport builds `sponson import ADDR ID`. runF replaces the run in
@@ -51,11 +53,11 @@ the receipt records the approver.
 
 ` + engineflag.Help(engineflag.Import),
 		Args: cobra.ExactArgs(2),
-		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
 			opts.Address, opts.ID = args[0], args[1]
-			return nil
-		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions) cmdutil.Outcome {
-			return runImport(cmd, f, opts, runF)
+			return opts.resolve(cmd, f)
+		}, nil, func(ctx context.Context, opts *ImportOptions) cmdutil.Outcome {
+			return runImport(ctx, opts, runF)
 		}),
 	}
 	opts.EngineCommand = engineflag.Import
@@ -68,40 +70,47 @@ the receipt records the approver.
 // import block it is written into.
 var importAddress = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?\.)*[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*(\[("[^"\\{}$\n]*"|[0-9]+)\])?$`)
 
-func runImport(cmd *cobra.Command, f *cmdutil.Factory, opts *ImportOptions, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) cmdutil.Outcome {
+// resolve refuses an import that cannot run, before anything is leased or
+// written: an address that is not a managed resource instance, an empty ID,
+// a protected environment without an approver; then resolves the run.
+func (opts *ImportOptions) resolve(cmd *cobra.Command, f *cmdutil.Factory) error {
 	addr, id := opts.Address, opts.ID
-	fail := func(err error) cmdutil.Outcome { return cmdutil.Outcome{Command: "import", Err: err} }
 	if !importAddress.MatchString(addr) || strings.HasPrefix(addr, "data.") {
-		return fail(errcode.New(errcode.Usage, "%q is not the address of a managed resource instance", addr).
-			WithHint(`Give it as the engine would, e.g. aws_s3_bucket.logs or 'module.app.fixture_object.o["a"]'.`))
+		return errcode.New(errcode.Usage, "%q is not the address of a managed resource instance", addr).
+			WithHint(`Give it as the engine would, e.g. aws_s3_bucket.logs or 'module.app.fixture_object.o["a"]'.`)
 	}
 	if strings.TrimSpace(id) == "" || strings.ContainsAny(id, "\n") {
-		return fail(errcode.New(errcode.Usage, "the import ID %q is empty or spans lines", id))
+		return errcode.New(errcode.Usage, "the import ID %q is empty or spans lines", id)
 	}
 	// Asked first, so the refusal names the import rather than its apply.
 	if _, err := cmdutil.EditApproval(f.Getenv, opts.Chdir, cmdutil.FlagEnvironment(f.Getenv, opts.Env), "import", opts.ApprovedBy); err != nil {
-		return fail(err)
+		return err
 	}
 	in, err := runner.ResolveRun(&opts.RunFlags, cmd, f, scoperun.Apply, nil)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	in.Opts.EngineFlags.Targets = append(in.Opts.EngineFlags.Targets, addr)
 	in.Opts.ImportOnly = true
 	in.Opts.Label = "import"
-	file, err := writeImportBlock(in.Opts.Dir, addr, id)
+	opts.in = in
+	return nil
+}
+
+// runImport writes the import block beside the configuration for the run,
+// and runs it (runF in tests).
+func runImport(ctx context.Context, opts *ImportOptions, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) cmdutil.Outcome {
+	in := opts.in
+	file, err := writeImportBlock(in.Opts.Dir, opts.Address, opts.ID)
 	if err != nil {
 		in.Opts.Store.Close()
-		return fail(errcode.Wrap(errcode.Internal, err, "writing the import block in %s", in.Opts.Dir))
+		return cmdutil.Outcome{Command: "import", Err: errcode.Wrap(errcode.Internal, err, "writing the import block in %s", in.Opts.Dir)}
 	}
 	defer os.Remove(file)
-	var o cmdutil.Outcome
-	if runF != nil {
-		o = runF(cmd.Context(), in)
-	} else {
-		jsonMode, _ := cmd.Flags().GetBool("json")
-		o = runner.RunScope(cmd.Context(), f, jsonMode || cmdutil.WantsJSON(nil, f.Getenv), in)
+	if runF == nil {
+		runF = runner.RunScope
 	}
+	o := runF(ctx, in)
 	o.Command = "import"
 	return o
 }

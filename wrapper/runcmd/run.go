@@ -13,50 +13,69 @@ import (
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
 )
 
+// runOptions are what plan, apply and destroy read from their command line:
+// the flags, and once prepared either the run of one stack or of many.
+type runOptions struct {
+	flags  cmdutil.RunFlags
+	review cmdutil.ReviewFlags
+	sel    manystacks.StackSelection
+	// in is the run of one stack, many that of --all or --changed; err
+	// stops the command before either starts.
+	in   *runner.RunInput
+	many *manystacks.Prepared
+	err  error
+}
+
 // newRunCmd builds plan, apply and destroy, which differ only in words.
 func newRunCmd(f *cmdutil.Factory, out *cmdutil.Outcome, command scoperun.Command, short, long string, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) *cobra.Command {
-	var flags cmdutil.RunFlags
-	var review cmdutil.ReviewFlags
-	var sel manystacks.StackSelection
+	opts := &runOptions{}
+	if runF == nil {
+		runF = runner.RunScope
+	}
 	cmd := &cobra.Command{
 		Use:   string(command) + " [flags]",
 		Short: short,
 		Long:  long + "\n\n" + manystacks.ManyStacksHelp(command) + "\n\n" + engineflag.Help(string(command)),
-		// runF replaces the run once the flags are resolved (runCommand),
-		// not the command: runE gets none.
-		RunE: cmdutil.RunECmd(f, out, &flags, func(_ *cobra.Command, args []string) error {
-			flags.Positional = args
+		// runF replaces the run once the flags are resolved (prepare), not
+		// the command: RunE gets none.
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
+			opts.flags.Positional = args
+			opts.prepare(cmd, f, command)
 			return nil
-		}, nil, func(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags) cmdutil.Outcome {
-			if sel.Wanted() {
-				return manystacks.RunStacksCommand(cmd, f, flags, &review, &sel, command, flags.Positional)
+		}, nil, func(ctx context.Context, opts *runOptions) cmdutil.Outcome {
+			switch {
+			case opts.many != nil:
+				return opts.many.Run(ctx)
+			case opts.err != nil:
+				return cmdutil.Outcome{Command: string(command), Err: opts.err, DetailedExitcode: opts.flags.EngineArgs.DetailedExitcode}
 			}
-			return cmdutil.UnlessFailed(string(command), sel.CheckOne(cmd), func() cmdutil.Outcome {
-				return runCommand(cmd, f, flags, &review, command, flags.Positional, runF)
-			})
+			return runF(ctx, opts.in)
 		}),
 	}
-	flags.Bind(cmd, command != scoperun.Plan)
-	review.Bind(cmd)
-	sel.Bind(cmd, command)
+	opts.flags.Bind(cmd, command != scoperun.Plan)
+	opts.review.Bind(cmd)
+	opts.sel.Bind(cmd, command)
 	return cmd
 }
 
-// runCommand resolves the flags of plan, apply or destroy and performs the
-// run (or runF, in tests).
-func runCommand(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, command scoperun.Command, args []string, runF func(context.Context, *runner.RunInput) cmdutil.Outcome) cmdutil.Outcome {
-	in, err := runner.ResolveRun(flags, cmd, f, command, args)
-	if err != nil {
-		return cmdutil.Outcome{Command: string(command), Err: err, DetailedExitcode: flags.EngineArgs.DetailedExitcode || runner.DetailedRequested(cmd)}
+// prepare resolves the flags of plan, apply or destroy into the run of
+// many stacks, or of one.
+func (opts *runOptions) prepare(cmd *cobra.Command, f *cmdutil.Factory, command scoperun.Command) {
+	if opts.sel.Wanted() {
+		opts.many = manystacks.PrepareStacks(cmd, f, &opts.flags, &opts.review, &opts.sel, command, opts.flags.Positional)
+		return
 	}
-	if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.ReviewFlagEnv, f.Getenv); err != nil {
-		return cmdutil.Outcome{Command: string(command), Err: err}
+	if opts.err = opts.sel.CheckOne(cmd); opts.err != nil {
+		return
 	}
-	in.Review = *review
-	jsonMode, _ := cmd.Flags().GetBool("json")
-	jsonMode = jsonMode || cmdutil.WantsJSON(nil, f.Getenv)
-	if runF != nil {
-		return runF(cmd.Context(), in)
+	opts.in, opts.err = runner.ResolveRun(&opts.flags, cmd, f, command, opts.flags.Positional)
+	if opts.err != nil {
+		opts.flags.EngineArgs.DetailedExitcode = opts.flags.EngineArgs.DetailedExitcode || runner.DetailedRequested(cmd)
+		return
 	}
-	return runner.RunScope(cmd.Context(), f, jsonMode, in)
+	if opts.err = cmdutil.BindEnv(cmd.Flags(), cmdutil.ReviewFlagEnv, f.Getenv); opts.err != nil {
+		opts.in.Opts.Store.Close()
+		return
+	}
+	opts.in.Review = opts.review
 }

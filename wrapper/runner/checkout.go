@@ -3,12 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/github"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
-	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // checkCheckout checks that the commit a run checked out is what its event
@@ -16,14 +16,14 @@ import (
 // (CHECKOUT_NOT_HEAD) before anything is read or leased. A comment-triggered
 // run asks the GitHub API for the pull request's head; when it cannot,
 // that is a warning too, and strict refuses: it was asked to be sure.
-func checkCheckout(ctx context.Context, f *cmdutil.Factory, src runctx.Sources, c runctx.Context, strict bool) (string, error) {
+func checkCheckout(ctx context.Context, getenv func(string) string, hc *http.Client, src runctx.Sources, c runctx.Context, strict bool) (string, error) {
 	co, ok := runctx.CheckoutOf(src)
 	if !ok {
 		return "", nil
 	}
 	head, why := co.Head, ""
 	if co.Event == runctx.EventIssueComment {
-		head, why = pullRequestHead(ctx, f, co.PullRequest)
+		head, why = pullRequestHead(ctx, getenv, hc, co.PullRequest)
 	}
 	problem := co.Problem(c.Commit, head)
 	if problem == "" && co.Event == runctx.EventIssueComment && (head == "" || c.Commit == "") {
@@ -45,9 +45,9 @@ func checkCheckout(ctx context.Context, f *cmdutil.Factory, src runctx.Sources, 
 
 // pullRequestHead asks the GitHub API for the head commit of pull request n
 // of GITHUB_REPOSITORY; on failure it returns "" and why.
-func pullRequestHead(ctx context.Context, f *cmdutil.Factory, n int) (string, string) {
-	repo := strings.TrimSpace(f.Getenv("GITHUB_REPOSITORY"))
-	token := strings.TrimSpace(f.Getenv("GITHUB_TOKEN"))
+func pullRequestHead(ctx context.Context, getenv func(string) string, hc *http.Client, n int) (string, string) {
+	repo := strings.TrimSpace(getenv("GITHUB_REPOSITORY"))
+	token := strings.TrimSpace(getenv("GITHUB_TOKEN"))
 	if repo == "" || token == "" {
 		return "", "set GITHUB_TOKEN (pull-requests: read) so that sponson can read the pull request's head"
 	}
@@ -56,7 +56,7 @@ func pullRequestHead(ctx context.Context, f *cmdutil.Factory, n int) (string, st
 	}
 	ctx, cancel := context.WithTimeout(ctx, CommentTimeout)
 	defer cancel()
-	c := &github.Client{BaseURL: f.Getenv("GITHUB_API_URL"), Token: token, HTTP: f.HTTP}
+	c := &github.Client{BaseURL: getenv("GITHUB_API_URL"), Token: token, HTTP: hc}
 	sha, err := c.PullRequestHead(ctx, repo, n)
 	if err != nil {
 		return "", err.Error()

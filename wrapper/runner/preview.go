@@ -15,7 +15,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
-	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // preview is what an apply leaves for reviewers: the scope's outputs and
@@ -136,7 +135,7 @@ func outputText(raw json.RawMessage) string {
 // request's "View deployment" button), marked inactive by the scope's
 // destroy, and on GitLab a dotenv report (--gitlab-dotenv) whose
 // SPONSON_URL the job's environment:url reads. It returns warnings.
-func publishPreview(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *scoperun.Result, runErr error, pv preview) []string {
+func publishPreview(ctx context.Context, in *RunInput, res *scoperun.Result, runErr error, pv preview) []string {
 	var warns []string
 	rf := in.Review
 	if rf.GitLabDotenv != "" && pv.url != "" {
@@ -149,16 +148,16 @@ func publishPreview(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *
 	if name, _ := previewOutputName(in, res); name == "" || runErr != nil {
 		return warns
 	}
-	repo := strings.TrimSpace(f.Getenv("GITHUB_REPOSITORY"))
-	if f.Getenv("GITHUB_ACTIONS") != "true" || repo == "" {
+	repo := strings.TrimSpace(in.IO.Getenv("GITHUB_REPOSITORY"))
+	if in.IO.Getenv("GITHUB_ACTIONS") != "true" || repo == "" {
 		return warns
 	}
 	env := res.Key.Environment + "/" + res.Key.Scope
-	token := strings.TrimSpace(f.Getenv("GITHUB_TOKEN"))
+	token := strings.TrimSpace(in.IO.Getenv("GITHUB_TOKEN"))
 	if token == "" {
 		return append(warns, "no GitHub deployment of "+env+": set GITHUB_TOKEN (with deployments: write)")
 	}
-	c := &github.Client{BaseURL: f.Getenv("GITHUB_API_URL"), Token: token, HTTP: f.HTTP}
+	c := &github.Client{BaseURL: in.IO.Getenv("GITHUB_API_URL"), Token: token, HTTP: in.HTTP}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CommentTimeout)
 	defer cancel()
 	switch in.Opts.Command {
@@ -166,7 +165,7 @@ func publishPreview(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *
 		if pv.url == "" {
 			return warns
 		}
-		ref := firstNonEmpty(in.Opts.Context.Commit, f.Getenv("GITHUB_SHA"))
+		ref := firstNonEmpty(in.Opts.Context.Commit, in.IO.Getenv("GITHUB_SHA"))
 		if ref == "" {
 			return append(warns, "no GitHub deployment of "+env+": the run has no commit to record it at (--commit)")
 		}
@@ -176,14 +175,14 @@ func publishPreview(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *
 		})
 		if err == nil {
 			err = c.CreateDeploymentStatus(ctx, repo, id, github.DeploymentStatus{
-				State: "success", EnvironmentURL: pv.url, LogURL: runctx.DetectJob(f.Getenv).URL, AutoInactive: true,
+				State: "success", EnvironmentURL: pv.url, LogURL: runctx.DetectJob(in.IO.Getenv).URL, AutoInactive: true,
 				Description: "applied by " + res.RunID,
 			})
 		}
 		if err != nil {
 			return append(warns, fmt.Sprintf("could not record the GitHub deployment of %s: %v; the run's outcome is unchanged", env, err))
 		}
-		fmt.Fprintf(f.ErrOut, "GitHub deployment %d of %s: %s\n", id, env, pv.url)
+		fmt.Fprintf(in.IO.ErrOut, "GitHub deployment %d of %s: %s\n", id, env, pv.url)
 	case scoperun.Destroy:
 		ids, err := c.Deployments(ctx, repo, env)
 		for _, id := range ids {
@@ -196,7 +195,7 @@ func publishPreview(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *
 			return append(warns, fmt.Sprintf("could not mark the GitHub deployments of %s inactive: %v; the run's outcome is unchanged", env, err))
 		}
 		if len(ids) > 0 {
-			fmt.Fprintf(f.ErrOut, "GitHub deployments of %s marked inactive: %d\n", env, len(ids))
+			fmt.Fprintf(in.IO.ErrOut, "GitHub deployments of %s marked inactive: %d\n", env, len(ids))
 		}
 	}
 	return warns

@@ -7,6 +7,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,12 @@ type RunInput struct {
 	// detailedExitcode is plan -detailed-exitcode: exit 2 for changes.
 	DetailedExitcode bool
 	warnings         []string // decided before the run: shown with its own
+	// IO is where the run writes and the environment it reads; HTTP the
+	// client of the CI host's API (comments, deployments); Now the clock of
+	// the log's section markers. Unpacked from the Factory once.
+	IO   *cmdutil.IO
+	HTTP *http.Client
+	Now  func() time.Time
 }
 
 // resolve turns flags into run options, refusing early what can be refused
@@ -101,7 +108,12 @@ func ResolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, com
 	if err != nil {
 		return nil, err
 	}
+	io := f.IO()
+	io.JSON = cmdutil.JSONWanted(cmd, f.Getenv)
 	in := &RunInput{
+		IO:               io,
+		HTTP:             f.HTTP,
+		Now:              f.Now,
 		rules:            rs,
 		StoreURL:         url,
 		DetailedExitcode: r.EngineArgs.DetailedExitcode,
@@ -209,7 +221,7 @@ func placeRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, dir s
 	if stk.Warning != "" {
 		warnings = append(warnings, stk.Warning)
 	}
-	w, err := checkCheckout(cmd.Context(), f, src, *c, r.StrictCheckout)
+	w, err := checkCheckout(cmd.Context(), f.Getenv, f.HTTP, src, *c, r.StrictCheckout)
 	if err != nil {
 		return stk, nil, err
 	}
@@ -351,8 +363,8 @@ type RunResult struct {
 // handPlannedOutputs writes a plan's outputs where the run of many stacks
 // that started this one asked (stackoutputs.EnvVar), for the plans of the
 // stacks that read them; it returns a warning when it cannot.
-func handPlannedOutputs(f *cmdutil.Factory, command scoperun.Command, res *scoperun.Result, err error) string {
-	dir := f.Getenv(stackoutputs.EnvVar)
+func handPlannedOutputs(getenv func(string) string, command scoperun.Command, res *scoperun.Result, err error) string {
+	dir := getenv(stackoutputs.EnvVar)
 	if dir == "" || command != scoperun.Plan || err != nil || res == nil || res.Plan == nil {
 		return ""
 	}
@@ -368,33 +380,34 @@ func handPlannedOutputs(f *cmdutil.Factory, command scoperun.Command, res *scope
 
 // RunScope performs one run and renders its progress; the final outcome is
 // returned for Run to print.
-func RunScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *RunInput) cmdutil.Outcome {
+func RunScope(ctx context.Context, in *RunInput) cmdutil.Outcome {
+	out, jsonMode := in.IO, in.IO.JSON
 	o := in.Opts
 	defer o.Store.Close()
-	p := cmdutil.Printer{W: f.Out}
-	engineOut := f.Out
+	p := cmdutil.Printer{W: out.Out}
+	engineOut := out.Out
 	if jsonMode {
-		p.W = f.ErrOut
-		engineOut = f.ErrOut
+		p.W = out.ErrOut
+		engineOut = out.ErrOut
 	}
-	warnOut := cmdutil.Printer{W: f.ErrOut}
+	warnOut := cmdutil.Printer{W: out.ErrOut}
 	o.RunID = scoperun.NewRunID()
 	o.EngineOut = engineOut
 	o.Warn = warnOut.Warn
 	o.Info = func(s string) { warnOut.Line("%s", s) }
-	o.Section = cmdutil.GitlabSections(f, engineOut)
-	o.Job = runctx.DetectJob(f.Getenv)
+	o.Section = cmdutil.GitlabSections(out.Getenv, in.Now, engineOut)
+	o.Job = runctx.DetectJob(out.Getenv)
 	if o.Host, _ = os.Hostname(); o.Host == "" {
 		o.Host = "unknown"
 	}
-	wait := cmdutil.NewWaitLine(f.ErrOut, f.IsTerminal != nil && f.IsTerminal(f.ErrOut), nil)
+	wait := cmdutil.NewWaitLine(out.ErrOut, out.IsTerminal != nil && out.IsTerminal(out.ErrOut), nil)
 	o.OnWait = wait.Event
 	name := string(o.Command)
 	if o.Label != "" {
 		name = o.Label
 	}
 	p.Line("%s", cmdutil.Header(name, o.Context.Environment, o.Context.Scope, o.RunID))
-	o.PlanText = in.Review.Wanted(f.Getenv)
+	o.PlanText = in.Review.Wanted(out.Getenv)
 	for _, w := range in.warnings {
 		warnOut.Warn(w)
 	}
@@ -408,7 +421,7 @@ func RunScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *RunInp
 	}
 	res, err := scoperun.Run(ctx, o)
 	res.Warnings = append(append([]string{}, in.warnings...), res.Warnings...)
-	if w := handPlannedOutputs(f, o.Command, res, err); w != "" {
+	if w := handPlannedOutputs(out.Getenv, o.Command, res, err); w != "" {
 		res.Warnings = append(res.Warnings, w)
 		warnOut.Warn(w)
 	}
@@ -422,7 +435,7 @@ func RunScope(ctx context.Context, f *cmdutil.Factory, jsonMode bool, in *RunInp
 		rr.ProposedRules = p.Changes
 	}
 	warnings := res.Warnings
-	for _, w := range publish(ctx, f, in, res, err) {
+	for _, w := range publish(ctx, in, res, err) {
 		warnOut.Warn(w)
 		warnings = append(warnings, w)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
-	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // StepSummaryLimit is what GitHub Actions takes from one step's
@@ -78,7 +77,7 @@ func summaryOf(in *RunInput, res *scoperun.Result, runErr error) summary.Run {
 
 // publish writes the summary everywhere it was asked for. Each failure is a
 // warning: a summary never changes the outcome of the run it describes.
-func publish(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *scoperun.Result, runErr error) []string {
+func publish(ctx context.Context, in *RunInput, res *scoperun.Result, runErr error) []string {
 	rf := in.Review
 	if res == nil {
 		return nil
@@ -86,18 +85,18 @@ func publish(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *scoperu
 	var warns []string
 	warn := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
 	var pv preview
-	if name, _ := previewOutputName(in, res); rf.Wanted(f.Getenv) || name != "" || rf.GitLabDotenv != "" {
+	if name, _ := previewOutputName(in, res); rf.Wanted(in.IO.Getenv) || name != "" || rf.GitLabDotenv != "" {
 		pv = previewOf(ctx, in, res, runErr, warn)
 	}
-	warns = append(warns, publishPreview(ctx, f, in, res, runErr, pv)...)
-	if !rf.Wanted(f.Getenv) {
+	warns = append(warns, publishPreview(ctx, in, res, runErr, pv)...)
+	if !rf.Wanted(in.IO.Getenv) {
 		return warns
 	}
 	s := summaryOf(in, res, runErr)
-	s.JobURL = runctx.DetectJob(f.Getenv).URL
+	s.JobURL = runctx.DetectJob(in.IO.Getenv).URL
 	s.Outputs, s.PreviewURL = pv.outputs, pv.url
 
-	warns = append(warns, WriteSummaries(f.Getenv, rf.Summary, summary.Options{Limit: StepSummaryLimit, FullPlanAt: "the job's log"}, s.Markdown)...)
+	warns = append(warns, WriteSummaries(in.IO.Getenv, rf.Summary, summary.Options{Limit: StepSummaryLimit, FullPlanAt: "the job's log"}, s.Markdown)...)
 	if rf.GitLabReport != "" {
 		if res.Plan == nil {
 			warn("no plan to report in %s: the run stopped before it had one", rf.GitLabReport)
@@ -106,7 +105,7 @@ func publish(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *scoperu
 		}
 	}
 	if rf.Comment {
-		if w := postComment(ctx, f, in, s); w != "" {
+		if w := postComment(ctx, in, s); w != "" {
 			warns = append(warns, w)
 		}
 	}
@@ -115,8 +114,8 @@ func publish(ctx context.Context, f *cmdutil.Factory, in *RunInput, res *scoperu
 
 // postComment posts or updates the sticky comment; it returns a warning,
 // or "" when the comment is in place.
-func postComment(ctx context.Context, f *cmdutil.Factory, in *RunInput, s summary.Run) string {
-	host, err := comment.FromEnv(comment.Env{Getenv: f.Getenv, PullRequest: in.Opts.Context.PullRequest, HTTP: f.HTTP})
+func postComment(ctx context.Context, in *RunInput, s summary.Run) string {
+	host, err := comment.FromEnv(comment.Env{Getenv: in.IO.Getenv, PullRequest: in.Opts.Context.PullRequest, HTTP: in.HTTP})
 	if err != nil {
 		// Without a token (or outside a pull request) the run goes on:
 		// the comment is a courtesy.
@@ -129,7 +128,7 @@ func postComment(ctx context.Context, f *cmdutil.Factory, in *RunInput, s summar
 	if err != nil {
 		return fmt.Sprintf("could not post the summary comment on %s: %v; the run's outcome is unchanged", host.Name(), err)
 	}
-	fmt.Fprintf(f.ErrOut, "summary comment %s on %s\n", out, host.Name())
+	fmt.Fprintf(in.IO.ErrOut, "summary comment %s on %s\n", out, host.Name())
 	return ""
 }
 
