@@ -175,7 +175,7 @@ func (h *gcHarness) run(t *testing.T, f *cmdutil.Factory, args ...string) errcod
 			}
 			return h.heads, h.headErr
 		}
-		return gccmd.RunGC(ctx, f, opts)
+		return gccmd.RunGC(ctx, opts)
 	}))
 	args = NormalizeArgs(args)
 	root.SetArgs(args)

@@ -110,42 +110,24 @@ func (s *IO) Human() io.Writer {
 // so that cobra adds nothing of its own.
 func RunE[O any](f *Factory, out *Outcome, opts O, prepare func(*cobra.Command, []string) error, runF, run func(context.Context, O) Outcome) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		if s, ok := any(opts).(interface{ Streams() *IO }); ok && f != nil {
-			s.Streams().JSON = JSONWanted(cmd, f.Getenv)
-		}
-		if prepare != nil {
-			if err := prepare(cmd, args); err != nil {
-				*out = Outcome{Command: strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), Err: err}
-				return nil
-			}
-		}
-		if runF == nil {
-			runF = run
-		}
-		*out = runF(cmd.Context(), opts)
-		return nil
-	}
-}
-
-// RunECmd is RunE for a run function that still takes cobra's command and
-// the Factory.
-func RunECmd[O any](f *Factory, out *Outcome, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) Outcome, run func(*cobra.Command, *Factory, O) Outcome) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
 		*out = runOutcome(cmd, f, args, opts, prepare, runF, run)
 		return nil
 	}
 }
 
-// runOutcome is what RunECmd puts in *out: a failure of prepare, else the
+// runOutcome is what RunE puts in *out: a failure of prepare, else the
 // outcome of runF or run.
-func runOutcome[O any](cmd *cobra.Command, f *Factory, args []string, opts O, prepare func(*cobra.Command, []string) error, runF func(context.Context, O) Outcome, run func(*cobra.Command, *Factory, O) Outcome) Outcome {
+func runOutcome[O any](cmd *cobra.Command, f *Factory, args []string, opts O, prepare func(*cobra.Command, []string) error, runF, run func(context.Context, O) Outcome) Outcome {
+	if s, ok := any(opts).(interface{ Streams() *IO }); ok && f != nil {
+		s.Streams().JSON = JSONWanted(cmd, f.Getenv)
+	}
 	if prepare != nil {
 		if err := prepare(cmd, args); err != nil {
 			return Outcome{Command: strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), Err: err}
 		}
 	}
-	if runF != nil {
-		return runF(cmd.Context(), opts)
+	if runF == nil {
+		runF = run
 	}
-	return run(cmd, f, opts)
+	return runF(cmd.Context(), opts)
 }

@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -11,7 +12,8 @@ import (
 // NeedsSubcommand is the RunE of a command that only groups others: run
 // alone or with a word that is none of its subcommands, it fails.
 func NeedsSubcommand(out *Outcome) func(*cobra.Command, []string) error {
-	return RunECmd(nil, out, struct{}{}, unknownSubcommand, nil, nil)
+	// prepare always refuses: there is nothing to run.
+	return RunE(nil, out, struct{}{}, unknownSubcommand, nil, func(context.Context, struct{}) Outcome { return Outcome{} })
 }
 
 // unknownSubcommand refuses a missing or unknown subcommand of a command

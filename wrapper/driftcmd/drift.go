@@ -30,6 +30,7 @@ import (
 
 // DriftOptions are the options of `sponson drift` (docs/design.md §4.4).
 type DriftOptions struct {
+	*cmdutil.IO
 	Env, Chdir, Store, Engine string
 	Vars, VarFiles            []string
 	Summary                   string
@@ -42,6 +43,16 @@ type DriftOptions struct {
 	Scopes []string
 	// Every is --all: drift in every stack of the repository.
 	Every manystacks.EveryStack
+
+	// What prepare resolves the flags to: the plan every check of one
+	// stack runs (in), or the run of every stack (every, with the command
+	// line of each stack's drift); err and warnings stop the command
+	// before either starts.
+	in        *runner.RunInput
+	every     *manystacks.EveryStackRun
+	everyArgs []string
+	warnings  []string
+	err       error
 }
 
 // DriftResult is the result of `sponson drift` in the --json envelope.
@@ -56,7 +67,7 @@ type DriftResult struct {
 
 // NewCmdDrift builds `sponson drift`.
 func NewCmdDrift(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *DriftOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &DriftOptions{}
+	opts := &DriftOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "drift [SCOPE...] [flags]",
 		Short: "Report what changed outside the engine in the scopes of an environment",
@@ -88,9 +99,9 @@ line per stack, one --json document with each stack's result and the totals,
 DRIFT_DETECTED when any scope of any stack drifted; the summary has a section
 per stack. There is no --changed: drift is what changed outside the engine,
 which no diff of the repository shows.`,
-		RunE: cmdutil.RunECmd(f, out, opts, func(_ *cobra.Command, args []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
 			opts.Scopes = args
-			return nil
+			return opts.prepare(cmd, f)
 		}, runF, runDrift),
 	}
 	fs := cmd.Flags()
@@ -117,57 +128,60 @@ var driftFlagEnv = map[string]string{
 	"parallelism": "SPONSON_PARALLELISM",
 }
 
-// runDrift reads drift's variables and checks its arguments, then runs it
-// in the configuration's stack, or with --all in every stack.
-func runDrift(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmdutil.Outcome {
-	o := cmdutil.Outcome{Command: "drift"}
+// prepare reads drift's variables and checks its arguments, then resolves
+// the plan of the configuration's stack, or with --all finds every stack.
+func (opts *DriftOptions) prepare(cmd *cobra.Command, f *cmdutil.Factory) error {
 	// Every flag its SPONSON_* variable, before the plan's flags are made
 	// from them.
-	if err := cmdutil.BindEnv(cmd.Flags(), driftFlagEnv, f.Getenv); err != nil {
-		o.Err = err
-		return o
+	if err := cmdutil.BindEnv(cmd.Flags(), driftFlagEnv, opts.Getenv); err != nil {
+		return err
 	}
 	if err := opts.Every.CheckOne(cmd); err != nil {
-		o.Err = err
-		return o
+		return err
 	}
 	for _, s := range opts.Scopes {
 		if err := runctx.ValidName("scope", s); err != nil {
-			o.Err = errcode.Wrap(errcode.Usage, err, "drift %s", s)
-			return o
+			return errcode.Wrap(errcode.Usage, err, "drift %s", s)
 		}
 	}
 	if opts.Every.All {
-		return runDriftAll(cmd, f, opts)
+		opts.every, opts.warnings, opts.err = manystacks.StartEveryStack(cmd, f, "drift", opts.Chdir, opts.Every.Parallelism)
+		opts.everyArgs = manystacks.EveryStackArgs(cmd, "drift", opts.Scopes)
+		return nil
 	}
-	return runDriftOne(cmd, f, opts)
+	opts.in, opts.err = driftInput(cmd, f, opts)
+	return nil
+}
+
+// runDrift runs drift in the configuration's stack, or with --all in every
+// stack.
+func runDrift(ctx context.Context, opts *DriftOptions) cmdutil.Outcome {
+	if opts.err != nil {
+		return cmdutil.Outcome{Command: "drift", Warnings: opts.warnings, Err: opts.err}
+	}
+	if opts.Every.All {
+		return runDriftAll(ctx, opts)
+	}
+	return runDriftOne(ctx, opts)
 }
 
 // runDriftOne checks the scopes of the configuration's stack.
-func runDriftOne(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmdutil.Outcome {
+func runDriftOne(ctx context.Context, opts *DriftOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "drift"}
-	in, err := driftInput(cmd, f, opts)
-	if err != nil {
-		o.Err = err
-		return o
-	}
+	in := opts.in
 	defer in.Opts.Store.Close()
 	env := in.Opts.Context.Environment
-	ctx := cmd.Context()
 	targets, err := driftTargets(ctx, in.Opts.Store, in.Opts.Context.Stack, env, opts.Scopes)
 	if err != nil {
 		o.Err = err
 		return o
 	}
-	p := cmdutil.Printer{W: f.Out}
-	if cmdutil.JSONWanted(cmd, f.Getenv) {
-		p.W = f.ErrOut
-	}
-	warnOut := cmdutil.Printer{W: f.ErrOut}
+	p := cmdutil.Printer{W: opts.Human()}
+	warnOut := cmdutil.Printer{W: opts.ErrOut}
 	p.Line("sponson drift · %s · %d scopes", env, len(targets))
 
 	d := summary.Drift{Environment: env}
-	wantText := opts.Summary != "" || f.Getenv("GITHUB_STEP_SUMMARY") != ""
+	wantText := opts.Summary != "" || opts.Getenv("GITHUB_STEP_SUMMARY") != ""
 	for _, t := range targets {
 		ds := driftScope(ctx, in.Opts, t, wantText, io.Discard)
 		if d.Engine == "" && ds.engine != "" {
@@ -185,7 +199,7 @@ func runDriftOne(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmd
 	if d.Scopes == nil {
 		o.Result = DriftResult{Environment: env, Store: in.StoreURL, Scopes: []summary.DriftScope{}}
 	}
-	for _, w := range runner.WriteSummaries(f.Getenv, opts.Summary, summary.Options{Limit: runner.StepSummaryLimit}, d.Markdown) {
+	for _, w := range runner.WriteSummaries(opts.Getenv, opts.Summary, summary.Options{Limit: runner.StepSummaryLimit}, d.Markdown) {
 		warnOut.Warn(w)
 	}
 	p.Line("sponson drift %s: %d in sync, %d drifted, %d failed", env, in2, dr, fa)
@@ -362,22 +376,16 @@ type StacksDriftResult struct {
 // runDriftAll is `sponson drift --all`: drift in every stack at once (up
 // to the parallelism), each allowed to find nothing; the run fails with
 // DRIFT_CHECK_FAILED when no stack found a scope, unless --allow-empty.
-func runDriftAll(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmdutil.Outcome {
-	o := cmdutil.Outcome{Command: "drift"}
-	m, warnings, err := manystacks.StartEveryStack(cmd, f, "drift", opts.Chdir, opts.Every.Parallelism)
-	o.Warnings = warnings
-	if err != nil {
-		o.Err = err
-		return o
-	}
+func runDriftAll(ctx context.Context, opts *DriftOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "drift", Warnings: opts.warnings}
+	m := opts.every
 	tmp, err := os.MkdirTemp("", "sponson-drift-")
 	if err != nil {
 		o.Err = errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
 		return o
 	}
 	defer os.RemoveAll(tmp)
-	base := manystacks.EveryStackArgs(cmd, "drift", opts.Scopes)
-	base = slices.DeleteFunc(base, func(a string) bool { return strings.HasPrefix(a, "--allow-empty=") })
+	base := slices.DeleteFunc(slices.Clone(opts.everyArgs), func(a string) bool { return strings.HasPrefix(a, "--allow-empty=") })
 	m.ArgsFor = func(s *stackgraph.Stack) []string {
 		return append(slices.Clone(base), "--allow-empty", "--summary="+manystacks.StackSummaryFile(tmp, s.Directory))
 	}
@@ -385,7 +393,7 @@ func runDriftAll(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmd
 		return r.Error != nil && r.Error.Code == errcode.DriftDetected
 	}
 	m.Line = driftStackLine
-	res := StacksDriftResult{Stacks: m.Run(cmd.Context(), false, opts.Every.Parallelism)}
+	res := StacksDriftResult{Stacks: m.Run(ctx, false, opts.Every.Parallelism)}
 	var md, drifted []string
 	for _, r := range res.Stacks {
 		drifted = append(drifted, res.add(r)...)
@@ -399,8 +407,8 @@ func runDriftAll(cmd *cobra.Command, f *cmdutil.Factory, opts *DriftOptions) cmd
 	o.Result = res
 	m.Lines.Line("sponson drift --all %s: %d in sync, %d drifted, %d failed in %d stacks", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks))
 	text := fmt.Sprintf("### sponson drift --all · %s: %d in sync, %d drifted, %d failed in %d stacks\n\n%s", res.Environment, res.InSync, res.Drifted, res.Failed, len(res.Stacks), strings.Join(md, "\n"))
-	warnOut := cmdutil.Printer{W: f.ErrOut}
-	for _, w := range runner.WriteSummaries(f.Getenv, opts.Summary, summary.Options{}, func(summary.Options) string { return text }) {
+	warnOut := cmdutil.Printer{W: opts.ErrOut}
+	for _, w := range runner.WriteSummaries(opts.Getenv, opts.Summary, summary.Options{}, func(summary.Options) string { return text }) {
 		warnOut.Warn(w)
 	}
 	scopes := res.InSync + res.Drifted + res.Failed

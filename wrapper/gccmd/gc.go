@@ -35,6 +35,7 @@ type GCOptions struct {
 	// configuration directory, store, engine, variables, lease TTL and
 	// approver. Scope, branch and pull request are not flags of gc: it
 	// names each scope itself.
+	*cmdutil.IO
 	cmdutil.RunFlags
 	// Vars and VarFiles are -var and -var-file for the destroys.
 	Vars, VarFiles []string
@@ -59,7 +60,18 @@ type GCOptions struct {
 	// HTTP is the client of the GitHub API; a default one when nil.
 	HTTP *http.Client
 
-	cmd *cobra.Command
+	// What prepare resolves the flags to: the open pull requests listed on
+	// the command line and their source, where this gc collects (target),
+	// or the run of every stack (every, with the command line of each
+	// stack's gc); err and warnings stop the command before either starts.
+	openPRsSet bool
+	listed     []int
+	listSource string
+	target     gcTarget
+	every      *manystacks.EveryStackRun
+	everyArgs  []string
+	warnings   []string
+	err        error
 }
 
 // gcFlagEnv names the SPONSON_* variable of each flag of gc. --yes and
@@ -166,7 +178,7 @@ type GCScope struct {
 
 // NewCmdGC builds `sponson gc`. runF replaces the run in tests.
 func NewCmdGC(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Context, *GCOptions) cmdutil.Outcome) *cobra.Command {
-	opts := &GCOptions{}
+	opts := &GCOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "gc [flags]",
 		Short: "Destroy the scopes whose pull request is closed, whose branch is gone, or that are old",
@@ -231,7 +243,7 @@ receipts; the last one (status destroyed, empty ledger) is the record that the
 scope is gone. A superseded scope keeps its receipts, which name its successor.
 'sponson status' lists both.`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunECmd(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
 			return opts.prepare(cmd, f)
 		}, runF, gcCommand),
 	}
@@ -256,23 +268,45 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 	return cmd
 }
 
-// prepare reads gc's SPONSON_* variables and refuses flags of one stack
-// given with --all.
+// prepare reads gc's SPONSON_* variables, refuses flags of one stack given
+// with --all and bad lists of open pull requests, then opens where gc
+// collects (with --yes, everything its destroys need), or with --all finds
+// every stack.
 func (opts *GCOptions) prepare(cmd *cobra.Command, f *cmdutil.Factory) error {
-	opts.cmd = cmd
-	if err := cmdutil.BindEnv(cmd.Flags(), gcEnvNames(), f.Getenv); err != nil {
+	if err := cmdutil.BindEnv(cmd.Flags(), gcEnvNames(), opts.Getenv); err != nil {
 		return err
 	}
-	return opts.Every.CheckOne(cmd)
+	if err := opts.Every.CheckOne(cmd); err != nil {
+		return err
+	}
+	if opts.Every.All {
+		if opts.Stack != "" {
+			return errcode.New(errcode.Usage, "--stack names one stack; gc --all collects each stack's scopes itself").
+				WithHint("Run gc --stack NAME without --all for one stack.")
+		}
+		opts.every, opts.warnings, opts.err = manystacks.StartEveryStack(cmd, f, "gc", opts.Chdir, opts.Every.Parallelism)
+		opts.everyArgs = manystacks.EveryStackArgs(cmd, "gc", nil)
+		return nil
+	}
+	if strings.HasPrefix(opts.Remote, "-") {
+		return errcode.New(errcode.Usage, "--remote %q is not a remote name or URL", opts.Remote)
+	}
+	opts.openPRsSet = opts.OpenPRs != "" || cmd.Flags().Changed("open-prs")
+	var err error
+	if opts.listed, opts.listSource, err = opts.listedPRs(); err != nil {
+		return err
+	}
+	opts.target, opts.err = opts.resolveTarget(cmd, f)
+	return nil
 }
 
 // gcCommand runs gc in the configuration's stack, or with --all in every
 // stack.
-func gcCommand(cmd *cobra.Command, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
+func gcCommand(ctx context.Context, opts *GCOptions) cmdutil.Outcome {
 	if opts.Every.All {
-		return runGCAll(cmd, f, opts)
+		return runGCAll(ctx, opts)
 	}
-	return RunGC(cmd.Context(), f, opts)
+	return RunGC(ctx, opts)
 }
 
 // ageValue is a duration flag that also takes whole days (30d) and refuses
@@ -299,7 +333,7 @@ func (a *ageValue) Type() string { return "duration" }
 
 // gcRun is one gc invocation in progress.
 type gcRun struct {
-	f        *cmdutil.Factory
+	io       *cmdutil.IO
 	opts     *GCOptions
 	p        cmdutil.Printer // sponson's own lines: stdout, or stderr with --json
 	engine   io.Writer
@@ -313,23 +347,14 @@ func (g *gcRun) warn(msg string) {
 
 // RunGC selects the scopes of the environment that gc's rules collect, and
 // with --yes destroys them; without, it lists them.
-func RunGC(ctx context.Context, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
+func RunGC(ctx context.Context, opts *GCOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "gc"}
-	g := newGCRun(f, opts)
-	if strings.HasPrefix(opts.Remote, "-") {
-		o.Err = errcode.New(errcode.Usage, "--remote %q is not a remote name or URL", opts.Remote)
+	if opts.err != nil {
+		o.Err = opts.err
 		return o
 	}
-	listed, listSource, err := opts.listedPRs()
-	if err != nil {
-		o.Err = err
-		return o
-	}
-	t, err := g.target()
-	if err != nil {
-		o.Err = err
-		return o
-	}
+	g := newGCRun(opts)
+	listed, listSource, t := opts.listed, opts.listSource, opts.target
 	defer t.st.Close()
 
 	res := GCResult{Environment: t.env, Store: t.storeURL, DryRun: !opts.Yes, Scopes: []GCScope{}}
@@ -369,13 +394,8 @@ func RunGC(ctx context.Context, f *cmdutil.Factory, opts *GCOptions) cmdutil.Out
 }
 
 // newGCRun starts a gc: its lines go to stdout, or to stderr with --json.
-func newGCRun(f *cmdutil.Factory, opts *GCOptions) *gcRun {
-	jsonMode, _ := opts.cmd.Flags().GetBool("json")
-	g := &gcRun{f: f, opts: opts, p: cmdutil.Printer{W: f.Out}, engine: f.Out}
-	if jsonMode || cmdutil.WantsJSON(nil, f.Getenv) {
-		g.p.W, g.engine = f.ErrOut, f.ErrOut
-	}
-	return g
+func newGCRun(opts *GCOptions) *gcRun {
+	return &gcRun{io: opts.IO, opts: opts, p: cmdutil.Printer{W: opts.Human()}, engine: opts.Human()}
 }
 
 // gcTarget is where a gc collects: the store and environment, and with
@@ -398,14 +418,13 @@ func (t gcTarget) ownStack() string {
 // target opens the store, and with --yes decides once everything a destroy
 // needs. resolve needs a scope to decide a context; gc names each scope
 // itself, so the placeholder is replaced per scope (gc.DestroyContext).
-func (g *gcRun) target() (gcTarget, error) {
-	opts, cmd := g.opts, g.opts.cmd
+func (opts *GCOptions) resolveTarget(cmd *cobra.Command, f *cmdutil.Factory) (gcTarget, error) {
 	if !opts.Yes {
 		sf := cmdutil.StoreFlags{Env: opts.Env, Chdir: opts.Chdir, Store: opts.Store}
-		if err := sf.Prepare(cmd, g.f.Getenv); err != nil {
+		if err := sf.Prepare(cmd, f.Getenv); err != nil {
 			return gcTarget{}, err
 		}
-		st, storeURL, env, err := sf.Open(cmd.Context(), g.f.Getenv)
+		st, storeURL, env, err := sf.Open(cmd.Context(), f.Getenv)
 		if err != nil {
 			return gcTarget{}, err
 		}
@@ -418,7 +437,7 @@ func (g *gcRun) target() (gcTarget, error) {
 	}
 	rf := opts.RunFlags
 	rf.Scope, rf.PR, rf.Branch, rf.Commit = "gc", "", "", ""
-	base, err := runner.ResolveRun(&rf, cmd, g.f, scoperun.Destroy, nil)
+	base, err := runner.ResolveRun(&rf, cmd, f, scoperun.Destroy, nil)
 	if err != nil {
 		return gcTarget{}, err
 	}
@@ -495,7 +514,7 @@ func (res *GCResult) addCandidate(c gc.Candidate, ownStack string) {
 // when neither was given.
 func (opts *GCOptions) listedPRs() (prs []int, source string, err error) {
 	list, file := strings.TrimSpace(opts.OpenPRs), strings.TrimSpace(opts.OpenPRsFile)
-	listSet := opts.OpenPRs != "" || opts.cmd.Flags().Changed("open-prs")
+	listSet := opts.openPRsSet
 	switch {
 	case listSet && file != "":
 		return nil, "", errcode.New(errcode.Usage, "--open-prs and --open-prs-file both name the open pull requests; pass one")
@@ -524,10 +543,10 @@ func (opts *GCOptions) listedPRs() (prs []int, source string, err error) {
 func (g *gcRun) prRule(ctx context.Context, listed []int, source string, facts *gc.Facts, rules *GCRules) GCRule {
 	repo := strings.TrimSpace(g.opts.Repo)
 	if repo == "" {
-		repo = strings.TrimSpace(g.f.Getenv("GITHUB_REPOSITORY"))
+		repo = strings.TrimSpace(g.io.Getenv("GITHUB_REPOSITORY"))
 	}
 	prs, from, off := gc.OpenPRs(ctx, listed, source, gc.GitHub{
-		Token: strings.TrimSpace(g.f.Getenv("GITHUB_TOKEN")), Repo: repo, APIURL: g.f.Getenv("GITHUB_API_URL"), HTTP: g.opts.HTTP,
+		Token: strings.TrimSpace(g.io.Getenv("GITHUB_TOKEN")), Repo: repo, APIURL: g.io.Getenv("GITHUB_API_URL"), HTTP: g.opts.HTTP,
 	})
 	if off != "" {
 		g.warn("the pr-closed rule is off: " + off)
@@ -562,7 +581,7 @@ func (g *gcRun) destroyOne(ctx context.Context, destroy func(context.Context, sc
 	o.Context = gc.DestroyContext(base.Context, c)
 	o.RunID = scoperun.NewRunID()
 	o.EngineOut = g.engine
-	warnOut := cmdutil.Printer{W: g.f.ErrOut}
+	warnOut := cmdutil.Printer{W: g.io.ErrOut}
 	o.Warn = func(s string) { warnOut.Warn(c.Scope + ": " + s) }
 	o.Info = func(s string) { warnOut.Line("%s", s) }
 	g.p.Line("%s", cmdutil.Header(string(scoperun.Destroy), o.Context.Environment, c.Scope, o.RunID))
@@ -724,30 +743,24 @@ type StacksGCResult struct {
 
 // runGCAll is `sponson gc --all`: gc in every stack with --stack set to
 // it, dependents before the stacks they read.
-func runGCAll(cmd *cobra.Command, f *cmdutil.Factory, opts *GCOptions) cmdutil.Outcome {
-	o := cmdutil.Outcome{Command: "gc"}
-	if opts.Stack != "" {
-		o.Err = errcode.New(errcode.Usage, "--stack names one stack; gc --all collects each stack's scopes itself").
-			WithHint("Run gc --stack NAME without --all for one stack.")
+func runGCAll(ctx context.Context, opts *GCOptions) cmdutil.Outcome {
+	o := cmdutil.Outcome{Command: "gc", Warnings: opts.warnings}
+	if opts.err != nil {
+		o.Err = opts.err
 		return o
 	}
-	m, warnings, err := manystacks.StartEveryStack(cmd, f, "gc", opts.Chdir, opts.Every.Parallelism)
-	o.Warnings = warnings
-	if err != nil {
-		o.Err = err
-		return o
-	}
+	m := opts.every
 	if opts.Yes {
-		if err := checkGCDependents(cmd.Context(), f, m.Set); err != nil {
+		if err := checkGCDependents(ctx, opts.Getenv, m.Set); err != nil {
 			o.Err = err
 			return o
 		}
 	}
-	base := manystacks.EveryStackArgs(cmd, "gc", nil)
+	base := opts.everyArgs
 	m.ArgsFor = func(s *stackgraph.Stack) []string { return append(slices.Clone(base), "--stack="+s.Name) }
 	m.Quiet = func(*manystacks.StackRunResult) bool { return false }
 	m.Line = gcStackLine
-	res := StacksGCResult{DryRun: !opts.Yes, Stacks: m.Run(cmd.Context(), true, opts.Every.Parallelism)}
+	res := StacksGCResult{DryRun: !opts.Yes, Stacks: m.Run(ctx, true, opts.Every.Parallelism)}
 	for _, r := range res.Stacks {
 		var g GCResult
 		if r.Result != nil && json.Unmarshal(r.Result, &g) == nil {
@@ -776,11 +789,11 @@ func runGCAll(cmd *cobra.Command, f *cmdutil.Factory, opts *GCOptions) cmdutil.O
 // would lose the outputs they read, and gc, which selects scopes by rules,
 // cannot tell which they still need. Under the repository root every
 // dependent is in the run, collected first.
-func checkGCDependents(ctx context.Context, f *cmdutil.Factory, set *manystacks.StacksResult) error {
+func checkGCDependents(ctx context.Context, getenv func(string) string, set *manystacks.StacksResult) error {
 	if set.Top == set.Root {
 		return nil
 	}
-	full, _, err := manystacks.SelectStacks(ctx, f.Getenv, &manystacks.StacksOptions{Chdir: set.Top})
+	full, _, err := manystacks.SelectStacks(ctx, getenv, &manystacks.StacksOptions{Chdir: set.Top})
 	if err != nil {
 		return err
 	}

@@ -39,9 +39,8 @@ func (e *EveryStack) CheckOne(cmd *cobra.Command) error {
 	return nil
 }
 
-// everyStackRun is gc or drift over every stack.
-type everyStackRun struct {
-	f       *cmdutil.Factory
+// EveryStackRun is gc or drift over every stack.
+type EveryStackRun struct {
 	command string
 	Set     *StacksResult
 	Lines   *lockedPrinter
@@ -81,8 +80,9 @@ func EveryStackArgs(cmd *cobra.Command, command string, positional []string) []s
 	return append(out, positional...)
 }
 
-// StartEveryStack finds the stacks under chdir and prepares their runs.
-func StartEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir string, parallelism int) (*everyStackRun, []string, error) {
+// StartEveryStack finds the stacks under chdir and prepares their runs: a
+// command's prepare calls it, and its run starts them (Run).
+func StartEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir string, parallelism int) (*EveryStackRun, []string, error) {
 	if strings.TrimSpace(f.Getenv(stack.EnvVar)) != "" {
 		return nil, nil, errcode.New(errcode.Usage, "%s names one stack; %s --all names each stack itself", stack.EnvVar, command).
 			WithHint("Unset SPONSON_STACK, or run the one stack without --all.")
@@ -95,7 +95,7 @@ func StartEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir stri
 	if err != nil {
 		return nil, warnings, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")
 	}
-	m := &everyStackRun{f: f, command: command, Set: set, self: self,
+	m := &EveryStackRun{command: command, Set: set, self: self,
 		env:     append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"="), reviewEnv...),
 		results: map[string]*StackRunResult{}, because: map[string]string{}}
 	jsonMode, _ := cmd.Flags().GetBool("json")
@@ -115,7 +115,7 @@ func StartEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir stri
 // (a dependent's scopes are destroyed before those of the stacks it reads,
 // as destroy --all does), all at once up to the parallelism for drift,
 // which changes nothing.
-func (m *everyStackRun) Run(ctx context.Context, reverse bool, parallelism int) []StackRunResult {
+func (m *EveryStackRun) Run(ctx context.Context, reverse bool, parallelism int) []StackRunResult {
 	stacks := m.Set.Stacks
 	if !reverse {
 		stacks = make([]*stackgraph.Stack, len(m.Set.Stacks))
@@ -157,7 +157,7 @@ func (m *everyStackRun) Run(ctx context.Context, reverse bool, parallelism int) 
 	return out
 }
 
-func (m *everyStackRun) event(e stackrun.Event) {
+func (m *EveryStackRun) event(e stackrun.Event) {
 	dir := e.Stack.Directory
 	m.mu.Lock()
 	r := m.results[dir]

@@ -60,7 +60,7 @@ the outputs as -json prints them.`,
 			if len(args) == 1 {
 				opts.Name = args[0]
 			}
-			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+			return opts.Prepare(cmd, opts.Getenv)
 		}, runF, runOutput),
 	}
 	opts.StoreFlags.Bind(cmd)
@@ -100,7 +100,7 @@ func runOutput(ctx context.Context, opts *OutputOptions) cmdutil.Outcome {
 		o.Err = errcode.New(errcode.Usage, "-raw needs the NAME of one output").WithHint("Run `sponson output` to list them.")
 		return o
 	}
-	st, _, env, err := opts.StoreFlags.Open(ctx, opts.Getenv)
+	st, _, env, err := opts.Open(ctx, opts.Getenv)
 	if err != nil {
 		o.Err = err
 		return o

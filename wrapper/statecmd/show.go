@@ -59,7 +59,7 @@ engine in the configuration directory, which must be initialised
 			if err := cmdutil.BindEnv(cmd.Flags(), map[string]string{"chdir": "SPONSON_CHDIR", "store": "SPONSON_STORE", "env": "SPONSON_CTX_ENV", "engine": "SPONSON_ENGINE"}, opts.Getenv); err != nil {
 				return err
 			}
-			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+			return opts.Prepare(cmd, opts.Getenv)
 		}, nil, runShow),
 	}
 	opts.bind(cmd, false)

@@ -100,7 +100,7 @@ func stateCmd(f *cmdutil.Factory, out *cmdutil.Outcome, use, short string, args 
 		Use: use, Short: short, Args: args,
 		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
 			opts.args = args
-			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+			return opts.Prepare(cmd, opts.Getenv)
 		}, nil, func(ctx context.Context, o *StateOptions) cmdutil.Outcome {
 			return run(ctx, o, o.args)
 		}),
@@ -111,7 +111,7 @@ func stateCmd(f *cmdutil.Factory, out *cmdutil.Outcome, use, short string, args 
 
 // scopeState opens the store and reads the scope's state document.
 func (s *StateOptions) scopeState(ctx context.Context) (store.Store, store.Key, []byte, error) {
-	st, _, env, err := s.StoreFlags.Open(ctx, s.Getenv)
+	st, _, env, err := s.Open(ctx, s.Getenv)
 	if err != nil {
 		return nil, store.Key{}, nil, err
 	}

@@ -42,7 +42,7 @@ A destroyed scope keeps its last receipt: it is the record that the scope is
 gone, with an empty ledger.`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
-			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+			return opts.Prepare(cmd, opts.Getenv)
 		}, runF, runReceipt),
 	}
 	opts.StoreFlags.Bind(cmd)
@@ -78,7 +78,7 @@ func runReceipt(ctx context.Context, opts *ReceiptOptions) cmdutil.Outcome {
 // scopeKey opens the store and names the scope the flags select, detected
 // as for apply where they name none.
 func (opts *ReceiptOptions) scopeKey(ctx context.Context) (store.Store, store.Key, error) {
-	st, _, env, err := opts.StoreFlags.Open(ctx, opts.Getenv)
+	st, _, env, err := opts.Open(ctx, opts.Getenv)
 	if err != nil {
 		return nil, store.Key{}, err
 	}

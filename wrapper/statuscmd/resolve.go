@@ -55,7 +55,7 @@ anything is written; the receipt records the approver.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, args []string) error {
 			opts.Addresses = args
-			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+			return opts.Prepare(cmd, opts.Getenv)
 		}, runF, runResolve),
 	}
 	opts.StoreFlags.Bind(cmd)

@@ -73,7 +73,7 @@ Destroyed scopes stay listed: their last receipt is the record that they are
 gone. With --json the rows are the result, with full commits and times.`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
-			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+			return opts.Prepare(cmd, opts.Getenv)
 		}, runF, runStatus),
 	}
 	opts.Bind(cmd)
@@ -83,7 +83,7 @@ gone. With --json the rows are the result, with full commits and times.`,
 
 func runStatus(ctx context.Context, opts *StatusOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "status"}
-	st, url, env, err := opts.StoreFlags.Open(ctx, opts.Getenv)
+	st, url, env, err := opts.Open(ctx, opts.Getenv)
 	if err != nil {
 		o.Err = err
 		return o

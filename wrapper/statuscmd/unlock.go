@@ -72,7 +72,7 @@ does, and the receipt records the approver with who, why and which run was
 ended (ENV_NOT_APPROVED, exit 2, otherwise).`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
-			return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+			return opts.Prepare(cmd, opts.Getenv)
 		}, runF, runUnlock),
 	}
 	opts.bindUnlock(cmd)
@@ -112,7 +112,7 @@ shows it): a lease held by another run is not ended.
 		if len(args) == 1 {
 			opts.LockID = args[0]
 		}
-		return opts.StoreFlags.Prepare(cmd, opts.Getenv)
+		return opts.Prepare(cmd, opts.Getenv)
 	}, nil, func(ctx context.Context, opts *UnlockOptions) cmdutil.Outcome {
 		o := runUnlock(ctx, opts)
 		o.Command = "force-unlock"
@@ -145,7 +145,7 @@ func runUnlock(ctx context.Context, opts *UnlockOptions) cmdutil.Outcome {
 	if by == "" {
 		by = "unknown"
 	}
-	st, _, env, err := opts.StoreFlags.Open(ctx, opts.Getenv)
+	st, _, env, err := opts.Open(ctx, opts.Getenv)
 	if err != nil {
 		o.Err = err
 		return o
