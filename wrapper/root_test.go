@@ -307,6 +307,28 @@ func TestShowPlanFileWithoutJSON(t *testing.T) {
 	}
 }
 
+// TestGitHubGroups: in a GitHub Actions job the engine's init and plan are
+// foldable groups; the apply is not folded; elsewhere there are none.
+func TestGitHubGroups(t *testing.T) {
+	t.Parallel()
+	f, _, _ := testFactory(map[string]string{"GITHUB_ACTIONS": "true"})
+	var b bytes.Buffer
+	sections := cmdutil.LogSections(f.Getenv, nil, &b)
+	for _, s := range [][2]string{{"init", "engine init"}, {"plan", "engine plan"}, {"apply", "engine apply"}} {
+		end := sections(s[0], s[1])
+		b.WriteString(s[0] + " output\n")
+		end()
+	}
+	want := "::group::engine init\ninit output\n::endgroup::\n::group::engine plan\nplan output\n::endgroup::\napply output\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	f, _, _ = testFactory(nil)
+	if cmdutil.LogSections(f.Getenv, nil, &b) != nil {
+		t.Error("groups outside a CI job")
+	}
+}
+
 func TestGitLabSections(t *testing.T) {
 	t.Parallel()
 	f, _, _ := testFactory(map[string]string{"GITLAB_CI": "true"})

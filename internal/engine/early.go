@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -25,6 +26,9 @@ type PendingApply struct {
 	ui          *uiStream
 	done        chan struct{}
 	err         error
+	// heartbeat is the session's; stopBeat ends the beat Release started.
+	heartbeat time.Duration
+	stopBeat  func()
 }
 
 // StartApply starts applying plan in the background with the engine's
@@ -47,7 +51,7 @@ func (s *Session) StartApply(ctx context.Context, plan string) (*PendingApply, e
 		return nil, errcode.Wrap(errcode.Internal, err, "passing flags to the engine")
 	}
 	ui := s.applyUI()
-	p := &PendingApply{out: &heldWriter{dst: ui}, errOut: &heldWriter{dst: s.stderr}, ui: ui, done: make(chan struct{})}
+	p := &PendingApply{out: &heldWriter{dst: ui}, errOut: &heldWriter{dst: s.stderr}, ui: ui, done: make(chan struct{}), heartbeat: s.heartbeat, stopBeat: func() {}}
 	tf.SetStderr(p.errOut)
 	go func() {
 		defer close(p.done)
@@ -57,8 +61,10 @@ func (s *Session) StartApply(ctx context.Context, plan string) (*PendingApply, e
 	return p, nil
 }
 
-// Release passes on the engine's output, what it held and what follows.
+// Release passes on the engine's output, what it held and what follows,
+// and starts the apply's heartbeat (uiStream.heartbeat).
 func (p *PendingApply) Release() {
+	p.stopBeat = p.ui.heartbeat(p.heartbeat, time.Now)
 	p.out.pass(true)
 	p.errOut.pass(true)
 }
@@ -73,6 +79,7 @@ func (p *PendingApply) Discard() {
 // after Release or Discard.
 func (p *PendingApply) Wait() error {
 	<-p.done
+	p.stopBeat()
 	p.out.flush(p.ui.Flush)
 	return p.err
 }

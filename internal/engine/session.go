@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -44,6 +45,10 @@ type Options struct {
 	// commands sponson runs as the engine would (init, validate, ...) read
 	// them as the engine does. A run reads them itself and clears them.
 	KeepCLIArgs bool
+	// Heartbeat is the longest an apply's log stays silent about a
+	// resource still in flight (DefaultHeartbeat when 0; none when
+	// negative): see uiStream.beat.
+	Heartbeat time.Duration
 }
 
 // Session drives one engine binary in one configuration directory through
@@ -60,9 +65,11 @@ type Session struct {
 	flags   Flags
 	onEvent func(Event)
 	readEnd func()
-	Binary  string
-	Name    string // "opentofu" or "terraform"
-	Version string
+	// heartbeat is Options.Heartbeat, resolved.
+	heartbeat time.Duration
+	Binary    string
+	Name      string // "opentofu" or "terraform"
+	Version   string
 }
 
 // Open prepares the engine and reads its version.
@@ -104,7 +111,11 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if err := passLogging(tf); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "passing TF_LOG to the engine")
 	}
-	return &Session{tf: tf, stdout: o.Stdout, stderr: o.Stderr, flags: o.Flags, onEvent: o.OnEvent, readEnd: o.OnReadEnd, Binary: o.Binary, Name: name, Version: v.String()}, nil
+	hb := o.Heartbeat
+	if hb == 0 {
+		hb = DefaultHeartbeat
+	}
+	return &Session{tf: tf, stdout: o.Stdout, stderr: o.Stderr, flags: o.Flags, onEvent: o.OnEvent, readEnd: o.OnReadEnd, heartbeat: hb, Binary: o.Binary, Name: name, Version: v.String()}, nil
 }
 
 // passLogging hands the user's TF_LOG, TF_LOG_CORE, TF_LOG_PROVIDER and
@@ -190,7 +201,9 @@ func (s *Session) Apply(ctx context.Context, plan string) error {
 	defer restore()
 	ui := s.applyUI()
 	defer s.tf.SetStdout(io.Discard)
+	stop := ui.heartbeat(s.heartbeat, time.Now)
 	err = s.applyJSON(ctx, s.tf, ui, plan)
+	stop()
 	ui.Flush()
 	return s.wrap("apply", err)
 }

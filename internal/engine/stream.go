@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Event is one message of the engine's machine-readable UI (`apply -json`)
@@ -64,6 +65,24 @@ type uiStream struct {
 	// of the engine's output.
 	readEnd func()
 	partial []byte
+	// inFlight are the resources whose change started and has not ended,
+	// with when a line last spoke of each (heartbeat); now is the clock,
+	// nil until a heartbeat starts.
+	inFlight map[string]*flight
+	now      func() time.Time
+}
+
+// DefaultHeartbeat is the longest an apply's log stays silent about a
+// resource still in flight: OpenTofu's machine-readable UI reports a slow
+// create's progress once and then nothing until it ends, so a 20-minute
+// database looked hung, and CI systems that kill a silent job (CircleCI
+// after 10 minutes) killed it.
+const DefaultHeartbeat = 30 * time.Second
+
+// flight is one resource change under way.
+type flight struct {
+	action      string
+	start, last time.Time
 }
 
 func newUIStream(out io.Writer, onEvent func(Event)) *uiStream {
@@ -111,7 +130,95 @@ func (s *uiStream) line(b []byte) {
 	if m.Hook.Resource.Addr != "" && s.onEvent != nil {
 		s.onEvent(Event{Type: m.Type, Address: m.Hook.Resource.Addr, Action: m.Hook.Action, IDKey: m.Hook.IDKey, IDValue: m.Hook.IDValue})
 	}
+	s.track(m)
 	s.render(m)
+}
+
+// track keeps the resources in flight for the heartbeat: a change starts
+// with apply_start, is spoken of by apply_progress, and ends with
+// apply_complete or apply_errored.
+func (s *uiStream) track(m uiMessage) {
+	addr := m.Hook.Resource.Addr
+	if s.now == nil || addr == "" {
+		return
+	}
+	switch m.Type {
+	case "apply_start":
+		now := s.now()
+		s.inFlight[addr] = &flight{action: m.Hook.Action, start: now, last: now}
+	case "apply_progress":
+		if f := s.inFlight[addr]; f != nil {
+			f.last = s.now()
+		}
+	case "apply_complete", "apply_errored":
+		delete(s.inFlight, addr)
+	}
+}
+
+// heartbeat starts the beat of an apply: every resource still in flight
+// is spoken of at least once every interval, in the engine's own words
+// ("null_resource.a: Still creating... [40s elapsed]"), whether or not the
+// engine said anything. It returns the function that stops it.
+func (s *uiStream) heartbeat(interval time.Duration, now func() time.Time) (stop func()) {
+	if interval <= 0 {
+		return func() {}
+	}
+	s.mu.Lock()
+	s.now, s.inFlight = now, map[string]*flight{}
+	s.mu.Unlock()
+	// Checked six times an interval, so that no resource goes more than
+	// 7/6 of the interval unspoken of.
+	t := time.NewTicker(max(interval/6, time.Second))
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s.beat(interval)
+			}
+		}
+	}()
+	return func() {
+		t.Stop()
+		close(done)
+	}
+}
+
+// beat speaks of every resource in flight that nothing spoke of for the
+// interval, in the order of their addresses.
+func (s *uiStream) beat(interval time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	addrs := make([]string, 0, len(s.inFlight))
+	for a, f := range s.inFlight {
+		if now.Sub(f.last) >= interval {
+			addrs = append(addrs, a)
+		}
+	}
+	sort.Strings(addrs)
+	for _, a := range addrs {
+		f := s.inFlight[a]
+		fmt.Fprintf(s.out, "%s: Still %s... [%s elapsed]\n", a, stillDoing(f.action), now.Sub(f.start).Round(time.Second))
+		f.last = now
+	}
+}
+
+// stillDoing is the engine's word for a change under way.
+func stillDoing(action string) string {
+	switch action {
+	case "create":
+		return "creating"
+	case "update":
+		return "modifying"
+	case "delete":
+		return "destroying"
+	case "read":
+		return "reading"
+	}
+	return "applying"
 }
 
 // render prints a message as the engine's human UI would show it.

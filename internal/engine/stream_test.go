@@ -2,7 +2,9 @@ package engine
 
 import (
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -80,4 +82,68 @@ func TestUIStreamReadEnd(t *testing.T) {
 	if d := cmp.Diff([]string{"a.x", "a.y", "|", "a.z", "|"}, log); d != "" {
 		t.Errorf("events and read ends (-want +got):\n%s", d)
 	}
+}
+
+// TestUIStreamHeartbeat: a resource in flight is spoken of once the
+// interval passed without a line about it (OpenTofu reports a slow create's
+// progress once), the engine's own progress line resets its clock, and a
+// change that ended is never spoken of again. The clock is the test's; the
+// beat is called as the ticker would.
+func TestUIStreamHeartbeat(t *testing.T) {
+	t.Parallel()
+	clock := &testClock{t: time.Unix(1700000000, 0)}
+	var out strings.Builder
+	ui := newUIStream(&out, nil)
+	stop := ui.heartbeat(30*time.Second, clock.now)
+	stop() // the test beats by hand
+	write := func(line string) {
+		t.Helper()
+		if _, err := ui.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat := func(after time.Duration) string {
+		clock.add(after)
+		out.Reset()
+		ui.beat(30 * time.Second)
+		return out.String()
+	}
+	write(`{"@message":"time_sleep.db: Creating...","type":"apply_start","hook":{"resource":{"addr":"time_sleep.db"},"action":"create"}}`)
+	write(`{"@message":"null_resource.old: Destroying...","type":"apply_start","hook":{"resource":{"addr":"null_resource.old"},"action":"delete"}}`)
+	if got := beat(29 * time.Second); got != "" {
+		t.Errorf("spoke before the interval: %q", got)
+	}
+	if got, want := beat(time.Second), "null_resource.old: Still destroying... [30s elapsed]\ntime_sleep.db: Still creating... [30s elapsed]\n"; got != want {
+		t.Errorf("at 30s: %q, want %q", got, want)
+	}
+	clock.add(5 * time.Second)
+	write(`{"@message":"time_sleep.db: Still creating... [35s elapsed]","type":"apply_progress","hook":{"resource":{"addr":"time_sleep.db"},"action":"create","elapsed_seconds":35}}`)
+	write(`{"@message":"null_resource.old: Destruction complete after 36s","type":"apply_complete","hook":{"resource":{"addr":"null_resource.old"},"action":"delete"}}`)
+	if got := beat(25 * time.Second); got != "" {
+		t.Errorf("spoke 25s after the engine's own progress line, or of a change that ended: %q", got)
+	}
+	if got, want := beat(5*time.Second), "time_sleep.db: Still creating... [1m5s elapsed]\n"; got != want {
+		t.Errorf("at 65s: %q, want %q", got, want)
+	}
+	write(`{"@message":"time_sleep.db: Creation complete after 70s","type":"apply_errored","hook":{"resource":{"addr":"time_sleep.db"},"action":"create"}}`)
+	if got := beat(time.Hour); got != "" {
+		t.Errorf("spoke of a change that ended: %q", got)
+	}
+}
+
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }

@@ -101,6 +101,9 @@ type Options struct {
 	Label string
 	// EngineOut receives the engine's own output as it runs.
 	EngineOut io.Writer
+	// Heartbeat is the longest the apply's log stays silent about a
+	// resource in flight (engine.Options.Heartbeat; SPONSON_HEARTBEAT).
+	Heartbeat time.Duration
 	// Job and Host describe this run in the scope's lease record, with the
 	// context's commit and pull request, for whoever waits for it.
 	Job  runctx.Job
@@ -113,7 +116,7 @@ type Options struct {
 	Info func(string)
 	// Section, when set, opens a named part of the engine's output (init,
 	// plan, apply) and returns the function that closes it: GitLab's
-	// collapsible log sections.
+	// collapsible log sections, GitHub's groups.
 	Section func(name, title string) (end func())
 	// RunID identifies the run; NewRunID when empty.
 	RunID string

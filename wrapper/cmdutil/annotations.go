@@ -112,6 +112,34 @@ func AnnotateOutcome(f *IO, o Outcome) {
 	annotate(f, "error", fmt.Sprintf("sponson %s: %s", o.Command, e.Code), msg)
 }
 
+// LogSections returns the Section function of a run in a CI job whose log
+// folds: GitLab's collapsible sections (GitlabSections), GitHub's groups
+// (GitHubGroups); nil elsewhere.
+func LogSections(getenv func(string) string, now func() time.Time, w io.Writer) func(name, title string) func() {
+	if s := GitlabSections(getenv, now, w); s != nil {
+		return s
+	}
+	return GitHubGroups(getenv, w)
+}
+
+// GitHubGroups returns the Section function of a run in a GitHub Actions
+// job (GITHUB_ACTIONS=true), nil elsewhere: the engine's init and plan
+// output each become a foldable group of the log (::group:: and
+// ::endgroup::, which do not nest). The apply stays unfolded: it is what a
+// person watches while it runs.
+func GitHubGroups(getenv func(string) string, w io.Writer) func(name, title string) func() {
+	if getenv("GITHUB_ACTIONS") != "true" {
+		return nil
+	}
+	return func(name, title string) func() {
+		if name != "init" && name != "plan" {
+			return func() {}
+		}
+		fmt.Fprintf(w, "::group::%s\n", EscapeData(title))
+		return func() { fmt.Fprintln(w, "::endgroup::") }
+	}
+}
+
 // GitlabSections returns the Section function of a run in a GitLab CI job
 // (GITLAB_CI=true), nil elsewhere: each phase of the engine's output (init,
 // plan, apply) becomes a collapsible section of the job's log. The markers

@@ -235,3 +235,22 @@ func DetailedInArgs(args []string) bool {
 	}
 	return false
 }
+
+// heartbeat is SPONSON_HEARTBEAT: the longest an apply's log stays silent
+// about a resource in flight (engine.DefaultHeartbeat when unset; "off"
+// for none).
+func heartbeat(getenv func(string) string) (time.Duration, error) {
+	v := strings.TrimSpace(getenv("SPONSON_HEARTBEAT"))
+	switch v {
+	case "":
+		return 0, nil
+	case "off", "0":
+		return -1, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second {
+		return 0, errcode.New(errcode.Usage, "SPONSON_HEARTBEAT=%q is not a duration of a second or more", v).
+			WithHint("Give the longest the log may stay silent about a resource in flight, e.g. 30s (the default) or 2m; off for none.")
+	}
+	return d, nil
+}

@@ -104,6 +104,10 @@ func ResolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, com
 	if err != nil {
 		return nil, err
 	}
+	hb, err := heartbeat(f.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	st, url, err := storeurl.OpenFor(r.Store, dir, c.Environment)
 	if err != nil {
 		return nil, err
@@ -136,6 +140,7 @@ func ResolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, com
 			Vars:             r.EngineArgs.Vars,
 			EngineFlags:      r.EngineArgs.Flags,
 			ServeProvider:    serveProvider,
+			Heartbeat:        hb,
 			Policy:           pol,
 			ProposedPolicy:   proposedPol,
 		},
@@ -395,7 +400,7 @@ func RunScope(ctx context.Context, in *RunInput) cmdutil.Outcome {
 	o.EngineOut = engineOut
 	o.Warn = warnOut.Warn
 	o.Info = func(s string) { warnOut.Line("%s", s) }
-	o.Section = cmdutil.GitlabSections(out.Getenv, in.Now, engineOut)
+	o.Section = cmdutil.LogSections(out.Getenv, in.Now, engineOut)
 	o.Job = runctx.DetectJob(out.Getenv)
 	if o.Host, _ = os.Hostname(); o.Host == "" {
 		o.Host = "unknown"
