@@ -29,6 +29,8 @@ type PendingApply struct {
 	// heartbeat is the session's; stopBeat ends the beat Release started.
 	heartbeat time.Duration
 	stopBeat  func()
+	// wrap is the session's: the engine's failure as ENGINE_FAILED.
+	wrap func(step string, err error) error
 }
 
 // StartApply starts applying plan in the background with the engine's
@@ -51,12 +53,12 @@ func (s *Session) StartApply(ctx context.Context, plan string) (*PendingApply, e
 		return nil, errcode.Wrap(errcode.Internal, err, "passing flags to the engine")
 	}
 	ui := s.applyUI()
-	p := &PendingApply{out: &heldWriter{dst: ui}, errOut: &heldWriter{dst: s.stderr}, ui: ui, done: make(chan struct{}), heartbeat: s.heartbeat, stopBeat: func() {}}
+	p := &PendingApply{out: &heldWriter{dst: ui}, errOut: &heldWriter{dst: s.stderr}, ui: ui, done: make(chan struct{}), heartbeat: s.heartbeat, stopBeat: func() {}, wrap: s.wrap}
 	tf.SetStderr(p.errOut)
 	go func() {
 		defer close(p.done)
 		defer restore()
-		p.err = s.wrap("apply", s.applyJSON(ctx, tf, p.out, plan))
+		p.err = s.applyJSON(ctx, tf, p.out, plan)
 	}()
 	return p, nil
 }
@@ -81,7 +83,7 @@ func (p *PendingApply) Wait() error {
 	<-p.done
 	p.stopBeat()
 	p.out.flush(p.ui.Flush)
-	return p.err
+	return p.wrap("apply", p.ui.said(p.err))
 }
 
 // heldWriter keeps what is written until pass decides: then it writes

@@ -205,7 +205,7 @@ func (s *Session) Apply(ctx context.Context, plan string) error {
 	err = s.applyJSON(ctx, s.tf, ui, plan)
 	stop()
 	ui.Flush()
-	return s.wrap("apply", err)
+	return s.wrap("apply", ui.said(err))
 }
 
 // applyUI is the stream an apply's machine-readable UI goes to: the user

@@ -70,6 +70,9 @@ type uiStream struct {
 	// nil until a heartbeat starts.
 	inFlight map[string]*flight
 	now      func() time.Time
+	// errors are the engine's error diagnostics as rendered, for the run's
+	// error (said).
+	errors []string
 }
 
 // DefaultHeartbeat is the longest an apply's log stays silent about a
@@ -155,6 +158,19 @@ func (s *uiStream) track(m uiMessage) {
 	}
 }
 
+// said adds the engine's error diagnostics to err, the failure of the
+// command whose UI this stream read: the machine-readable UI carries them
+// on stdout, so the engine's stderr, which terraform-exec puts in its
+// error, holds none of them.
+func (s *uiStream) said(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil || len(s.errors) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\n\n%s", err, strings.Join(s.errors, "\n\n"))
+}
+
 // heartbeat starts the beat of an apply: every resource still in flight
 // is spoken of at least once every interval, in the engine's own words
 // ("null_resource.a: Still creating... [40s elapsed]"), whether or not the
@@ -238,14 +254,18 @@ func (s *uiStream) render(m uiMessage) {
 		if d.Severity == "error" {
 			label = "Error"
 		}
-		fmt.Fprintf(s.out, "\n%s: %s\n", label, d.Summary)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: %s\n", label, d.Summary)
 		if d.Address != "" {
-			fmt.Fprintf(s.out, "\n  with %s\n", d.Address)
+			fmt.Fprintf(&b, "\n  with %s\n", d.Address)
 		}
 		if d.Detail != "" {
-			fmt.Fprintf(s.out, "\n%s\n", indent(d.Detail))
+			fmt.Fprintf(&b, "\n%s\n", indent(d.Detail))
 		}
-		fmt.Fprintln(s.out)
+		fmt.Fprintf(s.out, "\n%s\n", b.String())
+		if d.Severity == "error" {
+			s.errors = append(s.errors, strings.TrimRight(b.String(), "\n"))
+		}
 	case m.Message != "":
 		fmt.Fprintln(s.out, m.Message)
 	}

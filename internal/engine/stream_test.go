@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -146,4 +147,26 @@ func (c *testClock) add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// TestUIStreamSaid: the engine's error diagnostics of an apply become part
+// of its failure, so that a summary can show them; warnings do not.
+func TestUIStreamSaid(t *testing.T) {
+	t.Parallel()
+	ui := newUIStream(&strings.Builder{}, nil)
+	for _, l := range []string{
+		`{"@level":"warn","type":"diagnostic","diagnostic":{"severity":"warning","summary":"deprecated"}}`,
+		`{"@level":"error","type":"diagnostic","diagnostic":{"severity":"error","summary":"Invalid template interpolation value","detail":"The expression result is null.","address":"terraform_data.a[0]"}}`,
+	} {
+		if _, err := ui.Write([]byte(l + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ui.said(nil) != nil {
+		t.Error("said made an error of a success")
+	}
+	want := "exit status 1\n\nError: Invalid template interpolation value\n\n  with terraform_data.a[0]\n\n  The expression result is null."
+	if got := ui.said(errors.New("exit status 1")).Error(); got != want {
+		t.Errorf("said %q, want %q", got, want)
+	}
 }

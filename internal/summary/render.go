@@ -160,6 +160,12 @@ func (r Run) body() []string {
 	var out []string
 	if f := r.Failure; f != nil {
 		out = append(out, "\n**"+inline(f.Code)+"**: "+text(firstLine(f.Message))+"\n")
+		if said := engineSaid(f.Message); said != "" && f.Code == "ENGINE_FAILED" {
+			// The engine's own error (its diagnostics), so that a failed
+			// stack of a composed review shows why without its log.
+			fence := fenceFor(said)
+			out = append(out, "\n"+fence+"text\n"+said+"\n"+fence+"\n")
+		}
 		if f.Hint != "" {
 			out = append(out, "\n"+text(f.Hint)+"\n")
 		}
@@ -330,6 +336,25 @@ func text(s string) string {
 
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// engineSaidLines is how much of the engine's error a summary shows.
+const engineSaidLines = 30
+
+// engineSaid is what a failure's message holds after its first line: the
+// engine's own error output, when the engine failed (engine.Session.wrap);
+// empty lines around it trimmed, cut after engineSaidLines lines.
+func engineSaid(message string) string {
+	_, rest, ok := strings.Cut(strings.TrimSpace(message), "\n")
+	rest = strings.Trim(rest, "\n ")
+	if !ok || rest == "" {
+		return ""
+	}
+	lines := strings.Split(rest, "\n")
+	if len(lines) > engineSaidLines {
+		lines = append(lines[:engineSaidLines], fmt.Sprintf("(%d more lines in the job's log)", len(lines)-engineSaidLines))
+	}
+	return strings.Join(lines, "\n")
 }
 
 func firstLine(s string) string {

@@ -344,3 +344,24 @@ func TestRuleChanges(t *testing.T) {
 		t.Errorf("a run without proposed rules shows a section for them:\n%s", md)
 	}
 }
+
+// TestEngineErrorShown: a run the engine failed shows the engine's own
+// error under the failure's first line, in a code block, cut after 30
+// lines; other failures show only their first line.
+func TestEngineErrorShown(t *testing.T) {
+	t.Parallel()
+	engineErr := "opentofu plan failed: exit status 1\n\nError: Reference to undeclared resource\n\n  on main.tf line 3, in resource \"local_file\" \"a\":\n   3:   content = null_resource.b.id\n"
+	md := summary.Run{Command: "plan", Status: "failed", Failure: &summary.Failure{Code: "ENGINE_FAILED", Message: engineErr}}.Markdown(summary.Options{})
+	if !strings.Contains(md, "```text\nError: Reference to undeclared resource\n\n  on main.tf line 3, in resource \"local_file\" \"a\":\n   3:   content = null_resource.b.id\n```") {
+		t.Errorf("the engine's error is not shown:\n%s", md)
+	}
+	long := "opentofu apply failed: exit status 1\n" + strings.Repeat("Error: x\n", 40)
+	md = summary.Run{Command: "apply", Status: "failed", Failure: &summary.Failure{Code: "ENGINE_FAILED", Message: long}}.Markdown(summary.Options{})
+	if n := strings.Count(md, "Error: x"); n != 30 || !strings.Contains(md, "(10 more lines in the job's log)") {
+		t.Errorf("%d lines of a 40-line error shown, want 30 and a note:\n%s", n, md)
+	}
+	md = summary.Run{Command: "plan", Status: "failed", Failure: &summary.Failure{Code: "LOCK_HELD", Message: "held\nby run-1"}}.Markdown(summary.Options{})
+	if strings.Contains(md, "```text\nby run-1") {
+		t.Errorf("a failure that is not the engine's shows its message as the engine's:\n%s", md)
+	}
+}
