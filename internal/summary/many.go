@@ -37,10 +37,11 @@ type ManyStack struct {
 }
 
 // ManyMarker is the hidden line of the sticky comment of the runs of many
-// stacks of one pull request and environment: one comment for all of them,
-// beside the comments of single-stack runs (Marker), which are left alone.
-func ManyMarker(environment string) string {
-	return Marker("*", environment)
+// stacks of one pull request and environment: one comment for all of them
+// (one for plans, one for each other command, as CommandMarker), beside
+// the comments of single-stack runs, which are left alone.
+func ManyMarker(command, environment string) string {
+	return CommandMarker(command, "*", environment)
 }
 
 // Markdown renders the review within o.Limit: the head, diagram and table
@@ -49,7 +50,7 @@ func ManyMarker(environment string) string {
 func (m Many) Markdown(o Options) string {
 	var head strings.Builder
 	if o.Marker {
-		head.WriteString(ManyMarker(m.Environment) + "\n")
+		head.WriteString(ManyMarker(m.Command, m.Environment) + "\n")
 	}
 	fmt.Fprintf(&head, "### sponson %s %s · %s · %s: %d stacks\n\n", m.Command, m.Selection, m.Environment, m.Scope, len(m.Stacks))
 	head.WriteString(m.diagram())

@@ -23,7 +23,7 @@ func TestManyMarkdown(t *testing.T) {
 	t.Parallel()
 	md := manyRun().Markdown(summary.Options{Marker: true})
 	for _, want := range []string{
-		summary.ManyMarker("preview") + "\n### sponson plan --all · preview · pr-7: 4 stacks",
+		summary.ManyMarker("plan", "preview") + "\n### sponson plan --all · preview · pr-7: 4 stacks",
 		"```mermaid\nflowchart LR\n",
 		`s1["stacks/network<br/>1 to add, 0 to change, 0 to destroy"]`,
 		"  s1 --> s2\n  s2 --> s3\n",
@@ -40,7 +40,7 @@ func TestManyMarkdown(t *testing.T) {
 	if n, a, d := strings.Index(md, "### network own"), strings.Index(md, "### app own"), strings.Index(md, "### docs own"); n > a || a > d {
 		t.Errorf("sections not in the order network, app, docs:\n%s", md)
 	}
-	if summary.ManyMarker("preview") == summary.Marker("stacks/app", "preview") {
+	if summary.ManyMarker("plan", "preview") == summary.Marker("stacks/app", "preview") {
 		t.Error("the review's marker is a stack's")
 	}
 }

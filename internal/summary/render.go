@@ -70,7 +70,7 @@ func fit(head string, body []string, plan func(budget int, where string) string,
 func (r Run) head(o Options) string {
 	var b strings.Builder
 	if o.Marker {
-		b.WriteString(Marker(r.Stack, r.Environment) + "\n")
+		b.WriteString(CommandMarker(r.Command, r.Stack, r.Environment) + "\n")
 	}
 	// The verdict first, then what it is about: several comments on one
 	// pull request (a stack and environment each) are told apart by the

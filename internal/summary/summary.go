@@ -297,13 +297,26 @@ func NaturalLess(a, b string) bool {
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // Marker is the hidden line that identifies the sticky comment of one pull
-// request, stack and environment: the comment is found by it and updated in
-// place. "--" may not appear inside an HTML comment, so it is spelled out.
+// request, stack and environment for a plan: the comment is found by it and
+// updated in place. "--" may not appear inside an HTML comment, so it is
+// spelled out.
 func Marker(stack, environment string) string {
+	return CommandMarker("plan", stack, environment)
+}
+
+// CommandMarker is Marker for the runs of command: a plan's comment has
+// the marker earlier versions gave every run (so an upgrade keeps updating
+// it); an apply or destroy has its own comment, so that one sticky comment
+// does not alternate between the plan a reviewer reads and the apply that
+// followed it.
+func CommandMarker(command, stack, environment string) string {
 	clean := func(s string) string {
 		s = strings.ReplaceAll(s, "-", "%2D")
 		s = strings.ReplaceAll(s, ">", "%3E")
 		return strings.ReplaceAll(s, "\n", " ")
 	}
-	return fmt.Sprintf("<!-- sponson-summary stack=%s environment=%s -->", clean(stack), clean(environment))
+	if command == "" || command == "plan" {
+		return fmt.Sprintf("<!-- sponson-summary stack=%s environment=%s -->", clean(stack), clean(environment))
+	}
+	return fmt.Sprintf("<!-- sponson-summary stack=%s environment=%s command=%s -->", clean(stack), clean(environment), clean(command))
 }

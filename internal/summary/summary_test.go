@@ -365,3 +365,23 @@ func TestEngineErrorShown(t *testing.T) {
 		t.Errorf("a failure that is not the engine's shows its message as the engine's:\n%s", md)
 	}
 }
+
+// TestCommandMarker: a plan's sticky comment keeps the marker every earlier
+// version gave (an upgrade keeps updating the comment it posted); an apply
+// and a destroy have one of their own, so the plan a reviewer reads is not
+// replaced by the apply's summary and back again.
+func TestCommandMarker(t *testing.T) {
+	t.Parallel()
+	plan := summary.CommandMarker("plan", "acme/app", "preview")
+	if plan != "<!-- sponson-summary stack=acme/app environment=preview -->" || plan != summary.Marker("acme/app", "preview") {
+		t.Errorf("plan's marker %q changed", plan)
+	}
+	apply := summary.CommandMarker("apply", "acme/app", "preview")
+	if apply == plan || strings.HasPrefix(apply, strings.TrimSuffix(plan, " -->")+" -->") {
+		t.Errorf("apply's marker %q is the plan's", apply)
+	}
+	md := summary.Run{Command: "apply", Stack: "acme/app", Environment: "preview", Status: "applied"}.Markdown(summary.Options{Marker: true})
+	if !strings.HasPrefix(md, apply+"\n") {
+		t.Errorf("an apply's summary does not start with its marker:\n%s", md)
+	}
+}

@@ -551,7 +551,7 @@ func TestE2EMultiStackInterrupt(t *testing.T) {
 }
 
 // TestE2EMultiStackReview: a run of many stacks makes one review: one
-// sticky comment per pull request and environment (a diagram of the
+// sticky comment per pull request, environment and command (a diagram of the
 // stacks, a table, each stack's own summary), one step summary, one
 // --summary file and one GitLab report of all the stacks; a single-stack
 // run beside it keeps its own comment. No sensitive value appears.
@@ -573,10 +573,13 @@ func TestE2EMultiStackReview(t *testing.T) {
 	r := h.mustRunEnv(root, env, "plan", "--all", "--pr", "7", "--comment", "--summary", filepath.Join(out, "plan.md"),
 		"--gitlab-report", filepath.Join(out, "report.json"))
 	cs := srv.Comments("acme/infra#7")
-	if len(cs) != 1 {
-		t.Fatalf("%d comments after apply --all and plan --all, want one updated in place\n%s", len(cs), r.stderr)
+	if len(cs) != 2 {
+		t.Fatalf("%d comments after apply --all and plan --all, want the apply's and the plan's\n%s", len(cs), r.stderr)
 	}
-	body := cs[0].Body
+	if !strings.Contains(cs[0].Body, "### sponson apply --all · preview · pr-7: 3 stacks") {
+		t.Errorf("the first comment is not the apply's review:\n%s", cs[0].Body)
+	}
+	body := cs[1].Body
 	for _, want := range []string{
 		"### sponson plan --all · preview · pr-7: 3 stacks", "```mermaid", "  s1 --> s2\n",
 		"| `stacks/app` | succeeded | no changes |",
@@ -607,7 +610,7 @@ func TestE2EMultiStackReview(t *testing.T) {
 	}
 	// A single-stack run keeps its own comment.
 	h.mustRunEnv(root, env, "plan", "--chdir", "stacks/app", "--pr", "7", "--comment")
-	if n := len(srv.Comments("acme/infra#7")); n != 2 {
-		t.Errorf("%d comments after a single-stack plan, want the review and the stack's own", n)
+	if n := len(srv.Comments("acme/infra#7")); n != 3 {
+		t.Errorf("%d comments after a single-stack plan, want the two reviews (apply, plan) and the stack's own", n)
 	}
 }

@@ -12,8 +12,10 @@ import (
 
 // TestE2ESummaryAndComment: plan and apply of a pull request with the real
 // engine write the step summary, the --summary file and the GitLab report,
-// and keep one sticky comment on the pull request (a local stand-in of the
-// GitHub API), updated in place; no sensitive value appears anywhere. A
+// and keep one sticky comment for the plans on the pull request (a local
+// stand-in of the GitHub API), updated in place, and one for the applies,
+// so that the plan a reviewer reads does not alternate with the apply's
+// summary; no sensitive value appears anywhere. A
 // missing token, a 403 and a 5xx are warnings: the run still succeeds.
 func TestE2ESummaryAndComment(t *testing.T) {
 	t.Parallel()
@@ -48,17 +50,21 @@ func TestE2ESummaryAndComment(t *testing.T) {
 	// prior output, which the engine does not redact.
 	h.mustRunEnv(dir, gh, "plan", "--pr", "7", "--comment", "--summary", filepath.Join(out, "plan2.md"), "-var", "password="+secrets[1])
 	cs = srv.Comments("acme/infra#7")
-	if len(cs) != 1 {
-		t.Fatalf("%d comments after plan, apply and plan, want the one updated in place", len(cs))
+	if len(cs) != 2 {
+		t.Fatalf("%d comments after plan, apply and plan, want the plan's updated in place and the apply's", len(cs))
 	}
-	if !strings.Contains(cs[0].Body, "~   terraform_data.db  # update in-place") || !strings.Contains(cs[0].Body, "(sensitive value)") {
-		t.Errorf("the updated comment does not show the second plan:\n%s", cs[0].Body)
+	planBody, applyBody := cs[0].Body, cs[1].Body
+	if !strings.Contains(planBody, "~   terraform_data.db  # update in-place") || !strings.Contains(planBody, "(sensitive value)") {
+		t.Errorf("the plan's comment, updated in place, does not show the second plan:\n%s", planBody)
+	}
+	if !strings.Contains(applyBody, "2 added — sponson apply · ") {
+		t.Errorf("the apply's comment does not show the apply:\n%s", applyBody)
 	}
 
 	// Another environment of the same pull request gets its own comment.
 	h.mustRunEnv(dir, gh, "plan", "--pr", "7", "--env", "production", "--comment", "-var", "password="+secrets[0])
-	if n := len(srv.Comments("acme/infra#7")); n != 2 {
-		t.Errorf("%d comments with a second environment, want 2", n)
+	if n := len(srv.Comments("acme/infra#7")); n != 3 {
+		t.Errorf("%d comments with a second environment, want 3", n)
 	}
 
 	texts := []string{string(readFile(t, step)), string(readFile(t, filepath.Join(out, "plan.md"))), string(readFile(t, filepath.Join(out, "plan2.md")))}

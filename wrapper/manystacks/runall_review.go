@@ -86,7 +86,7 @@ func publishMany(ctx context.Context, f *cmdutil.IO, hc *http.Client, review *cm
 		md := m.Markdown(summary.Options{Marker: true, Limit: host.Limit(), FullPlanAt: host.FullPlanAt()})
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runner.CommentTimeout)
 		defer cancel()
-		out, err := comment.Sticky(cctx, host, summary.ManyMarker(m.Environment), md)
+		out, err := comment.Sticky(cctx, host, summary.ManyMarker(m.Command, m.Environment), md)
 		if err != nil {
 			warn("could not post the summary comment on %s: %v; the run's outcome is unchanged", host.Name(), err)
 		} else {

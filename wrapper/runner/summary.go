@@ -124,7 +124,7 @@ func postComment(ctx context.Context, in *RunInput, s summary.Run) string {
 	md := s.Markdown(summary.Options{Marker: true, Limit: host.Limit(), FullPlanAt: host.FullPlanAt()})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CommentTimeout)
 	defer cancel()
-	out, err := comment.Sticky(ctx, host, summary.Marker(s.Stack, s.Environment), md)
+	out, err := comment.Sticky(ctx, host, summary.CommandMarker(s.Command, s.Stack, s.Environment), md)
 	if err != nil {
 		return fmt.Sprintf("could not post the summary comment on %s: %v; the run's outcome is unchanged", host.Name(), err)
 	}
