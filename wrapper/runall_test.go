@@ -147,3 +147,17 @@ func TestEveryStackArgs(t *testing.T) {
 		t.Errorf("everyStackArgs = %q, want %q", got, want)
 	}
 }
+
+// plan -out with --all or --changed is refused (issue 49): the engine's
+// -out is read after the selection's own check, and every stack would write
+// its plan to the one FILE.
+func TestOutRefusedWithManyStacks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"plan", "--all", "-out=tfplan"}, {"plan", "--changed", "-out", "tfplan"}, {"plan", "--all", "--chdir", dir, "-out=" + filepath.Join(dir, "p")}} {
+		f, _, errOut := testFactory(map[string]string{"SPONSON_STACK": ""})
+		if code := Run(context.Background(), args, f); code != errcode.ExitRefused || !strings.Contains(errOut.String(), "error USAGE: -out saves the plan of one stack") {
+			t.Errorf("%q: exit %d\n%s", args, code, errOut)
+		}
+	}
+}

@@ -207,6 +207,11 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 	if err != nil {
 		return nil, nil, err
 	}
+	// The engine's -out is read here, after the selection's own check:
+	// every stack would write its plan to the one FILE.
+	if ef.Out != "" {
+		return nil, nil, errOutMany()
+	}
 	for _, v := range ef.Vars {
 		if v.File {
 			sel.varFiles = append(sel.varFiles, v.Value)
@@ -420,10 +425,15 @@ func (s *StackSelection) check(f *cmdutil.Factory, flags *cmdutil.RunFlags, comm
 	case len(args) > 0:
 		return errcode.New(errcode.Usage, "a saved plan FILE applies one stack; it cannot be given with --all or --changed")
 	case flags.SavePlan != "":
-		return errcode.New(errcode.Usage, "-out saves the plan of one stack; it cannot be given with --all or --changed").
-			WithHint("Run plan -out FILE in each stack's directory, as a CI matrix from `sponson stacks --json` does.")
+		return errOutMany()
 	}
 	return nil
+}
+
+// errOutMany refuses plan -out with --all or --changed.
+func errOutMany() error {
+	return errcode.New(errcode.Usage, "-out saves the plan of one stack; it cannot be given with --all or --changed").
+		WithHint("Run plan -out FILE in each stack's directory, as a CI matrix from `sponson stacks --json` does.")
 }
 
 // childArgs is the command line of one stack's run: the user's flags and
