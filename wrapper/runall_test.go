@@ -161,3 +161,35 @@ func TestOutRefusedWithManyStacks(t *testing.T) {
 		}
 	}
 }
+
+// Silent green no-ops are refused (issue 49): --all under a directory that
+// does not exist, and --all over root modules none of which declares
+// sponson_scope (a monorepo being migrated), which ran nothing and passed.
+func TestAllFindsNoStack(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "stacks", "queue"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stacks", "queue", "main.tf"), []byte("resource \"terraform_data\" \"q\" {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--all", "--chdir", filepath.Join(dir, "emtpy")}, "there is no such directory"},
+		{[]string{"stacks", "--chdir", filepath.Join(dir, "emtpy")}, "there is no such directory"},
+		{[]string{"plan", "--all", "--chdir", dir}, "plan --all found no stack under " + dir},
+		{[]string{"drift", "--all", "--chdir", dir}, "drift --all found no stack"},
+	} {
+		f, _, errOut := testFactory(map[string]string{"SPONSON_STACK": ""})
+		code := Run(context.Background(), tc.args, f)
+		if code != errcode.ExitRefused || !strings.Contains(errOut.String(), "error USAGE: ") || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%q: exit %d, want 2 and %q\n%s", tc.args, code, tc.want, errOut)
+		}
+		if strings.Contains(tc.want, "found no stack") && !strings.Contains(errOut.String(), "`stacks/queue`") {
+			t.Errorf("%q: the hint does not name the directory that holds configuration files:\n%s", tc.args, errOut)
+		}
+	}
+}

@@ -221,6 +221,9 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 	if err != nil {
 		return nil, warnings, err
 	}
+	if sel.All && len(res.Stacks) == 0 {
+		return nil, warnings, NoStacks(string(command), res)
+	}
 	if command == scoperun.Destroy {
 		if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, f.Getenv); err != nil {
 			return nil, warnings, err

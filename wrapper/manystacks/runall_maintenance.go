@@ -91,6 +91,9 @@ func StartEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir stri
 	if err != nil {
 		return nil, warnings, err
 	}
+	if len(set.Stacks) == 0 {
+		return nil, warnings, NoStacks(command, set)
+	}
 	self, err := f.Executable()
 	if err != nil {
 		return nil, warnings, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")

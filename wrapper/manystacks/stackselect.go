@@ -2,6 +2,9 @@ package manystacks
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -77,6 +80,10 @@ func SelectStacks(ctx context.Context, getenv func(string) string, opts *StacksO
 	if err != nil {
 		return nil, nil, errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
 	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, nil, errcode.New(errcode.Usage, "--chdir %s: there is no such directory", opts.Chdir).
+			WithHint("Give the directory to look for stacks in: the repository root, or a directory under it.")
+	}
 	git := runctx.ProcessSources(dir).Git
 	top := dir
 	if t, err := git("rev-parse", "--show-toplevel"); err == nil && t != "" {
@@ -126,6 +133,41 @@ func SelectStacks(ctx context.Context, getenv func(string) string, opts *StacksO
 	}
 	res.layered()
 	return res, set.Warnings, nil
+}
+
+// NoStacks refuses a run of every stack (--all) that found none: a
+// repository whose root modules do not declare sponson_scope yet (one being
+// migrated) would otherwise pass green having run nothing. It names the
+// directories that hold configuration files without being stacks.
+func NoStacks(command string, res *StacksResult) error {
+	var dirs []string
+	_ = filepath.WalkDir(res.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if p != res.Root && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(p, ".tf") || strings.HasSuffix(p, ".tf.json") || strings.HasSuffix(p, ".tofu") {
+			rel, _ := filepath.Rel(res.Root, filepath.Dir(p))
+			if rel = "`" + filepath.ToSlash(rel) + "`"; len(dirs) == 0 || dirs[len(dirs)-1] != rel {
+				dirs = append(dirs, rel)
+			}
+		}
+		return nil
+	})
+	e := errcode.New(errcode.Usage, "%s --all found no stack under %s: a stack is a directory whose root module declares a sponson_scope resource", command, res.Root)
+	if len(dirs) == 0 {
+		return e.WithHint("Run it where the configurations are (--chdir DIR), or declare sponson_scope in each root module.")
+	}
+	shown := dirs
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(dirs)-5))
+	}
+	return e.With("directories", dirs).WithHint(fmt.Sprintf("These directories hold configuration files but no sponson_scope: %s. Declare `resource \"sponson_scope\" \"this\" {}` in each root module to make it a stack, or run one with --chdir DIR.", strings.Join(shown, ", ")))
 }
 
 // withoutStackVar hides SPONSON_STACK, which names one run's stack, from the
