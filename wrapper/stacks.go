@@ -16,7 +16,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
-	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 	"github.com/sponson/terraform-provider-sponson/internal/stackpipeline"
 )
@@ -204,20 +203,7 @@ func selectStacks(ctx context.Context, f *Factory, opts *StacksOptions) (*Stacks
 	if t, err := filepath.EvalSymlinks(top); err == nil {
 		top = t
 	}
-	set, err := stackgraph.Discover(stackgraph.Options{
-		Root: dir, Top: top,
-		Name: func(d string) (string, error) {
-			declared, err := stack.Declared(d)
-			if err != nil {
-				return "", err
-			}
-			r, err := stack.Detect(d, "", declared, stack.Sources{Getenv: withoutStackVar(f.Getenv), Git: runctx.ProcessSources(d).Git})
-			return r.Name, err
-		},
-		Resolve: func(from, ref string) (stack.Reference, error) {
-			return stack.Resolve(from, ref, stack.Sources{Getenv: f.Getenv, Git: runctx.ProcessSources(from).Git})
-		},
-	})
+	set, err := stackgraph.Discover(stackgraph.Options{Root: dir, Top: top, Getenv: f.Getenv})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -260,17 +246,6 @@ func writeGitLabPipeline(opts *StacksOptions, res *StacksResult) error {
 		return errcode.Wrap(errcode.Usage, err, "writing --gitlab-pipeline %s", opts.GitLabPipeline)
 	}
 	return nil
-}
-
-// withoutStackVar hides SPONSON_STACK, which names one run's stack, from the
-// naming of every stack of a repository.
-func withoutStackVar(getenv func(string) string) func(string) string {
-	return func(k string) string {
-		if k == stack.EnvVar {
-			return ""
-		}
-		return getenv(k)
-	}
 }
 
 // defaultBase is the revision --changed compares with when --base is not
