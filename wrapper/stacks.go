@@ -203,28 +203,45 @@ func selectStacks(ctx context.Context, f *Factory, opts *StacksOptions) (*Stacks
 	if t, err := filepath.EvalSymlinks(top); err == nil {
 		top = t
 	}
+	// --changed lists the changes while the stacks are discovered: git
+	// walks the working tree while the files are parsed (issue 50).
+	listed := make(chan changes, 1)
+	if opts.Changed {
+		go func() {
+			c := changes{base: opts.Base}
+			if c.base == "" {
+				c.base = defaultBase(f.Getenv, git)
+			}
+			c.files, c.uncommitted, c.err = changedFiles(ctx, top, c.base)
+			listed <- c
+		}()
+	}
 	set, err := stackgraph.Discover(stackgraph.Options{Root: dir, Top: top, Getenv: f.Getenv})
 	if err != nil {
 		return nil, nil, err
 	}
 	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks}
 	if opts.Changed {
-		base := opts.Base
-		if base == "" {
-			base = defaultBase(f.Getenv, git)
+		c := <-listed
+		if c.err != nil {
+			return nil, set.Warnings, c.err
 		}
-		files, uncommitted, err := changedFiles(ctx, top, base)
-		if err != nil {
-			return nil, set.Warnings, err
-		}
-		res.Base, res.Uncommitted = base, uncommitted
-		res.Stacks = set.ChangedBy(stackgraph.Changes{Files: files, Uncommitted: uncommitted, VarFiles: opts.varFiles}).Stacks
+		res.Base, res.Uncommitted = c.base, c.uncommitted
+		res.Stacks = set.ChangedBy(stackgraph.Changes{Files: c.files, Uncommitted: c.uncommitted, VarFiles: opts.varFiles}).Stacks
 	}
 	if res.Stacks == nil {
 		res.Stacks = []*stackgraph.Stack{}
 	}
 	res.layered()
 	return res, set.Warnings, nil
+}
+
+// changes are what --changed compares: the base and the files changed
+// since it (changedFiles).
+type changes struct {
+	base               string
+	files, uncommitted []string
+	err                error
 }
 
 // writeGitLabPipeline writes the GitLab child pipeline of the selected
