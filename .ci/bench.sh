@@ -5,7 +5,9 @@
 # `sponson apply` against the bare engine at 10, 50 and 200 resources, the
 # no-change and first applies of issue 31 at 50 and 1,000, and a scope of
 # 10,000 resources (sponson's own CPU and memory against the engine's), on
-# OpenTofu and on HashiCorp Terraform. The table of targets at the top of
+# OpenTofu and on HashiCorp Terraform; and `sponson stacks` (with and
+# without --changed) at 1,000 and 10,000 stacks beside the raw read of
+# their .tf files, which runs no engine (once). The table of targets at the top of
 # BENCHMARKS.md gathers the rows of both engines.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,12 +25,13 @@ out="$root/.tools/bench.txt"
 mkdir -p .tools
 terraform="$root/.tools/bin/terraform"
 [ -x "$terraform" ] || { echo "no engine at $terraform: run 'make tools' first" >&2; exit 1; }
-cmd="go test -run '^\$' -bench . -benchtime 20x ./internal/store/... && go test -run '^\$' -bench E2E -benchtime 5x ./wrapper/e2e/ && go test -run '^\$' -bench ScaleTenThousand -benchtime 2x ./wrapper/e2e/ (SPONSON_TEST_ENGINE=tofu, then terraform)"
+cmd="go test -run '^\$' -bench . -benchtime 20x ./internal/store/... && go test -run '^\$' -bench E2E -benchtime 5x ./wrapper/e2e/ && go test -run '^\$' -bench ScaleTenThousand -benchtime 2x ./wrapper/e2e/ (SPONSON_TEST_ENGINE=tofu, then terraform) && go test -run '^\$' -bench StacksScale -benchtime 5x ./wrapper/e2e/"
 {
 	go test -run '^$' -bench . -benchtime 20x ./internal/store/...
 	go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/e2e/
 	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/e2e/
 	go test -run '^$' -bench ScaleTenThousand -benchtime 2x -timeout 60m ./wrapper/e2e/
 	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench ScaleTenThousand -benchtime 2x -timeout 60m ./wrapper/e2e/
+	go test -run '^$' -bench StacksScale -benchtime 5x -timeout 30m ./wrapper/e2e/
 } | tee "$out"
 go run ./.ci/benchreport "$cmd" <"$out"

@@ -52,3 +52,33 @@ func TestWriteWithoutMarker(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsNameBenchmarks: every row of the table of targets names a
+// package of the repository (as benchreport reads it from go test's "pkg:"
+// line) that declares the benchmark it reads, so a benchmark moved to
+// another package does not leave its row "not run".
+func TestTargetsNameBenchmarks(t *testing.T) {
+	for _, tg := range targets {
+		name, _, _ := strings.Cut(tg.bench, "/")
+		dir := filepath.Join("..", "..", filepath.FromSlash(tg.pkg))
+		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil || len(files) == 0 {
+			t.Errorf("%s: package %s has no test files", tg.what, tg.pkg)
+			continue
+		}
+		found := false
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(src), "func "+name+"(") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("%s: no %s in package %s", tg.what, name, tg.pkg)
+		}
+	}
+}

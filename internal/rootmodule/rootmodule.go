@@ -23,6 +23,13 @@ func Files(dir string, skip ...string) ([]*hcl.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FilesOf(dir, entries, skip...), nil
+}
+
+// FilesOf is Files of a directory whose entries the caller has read
+// already (os.ReadDir), for a walk of many directories that reads each
+// once (internal/stackgraph).
+func FilesOf(dir string, entries []os.DirEntry, skip ...string) []*hcl.File {
 	var names []string
 	for _, e := range entries {
 		n := e.Name()
@@ -46,7 +53,7 @@ func Files(dir string, skip ...string) ([]*hcl.File, error) {
 			files = append(files, f)
 		}
 	}
-	return files, nil
+	return files
 }
 
 // HasConfig reports whether dir holds a configuration file the engine

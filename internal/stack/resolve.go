@@ -36,12 +36,16 @@ func Resolve(fromDir, ref string, src Sources) (Reference, error) {
 		if top, err := src.Git("rev-parse", "--show-toplevel"); err == nil && top != "" {
 			dir := filepath.Join(top, filepath.FromSlash(strings.Trim(ref, "/")))
 			if fi, err := os.Stat(dir); err == nil && fi.IsDir() && inside(top, dir) {
-				declared, err := Declared(dir)
+				read := src.Declared
+				if read == nil {
+					read = Declared
+				}
+				declared, err := read(dir)
 				if err != nil {
 					return Reference{}, err
 				}
 				getenv := src.Getenv
-				own := Sources{Git: src.Git, Getenv: func(k string) string {
+				own := Sources{Git: src.Git, EvalSymlinks: src.EvalSymlinks, Getenv: func(k string) string {
 					if k == EnvVar || getenv == nil {
 						return ""
 					}

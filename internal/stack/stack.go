@@ -38,6 +38,15 @@ type Sources struct {
 	// Git runs `git args...` in the configuration directory and returns
 	// its trimmed standard output.
 	Git func(args ...string) (string, error)
+	// Declared reads the stack attribute declared in a directory (Resolve
+	// reads the stack a reference names); nil is Declared, which parses the
+	// directory's files. A caller that parsed them already answers from its
+	// parse (internal/stackgraph: each file parsed once).
+	Declared func(dir string) (string, error)
+	// EvalSymlinks follows the symbolic links of a path; nil is
+	// filepath.EvalSymlinks. A caller naming many directories answers it
+	// from the paths it followed already.
+	EvalSymlinks func(path string) (string, error)
 }
 
 // Result is a decided stack.
@@ -67,10 +76,11 @@ func Detect(dir, flag, declared string, src Sources) (Result, error) {
 			return Result{Name: v, Source: c.source}, nil
 		}
 	}
-	return derive(dir, getenv, src.Git)
+	return derive(dir, getenv, src)
 }
 
-func derive(dir string, getenv func(string) string, git func(...string) (string, error)) (Result, error) {
+func derive(dir string, getenv func(string) string, src Sources) (Result, error) {
+	git := src.Git
 	var top string
 	if git != nil {
 		if out, err := git("rev-parse", "--show-toplevel"); err == nil && out != "" {
@@ -82,7 +92,7 @@ func derive(dir string, getenv func(string) string, git func(...string) (string,
 		return checked(Result{Name: name, Source: "path",
 			Warning: "the configuration is not in a git repository: its stack is named after its directory (" + name + "), which other machines will not share; pass --stack or set SPONSON_STACK"})
 	}
-	rel, err := relative(top, dir)
+	rel, err := relative(top, dir, src.EvalSymlinks)
 	if err != nil {
 		return Result{}, err
 	}
@@ -113,11 +123,14 @@ func checked(r Result) (Result, error) {
 
 // relative is dir's path in the repository rooted at top, "" for the root,
 // with symbolic links resolved on both sides (macOS /tmp, CI workspaces).
-func relative(top, dir string) (string, error) {
-	if t, err := filepath.EvalSymlinks(top); err == nil {
+func relative(top, dir string, evalSymlinks func(string) (string, error)) (string, error) {
+	if evalSymlinks == nil {
+		evalSymlinks = filepath.EvalSymlinks
+	}
+	if t, err := evalSymlinks(top); err == nil {
 		top = t
 	}
-	if d, err := filepath.EvalSymlinks(dir); err == nil {
+	if d, err := evalSymlinks(dir); err == nil {
 		dir = d
 	}
 	rel, err := filepath.Rel(top, dir)

@@ -194,10 +194,6 @@ func (s *Set) reads(st *Stack, modules, links []string, w *work) (out []read, un
 		if !ok {
 			continue
 		}
-		if d.locals == nil {
-			d = d.withReads()
-			s.decls[dir] = d
-		}
 		ev := newModuleEval(filepath.Join(s.top, filepath.FromSlash(dir)), rootAbs, d.locals)
 		for _, call := range d.calls {
 			globs, ok := ev.readGlobs(call, s.top)

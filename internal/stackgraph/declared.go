@@ -1,6 +1,7 @@
 package stackgraph
 
 import (
+	"os"
 	"path"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/rootmodule"
+	"github.com/sponson/terraform-provider-sponson/internal/stack"
 )
 
 // declared is what a root module says about stacks, read before any engine
@@ -21,27 +23,19 @@ type declared struct {
 	after, reads []string
 	// modules are the local module sources ("./x", "../y"), as written.
 	modules []string
-	// files are the parsed files, kept for --changed to walk (withReads):
-	// a listing without --changed does not walk their expressions.
-	files []*hcl.File
+	// stack is the stack attribute its sponson_scope declares ("" when
+	// none), stackErr why it cannot be read (stack.DeclaredIn): the name
+	// its stack takes, and a reference to it resolves to, from this one
+	// parse (naming.go).
+	stack    string
+	stackErr error
 	// calls are the calls of functions that read files (fileFuncs), and
-	// locals the module's locals, to resolve their paths (--changed);
-	// withReads fills them.
+	// locals the module's locals, to resolve their paths (--changed). They
+	// are collected from the parse as it is read, and the parsed files are
+	// not kept: what --changed needs of them is these expressions, and
+	// 10,000 stacks' syntax trees would be most of the memory of a listing.
 	calls  []readCall
 	locals map[string]hcl.Expression
-}
-
-// withReads is d with its calls and locals collected from its files.
-func (d declared) withReads() declared {
-	if d.locals != nil {
-		return d
-	}
-	d.locals = map[string]hcl.Expression{}
-	for _, f := range d.files {
-		d.collectReads(f)
-	}
-	d.sortCalls()
-	return d
 }
 
 var topSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
@@ -55,11 +49,17 @@ var topSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 // run before the engine evaluates anything. Files that do not parse are left
 // for the engine to report.
 func readDeclared(dir string) (declared, error) {
-	var d declared
-	files, err := rootmodule.Files(dir)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return d, errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", dir)
+		return declared{}, errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", dir)
 	}
+	return declaredIn(dir, entries)
+}
+
+// declaredIn is readDeclared of a directory whose entries were read.
+func declaredIn(dir string, entries []os.DirEntry) (declared, error) {
+	var d declared
+	files := rootmodule.FilesOf(dir, entries)
 	for _, f := range files {
 		top, _, _ := f.Body.PartialContent(topSchema)
 		if top == nil {
@@ -98,7 +98,12 @@ func readDeclared(dir string) (declared, error) {
 			}
 		}
 	}
-	d.files = files
+	d.stack, d.stackErr = stack.DeclaredIn(files)
+	d.locals = map[string]hcl.Expression{}
+	for _, f := range files {
+		d.collectReads(f)
+	}
+	d.sortCalls()
 	return d, nil
 }
 

@@ -14,7 +14,7 @@ package stackgraph
 
 import (
 	"fmt"
-	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -62,47 +62,89 @@ type Options struct {
 	// Root is the directory searched (absolute), Top the repository root
 	// (absolute), Root itself outside a repository.
 	Root, Top string
-	// Name names the stack of a directory (internal/stack's rule).
-	Name func(dir string) (string, error)
-	// Resolve decides the stack a reference of the configuration in
-	// fromDir names (stack.Resolve).
+	// Getenv is the process's environment and Git runs git in a
+	// directory (nil: the git CLI, runctx.ProcessSources): with them the
+	// stacks are named by internal/stack's rule, asking git once per
+	// repository, not once per stack (naming.go).
+	Getenv func(string) string
+	Git    func(dir string) func(args ...string) (string, error)
+	// Name and Resolve, when set, name the stack of a directory and decide
+	// the stack a reference of the configuration in fromDir names instead
+	// (a test's own naming).
+	Name    func(dir string) (string, error)
 	Resolve func(fromDir, ref string) (stack.Reference, error)
+}
+
+// namers are o's Name and Resolve, or those of the stacks' own naming
+// (naming.go) over the modules Discover reads into decls.
+func (o Options) namers(decls map[string]declared) (name func(dir string, d declared) (string, error), resolve func(fromDir, ref string) (stack.Reference, error)) {
+	var n *naming
+	if o.Name == nil || o.Resolve == nil {
+		n = newNaming(o, decls)
+	}
+	if o.Name != nil {
+		name = func(dir string, _ declared) (string, error) { return o.Name(dir) }
+	} else {
+		name = n.name
+	}
+	if resolve = o.Resolve; resolve == nil {
+		resolve = n.resolve
+	}
+	return name, resolve
+}
+
+// find walks root (absolute, in the repository whose root is top) for the
+// stacks, reading each directory's module into decls (by its path relative
+// to top). Each directory is read once: its entries give its configuration
+// files and the directories walked next, in name order; hidden directories
+// and node_modules are not entered.
+func find(root, top string, decls map[string]declared, name func(dir string, d declared) (string, error)) ([]*Stack, error) {
+	var stacks []*Stack
+	var walk func(p string) error
+	walk = func(p string) error {
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return errcode.Wrap(errcode.Usage, err, "reading the configuration in %s", p)
+		}
+		decl, err := declaredIn(p, entries)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(top, p)
+		if err != nil {
+			return err
+		}
+		decls[filepath.ToSlash(rel)] = decl
+		if decl.isStack {
+			sn, err := name(p, decl)
+			if err != nil {
+				return err
+			}
+			stacks = append(stacks, &Stack{Name: sn, Directory: filepath.ToSlash(rel), Dir: p, decl: decl})
+		}
+		for _, e := range entries {
+			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "node_modules" {
+				continue
+			}
+			if err := walk(filepath.Join(p, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fi, err := os.Lstat(root)
+	if err == nil && fi.IsDir() {
+		err = walk(root)
+	}
+	return stacks, err
 }
 
 // Discover finds the stacks under o.Root and orders them, refusing a cycle
 // (STACK_CYCLE) and two directories of one stack name (USAGE).
 func Discover(o Options) (*Set, error) {
-	var stacks []*Stack
 	decls := map[string]declared{}
-	err := filepath.WalkDir(o.Root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		if p != o.Root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		decl, err := readDeclared(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(o.Top, p)
-		if err != nil {
-			return err
-		}
-		decls[filepath.ToSlash(rel)] = decl
-		if !decl.isStack {
-			return nil
-		}
-		name, err := o.Name(p)
-		if err != nil {
-			return err
-		}
-		stacks = append(stacks, &Stack{Name: name, Directory: filepath.ToSlash(rel), Dir: p, decl: decl})
-		return nil
-	})
+	name, resolve := o.namers(decls)
+	stacks, err := find(o.Root, o.Top, decls, name)
 	if err != nil {
 		return nil, errcode.As(err)
 	}
@@ -119,7 +161,7 @@ func Discover(o Options) (*Set, error) {
 		seen := map[string]bool{}
 		s.Needs = []string{}
 		for _, ref := range append(append([]string{}, s.decl.after...), s.decl.reads...) {
-			r, err := o.Resolve(s.Dir, ref)
+			r, err := resolve(s.Dir, ref)
 			if err != nil {
 				return nil, errcode.As(err).WithHint(fmt.Sprintf("Fix the stack reference %q in %s.", ref, s.Directory))
 			}

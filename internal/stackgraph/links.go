@@ -5,7 +5,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -53,18 +52,35 @@ func (s *Set) follow(rel string, hops int) string {
 	return s.follow(path.Join(dir, filepath.ToSlash(target)), hops+1)
 }
 
+// walkedAbove reports whether d or a directory above it is in walked: its
+// ancestors are looked up, not every walked directory compared (10,000
+// stacks are 10,000 directories).
+func walkedAbove(walked map[string]bool, d string) bool {
+	for {
+		if walked[d] || walked["."] {
+			return true
+		}
+		parent := path.Dir(d)
+		if parent == d || d == "." {
+			return false
+		}
+		d = parent
+	}
+}
+
 // links are the symbolic links under the repository directories dirs
 // (relative, slash-separated), hidden directories and node_modules left
 // out as Discover leaves them: each directory is walked once, a directory
 // under another of dirs not again.
 func (s *Set) links(dirs []string) []string {
 	sort.Strings(dirs)
-	var out, walked []string
+	var out []string
+	walked := map[string]bool{}
 	for _, d := range dirs {
-		if slices.ContainsFunc(walked, func(w string) bool { return under(d, w) }) {
+		if walkedAbove(walked, d) {
 			continue
 		}
-		walked = append(walked, d)
+		walked[d] = true
 		root := filepath.Join(s.top, filepath.FromSlash(d))
 		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 			if err != nil {

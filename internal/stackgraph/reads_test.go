@@ -34,7 +34,6 @@ func resolved(t *testing.T, top, dir, rootDir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d = d.withReads()
 	ev := newModuleEval(filepath.Join(top, dir), filepath.Join(top, rootDir), d.locals)
 	var out []string
 	for _, c := range d.calls {

@@ -14,7 +14,6 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
-	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 )
 
@@ -98,35 +97,31 @@ func SelectStacks(ctx context.Context, getenv func(string) string, opts *StacksO
 	if t, err := filepath.EvalSymlinks(top); err == nil {
 		top = t
 	}
-	set, err := stackgraph.Discover(stackgraph.Options{
-		Root: dir, Top: top,
-		Name: func(d string) (string, error) {
-			declared, err := stack.Declared(d)
-			if err != nil {
-				return "", err
+	// --changed lists the changes while the stacks are discovered: git
+	// walks the working tree while the files are parsed (issue 50).
+	listed := make(chan changes, 1)
+	if opts.Changed {
+		go func() {
+			c := changes{base: opts.Base}
+			if c.base == "" {
+				c.base = defaultBase(getenv, git)
 			}
-			r, err := stack.Detect(d, "", declared, stack.Sources{Getenv: withoutStackVar(getenv), Git: runctx.ProcessSources(d).Git})
-			return r.Name, err
-		},
-		Resolve: func(from, ref string) (stack.Reference, error) {
-			return stack.Resolve(from, ref, stack.Sources{Getenv: getenv, Git: runctx.ProcessSources(from).Git})
-		},
-	})
+			c.files, c.uncommitted, c.err = changedFiles(ctx, top, c.base)
+			listed <- c
+		}()
+	}
+	set, err := stackgraph.Discover(stackgraph.Options{Root: dir, Top: top, Getenv: getenv})
 	if err != nil {
 		return nil, nil, err
 	}
 	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks}
 	if opts.Changed {
-		base := opts.Base
-		if base == "" {
-			base = defaultBase(getenv, git)
+		c := <-listed
+		if c.err != nil {
+			return nil, set.Warnings, c.err
 		}
-		files, uncommitted, err := changedFiles(ctx, top, base)
-		if err != nil {
-			return nil, set.Warnings, err
-		}
-		res.Base, res.Uncommitted = base, uncommitted
-		res.Stacks = set.ChangedBy(stackgraph.Changes{Files: files, Uncommitted: uncommitted, VarFiles: opts.varFiles}).Stacks
+		res.Base, res.Uncommitted = c.base, c.uncommitted
+		res.Stacks = set.ChangedBy(stackgraph.Changes{Files: c.files, Uncommitted: c.uncommitted, VarFiles: opts.varFiles}).Stacks
 	}
 	if res.Stacks == nil {
 		res.Stacks = []*stackgraph.Stack{}
@@ -170,15 +165,12 @@ func NoStacks(command string, res *StacksResult) error {
 	return e.With("directories", dirs).WithHint(fmt.Sprintf("These directories hold configuration files but no sponson_scope: %s. Declare `resource \"sponson_scope\" \"this\" {}` in each root module to make it a stack, or run one with --chdir DIR.", strings.Join(shown, ", ")))
 }
 
-// withoutStackVar hides SPONSON_STACK, which names one run's stack, from the
-// naming of every stack of a repository.
-func withoutStackVar(getenv func(string) string) func(string) string {
-	return func(k string) string {
-		if k == stack.EnvVar {
-			return ""
-		}
-		return getenv(k)
-	}
+// changes are what --changed compares: the base and the files changed
+// since it (changedFiles).
+type changes struct {
+	base               string
+	files, uncommitted []string
+	err                error
 }
 
 // defaultBase is the revision --changed compares with when --base is not
