@@ -170,6 +170,17 @@ func (r Run) body() []string {
 			out = append(out, "\n"+text(f.Hint)+"\n")
 		}
 	}
+	if len(r.Provisional) > 0 {
+		var reads []string
+		for _, p := range r.Provisional {
+			names := make([]string, len(p.Outputs))
+			for i, o := range p.Outputs {
+				names[i] = inline(o)
+			}
+			reads = append(reads, strings.Join(names, ", ")+" of "+inline(p.Stack))
+		}
+		out = append(out, "\n> ⚠️ **Provisional:** "+strings.Join(reads, "; ")+" will be known only after that stack's apply. This plan used the current values; what it shows from them, and what derives from them, may change.\n")
+	}
 	if len(r.Refusals) > 0 {
 		out = append(out, "\n**Refused before the engine wrote anything:**\n\n| address | owned by | run | why |\n| --- | --- | --- | --- |\n")
 		for _, x := range r.Refusals {

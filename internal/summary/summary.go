@@ -65,6 +65,13 @@ type LeaseWait struct {
 	Until  time.Time `json:"until"`
 }
 
+// ProvisionalRead is what a plan read of another stack's outputs before
+// that stack's apply decided them.
+type ProvisionalRead struct {
+	Stack   string   `json:"stack"`
+	Outputs []string `json:"outputs"`
+}
+
 // Failure is how the run ended when it did not succeed.
 type Failure struct {
 	Code    string `json:"code"`
@@ -97,6 +104,10 @@ type Run struct {
 	LeaseWaits    []LeaseWait
 	Warnings      []string
 	Failure       *Failure
+	// Provisional are the other stacks' outputs this plan read that are
+	// known only after their apply, in a plan of many stacks: the plan used
+	// their current values, so what it shows from them may change.
+	Provisional []ProvisionalRead
 	// PlanText is the engine's own rendering of the plan (show of the saved
 	// plan), sensitive values redacted by the engine.
 	PlanText string

@@ -385,3 +385,18 @@ func TestCommandMarker(t *testing.T) {
 		t.Errorf("an apply's summary does not start with its marker:\n%s", md)
 	}
 }
+
+// TestProvisionalShown: a plan of many stacks that read another stack's
+// outputs known only after that stack's apply says so in its summary, and
+// so in its section of the composed review (issue 49).
+func TestProvisionalShown(t *testing.T) {
+	t.Parallel()
+	md := summary.Run{Command: "plan", Status: "changes", Provisional: []summary.ProvisionalRead{{Stack: "github.com/acme/infra//stacks/network", Outputs: []string{"vpc_id", "cidr"}}}}.Markdown(summary.Options{})
+	want := "> ⚠️ **Provisional:** `vpc_id`, `cidr` of `github.com/acme/infra//stacks/network` will be known only after that stack's apply."
+	if !strings.Contains(md, want) {
+		t.Errorf("the summary does not say what is provisional:\n%s", md)
+	}
+	if md := (summary.Run{Command: "plan", Status: "changes"}).Markdown(summary.Options{}); strings.Contains(md, "Provisional") {
+		t.Errorf("a plan that read nothing provisional says so:\n%s", md)
+	}
+}

@@ -44,6 +44,11 @@ func summaryOf(in *RunInput, res *scoperun.Result, runErr error) summary.Run {
 	if res.Engine.Name != "" {
 		s.Engine = res.Engine.Name + " " + res.Engine.Version
 	}
+	for _, read := range scoperun.StackReads(res.Plan) {
+		if len(read.Provisional) > 0 {
+			s.Provisional = append(s.Provisional, summary.ProvisionalRead{Stack: read.Stack, Outputs: read.Provisional})
+		}
+	}
 	if rec := res.Receipt; rec != nil {
 		s.ApprovedBy = rec.ApprovedBy
 		for _, e := range rec.Ledger {
