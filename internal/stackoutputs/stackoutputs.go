@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/zclconf/go-cty/cty"
@@ -38,7 +39,10 @@ type Planned struct {
 	Scope       string `json:"scope"`
 	// Outputs are the outputs known at plan time, in the state's notation.
 	Outputs map[string]Output `json:"outputs"`
-	// Unknown are the outputs known only after the apply, sorted.
+	// Unknown are the outputs known only after the apply, and those derived
+	// from what another stack knows only after its apply (provisional
+	// reads), sorted: a reader takes their applied values and marks them
+	// provisional.
 	Unknown []string `json:"unknown,omitempty"`
 }
 
@@ -90,7 +94,129 @@ func FromPlan(key store.Key, p *tfjson.Plan) (Planned, error) {
 		}
 		out.Outputs[name] = Output{Value: v, Type: t, Sensitive: o.Sensitive}
 	}
+	for _, name := range derivedFromProvisional(p) {
+		if _, ok := out.Outputs[name]; ok {
+			delete(out.Outputs, name)
+			out.Unknown = append(out.Unknown, name)
+		}
+	}
+	sort.Strings(out.Unknown)
 	return out, nil
+}
+
+// derivedFromProvisional names the root module outputs whose value comes,
+// through the configuration's references, from a sponson_outputs data
+// source that read another stack's provisional outputs: they are no more
+// final than those, so the stacks that read this one must not take them as
+// final either (issue 49). The walk follows the plan's configuration, which
+// leaves locals out: an output that reads a local counts as derived
+// whenever anything was provisional.
+func derivedFromProvisional(p *tfjson.Plan) []string {
+	tainted := map[string]bool{}
+	for _, m := range []*tfjson.StateModule{plannedRoot(p), priorRoot(p)} {
+		if m == nil {
+			continue
+		}
+		for _, r := range m.Resources {
+			if list, _ := r.AttributeValues["provisional"].([]any); r.Mode == tfjson.DataResourceMode && r.Type == "sponson_outputs" && len(list) > 0 {
+				tainted[node(r.Address)] = true
+			}
+		}
+	}
+	if len(tainted) == 0 || p.Config == nil || p.Config.RootModule == nil {
+		return nil
+	}
+	tainted["local"] = true
+	root := p.Config.RootModule
+	deps := map[string][]string{}
+	for _, r := range root.Resources {
+		var refs []string
+		for _, e := range r.Expressions {
+			refs = append(refs, references(e)...)
+		}
+		refs = append(append(refs, references(r.CountExpression)...), references(r.ForEachExpression)...)
+		deps[node(r.Address)] = append(deps[node(r.Address)], refs...)
+	}
+	for name, c := range root.ModuleCalls {
+		for _, e := range c.Expressions {
+			deps["module."+name] = append(deps["module."+name], references(e)...)
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for n, refs := range deps {
+			if tainted[n] {
+				continue
+			}
+			for _, ref := range refs {
+				if tainted[node(ref)] {
+					tainted[n], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	var out []string
+	for name, o := range root.Outputs {
+		if o == nil {
+			continue
+		}
+		for _, ref := range references(o.Expression) {
+			if tainted[node(ref)] {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// node is the configuration object a reference names: data.T.N, T.N,
+// module.M, or "local" for every local (the plan's configuration has no
+// locals to follow).
+func node(ref string) string {
+	parts := strings.Split(ref, ".")
+	switch {
+	case parts[0] == "local":
+		return "local"
+	case parts[0] == "data" && len(parts) >= 3:
+		return "data." + parts[1] + "." + strings.SplitN(parts[2], "[", 2)[0]
+	case parts[0] == "module" && len(parts) >= 2:
+		return "module." + strings.SplitN(parts[1], "[", 2)[0]
+	case len(parts) >= 2:
+		return parts[0] + "." + strings.SplitN(parts[1], "[", 2)[0]
+	}
+	return ref
+}
+
+// references are the references of an expression, its nested blocks'
+// included.
+func references(e *tfjson.Expression) []string {
+	if e == nil || e.ExpressionData == nil {
+		return nil
+	}
+	refs := append([]string{}, e.References...)
+	for _, b := range e.NestedBlocks {
+		for _, n := range b {
+			refs = append(refs, references(n)...)
+		}
+	}
+	return refs
+}
+
+func plannedRoot(p *tfjson.Plan) *tfjson.StateModule {
+	if p.PlannedValues == nil {
+		return nil
+	}
+	return p.PlannedValues.RootModule
+}
+
+func priorRoot(p *tfjson.Plan) *tfjson.StateModule {
+	if p.PriorState == nil || p.PriorState.Values == nil {
+		return nil
+	}
+	return p.PriorState.Values.RootModule
 }
 
 // unknown reports whether an after_unknown value says the whole output is

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,5 +71,63 @@ func TestFromPlanRoundTrip(t *testing.T) {
 		if _, ok, err := stackoutputs.Read(dir, other); ok || err != nil {
 			t.Errorf("Read(%v) = %v, %v; want nothing", other, ok, err)
 		}
+	}
+}
+
+// TestDerivedFromProvisional: a stack's outputs that come, through its
+// configuration, from another stack's provisional outputs are provisional
+// too, for the stacks that read this one (issue 49): database's endpoint,
+// made from network's provisional vpc_id through a resource, and vpc, read
+// straight from it; not its name, a constant, nor port, from a variable.
+func TestDerivedFromProvisional(t *testing.T) {
+	t.Parallel()
+	const planJSON = `{
+	  "format_version": "1.2",
+	  "planned_values": {
+	    "outputs": {
+	      "endpoint": {"value": "db.vpc-old:5432"}, "vpc": {"value": "vpc-old"},
+	      "name": {"value": "db"}, "port": {"value": 5432}, "via_local": {"value": "x"}
+	    },
+	    "root_module": {"resources": [
+	      {"address": "data.sponson_outputs.net", "mode": "data", "type": "sponson_outputs", "name": "net",
+	       "values": {"stack_name": "acme//stacks/network", "read_scope": "pr-7", "provisional": ["vpc_id"]}},
+	      {"address": "terraform_data.db", "mode": "managed", "type": "terraform_data", "name": "db", "values": {}}
+	    ]}
+	  },
+	  "configuration": {"root_module": {
+	    "outputs": {
+	      "endpoint": {"expression": {"references": ["terraform_data.db.output", "terraform_data.db"]}},
+	      "vpc": {"expression": {"references": ["data.sponson_outputs.net.values.vpc_id", "data.sponson_outputs.net.values", "data.sponson_outputs.net"]}},
+	      "name": {"expression": {"constant_value": "db"}},
+	      "port": {"expression": {"references": ["var.port"]}},
+	      "via_local": {"expression": {"references": ["local.x"]}}
+	    },
+	    "resources": [
+	      {"address": "data.sponson_outputs.net", "mode": "data", "type": "sponson_outputs", "name": "net", "expressions": {"stack": {"constant_value": "../network"}}},
+	      {"address": "terraform_data.db", "mode": "managed", "type": "terraform_data", "name": "db",
+	       "expressions": {"input": {"references": ["data.sponson_outputs.net.values.vpc_id", "data.sponson_outputs.net"]}}}
+	    ]
+	  }}
+	}`
+	var p tfjson.Plan
+	if err := json.Unmarshal([]byte(planJSON), &p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := stackoutputs.FromPlan(store.Key{Stack: "acme//stacks/database", Environment: "preview", Scope: "pr-7"}, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"endpoint", "via_local", "vpc"}; !slices.Equal(got.Unknown, want) {
+		t.Errorf("provisional outputs %v, want %v", got.Unknown, want)
+	}
+	for _, name := range []string{"name", "port"} {
+		if _, ok := got.Outputs[name]; !ok {
+			t.Errorf("output %s, which owes nothing to network, is not handed on: %v", name, got.Outputs)
+		}
+	}
+	// Without a provisional read nothing is derived.
+	p.PlannedValues.RootModule.Resources[0].AttributeValues["provisional"] = []any{}
+	if got, _ := stackoutputs.FromPlan(store.Key{}, &p); len(got.Unknown) != 0 || len(got.Outputs) != 5 {
+		t.Errorf("without a provisional read: unknown %v, outputs %d", got.Unknown, len(got.Outputs))
 	}
 }
