@@ -277,8 +277,13 @@ func multiStackScenario(t *testing.T, h *harness, storeFlag string) {
 	if err := os.WriteFile(netFile, bytes.Replace(orig, []byte("10.0.0.0/16"), []byte("10.9.0.0/16"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = h.mustRunEnv(root, env, "plan", "--all", "--branch", "main", storeFlag, "--json")
+	review := filepath.Join(t.TempDir(), "review.md")
+	r = h.mustRunEnv(root, env, "plan", "--all", "--branch", "main", storeFlag, "--json", "--summary", review)
 	app := stackResult(t, r, "stacks/app")
+	// The review says so too, in app's section (issue 49).
+	if md := string(readFile(t, review)); !strings.Contains(md, "**Provisional:** `vpc_id` of `github.com/acme/infra//stacks/network` will be known only after that stack's apply") {
+		t.Errorf("the review does not mark app's plan provisional:\n%s", md)
+	}
 	if app["status"] != "changes" || fmt.Sprint(app["changes"]) != "[map[action:update address:terraform_data.app]]" {
 		t.Errorf("app's plan in plan --all = %v %v, want the update network's new cidr brings\n%s", app["status"], app["changes"], r.stderr)
 	}
