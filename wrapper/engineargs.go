@@ -36,7 +36,7 @@ func NormalizeArgs(args []string) []string {
 		return normalizeEngineCommand(args, at)
 	}
 	if !slices.Contains(runCommands, args[at]) {
-		args, at = moveChdir(args, at)
+		args, at, _ = liftChdir(args, at, chdirFlag)
 	}
 	if args[at] == "output" {
 		out := slices.Clone(args)
@@ -80,18 +80,10 @@ func commandAt(args []string) int {
 // other run commands at args[at]: the engine's own flags, single-dash or
 // not, become --engine-arg values, sponson's flags stay.
 func normalizeRunCommand(args []string, at int) []string {
+	args, at, lifted := liftChdir(args, at, func(dir string) string { return "--" + cmdutil.EngineArgFlag + "=-chdir=" + dir })
 	own := runFlagSet(args[at])
-	out := make([]string, 0, len(args)+1)
-	var moved []string
-	for _, a := range args[:at] {
-		if strings.HasPrefix(a, "-chdir=") {
-			moved = append(moved, "--"+cmdutil.EngineArgFlag+"="+a)
-			continue
-		}
-		out = append(out, a)
-	}
-	out = append(append(out, args[at]), moved...)
-	for i := at + 1; i < len(args); i++ {
+	out := slices.Clone(args[:at+1+lifted])
+	for i := at + 1 + lifted; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			return append(out, args[i:]...)
@@ -131,16 +123,9 @@ func normalizeRunCommand(args []string, at int) []string {
 // grammar; show and force-unlock learn the engine's single-dash flags they
 // take (-json, -no-color, -force).
 func normalizeEngineCommand(args []string, at int) []string {
-	var out, moved []string
-	for _, a := range args[:at] {
-		if strings.HasPrefix(a, "-chdir=") {
-			moved = append(moved, "-"+a)
-			continue
-		}
-		out = append(out, a)
-	}
-	out = append(append(out, args[at]), moved...)
-	for i := at + 1; i < len(args); i++ {
+	args, at, lifted := liftChdir(args, at, chdirFlag)
+	out := slices.Clone(args[:at+1+lifted])
+	for i := at + 1 + lifted; i < len(args); i++ {
 		a := args[i]
 		if a == "--" || enginecmd.EngineCommandNames[args[at]] {
 			return append(out, args[i:]...)
@@ -160,32 +145,31 @@ func normalizeEngineCommand(args []string, at int) []string {
 	return out
 }
 
-// moveChdir moves the engine's global `-chdir=DIR` from before the
-// command at args[at] to the end of the command's own flags (before any
-// `--`), as sponson's --chdir=DIR, which the flag parser would otherwise
-// read as the shorthand -c (issue 52: `-chdir=infra output -json` and
-// `-chdir=infra state list` failed). It returns the new line and the
-// command's index in it.
-func moveChdir(args []string, at int) ([]string, int) {
+// liftChdir moves the engine's global `-chdir=DIR` from before the command
+// at args[at] to right after it, spelled as the command reads it (spell):
+// sponson's --chdir=DIR for its own commands, which the flag parser would
+// otherwise read as the shorthand -c (issue 52: `-chdir=infra output -json`
+// and `-chdir=infra state list` failed), and the engine flag of a run. It
+// returns the new line, the command's index in it and how many words it
+// moved.
+func liftChdir(args []string, at int, spell func(dir string) string) ([]string, int, int) {
 	var before, moved []string
 	for _, a := range args[:at] {
 		if dir, ok := strings.CutPrefix(a, "-chdir="); ok {
-			moved = append(moved, "--chdir="+dir)
+			moved = append(moved, spell(dir))
 			continue
 		}
 		before = append(before, a)
 	}
 	if len(moved) == 0 {
-		return args, at
+		return args, at, 0
 	}
-	after := args[at:]
-	end := slices.Index(after, "--")
-	if end < 0 {
-		end = len(after)
-	}
-	out := append(append(before, after[:end]...), moved...)
-	return append(out, after[end:]...), len(before)
+	out := append(append(append(before, args[at]), moved...), args[at+1:]...)
+	return out, len(before), len(moved)
 }
+
+// chdirFlag spells -chdir=DIR as sponson's --chdir=DIR.
+func chdirFlag(dir string) string { return "--chdir=" + dir }
 
 // normalizeVars accepts the engine's single-dash spelling of -var and
 // -var-file (people paste them from their Terraform commands) by turning it
