@@ -1,9 +1,23 @@
 package cmdutil
 
 import (
+	"path/filepath"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 )
+
+// StackOf is the configuration directory --chdir names (absolute; the
+// working directory when empty) and its stack (DetectStack).
+func StackOf(getenv func(string) string, chdir, flag string) (string, stack.Result, error) {
+	dir, err := filepath.Abs(OrDot(chdir))
+	if err != nil {
+		return "", stack.Result{}, errcode.Wrap(errcode.Usage, err, "--chdir %q", chdir)
+	}
+	stk, err := DetectStack(getenv, dir, flag)
+	return dir, stk, err
+}
 
 // DetectStack decides the stack of the configuration in dir (absolute):
 // --stack, SPONSON_STACK, the sponson_scope attribute, then the derived

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -151,12 +150,7 @@ func runUnlock(ctx context.Context, opts *UnlockOptions) cmdutil.Outcome {
 		return o
 	}
 	defer st.Close()
-	dir, err := filepath.Abs(cmdutil.OrDot(opts.Chdir))
-	if err != nil {
-		o.Err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
-		return o
-	}
-	stk, err := cmdutil.DetectStack(opts.Getenv, dir, opts.Stack)
+	dir, stk, err := cmdutil.StackOf(opts.Getenv, opts.Chdir, opts.Stack)
 	if err != nil {
 		o.Err = err
 		return o

@@ -5,7 +5,6 @@ package storecmd
 import (
 	"context"
 	"errors"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -69,12 +68,7 @@ the old rows the stack in one transaction.`,
 
 func runMigrate(ctx context.Context, opts *MigrateOptions) cmdutil.Outcome {
 	o := cmdutil.Outcome{Command: "migrate"}
-	dir, err := filepath.Abs(cmdutil.OrDot(opts.Chdir))
-	if err != nil {
-		o.Err = errcode.Wrap(errcode.Usage, err, "--chdir %q", opts.Chdir)
-		return o
-	}
-	stk, err := cmdutil.DetectStack(opts.Getenv, dir, opts.Stack)
+	dir, stk, err := cmdutil.StackOf(opts.Getenv, opts.Chdir, opts.Stack)
 	if err != nil {
 		o.Err = err
 		return o
