@@ -178,8 +178,8 @@ func TestAllFindsNoStack(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"plan", "--all", "--chdir", filepath.Join(dir, "emtpy")}, "there is no such directory"},
-		{[]string{"stacks", "--chdir", filepath.Join(dir, "emtpy")}, "there is no such directory"},
+		{[]string{"plan", "--all", "--chdir", filepath.Join(dir, "typo-dir")}, "there is no such directory"},
+		{[]string{"stacks", "--chdir", filepath.Join(dir, "typo-dir")}, "there is no such directory"},
 		{[]string{"plan", "--all", "--chdir", dir}, "plan --all found no stack under " + dir},
 		{[]string{"drift", "--all", "--chdir", dir}, "drift --all found no stack"},
 	} {

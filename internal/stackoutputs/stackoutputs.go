@@ -112,6 +112,26 @@ func FromPlan(key store.Key, p *tfjson.Plan) (Planned, error) {
 // leaves locals out: an output that reads a local counts as derived
 // whenever anything was provisional.
 func derivedFromProvisional(p *tfjson.Plan) []string {
+	tainted := provisionalReads(p)
+	if len(tainted) == 0 || p.Config == nil || p.Config.RootModule == nil {
+		return nil
+	}
+	tainted["local"] = true
+	root := p.Config.RootModule
+	spread(tainted, dependencies(root))
+	var out []string
+	for name, o := range root.Outputs {
+		if o != nil && slices.ContainsFunc(references(o.Expression), func(ref string) bool { return tainted[node(ref)] }) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// provisionalReads are the sponson_outputs data sources of the plan that
+// read provisional outputs.
+func provisionalReads(p *tfjson.Plan) map[string]bool {
 	tainted := map[string]bool{}
 	for _, m := range []*tfjson.StateModule{plannedRoot(p), priorRoot(p)} {
 		if m == nil {
@@ -123,11 +143,12 @@ func derivedFromProvisional(p *tfjson.Plan) []string {
 			}
 		}
 	}
-	if len(tainted) == 0 || p.Config == nil || p.Config.RootModule == nil {
-		return nil
-	}
-	tainted["local"] = true
-	root := p.Config.RootModule
+	return tainted
+}
+
+// dependencies are what each resource and module call of the root module
+// refers to.
+func dependencies(root *tfjson.ConfigModule) map[string][]string {
 	deps := map[string][]string{}
 	for _, r := range root.Resources {
 		var refs []string
@@ -142,34 +163,20 @@ func derivedFromProvisional(p *tfjson.Plan) []string {
 			deps["module."+name] = append(deps["module."+name], references(e)...)
 		}
 	}
+	return deps
+}
+
+// spread marks tainted every object that refers, directly or through
+// others, to a tainted one.
+func spread(tainted map[string]bool, deps map[string][]string) {
 	for changed := true; changed; {
 		changed = false
 		for n, refs := range deps {
-			if tainted[n] {
-				continue
-			}
-			for _, ref := range refs {
-				if tainted[node(ref)] {
-					tainted[n], changed = true, true
-					break
-				}
+			if !tainted[n] && slices.ContainsFunc(refs, func(ref string) bool { return tainted[node(ref)] }) {
+				tainted[n], changed = true, true
 			}
 		}
 	}
-	var out []string
-	for name, o := range root.Outputs {
-		if o == nil {
-			continue
-		}
-		for _, ref := range references(o.Expression) {
-			if tainted[node(ref)] {
-				out = append(out, name)
-				break
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // node is the configuration object a reference names: data.T.N, T.N,

@@ -157,30 +157,7 @@ var verdictWords = map[Action][2]string{
 // that must not be split), so that a cut never leaves a table or list
 // half-formed.
 func (r Run) body() []string {
-	var out []string
-	if f := r.Failure; f != nil {
-		out = append(out, "\n**"+inline(f.Code)+"**: "+text(firstLine(f.Message))+"\n")
-		if said := engineSaid(f.Message); said != "" && f.Code == "ENGINE_FAILED" {
-			// The engine's own error (its diagnostics), so that a failed
-			// stack of a composed review shows why without its log.
-			fence := fenceFor(said)
-			out = append(out, "\n"+fence+"text\n"+said+"\n"+fence+"\n")
-		}
-		if f.Hint != "" {
-			out = append(out, "\n"+text(f.Hint)+"\n")
-		}
-	}
-	if len(r.Provisional) > 0 {
-		var reads []string
-		for _, p := range r.Provisional {
-			names := make([]string, len(p.Outputs))
-			for i, o := range p.Outputs {
-				names[i] = inline(o)
-			}
-			reads = append(reads, strings.Join(names, ", ")+" of "+inline(p.Stack))
-		}
-		out = append(out, "\n> ⚠️ **Provisional:** "+strings.Join(reads, "; ")+" will be known only after that stack's apply. This plan used the current values; what it shows from them, and what derives from them, may change.\n")
-	}
+	out := append(r.failureLines(), r.provisionalLines()...)
 	if len(r.Refusals) > 0 {
 		out = append(out, "\n**Refused before the engine wrote anything:**\n\n| address | owned by | run | why |\n| --- | --- | --- | --- |\n")
 		for _, x := range r.Refusals {
@@ -347,6 +324,43 @@ func text(s string) string {
 
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// failureLines say how the run failed: the code and the message's first
+// line, the engine's own error when it failed, and the hint.
+func (r Run) failureLines() []string {
+	f := r.Failure
+	if f == nil {
+		return nil
+	}
+	out := []string{"\n**" + inline(f.Code) + "**: " + text(firstLine(f.Message)) + "\n"}
+	if said := engineSaid(f.Message); said != "" && f.Code == "ENGINE_FAILED" {
+		// The engine's own error (its diagnostics), so that a failed stack
+		// of a composed review shows why without its log.
+		fence := fenceFor(said)
+		out = append(out, "\n"+fence+"text\n"+said+"\n"+fence+"\n")
+	}
+	if f.Hint != "" {
+		out = append(out, "\n"+text(f.Hint)+"\n")
+	}
+	return out
+}
+
+// provisionalLines say which other stacks' outputs the plan read before
+// their apply decided them (issue 49).
+func (r Run) provisionalLines() []string {
+	if len(r.Provisional) == 0 {
+		return nil
+	}
+	var reads []string
+	for _, p := range r.Provisional {
+		names := make([]string, len(p.Outputs))
+		for i, o := range p.Outputs {
+			names[i] = inline(o)
+		}
+		reads = append(reads, strings.Join(names, ", ")+" of "+inline(p.Stack))
+	}
+	return []string{"\n> ⚠️ **Provisional:** " + strings.Join(reads, "; ") + " will be known only after that stack's apply. This plan used the current values; what it shows from them, and what derives from them, may change.\n"}
 }
 
 // engineSaidLines is how much of the engine's error a summary shows.

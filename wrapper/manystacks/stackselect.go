@@ -138,7 +138,7 @@ func NoStacks(command string, res *StacksResult) error {
 	var dirs []string
 	_ = filepath.WalkDir(res.Root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return nil
+			return fs.SkipDir // what cannot be read names nothing
 		}
 		if d.IsDir() {
 			if p != res.Root && strings.HasPrefix(d.Name(), ".") {
