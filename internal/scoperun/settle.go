@@ -10,6 +10,8 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/settle"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // settle is the fifth phase, in a run that writes: what an earlier run left
@@ -52,6 +54,11 @@ func (r *runner) settle(ctx context.Context, eng *engineRun, prev *receipt.Recei
 	}
 	st.unresolved = s.unresolved
 	r.warn(s.report())
+	for _, o := range s.out {
+		if o.Rerun != "" {
+			r.warn(o.Rerun)
+		}
+	}
 	// The settlement is written at once: an adoption changed the state, and
 	// what stays unresolved must be visible (status, receipt) even when
 	// this run goes no further.
@@ -180,15 +187,18 @@ type settlement struct {
 	// by a delete, then a create.
 	completed   map[string]bool
 	deleteFirst map[string]bool
-	out         []receipt.Settlement
-	unresolved  []receipt.Entry
-	seen        map[string]bool
+	// provisioning are the creates whose provisioners the engine
+	// reported started.
+	provisioning map[string]bool
+	out          []receipt.Settlement
+	unresolved   []receipt.Entry
+	seen         map[string]bool
 }
 
 func newSettlement(r *runner, ctx context.Context, eng *engineRun, prev *receipt.Receipt, quarantined []stateResource, present map[string]string) *settlement {
 	s := &settlement{r: r, ctx: ctx, eng: eng, prev: prev, present: present,
 		old: map[string]string{}, created: map[string]string{}, deleted: map[string]bool{}, seen: map[string]bool{},
-		completed: map[string]bool{}, deleteFirst: map[string]bool{}}
+		completed: map[string]bool{}, deleteFirst: map[string]bool{}, provisioning: map[string]bool{}}
 	for _, e := range prev.Ledger {
 		if !isOpen(e) && e.ID != "" {
 			s.old[e.Address] = e.ID
@@ -205,6 +215,9 @@ func newSettlement(r *runner, ctx context.Context, eng *engineRun, prev *receipt
 			// Only its half of a replacement: not a completion a create
 			// waits for.
 			s.deleted[c.Address] = true
+		case "provision":
+			// Started, not completed.
+			s.provisioning[c.Address] = true
 		case "", "create":
 			s.completed[c.Address] = true
 			if c.ID != "" {
@@ -264,6 +277,10 @@ func (s *settlement) settleOne(e receipt.Entry) {
 	default:
 		s.settleUnvouched(&st, e, stateOnly, present)
 	}
+	if st.Outcome == receipt.SettledDropped {
+		st.Rerun = settle.Rerun(e.Address, e.Provisioned, s.provisioning[e.Address],
+			st.Reason == receipt.ReasonNotStarted || st.Reason == receipt.ReasonReplaceFirst)
+	}
 	s.out = append(s.out, st)
 }
 
@@ -289,22 +306,28 @@ func (s *settlement) settleUnvouched(st *receipt.Settlement, e receipt.Entry, st
 }
 
 // settleKnown settles e, whose object is known to exist with id and which
-// the state does not hold: adopted by an import, unless the state holds
-// another object at its address; what cannot be adopted is dropped when
-// its type keeps nothing outside the state, else unresolved.
+// the state does not hold: adopted by an import that makes it whole
+// (settle.Decide: the type's way, with what the plan knew), unless the
+// state holds another object at its address; what cannot be adopted whole
+// is dropped when its type keeps nothing outside the state, else
+// unresolved, for a person, with what the plan knew.
 func (s *settlement) settleKnown(st *receipt.Settlement, e receipt.Entry, id string, stateOnly bool) {
 	st.ID = id
 	inState, present := s.present[e.Address]
+	restore := settle.Of(e.Provider, e.Type, stateOnly)
 	note := ""
-	if present && (inState != s.old[e.Address] || !s.deleted[e.Address]) {
+	switch action, why := settle.Decide(settle.Known{Restore: restore, Recorded: e.Restore, StateOnly: stateOnly}); {
+	case action != settle.Adopt:
+		note = why
+	case present && (inState != s.old[e.Address] || !s.deleted[e.Address]):
 		note = fmt.Sprintf("the state holds another object at its address (id %s) that may still exist", inState)
-	} else {
-		note = s.adopt(e, id, present)
+	default:
+		note = s.adopt(e, id, restore, present)
 	}
 	switch {
 	case note != "" && stateOnly:
 		st.Outcome, st.Reason = receipt.SettledDropped, receipt.ReasonStateOnly
-		st.Note = fmt.Sprintf("it could not be adopted (%s), and a %s keeps nothing outside the state: the next apply creates it again", note, e.Type)
+		st.Note = fmt.Sprintf("it could not be adopted whole (%s), and a %s keeps nothing outside the state: the next apply creates it again", note, e.Type)
 	case note != "":
 		st.Outcome, st.Note = receipt.SettledUnresolved, note
 		e.ID = id
@@ -382,13 +405,15 @@ func (s *settlement) keepUnresolved(e receipt.Entry) {
 	s.unresolved = append(s.unresolved, e)
 }
 
-// adopt imports the object id at e's address, after checking that no other
-// scope of the environment owns its identity; replacing says the state
-// holds the replaced object there, whose delete completed: it leaves the
-// state first. Once imported, the object is checked under every identity
-// it has (ownership.ForeignOwners), and an object another scope owns
-// leaves the state again. It returns why it did not adopt.
-func (s *settlement) adopt(e receipt.Entry, id string, replacing bool) string {
+// adopt imports the object id at e's address the way restore says, after
+// checking that no other scope of the environment owns its identity;
+// replacing says the state holds the replaced object there, whose delete
+// completed: it leaves the state first. An import that cannot read back
+// every argument (settle.ImportPlanned) is completed from the plan's
+// values (restoreWhole). Once imported, the object is checked under every
+// identity it has (ownership.ForeignOwners), and an object another scope
+// owns leaves the state again. It returns why it did not adopt.
+func (s *settlement) adopt(e receipt.Entry, id string, restore settle.Restore, replacing bool) string {
 	r := s.r
 	if e.Identity != "" {
 		owners, err := r.o.Store.Owners(s.ctx, r.key.Environment, []string{e.Identity})
@@ -406,13 +431,98 @@ func (s *settlement) adopt(e receipt.Entry, id string, replacing bool) string {
 			return fmt.Sprintf("removing the replaced object from the state failed: %s", firstLine(errcode.As(err).Error()))
 		}
 	}
-	if err := s.eng.sess.Import(s.eng.ctx, e.Address, id, r.o.Vars); err != nil {
+	if restore.Way == settle.Write {
+		if why := s.writeWhole(e, id, restore); why != "" {
+			return why
+		}
+		return s.refuseForeignImport(e.Address)
+	}
+	importID, ok := restore.ImportID(id, e.Restore)
+	if !ok {
+		return fmt.Sprintf("its import id cannot be made from id %s and what the plan knew", id)
+	}
+	if err := s.eng.sess.Import(s.eng.ctx, e.Address, importID, r.o.Vars); err != nil {
 		if lost := r.held.Err(); lost != nil {
 			return "the lease was lost during its import"
 		}
-		return fmt.Sprintf("importing it by id %s failed: %s", id, firstLine(errcode.As(err).Error()))
+		return fmt.Sprintf("importing it by id %s failed: %s", importID, firstLine(errcode.As(err).Error()))
+	}
+	if restore.Way == settle.ImportPlanned {
+		if why := s.restoreWhole(e, restore); why != "" {
+			return s.dropImport(e.Address, why)
+		}
 	}
 	return s.refuseForeignImport(e.Address)
+}
+
+// restoreWhole writes the arguments the import of e could not read back
+// over the imported object, from the plan's values its intent recorded,
+// and derives what follows from them (settle.Restore.Overlay): the object
+// the engine's create would have written, so the next plan shows no change
+// for it and its destroy (destroy-time provisioners reading self) works.
+// It returns why it could not.
+func (s *settlement) restoreWhole(e receipt.Entry, restore settle.Restore) string {
+	return s.editState(e.Address, func(doc tfstate.Doc, addr tfstate.Addr) string {
+		found := false
+		for _, inst := range doc.Instances() {
+			if !tfstate.Matches(addr, inst.Addr) {
+				continue
+			}
+			attrs, _ := inst.Instance["attributes"].(map[string]any)
+			inst.Instance["attributes"] = restore.Overlay(attrs, e.Restore)
+			found = true
+		}
+		if !found {
+			return "the import left no object at its address"
+		}
+		return ""
+	})
+}
+
+// writeWhole writes the object of e, of a type without an import whose
+// id and planned values are the whole object (settle.Write), into the
+// state as the engine's create would have. It returns why it could not.
+func (s *settlement) writeWhole(e receipt.Entry, id string, restore settle.Restore) string {
+	return s.editState(e.Address, func(doc tfstate.Doc, addr tfstate.Addr) string {
+		attrs := restore.Overlay(map[string]any{"id": id}, e.Restore)
+		if err := doc.Put(addr, e.Provider, restore.Schema, attrs); err != nil {
+			return fmt.Sprintf("writing it into the state failed: %v", err)
+		}
+		return ""
+	})
+}
+
+// editState changes the state at addr with edit, through the engine
+// (state pull, then state push with the next serial), as any state the
+// engine keeps: its backend, locking and encryption, fenced by the lease
+// where the store serves it. It returns why it could not.
+func (s *settlement) editState(address string, edit func(tfstate.Doc, tfstate.Addr) string) string {
+	addr, err := tfstate.ParseAddr(address)
+	if err != nil {
+		return fmt.Sprintf("its address cannot be read: %v", err)
+	}
+	data, err := s.eng.sess.StatePull(s.eng.ctx)
+	if err != nil {
+		return fmt.Sprintf("reading the state failed: %s", firstLine(errcode.As(err).Error()))
+	}
+	doc, err := tfstate.ParseExact(data)
+	if err != nil {
+		return fmt.Sprintf("reading the state failed: %v", err)
+	}
+	if why := edit(doc, addr); why != "" {
+		return why
+	}
+	out, err := doc.Marshal()
+	if err != nil {
+		return fmt.Sprintf("writing the restored object failed: %v", err)
+	}
+	if err := s.eng.sess.StatePush(s.eng.ctx, out); err != nil {
+		if lost := s.r.held.Err(); lost != nil {
+			return "the lease was lost while its object was restored"
+		}
+		return fmt.Sprintf("writing the restored object failed: %s", firstLine(errcode.As(err).Error()))
+	}
+	return ""
 }
 
 // refuseForeignImport checks the object just imported at addr against the
