@@ -17,7 +17,7 @@ import (
 // the id and the plan's values are (settle.Write: null_resource and
 // random_pet have no import).
 var wholeAdopted = []string{"terraform_data.obj[0]", "terraform_data.obj[1]", "terraform_data.obj[2]",
-	"null_resource.n", "random_string.s", "random_uuid.u", "random_integer.i", "random_pet.p", "time_static.t"}
+	"null_resource.n", "random_string.s", "random_uuid.u", "random_integer.i", "random_pet.p", "random_id.d", "time_static.t"}
 
 // wholeDropped are its state-only creates that nothing restores (a key
 // only the state held): settled as not created.
@@ -78,7 +78,8 @@ func TestE2EKilledCompletionsAreAdoptedWhole(t *testing.T) {
 			killed := c.latest()
 			t.Logf("the killed run's checkpoint: status %s, completed %+v", killed.Status, killed.Completed)
 			c.open()
-			r := h.run(c.dir, c.env, c.args("apply", "--wait", "--json")...)
+			summaryFile := filepath.Join(t.TempDir(), "summary.md")
+			r := h.run(c.dir, c.env, c.args("apply", "--wait", "--json", "--summary", summaryFile)...)
 			rec := c.latest()
 			t.Logf("settled: %+v", rec.Settled)
 			if r.exit != 0 {
@@ -106,6 +107,19 @@ func TestE2EKilledCompletionsAreAdoptedWhole(t *testing.T) {
 				if !strings.Contains(r.stderr, say) {
 					t.Errorf("the apply's output does not say %q:\n%s", say, r.stderr)
 				}
+			}
+			// Said in every place a person looks: the summary, status.
+			if md := string(readFile(t, summaryFile)); !strings.Contains(md, "gate is created again and its provisioners run again") {
+				t.Errorf("the summary does not say the gate's provisioners run again:\n%s", md)
+			}
+			store := c.where[2:]
+			st := h.run(c.dir, c.env, append([]string{"status", "--json"}, store...)...)
+			if !strings.Contains(st.stdout, `"reran"`) || !strings.Contains(st.stdout, "terraform_data.gate is created again") {
+				t.Errorf("status --json does not list what ran again:\n%s\n%s", st.stdout, st.stderr)
+			}
+			st = h.run(c.dir, c.env, append([]string{"status"}, store...)...)
+			if !strings.Contains(st.stdout, "ran again after a killed run: local_file.f was written again in place") {
+				t.Errorf("status does not say what ran again:\n%s\n%s", st.stdout, st.stderr)
 			}
 			// Created again: the gate and what nothing restores, and
 			// local_file.f in place. Nothing adopted is replaced.

@@ -65,6 +65,12 @@ resource "random_integer" "i" {
 
 resource "random_pet" "p" {}
 
+resource "random_id" "d" {
+  byte_length = 6
+  prefix      = "srv-"
+  keepers     = { k = "v" }
+}
+
 resource "tls_private_key" "k" {
   algorithm = "ED25519"
 }
@@ -80,7 +86,7 @@ resource "local_file" "f" {
 
 resource "terraform_data" "gate" {
   depends_on = [terraform_data.obj, null_resource.n, random_string.s, random_uuid.u, random_integer.i,
-  random_pet.p, tls_private_key.k, time_static.t, local_file.f]
+  random_pet.p, random_id.d, tls_private_key.k, time_static.t, local_file.f]
   provisioner "local-exec" {
     command = "touch ${var.marks}/started; while [ ! -e ${var.marks}/open ]; do sleep 0.1; done"
   }
