@@ -92,10 +92,13 @@ type crashWorld struct {
 	lostCompletions, unshownStarts int
 	// reran counts the settled creates whose provisioners run again
 	// (receipt.Settlement.Rerun); lostInWrite the creates settled other
-	// than claimed or adopted whose completion the killed run had shown:
-	// reported by the engine, lost with the store write that carried it
-	// (issue 48's floor of one write).
+	// than claimed or adopted whose completion the killed run had shown
+	// and its checkpoint lacks: reported by the engine, lost with the
+	// store write that carried it (issue 48's floor of one write).
 	reran, lostInWrite int
+	// recorded are the creates whose completion the killed run's
+	// checkpoint holds.
+	recorded map[string]bool
 }
 
 func newCrashWorld(t *testing.T, h *harness, storeFlag string, storeEnv []string) *crashWorld {
@@ -167,7 +170,7 @@ func (c *crashWorld) round(round int) {
 			t.Fatalf("round %d: the run ended before the engine created anything:\n%s", round, out.String())
 		}
 		t.Logf("round %d: the run lost its two-second lease before the apply (a slow store); no kill", round)
-		c.victimOut = out.String()
+		c.victimOut, c.recorded = out.String(), nil
 		c.recover(round)
 		c.check(fmt.Sprintf("round %d", round))
 		return
@@ -190,6 +193,7 @@ func (c *crashWorld) round(round int) {
 	<-exited
 	c.created += 4
 	c.victimOut = out.String()
+	c.recorded = recordedCreates(c.receipt())
 	before := *c
 	c.recover(round)
 	c.check(fmt.Sprintf("round %d", round))
@@ -211,8 +215,7 @@ func (c *crashWorld) recover(round int) {
 			if attempt == 0 && s.Rerun != "" && s.Outcome != receipt.SettledRewritten {
 				c.reran++
 			}
-			if attempt == 0 && (s.Outcome == receipt.SettledDropped || s.Outcome == receipt.SettledUnresolved) &&
-				strings.Contains(c.victimOut, s.Address+": Creation complete") {
+			if attempt == 0 && lostInWrite(s, c.victimOut, c.recorded) {
 				c.lostInWrite++
 			}
 			switch {
