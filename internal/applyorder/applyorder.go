@@ -53,6 +53,41 @@ func Waits(p *tfjson.Plan) map[string][]string {
 	return out
 }
 
+// Provisioned returns the planned creates and updates of p whose resource
+// block has provisioners (the plan's configuration does not say when each
+// runs): a create of them that a stopped run may have started runs them
+// again (docs/design.md §2.4).
+func Provisioned(p *tfjson.Plan) map[string]bool {
+	if p == nil || p.Config == nil || p.Config.RootModule == nil {
+		return nil
+	}
+	g := newGraph(p)
+	out := map[string]bool{}
+	for _, c := range g.changes {
+		if r := g.block(c); r != nil && len(r.Provisioners) > 0 {
+			out[c.address] = true
+		}
+	}
+	return out
+}
+
+// block is the resource block of change c, nil if the configuration lacks
+// it.
+func (g *graph) block(c *change) *tfjson.ConfigResource {
+	mod := g.module(c.module)
+	if mod == nil {
+		return nil
+	}
+	var res *tfjson.ConfigResource
+	for _, r := range mod.Resources {
+		mode := r.Mode == tfjson.DataResourceMode
+		if r.Type+"."+r.Name == c.res && mode == c.data {
+			res = r
+		}
+	}
+	return res
+}
+
 // change is one planned change the engine has a node for.
 type change struct {
 	address string
@@ -100,17 +135,7 @@ func newGraph(p *tfjson.Plan) *graph {
 // resourceRefs adds to set what change c waits for: the references of its
 // resource block and of the module calls around it.
 func (g *graph) resourceRefs(c *change, set, seen map[string]bool) {
-	mod := g.module(c.module)
-	if mod == nil {
-		return
-	}
-	var res *tfjson.ConfigResource
-	for _, r := range mod.Resources {
-		mode := r.Mode == tfjson.DataResourceMode
-		if r.Type+"."+r.Name == c.res && mode == c.data {
-			res = r
-		}
-	}
+	res := g.block(c)
 	if res == nil {
 		return
 	}

@@ -249,6 +249,25 @@ func (s *Session) StatePull(ctx context.Context) ([]byte, error) {
 	return []byte(st), s.wrap("state pull", err)
 }
 
+// StatePush replaces the current state with state, as the engine's `state
+// push` does (the same lineage, a serial past the current one), through
+// the engine: its backend, locking and encryption.
+func (s *Session) StatePush(ctx context.Context, state []byte) error {
+	f, err := os.CreateTemp("", "sponson-state-*.tfstate")
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "writing the state to push")
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	_, err = f.Write(state)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "writing the state to push")
+	}
+	return s.wrap("state push", s.tf.StatePush(ctx, f.Name()))
+}
+
 // SelectWorkspace selects the workspace name, creating it if it does not
 // exist yet. It is how a configuration with its own backend keeps one state
 // per scope.

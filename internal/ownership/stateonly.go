@@ -49,3 +49,7 @@ func providerName(source string) string {
 	}
 	return strings.ToLower(strings.Join(parts[len(parts)-2:], "/"))
 }
+
+// ProviderName is the namespace/type of a provider source address
+// ("hashicorp/random"), as the type tables are keyed.
+func ProviderName(source string) string { return providerName(source) }

@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -195,5 +196,6 @@ func SameEntry(a, b Entry) bool {
 	return a.Identity == b.Identity && a.Address == b.Address && a.Provider == b.Provider &&
 		a.Type == b.Type && a.ID == b.ID && a.CreatedBy == b.CreatedBy && a.StateOnly == b.StateOnly &&
 		slices.Equal(a.Keys, b.Keys) && slices.Equal(a.Scheme, b.Scheme) && slices.Equal(a.After, b.After) &&
-		maps.Equal(a.Planned, b.Planned)
+		maps.Equal(a.Planned, b.Planned) && a.Provisioned == b.Provisioned &&
+		maps.EqualFunc(a.Restore, b.Restore, func(x, y json.RawMessage) bool { return bytes.Equal(x, y) })
 }

@@ -185,7 +185,17 @@ func TestSameEntryComparesEveryField(t *testing.T) {
 		case reflect.Slice:
 			f.Set(reflect.ValueOf([]string{"x"}))
 		case reflect.Map:
-			f.Set(reflect.ValueOf(map[string]string{"x": "y"}))
+			// A map of the field's own type with one entry.
+			m := reflect.MakeMap(f.Type())
+			v := reflect.New(f.Type().Elem()).Elem()
+			switch v.Kind() {
+			case reflect.String:
+				v.SetString("y")
+			case reflect.Slice:
+				v.SetBytes([]byte("1"))
+			}
+			m.SetMapIndex(reflect.ValueOf("x"), v)
+			f.Set(m)
 		default:
 			t.Fatalf("field %s of kind %s: teach this test and SameEntry", typ.Field(i).Name, f.Kind())
 		}

@@ -186,7 +186,9 @@ type StackRead struct {
 type Completion struct {
 	Address string `json:"address"`
 	ID      string `json:"id,omitempty"`
-	// Action is "create" (also when empty), "update", "read" or "delete".
+	// Action is "create" (also when empty), "update", "read" or
+	// "delete"; or "provision": the create's provisioners started (the
+	// create had not completed then).
 	Action string `json:"action,omitempty"`
 }
 
@@ -271,6 +273,16 @@ type Entry struct {
 	// values a person can look the object up by: the known, non-sensitive
 	// top-level attributes of the plan, rendered as text.
 	Planned map[string]string `json:"planned,omitempty"`
+	// Restore, on an intent of a type the settlement restores from the
+	// plan (settle.ImportPlanned), holds the known, non-sensitive planned
+	// values of the arguments an import cannot read back, as JSON: with
+	// the completion's id they make the object the engine would have
+	// written (docs/design.md §2.4).
+	Restore map[string]json.RawMessage `json:"restore,omitempty"`
+	// Provisioned, on an intent, says its resource block has
+	// provisioners: a create the settlement leaves to the next apply runs
+	// them again.
+	Provisioned bool `json:"provisioned,omitempty"`
 }
 
 // Described is the entry's address with its planned values, for people:
@@ -334,6 +346,10 @@ type Settlement struct {
 	// for an unresolved one, ReasonInPlace when the next create at the
 	// same place settles it.
 	Reason string `json:"reason,omitempty"`
+	// Rerun says, for people, what the next apply runs again of the
+	// stopped run's create (its provisioners), or what a create wrote
+	// again in place, whose first effects the engine does not track.
+	Rerun string `json:"rerun,omitempty"`
 }
 
 // Why an intent was dropped (docs/design.md §2.4 "Intent").

@@ -90,12 +90,15 @@ type completions struct {
 	byRead         bool
 	unread         bool
 	unreadPressing bool
+	// starting is the action of each address the engine started and has
+	// not yet reported provisioning for (provisioning).
+	starting map[string]string
 }
 
 // startCompletions starts the batching writer of rec's completions; hold
 // (nil: never) pauses the engine for a completion a create waits for.
 func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(context.Context, []receipt.Completion) error, warn func(string), hold func() func()) *completions {
-	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{},
+	c := &completions{write: write, rec: rec, warn: warn, hold: hold, waitedFor: map[string]bool{}, deleteFirst: map[string]bool{}, starting: map[string]string{},
 		pressing: map[string]bool{}, rest: checkpointRest, gather: checkpointGather,
 		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	for _, e := range rec.Ledger {
@@ -122,6 +125,10 @@ func startCompletions(ctx context.Context, rec *receipt.Receipt, write func(cont
 // waits for has no completion, the create cannot have started
 // (applyorder).
 func (c *completions) observe(ev engine.Event) {
+	if ev.Type == "apply_start" || ev.Type == "provision_start" {
+		c.provisioning(ev)
+		return
+	}
 	if ev.Type != "apply_complete" {
 		return
 	}
@@ -171,6 +178,36 @@ func (c *completions) observe(ev engine.Event) {
 		// the store.
 		<-resumed
 	}
+}
+
+// provisioning records that a create's provisioners started (action
+// "provision"), once per create: a settlement that creates it again says
+// that they run again (docs/design.md §2.4). The engine reports a
+// create's apply_start, then its provisioners, then its completion; a
+// provisioner after a delete's start is a destroy-time one. It is batched
+// like a state-only completion: nothing waits for it, and a kill that
+// loses it leaves "may have started", which the settlement says too.
+func (c *completions) provisioning(ev engine.Event) {
+	c.mu.Lock()
+	if ev.Type == "apply_start" {
+		c.starting[ev.Address] = ev.Action
+		c.mu.Unlock()
+		return
+	}
+	act, ok := c.starting[ev.Address]
+	delete(c.starting, ev.Address)
+	if !ok || (act != "create" && act != "replace") {
+		c.mu.Unlock()
+		return
+	}
+	c.pending = append(c.pending, receipt.Completion{Address: ev.Address, Action: "provision"})
+	if c.byRead {
+		c.unread = true
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	notify(c.wake)
 }
 
 // readEnd is the end of one read of the engine's output (OnReadEnd): the

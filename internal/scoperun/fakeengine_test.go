@@ -278,6 +278,21 @@ func (s *fakeSession) StatePull(ctx context.Context) ([]byte, error) {
 	return data, engineErr("state pull", err)
 }
 
+// StatePush writes state as it is to the state server, as the engine's
+// state push does.
+func (s *fakeSession) StatePush(ctx context.Context, state []byte) error {
+	resp, err := s.request(ctx, http.MethodPost, state)
+	if err != nil {
+		return engineErr("state push", err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return engineErr("state push", fmt.Errorf("fake engine: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg))))
+	}
+	return nil
+}
+
 // Import adopts the cloud's object id at address fake_object.<name>, as the
 // real engine's import does: it fails when the cloud has no such object.
 func (s *fakeSession) Import(ctx context.Context, address, id string, _ []engine.VarArg) error {

@@ -9,17 +9,19 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/applyorder"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/settle"
 )
 
 // intents are the checkpoint's intents for the creates of the plan, each
 // with what a later run needs to settle it without a person if this run
 // stops (docs/design.md §2.4): the creates and updates the engine completes
 // before it starts it, whether its type keeps nothing outside the state
-// (the table or the scope's policy), and the planned values a person can
-// look it up by.
+// (the table or the scope's policy), the planned values a person can look
+// it up by, what the settlement restores it whole from (settle.Record),
+// and whether its block has provisioners.
 func intents(plan *tfjson.Plan, planned []ownership.Planned, rules ownership.Rules) []receipt.Entry {
 	out := ownership.Intents(planned)
-	waits := applyorder.Waits(plan)
+	waits, provisioned := applyorder.Waits(plan), applyorder.Provisioned(plan)
 	changes := map[string]*tfjson.ResourceChange{}
 	if plan != nil {
 		for _, rc := range plan.ResourceChanges {
@@ -31,8 +33,10 @@ func intents(plan *tfjson.Plan, planned []ownership.Planned, rules ownership.Rul
 	for i := range out {
 		out[i].After = waits[out[i].Address]
 		out[i].StateOnly = ownership.StateOnly(out[i].Provider, out[i].Type, rules.StateOnly)
+		out[i].Provisioned = provisioned[out[i].Address]
 		if rc := changes[out[i].Address]; rc != nil && rc.Change != nil {
 			out[i].Planned = plannedValues(rc.Change)
+			out[i].Restore = settle.Record(out[i].Provider, out[i].Type, rc.Change)
 		}
 	}
 	return out

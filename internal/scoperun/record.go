@@ -34,6 +34,11 @@ func (r *runner) record(ctx, bg context.Context, eng *engineRun, ld *loaded, st 
 		}
 		rec.Ledger = r.keepUnaccounted(rec.Ledger, c, resources, st.unresolved)
 		rec.Settled = rewritten(rec.Settled, c, resources)
+		for _, s := range rec.Settled {
+			if s.Outcome == receipt.SettledRewritten && s.Rerun != "" {
+				r.warn(s.Rerun)
+			}
+		}
 		rec.Ledger = r.keepStale(rec.Ledger, c, rec, resources, applyErr)
 		rec.Released = append(rec.Released, r.released(prev, c, resources)...)
 	}
@@ -231,6 +236,9 @@ func rewritten(settled []receipt.Settlement, c *checked, resources []stateResour
 				place[i] = fmt.Sprintf("%s=%q", k, e.Planned[k])
 			}
 			st.Note = fmt.Sprintf("created again at the same place (%s) by this run, which wrote the object the stopped run may have made", strings.Join(place, ", "))
+			st.Rerun = fmt.Sprintf("%s was written again in place (%s): what the stopped run may have written there was replaced, and the engine does not track it", addr, strings.Join(place, ", "))
+		} else {
+			st.Rerun = fmt.Sprintf("%s was written again in place: what the stopped run may have written there was replaced, and the engine does not track it", addr)
 		}
 		i := slices.IndexFunc(out, func(s receipt.Settlement) bool { return s.Address == addr })
 		if i < 0 {

@@ -162,6 +162,7 @@ type Engine interface {
 	Import(ctx context.Context, address, id string, vars []engine.VarArg) error
 	StateRm(ctx context.Context, address string) error
 	StatePull(ctx context.Context) ([]byte, error)
+	StatePush(ctx context.Context, state []byte) error
 	Describe() receipt.Engine
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
+	"github.com/sponson/terraform-provider-sponson/internal/settle"
+	"github.com/sponson/terraform-provider-sponson/internal/tfstate"
 )
 
 // settle is the fifth phase, in a run that writes: what an earlier run left
@@ -45,13 +47,18 @@ func (r *runner) settle(ctx context.Context, eng *engineRun, prev *receipt.Recei
 	}
 	// A quarantined object with no intent behind it (an update the lost run
 	// made, say) is adopted too if the state lacks it.
-	for addr := range s.created {
+	for _, addr := range s.g.KnownAddresses() {
 		if _, ok := present[addr]; !ok && !s.seen[addr] {
 			s.settleOne(receipt.Entry{Address: addr, CreatedBy: receipt.CreatedByIntent})
 		}
 	}
 	st.unresolved = s.unresolved
 	r.warn(s.report())
+	for _, o := range s.out {
+		if o.Rerun != "" {
+			r.warn(o.Rerun)
+		}
+	}
 	// The settlement is written at once: an adoption changed the state, and
 	// what stays unresolved must be visible (status, receipt) even when
 	// this run goes no further.
@@ -162,233 +169,52 @@ func openEntries(prev *receipt.Receipt) []receipt.Entry {
 	return out
 }
 
-// settlement settles the open entries of one previous receipt against the
-// state (present: address -> id) and what is known of objects the state
-// lacks: completed creates and deletes the checkpoint recorded, ids a
-// person gave with `sponson resolve`, and the objects of quarantined states.
+// settlement carries out the settlement of the open entries of one
+// previous receipt: the decisions are settle.Ground's, against the state
+// (present: address -> id) and what is known of objects the state lacks
+// (completed creates and deletes the checkpoint recorded, ids a person
+// gave with `sponson resolve`, the objects of quarantined states); the
+// adoptions it asks for go through the engine here.
 type settlement struct {
-	r       *runner
-	ctx     context.Context
-	eng     *engineRun
-	prev    *receipt.Receipt
-	present map[string]string
-	old     map[string]string // address -> id of the object the scope owned before
-	created map[string]string // address -> id of an object known to exist
-	deleted map[string]bool   // addresses whose old object was deleted
-	// completed are the addresses whose create, update or read the
-	// checkpoint recorded complete; deleteFirst those the plan replaced
-	// by a delete, then a create.
-	completed   map[string]bool
-	deleteFirst map[string]bool
-	out         []receipt.Settlement
-	unresolved  []receipt.Entry
-	seen        map[string]bool
+	r          *runner
+	ctx        context.Context
+	eng        *engineRun
+	prev       *receipt.Receipt
+	g          *settle.Ground
+	present    map[string]string
+	out        []receipt.Settlement
+	unresolved []receipt.Entry
+	seen       map[string]bool
 }
 
 func newSettlement(r *runner, ctx context.Context, eng *engineRun, prev *receipt.Receipt, quarantined []stateResource, present map[string]string) *settlement {
-	s := &settlement{r: r, ctx: ctx, eng: eng, prev: prev, present: present,
-		old: map[string]string{}, created: map[string]string{}, deleted: map[string]bool{}, seen: map[string]bool{},
-		completed: map[string]bool{}, deleteFirst: map[string]bool{}}
-	for _, e := range prev.Ledger {
-		if !isOpen(e) && e.ID != "" {
-			s.old[e.Address] = e.ID
-		}
-	}
-	for _, q := range quarantined {
-		if q.ID != "" && q.ID != s.old[q.Address] {
-			s.created[q.Address] = q.ID
-		}
-	}
-	for _, c := range prev.Completed {
-		switch c.Action {
-		case "delete":
-			// Only its half of a replacement: not a completion a create
-			// waits for.
-			s.deleted[c.Address] = true
-		case "", "create":
-			s.completed[c.Address] = true
-			if c.ID != "" {
-				s.created[c.Address] = c.ID
-			}
-		default:
-			s.completed[c.Address] = true
-		}
-	}
-	for _, c := range prev.Changes {
-		s.deleteFirst[c.Address] = slices.Equal(c.Actions, []string{"delete", "create"})
-	}
-	for _, e := range prev.Ledger {
-		if e.CreatedBy == receipt.CreatedByUnresolved && e.ID != "" {
-			s.created[e.Address] = e.ID
-		}
-	}
-	return s
+	return &settlement{r: r, ctx: ctx, eng: eng, prev: prev, present: present, seen: map[string]bool{},
+		g: settle.NewGround(prev, quarantined, present)}
 }
 
-// settleOne settles one entry. An object known to exist (its id) is
-// claimed when the state holds it and adopted (imported) when not; without
-// an id, the state vouches for the create only if it holds a new object at
-// the address, not the one a replacement was to remove. What the state
-// does not vouch for is dropped when the create left nothing behind
-// (dropReason: a type that keeps nothing outside the state, a create that
-// cannot have started); anything else is unresolved.
+// settleOne settles one entry as settle.Ground decides, adopting what it
+// asks to be adopted.
 func (s *settlement) settleOne(e receipt.Entry) {
 	s.seen[e.Address] = true
-	st := receipt.Settlement{Address: e.Address, FromRun: s.prev.RunID, Outcome: receipt.SettledClaimed}
-	inState, present := s.present[e.Address]
-	id, known := s.created[e.Address]
-	old := s.old[e.Address]
-	stateOnly := e.StateOnly || ownership.StateOnly(e.Provider, e.Type, nil)
-	switch {
-	case known && present && inState == id:
-	case stateOnly && present:
-		// The state is the whole of such an object: what it holds is
-		// what exists.
-	case known && (!present || (inState == old && s.deleted[e.Address])) && s.inPlace(&st, e):
-		// Completed, and written where its arguments say: no import
-		// (local_file has none), the next create there rewrites it. The
-		// state may still hold the object it replaced, whose delete
-		// completed: the next plan's refresh finds it gone.
-		st.ID, e.ID = id, id
-		s.keepUnresolved(e)
-	case known:
-		s.settleKnown(&st, e, id, stateOnly)
-	case present && e.CreatedBy == receipt.CreatedByUnresolved:
-		// Left unresolved by an earlier settlement: no run can have
-		// created it since, so an object at its address was put there
-		// (state mv, import) and is not the one it stands for.
-		st.Outcome = receipt.SettledUnresolved
-		st.Note = fmt.Sprintf("an object was put at its address after it was left unresolved (id %s); it is not known to be the one the stopped run created", inState)
-		s.keepUnresolved(e)
-	case present && (old == "" || inState != old):
-	default:
-		s.settleUnvouched(&st, e, stateOnly, present)
+	v := s.g.Settle(e)
+	if v.Adopt {
+		v = s.g.Adopted(e, v, s.adopt(e, v.Settlement.ID, v.Restore, v.Replacing))
 	}
-	s.out = append(s.out, st)
+	if v.Unresolved != nil {
+		s.unresolved = append(s.unresolved, *v.Unresolved)
+	}
+	s.out = append(s.out, v.Settlement)
 }
 
-// settleUnvouched settles e, whose object is not known to exist and which
-// the state does not vouch for (it lacks e, or holds the object e was to
-// replace): dropped when the create left nothing behind (dropReason), left
-// to the rewrite rule (inPlace), else unresolved.
-func (s *settlement) settleUnvouched(st *receipt.Settlement, e receipt.Entry, stateOnly, present bool) {
-	if reason, note := s.dropReason(e, stateOnly, present); reason != "" {
-		st.Outcome, st.Reason, st.Note = receipt.SettledDropped, reason, note
-		return
-	}
-	if (!present || s.deleted[e.Address]) && s.inPlace(st, e) {
-		s.keepUnresolved(e)
-		return
-	}
-	st.Outcome = receipt.SettledUnresolved
-	st.Note = "its create may have started before the run stopped, and no completion was recorded"
-	if present {
-		st.Note = fmt.Sprintf("the state still holds the object it replaces (id %s); the replacement may have been created", s.old[e.Address])
-	}
-	s.keepUnresolved(e)
-}
-
-// settleKnown settles e, whose object is known to exist with id and which
-// the state does not hold: adopted by an import, unless the state holds
-// another object at its address; what cannot be adopted is dropped when
-// its type keeps nothing outside the state, else unresolved.
-func (s *settlement) settleKnown(st *receipt.Settlement, e receipt.Entry, id string, stateOnly bool) {
-	st.ID = id
-	inState, present := s.present[e.Address]
-	note := ""
-	if present && (inState != s.old[e.Address] || !s.deleted[e.Address]) {
-		note = fmt.Sprintf("the state holds another object at its address (id %s) that may still exist", inState)
-	} else {
-		note = s.adopt(e, id, present)
-	}
-	switch {
-	case note != "" && stateOnly:
-		st.Outcome, st.Reason = receipt.SettledDropped, receipt.ReasonStateOnly
-		st.Note = fmt.Sprintf("it could not be adopted (%s), and a %s keeps nothing outside the state: the next apply creates it again", note, e.Type)
-	case note != "":
-		st.Outcome, st.Note = receipt.SettledUnresolved, note
-		e.ID = id
-		s.keepUnresolved(e)
-	default:
-		st.Outcome = receipt.SettledAdopted
-		s.present[e.Address] = id
-	}
-}
-
-// dropReason says why the create of e, which the state does not hold and
-// no completion names, left no object, or "" when it may have: e's type
-// keeps nothing outside the state; or the engine had not started it,
-// because a create or update it waits for had not completed (e.After, read
-// from the plan's configuration by applyorder), or because it replaces an
-// object whose delete had not completed (a delete-then-create replacement,
-// present: the state still holds that object). The engine starts a change
-// only once what it waits for has completed, and reports each completion
-// before it goes on; the checkpoint records every reported completion
-// (checkpoint.go), so a completion it lacks had not happened, but for the
-// last write's worth before a kill (docs/design.md §2.4).
-func (s *settlement) dropReason(e receipt.Entry, stateOnly, present bool) (reason, note string) {
-	if stateOnly {
-		return receipt.ReasonStateOnly, fmt.Sprintf("a %s keeps nothing outside the state, and the state lacks it: the next apply creates it again", e.Type)
-	}
-	if !isIntent(e) || !s.prev.HeldCompletions {
-		// An entry an earlier settlement left unresolved: the run that
-		// planned it is no longer the one whose completions are known. Or
-		// a run that could not pause its engine for its completions: one
-		// may have been on its way to the store while the engine went on.
-		return "", ""
-	}
-	for _, w := range e.After {
-		if !s.completed[w] && !s.newInState(w) {
-			return receipt.ReasonNotStarted, fmt.Sprintf("it waits for %s, which had not completed when run %s stopped, so its create had not started", w, s.prev.RunID)
-		}
-	}
-	if present && s.deleteFirst[e.Address] && !s.deleted[e.Address] {
-		return receipt.ReasonReplaceFirst, fmt.Sprintf("it replaces an object whose delete had not completed when run %s stopped, so its create had not started", s.prev.RunID)
-	}
-	return "", ""
-}
-
-// inPlace settles e, whose create may have made an object the state
-// lacks, by the rewrite rule when its type writes its object where its
-// arguments say (ownership.InPlace: local_file's filename) and the plan
-// knew them: it stays unresolved, with ReasonInPlace, until a create of it
-// at the same place, which writes that object again instead of a second
-// one, completes (the check phase lets that create through, the record
-// phase settles it as rewritten). It reports whether the rule applies.
-func (s *settlement) inPlace(st *receipt.Settlement, e receipt.Entry) bool {
-	keys := ownership.InPlace(e.Provider, e.Type)
-	if len(keys) == 0 || !ownership.SamePlace(e.Provider, e.Type, e.Planned, e.Planned) {
-		return false
-	}
-	place := make([]string, len(keys))
-	for i, k := range keys {
-		place[i] = fmt.Sprintf("%s=%q", k, e.Planned[k])
-	}
-	st.Outcome, st.Reason = receipt.SettledUnresolved, receipt.ReasonInPlace
-	st.Note = fmt.Sprintf("its create may have happened; a %s is written where its arguments say (%s), so the next apply that creates it there writes that object again, not a second one, and settles it",
-		e.Type, strings.Join(place, ", "))
-	return true
-}
-
-// newInState reports whether the state holds a new object at addr: one
-// the scope did not own before, so its create completed.
-func (s *settlement) newInState(addr string) bool {
-	id, ok := s.present[addr]
-	return ok && id != s.old[addr]
-}
-
-func (s *settlement) keepUnresolved(e receipt.Entry) {
-	e.CreatedBy = receipt.CreatedByUnresolved
-	s.unresolved = append(s.unresolved, e)
-}
-
-// adopt imports the object id at e's address, after checking that no other
-// scope of the environment owns its identity; replacing says the state
-// holds the replaced object there, whose delete completed: it leaves the
-// state first. Once imported, the object is checked under every identity
-// it has (ownership.ForeignOwners), and an object another scope owns
-// leaves the state again. It returns why it did not adopt.
-func (s *settlement) adopt(e receipt.Entry, id string, replacing bool) string {
+// adopt imports the object id at e's address the way restore says, after
+// checking that no other scope of the environment owns its identity;
+// replacing says the state holds the replaced object there, whose delete
+// completed: it leaves the state first. An import that cannot read back
+// every argument (settle.ImportPlanned) is completed from the plan's
+// values (restoreWhole). Once imported, the object is checked under every
+// identity it has (ownership.ForeignOwners), and an object another scope
+// owns leaves the state again. It returns why it did not adopt.
+func (s *settlement) adopt(e receipt.Entry, id string, restore settle.Restore, replacing bool) string {
 	r := s.r
 	if e.Identity != "" {
 		owners, err := r.o.Store.Owners(s.ctx, r.key.Environment, []string{e.Identity})
@@ -406,13 +232,98 @@ func (s *settlement) adopt(e receipt.Entry, id string, replacing bool) string {
 			return fmt.Sprintf("removing the replaced object from the state failed: %s", firstLine(errcode.As(err).Error()))
 		}
 	}
-	if err := s.eng.sess.Import(s.eng.ctx, e.Address, id, r.o.Vars); err != nil {
+	if restore.Way == settle.Write {
+		if why := s.writeWhole(e, id, restore); why != "" {
+			return why
+		}
+		return s.refuseForeignImport(e.Address)
+	}
+	importID, ok := restore.ImportID(id, e.Restore)
+	if !ok {
+		return fmt.Sprintf("its import id cannot be made from id %s and what the plan knew", id)
+	}
+	if err := s.eng.sess.Import(s.eng.ctx, e.Address, importID, r.o.Vars); err != nil {
 		if lost := r.held.Err(); lost != nil {
 			return "the lease was lost during its import"
 		}
-		return fmt.Sprintf("importing it by id %s failed: %s", id, firstLine(errcode.As(err).Error()))
+		return fmt.Sprintf("importing it by id %s failed: %s", importID, firstLine(errcode.As(err).Error()))
+	}
+	if restore.Way == settle.ImportPlanned {
+		if why := s.restoreWhole(e, restore); why != "" {
+			return s.dropImport(e.Address, why)
+		}
 	}
 	return s.refuseForeignImport(e.Address)
+}
+
+// restoreWhole writes the arguments the import of e could not read back
+// over the imported object, from the plan's values its intent recorded,
+// and derives what follows from them (settle.Restore.Overlay): the object
+// the engine's create would have written, so the next plan shows no change
+// for it and its destroy (destroy-time provisioners reading self) works.
+// It returns why it could not.
+func (s *settlement) restoreWhole(e receipt.Entry, restore settle.Restore) string {
+	return s.editState(e.Address, func(doc tfstate.Doc, addr tfstate.Addr) string {
+		found := false
+		for _, inst := range doc.Instances() {
+			if !tfstate.Matches(addr, inst.Addr) {
+				continue
+			}
+			attrs, _ := inst.Instance["attributes"].(map[string]any)
+			inst.Instance["attributes"] = restore.Overlay(attrs, e.Restore)
+			found = true
+		}
+		if !found {
+			return "the import left no object at its address"
+		}
+		return ""
+	})
+}
+
+// writeWhole writes the object of e, of a type without an import whose
+// id and planned values are the whole object (settle.Write), into the
+// state as the engine's create would have. It returns why it could not.
+func (s *settlement) writeWhole(e receipt.Entry, id string, restore settle.Restore) string {
+	return s.editState(e.Address, func(doc tfstate.Doc, addr tfstate.Addr) string {
+		attrs := restore.Overlay(map[string]any{"id": id}, e.Restore)
+		if err := doc.Put(addr, e.Provider, restore.Schema, attrs); err != nil {
+			return fmt.Sprintf("writing it into the state failed: %v", err)
+		}
+		return ""
+	})
+}
+
+// editState changes the state at addr with edit, through the engine
+// (state pull, then state push with the next serial), as any state the
+// engine keeps: its backend, locking and encryption, fenced by the lease
+// where the store serves it. It returns why it could not.
+func (s *settlement) editState(address string, edit func(tfstate.Doc, tfstate.Addr) string) string {
+	addr, err := tfstate.ParseAddr(address)
+	if err != nil {
+		return fmt.Sprintf("its address cannot be read: %v", err)
+	}
+	data, err := s.eng.sess.StatePull(s.eng.ctx)
+	if err != nil {
+		return fmt.Sprintf("reading the state failed: %s", firstLine(errcode.As(err).Error()))
+	}
+	doc, err := tfstate.ParseExact(data)
+	if err != nil {
+		return fmt.Sprintf("reading the state failed: %v", err)
+	}
+	if why := edit(doc, addr); why != "" {
+		return why
+	}
+	out, err := doc.Marshal()
+	if err != nil {
+		return fmt.Sprintf("writing the restored object failed: %v", err)
+	}
+	if err := s.eng.sess.StatePush(s.eng.ctx, out); err != nil {
+		if lost := s.r.held.Err(); lost != nil {
+			return "the lease was lost while its object was restored"
+		}
+		return fmt.Sprintf("writing the restored object failed: %s", firstLine(errcode.As(err).Error()))
+	}
+	return ""
 }
 
 // refuseForeignImport checks the object just imported at addr against the

@@ -193,3 +193,33 @@ func withInstances(rs []map[string]any) []map[string]any {
 	}
 	return keep
 }
+
+// Put adds the managed instance a (attributes at schema version schema)
+// to the document, under the resource a names, which it creates (with
+// the provider's configuration provider["SOURCE"]) when the document
+// lacks it. An instance already at a is an error.
+func (d Doc) Put(a Addr, source string, schema int, attributes map[string]any) error {
+	if a.Mode != "managed" || a.Type == "" {
+		return fmt.Errorf("%s is not a managed resource instance", a)
+	}
+	inst := map[string]any{"schema_version": schema, "attributes": attributes, "sensitive_attributes": []any{}}
+	if a.HasKey {
+		inst["index_key"] = a.Key
+	}
+	rs := d.Resources()
+	r := resourceAt(rs, a)
+	if r == nil {
+		r = map[string]any{"mode": a.Mode, "type": a.Type, "name": a.Name, "provider": `provider["` + source + `"]`, "instances": []any{}}
+		if a.Module != "" {
+			r["module"] = a.Module
+		}
+		rs = append(rs, r)
+	}
+	if hasInstance(r, a) {
+		return fmt.Errorf("%s is in the state already", a)
+	}
+	list, _ := r["instances"].([]any)
+	r["instances"] = append(list, inst)
+	d.SetResources(rs)
+	return nil
+}

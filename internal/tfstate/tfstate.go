@@ -30,6 +30,29 @@ func Parse(data []byte) (Doc, error) {
 	return d, nil
 }
 
+// ParseExact reads a state document as Parse does, keeping every number
+// as the state spells it (json.Number): a value past 2^53 read as a float
+// would be written back changed.
+func ParseExact(data []byte) (Doc, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Parse(data)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var d Doc
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("the state is not JSON: %w", err)
+	}
+	if n, ok := d["serial"].(json.Number); ok {
+		f, err := n.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("the state's serial %s: %w", n, err)
+		}
+		d["serial"] = f
+	}
+	return d, nil
+}
+
 // Marshal renders the document as the next state: its serial one more.
 func (d Doc) Marshal() ([]byte, error) {
 	serial, _ := d["serial"].(float64)

@@ -1,6 +1,7 @@
 package tfstate_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -104,5 +105,54 @@ func TestRemoveAndMove(t *testing.T) {
 	}
 	if _, err := d.Move(addr(`t.c["k9"]`), addr(`t.c["k9"]`)); err == nil {
 		t.Error("Move onto an instance in the state: no error")
+	}
+}
+
+// TestPutAndParseExact: an instance put into a document is read back at
+// its address with its provider, beside an existing resource's instances
+// or in a new resource; a number past 2^53 survives the round trip.
+func TestPutAndParseExact(t *testing.T) {
+	t.Parallel()
+	big := `{"version":4,"lineage":"L","serial":7,"resources":[
+ {"mode":"managed","type":"t","name":"a","provider":"provider[\"example.com/x/t\"]","instances":[
+  {"index_key":0,"attributes":{"id":"1","n":9007199254740993}}]}]}`
+	d, err := tfstate.ParseExact([]byte(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) tfstate.Addr {
+		a, err := tfstate.ParseAddr(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	if err := d.Put(at("t.a[1]"), "example.com/x/t", 0, map[string]any{"id": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(at(`module.m.u.b["k"]`), "example.com/x/u", 2, map[string]any{"id": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(at("t.a[0]"), "example.com/x/t", 0, map[string]any{"id": "4"}); err == nil {
+		t.Error("a second instance at t.a[0] was put")
+	}
+	data, err := d.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := tfstate.Objects(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.Address+" "+o.Provider+" "+o.ID)
+	}
+	want := []string{`module.m.u.b["k"] example.com/x/u 3`, "t.a[0] example.com/x/t 1", "t.a[1] example.com/x/t 2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(string(data), "9007199254740993") || !strings.Contains(string(data), `"serial": 8`) {
+		t.Errorf("the document changed a number or missed its serial:\n%s", data)
 	}
 }

@@ -46,8 +46,9 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 			_, flag, env := gitRemote(t)
 			return flag, env
 		},
+		"postgres": func(t *testing.T) (string, []string) { return "--store=" + newPgE2E(t).url, nil },
 	}
-	for _, name := range []string{"file", "git"} {
+	for _, name := range []string{"file", "git", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			flag, storeEnv := stores[name](t)
 			c := newCrashWorld(t, h, flag, storeEnv)
@@ -58,9 +59,9 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 				c.round(round)
 			}
 			c.finish()
-			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted, %d not created), %d asked a person (%d found, %d gone, %d of other types; %d shown complete before the kill, %d never shown starting), %d adopted after a person's word; leaks: %d",
-				name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted+c.dropped, c.adopted, c.dropped,
-				c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.lostCompletions, c.unshownStarts, c.adoptedGiven, c.leaks)
+			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted whole, %d not created), %d re-run (with provisioners), %d asked a person (%d found, %d gone, %d of other types; %d shown complete before the kill, %d never shown starting), %d adopted after a person's word; %d lost in the write (shown complete, not in the store); leaks: %d",
+				name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted+c.dropped, c.adopted, c.dropped, c.reran,
+				c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.lostCompletions, c.unshownStarts, c.adoptedGiven, c.lostInWrite, c.leaks)
 		})
 	}
 }
@@ -89,6 +90,15 @@ type crashWorld struct {
 	// report of it unread, or never made): the rest were shown in flight.
 	victimOut                      string
 	lostCompletions, unshownStarts int
+	// reran counts the settled creates whose provisioners run again
+	// (receipt.Settlement.Rerun); lostInWrite the creates settled other
+	// than claimed or adopted whose completion the killed run had shown
+	// and its checkpoint lacks: reported by the engine, lost with the
+	// store write that carried it (issue 48's floor of one write).
+	reran, lostInWrite int
+	// recorded are the creates whose completion the killed run's
+	// checkpoint holds.
+	recorded map[string]bool
 }
 
 func newCrashWorld(t *testing.T, h *harness, storeFlag string, storeEnv []string) *crashWorld {
@@ -160,7 +170,7 @@ func (c *crashWorld) round(round int) {
 			t.Fatalf("round %d: the run ended before the engine created anything:\n%s", round, out.String())
 		}
 		t.Logf("round %d: the run lost its two-second lease before the apply (a slow store); no kill", round)
-		c.victimOut = out.String()
+		c.victimOut, c.recorded = out.String(), nil
 		c.recover(round)
 		c.check(fmt.Sprintf("round %d", round))
 		return
@@ -183,6 +193,7 @@ func (c *crashWorld) round(round int) {
 	<-exited
 	c.created += 4
 	c.victimOut = out.String()
+	c.recorded = recordedCreates(c.receipt())
 	before := *c
 	c.recover(round)
 	c.check(fmt.Sprintf("round %d", round))
@@ -201,6 +212,12 @@ func (c *crashWorld) recover(round int) {
 		r := c.h.run(c.dir, c.env, args...)
 		rec := c.receipt()
 		for _, s := range rec.Settled {
+			if attempt == 0 && s.Rerun != "" && s.Outcome != receipt.SettledRewritten {
+				c.reran++
+			}
+			if attempt == 0 && lostInWrite(s, c.victimOut, c.recorded) {
+				c.lostInWrite++
+			}
 			switch {
 			case s.Outcome == receipt.SettledAdopted && attempt == 0:
 				c.adopted++

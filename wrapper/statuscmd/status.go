@@ -48,6 +48,10 @@ type ScopeStatus struct {
 	// Released lists objects a removed block let go without destroying
 	// them: they exist, and no scope owns them.
 	Released []string `json:"released,omitempty"`
+	// Reran says what the last run's settlement ran again of a killed
+	// run's creates (provisioners, a file written in place), whose first
+	// effects the engine does not track (docs/design.md §2.4).
+	Reran []string `json:"reran,omitempty"`
 }
 
 // NewCmdStatus builds `sponson status`.
@@ -145,6 +149,11 @@ func StatusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 			for _, e := range r.Released {
 				row.Released = append(row.Released, fmt.Sprintf("%s (id %s)", e.Address, e.ID))
 			}
+			for _, st := range r.Settled {
+				if st.Rerun != "" {
+					row.Reran = append(row.Reran, st.Rerun)
+				}
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -189,6 +198,9 @@ func WriteStatusTable(w io.Writer, rows []ScopeStatus) {
 		}
 		if len(r.Released) > 0 {
 			notes[i] = append(notes[i], "released, owned by no scope: "+strings.Join(r.Released, ", "))
+		}
+		for _, rerun := range r.Reran {
+			notes[i] = append(notes[i], "ran again after a killed run: "+rerun)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Scope, r.Owns, last, at, commit, by, leaseCell)
 	}
