@@ -5,6 +5,8 @@
 #   .ci/build-tool.sh tofu        OpenTofu, linked as .tools/bin/tofu
 #   .ci/build-tool.sh terraform   HashiCorp Terraform, linked as .tools/bin/terraform
 #   .ci/build-tool.sh versitygw   versitygw, linked as .tools/bin/versitygw
+#   .ci/build-tool.sh fake-gcs-server
+#                                 fake-gcs-server, linked as .tools/bin/fake-gcs-server
 #   .ci/build-tool.sh goreleaser  goreleaser, not linked
 #   .ci/build-tool.sh time-provider
 #                                 HashiCorp's time provider for the real-provider
@@ -14,7 +16,7 @@
 #
 # The binary is ${XDG_CACHE_HOME:-$HOME/.cache}/sponson/TOOL/VERSION/BINARY
 # (BINARY is TOOL but for the time provider, terraform-provider-time), the
-# version $TOFU_VERSION, $TERRAFORM_VERSION, $VERSITYGW_VERSION,
+# version $TOFU_VERSION, $TERRAFORM_VERSION, $VERSITYGW_VERSION, $FAKE_GCS_VERSION,
 # $GORELEASER_VERSION, $TIME_PROVIDER_VERSION or $CONFTEST_VERSION when set, else the pin in the
 # recipe below. A cold build
 # takes minutes on two cores; a warm one only checks that the binary runs.
@@ -59,6 +61,15 @@ recipe() {
 		main=./cmd/versitygw ldflags="-s -w"
 		probe=(--version) link=yes takes="a few minutes" how=copy
 		;;
+	fake-gcs-server)
+		# A Google Cloud Storage emulator: the GCS store's tests run
+		# against it on loopback. v1.56.1 checks ifGenerationMatch (0
+		# included) on every upload, which is every conditional write of
+		# the store (internal/store/gcsstore/gcstest says what it does not
+		# prove). No replace directives. Cold: a minute or two.
+		name=fake-gcs-server version="${FAKE_GCS_VERSION:-v1.56.1}" module=github.com/fsouza/fake-gcs-server
+		ldflags="-s -w" probe=(-help) link=yes takes="a minute or two" how=install
+		;;
 	goreleaser)
 		# `make release-snapshot` and .ci/release-check.sh use it; the
 		# release workflow uses the same version through goreleaser-action.
@@ -84,7 +95,7 @@ recipe() {
 		ldflags="-s -w" probe=(--version) link=no takes="a few minutes" how=install
 		;;
 	*)
-		echo "usage: $0 tofu|terraform|versitygw|goreleaser|time-provider|conftest" >&2
+		echo "usage: $0 tofu|terraform|versitygw|fake-gcs-server|goreleaser|time-provider|conftest" >&2
 		exit 2
 		;;
 	esac
