@@ -132,9 +132,9 @@ func WithAttemptTimeout(d time.Duration) Option {
 	}
 }
 
-// WithGetenv reads the credential's and the emulator's variables
-// (GOOGLE_APPLICATION_CREDENTIALS, STORAGE_EMULATOR_HOST) through getenv
-// instead of the process environment: for tests, which run in parallel.
+// WithGetenv reads STORAGE_EMULATOR_HOST through getenv instead of the
+// process environment: for tests, which run in parallel. The credential is
+// found in the process environment, as Google's libraries find it.
 func WithGetenv(getenv func(string) string) Option {
 	return func(s *Store) {
 		if getenv != nil {

@@ -202,11 +202,12 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 // A credential file that is not there is STORE_PERMISSION from the first
 // operation, without a request and without a retry, naming where Google's
 // libraries look for one.
+// Not parallel: Google's libraries read GOOGLE_APPLICATION_CREDENTIALS from
+// the process environment.
 func TestMissingCredentialFailsFast(t *testing.T) {
-	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "adc.json")
-	s, err := Open(t.Context(), "gs://"+gcstest.Bucket+"/p", WithStateKey(key32),
-		WithGetenv(env(map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": missing})))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", missing)
+	s, err := Open(t.Context(), "gs://"+gcstest.Bucket+"/p", WithStateKey(key32), WithGetenv(env(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,10 +266,9 @@ func serviceAccount(t *testing.T, tokenURI string) string {
 // A credential its issuer refuses is STORE_PERMISSION after one request to
 // the token endpoint: never retried, never a network error.
 func TestRefusedCredentialFailsFast(t *testing.T) {
-	t.Parallel()
 	tokenURI, hits := tokenServer(t, http.StatusBadRequest, `{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`)
-	s, err := Open(t.Context(), "gs://"+gcstest.Bucket+"/p", WithStateKey(key32),
-		WithGetenv(env(map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": serviceAccount(t, tokenURI)})))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", serviceAccount(t, tokenURI))
+	s, err := Open(t.Context(), "gs://"+gcstest.Bucket+"/p", WithStateKey(key32), WithGetenv(env(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,10 +291,9 @@ func TestRefusedCredentialFailsFast(t *testing.T) {
 // A token endpoint that fails on its side (5xx) is transient: retried
 // within the budget, then STORE_UNAVAILABLE.
 func TestTokenEndpointDownIsRetried(t *testing.T) {
-	t.Parallel()
 	tokenURI, hits := tokenServer(t, http.StatusServiceUnavailable, `{"error":"unavailable"}`)
-	s, err := Open(t.Context(), "gs://"+gcstest.Bucket+"/p", WithStateKey(key32), WithBudget(300*time.Millisecond),
-		WithGetenv(env(map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": serviceAccount(t, tokenURI)})))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", serviceAccount(t, tokenURI))
+	s, err := Open(t.Context(), "gs://"+gcstest.Bucket+"/p", WithStateKey(key32), WithBudget(300*time.Millisecond), WithGetenv(env(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

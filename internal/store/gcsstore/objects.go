@@ -110,7 +110,10 @@ func (s *Store) clientFor(ctx context.Context) (*storage.Client, error) {
 	if s.client != nil {
 		return s.client, nil
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
+	var base http.RoundTripper = http.DefaultTransport
+	if t, ok := base.(*http.Transport); ok {
+		base = t.Clone()
+	}
 	opts := []option.ClientOption{}
 	if host := s.getenv(EmulatorEnv); host != "" {
 		endpoint := host
@@ -120,10 +123,7 @@ func (s *Store) clientFor(ctx context.Context) (*storage.Client, error) {
 		opts = append(opts, option.WithoutAuthentication(), option.WithEndpoint(strings.TrimSuffix(endpoint, "/")+"/storage/v1/"),
 			option.WithHTTPClient(&http.Client{Transport: dateTransport{base}}))
 	} else {
-		creds, err := credentials.DetectDefault(&credentials.DetectOptions{
-			Scopes:          []string{storage.ScopeReadWrite},
-			CredentialsFile: s.getenv("GOOGLE_APPLICATION_CREDENTIALS"),
-		})
+		creds, err := credentials.DetectDefault(&credentials.DetectOptions{Scopes: []string{storage.ScopeReadWrite}})
 		if err != nil {
 			return nil, &errNoCredential{err}
 		}
