@@ -1,17 +1,20 @@
 // Package gcsstore is the Google Cloud Storage store backend
 // (`gs://BUCKET/PREFIX`): leases, receipts and encrypted Terraform state as
-// objects of a bucket, with the official client (cloud.google.com/go/storage)
-// and credentials as Google's libraries find them (application default
-// credentials). Its layout and its protocol are the S3 store's (package
-// s3store; docs/design.md §5.5 and §5.7); only the compare-and-swap differs:
+// objects of a bucket, over Google's official JSON API client
+// (google.golang.org/api/storage/v1, the layer under
+// cloud.google.com/go/storage, whose gRPC and telemetry dependencies would
+// make every sponson start pay; docs/design.md §5.7) with credentials as
+// Google's libraries find them (application default credentials,
+// cloud.google.com/go/auth). Its layout and its protocol are the S3
+// store's (package s3store; docs/design.md §5.5); only the
+// compare-and-swap differs:
 //
 //   - Every write of an object gets a new generation. The scope's pointer
 //     is created with ifGenerationMatch=0 (only if absent) and replaced with
 //     ifGenerationMatch=G, G the generation it was read with; GCS refuses
 //     either with 412 when someone wrote first. Generations play the part
 //     of S3's ETags everywhere (the index, the ownership log).
-//   - The server's clock is the Date of each answer, read by the client's
-//     transport (dateTransport), as on S3.
+//   - The server's clock is the Date of each answer, as on S3.
 //   - Deletes are unconditional: like the S3 store, this one deletes only
 //     bodies under fresh names and garbage, never a pointer.
 //
@@ -19,7 +22,7 @@
 // external account configuration, such as workload identity federation
 // from GitHub or GitLab OIDC), else the file of `gcloud auth
 // application-default login`, else the metadata server on Google Cloud;
-// STORAGE_EMULATOR_HOST points the client at an emulator without
+// STORAGE_EMULATOR_HOST points the store at an emulator without
 // credentials. A missing or refused credential is STORE_PERMISSION at once,
 // never retried (docs/design.md §5.7).
 package gcsstore
@@ -35,7 +38,7 @@ import (
 	"sync"
 	"time"
 
-	"cloud.google.com/go/storage"
+	raw "google.golang.org/api/storage/v1"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
@@ -91,7 +94,7 @@ type Store struct {
 	// credential may read files or ask the metadata server, which Open
 	// does not do.
 	clientMu sync.Mutex
-	client   *storage.Client
+	client   *raw.Service
 
 	mu   sync.Mutex
 	envs map[string]*envCache
@@ -249,17 +252,8 @@ func (s *Store) Display() string { return s.display }
 // URL is the gs:// URL that opens this store again.
 func (s *Store) URL() string { return s.display }
 
-// Close closes the client, if one was made.
-func (s *Store) Close() error {
-	s.clientMu.Lock()
-	defer s.clientMu.Unlock()
-	if s.client == nil {
-		return nil
-	}
-	err := s.client.Close()
-	s.client = nil
-	return err
-}
+// Close does nothing: the store keeps idle connections only.
+func (s *Store) Close() error { return nil }
 
 // scopeID is the one place a Key becomes a path below its environment:
 // <S>/<scope>, S being the stack encoded by store.StackSegment ("_" for the

@@ -1,6 +1,7 @@
 package gcsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,15 +11,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/auth"
 	"cloud.google.com/go/auth/credentials"
-	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
-	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
+	raw "google.golang.org/api/storage/v1"
 	htransport "google.golang.org/api/transport/http"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -54,57 +53,12 @@ type object struct {
 	At   time.Time // when this generation was written
 }
 
-// dateKey carries a *dateBox in a request's context: dateTransport fills it
-// with the Date of the answer, the server's clock.
-type dateKey struct{}
-
-type dateBox struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (b *dateBox) get() time.Time {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.t
-}
-
-// dateTransport records the Date of every answer in the dateBox of its
-// request's context: the Google client does not show response headers.
-type dateTransport struct{ base http.RoundTripper }
-
-func (d dateTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := d.base.RoundTrip(r)
-	if resp != nil {
-		if b, ok := r.Context().Value(dateKey{}).(*dateBox); ok {
-			if t, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
-				b.mu.Lock()
-				b.t = t.UTC()
-				b.mu.Unlock()
-			}
-		}
-	}
-	return resp, err
-}
-
-// withDate returns ctx recording the server's clock, and a function that
-// reads it (the fallback clock when no answer carried a Date).
-func (s *Store) withDate(ctx context.Context) (context.Context, func() time.Time) {
-	b := &dateBox{}
-	return context.WithValue(ctx, dateKey{}, b), func() time.Time {
-		if t := b.get(); !t.IsZero() {
-			return t
-		}
-		return s.now().Round(0).UTC()
-	}
-}
-
 // clientFor returns the client, made on first use: an emulator's
 // (STORAGE_EMULATOR_HOST, no credentials) or one with application default
 // credentials. A credential that cannot be found is errNoCredential, never
-// retried. The client's own retries are off: ours are bounded by the
+// retried. The client does not retry: our retries are bounded by the
 // budget and resolve the unknown outcome of a conditional write.
-func (s *Store) clientFor(ctx context.Context) (*storage.Client, error) {
+func (s *Store) clientFor(ctx context.Context) (*raw.Service, error) {
 	s.clientMu.Lock()
 	defer s.clientMu.Unlock()
 	if s.client != nil {
@@ -114,41 +68,31 @@ func (s *Store) clientFor(ctx context.Context) (*storage.Client, error) {
 	if t, ok := base.(*http.Transport); ok {
 		base = t.Clone()
 	}
-	opts := []option.ClientOption{}
+	var opts []option.ClientOption
 	if host := s.getenv(EmulatorEnv); host != "" {
 		endpoint := host
 		if !strings.Contains(endpoint, "://") {
 			endpoint = "http://" + endpoint
 		}
-		opts = append(opts, option.WithoutAuthentication(), option.WithEndpoint(strings.TrimSuffix(endpoint, "/")+"/storage/v1/"),
-			option.WithHTTPClient(&http.Client{Transport: dateTransport{base}}))
+		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(endpoint, "/")+"/storage/v1/"),
+			option.WithHTTPClient(&http.Client{Transport: base}))
 	} else {
-		creds, err := credentials.DetectDefault(&credentials.DetectOptions{Scopes: []string{storage.ScopeReadWrite}})
+		creds, err := credentials.DetectDefault(&credentials.DetectOptions{Scopes: []string{raw.DevstorageReadWriteScope}})
 		if err != nil {
 			return nil, &errNoCredential{err}
 		}
-		tr, err := htransport.NewTransport(ctx, dateTransport{base}, option.WithAuthCredentials(creds))
+		tr, err := htransport.NewTransport(ctx, base, option.WithAuthCredentials(creds))
 		if err != nil {
 			return nil, &errNoCredential{err}
 		}
-		opts = append(opts, option.WithAuthCredentials(creds), option.WithHTTPClient(&http.Client{Transport: tr}))
+		opts = append(opts, option.WithHTTPClient(&http.Client{Transport: tr}))
 	}
-	c, err := storage.NewClient(ctx, opts...)
+	c, err := raw.NewService(ctx, opts...)
 	if err != nil {
 		return nil, &errNoCredential{err}
 	}
-	c.SetRetry(storage.WithPolicy(storage.RetryNever))
 	s.client = c
 	return c, nil
-}
-
-// obj is the handle of key.
-func (s *Store) obj(ctx context.Context, key string) (*storage.ObjectHandle, error) {
-	c, err := s.clientFor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.Bucket(s.bucket).Object(key), nil
 }
 
 // do runs op until it succeeds, fails for a reason a retry cannot change, or
@@ -228,8 +172,7 @@ func transient(err error) bool {
 	var ce *errcode.Error
 	switch {
 	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), credentialError(err),
-		errors.Is(err, storage.ErrBucketNotExist):
+		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), credentialError(err):
 		return false
 	}
 	switch code := status(err); {
@@ -263,7 +206,7 @@ func (s *Store) permanent(what string, err error) error {
 	case code == http.StatusForbidden:
 		return withCause(errcode.New(errcode.StorePermission, "the GCS store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
 			WithHint("Check which principal the credential is (GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default login, the metadata server) and its role on the bucket: Sponson needs storage.objects.get, create, delete and list on the prefix (roles/storage.objectUser).")
-	case errors.Is(err, storage.ErrBucketNotExist), code == http.StatusNotFound:
+	case code == http.StatusNotFound:
 		return withCause(errcode.New(errcode.StoreUnavailable, "the bucket of the GCS store %s does not exist", s.display).With("store", s.display), err).
 			WithHint("Create the bucket, or correct the bucket name in --store.")
 	}
@@ -311,71 +254,122 @@ func describe(err error) string {
 
 func generation(g int64) string { return strconv.FormatInt(g, 10) }
 
+// headerDate is the server's clock in an answer's headers, or ours.
+func (s *Store) headerDate(h http.Header) time.Time {
+	if t, err := http.ParseTime(h.Get("Date")); err == nil {
+		return t.UTC()
+	}
+	return s.now().Round(0).UTC()
+}
+
+// errDate is the server's clock in a failed request's answer, or ours.
+func (s *Store) errDate(err error) time.Time {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		return s.headerDate(ge.Header)
+	}
+	return s.now().Round(0).UTC()
+}
+
+// download reads key, unless its generation is notGen (errNotModified);
+// errNotFound if it does not exist, with the server's clock.
+func (s *Store) download(ctx context.Context, key string, notGen int64) (object, error) {
+	c, err := s.clientFor(ctx)
+	if err != nil {
+		return object{}, err
+	}
+	call := c.Objects.Get(s.bucket, key).Context(ctx)
+	if notGen != 0 {
+		call = call.IfGenerationNotMatch(notGen)
+	}
+	resp, err := call.Download()
+	if err != nil {
+		switch status(err) {
+		case http.StatusNotFound:
+			return object{Date: s.errDate(err)}, errNotFound
+		case http.StatusNotModified:
+			return object{}, errNotModified
+		}
+		return object{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return object{}, err
+	}
+	o := object{Data: data, ETag: resp.Header.Get("X-Goog-Generation"), Date: s.headerDate(resp.Header)}
+	if o.ETag == "" {
+		return object{}, fmt.Errorf("the answer to a read of %s has no generation (X-Goog-Generation)", key)
+	}
+	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+		o.At = t.UTC()
+	}
+	if notGen != 0 && o.ETag == generation(notGen) {
+		return object{}, errNotModified // a server that ignored the condition
+	}
+	return o, nil
+}
+
 // get reads key; errNotFound if it does not exist. The Date of a 404 is
 // returned with it, so an absent pointer still gives the server's clock.
 func (s *Store) get(ctx context.Context, key string) (object, error) {
 	var o object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
-		h, err := s.obj(ctx, key)
-		if err != nil {
-			return err
-		}
-		ctx, date := s.withDate(ctx)
-		r, err := h.NewReader(ctx)
-		if err != nil {
-			if errors.Is(err, storage.ErrObjectNotExist) {
-				o.Date = date()
-				return errNotFound
-			}
-			return err
-		}
-		defer r.Close()
-		data, err := io.ReadAll(r)
-		if err != nil {
-			return err
-		}
-		o = object{Data: data, ETag: generation(r.Attrs.Generation), Date: date(), At: r.Attrs.LastModified}
-		return nil
+		var err error
+		o, err = s.download(ctx, key, 0)
+		return err
 	}, nil)
 	return o, err
 }
 
 // getIfChanged reads key unless its generation is still etag
-// (errNotModified). The body is read either way and the generations are
-// compared here: the client has no answer for the 304 of a read with
-// ifGenerationNotMatch.
+// (errNotModified): a read with ifGenerationNotMatch, whose 304 carries no
+// body.
 func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, error) {
-	o, err := s.get(ctx, key)
-	if err == nil && etag != "" && o.ETag == etag {
-		return object{}, errNotModified
+	var not int64
+	if etag != "" {
+		g, err := strconv.ParseInt(etag, 10, 64)
+		if err != nil {
+			return object{}, fmt.Errorf("generation %q of %s is not a number", etag, key)
+		}
+		not = g
 	}
+	var o object
+	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
+		var err error
+		o, err = s.download(ctx, key, not)
+		return err
+	}, nil)
 	return o, err
 }
 
-// write uploads data to h in one request.
-func write(ctx context.Context, h *storage.ObjectHandle, data []byte) (int64, error) {
-	w := h.NewWriter(ctx)
-	w.ChunkSize = 0 // one request: no resumable session to lose
-	w.ContentType = "application/octet-stream"
-	if _, err := w.Write(data); err != nil {
-		_ = w.Close()
+// upload writes data to key in one request, conditional on ifGen (0: only
+// if absent) unless ifGen is nil, and returns the new generation.
+func (s *Store) upload(ctx context.Context, key string, data []byte, ifGen *int64) (int64, error) {
+	c, err := s.clientFor(ctx)
+	if err != nil {
 		return 0, err
 	}
-	if err := w.Close(); err != nil {
+	call := c.Objects.Insert(s.bucket, &raw.Object{Name: key}).
+		Media(bytes.NewReader(data), googleapi.ContentType("application/octet-stream")).Context(ctx)
+	if ifGen != nil {
+		call = call.IfGenerationMatch(*ifGen)
+	}
+	out, err := call.Do()
+	if err != nil {
+		if status(err) == http.StatusPreconditionFailed {
+			return 0, errPrecondition
+		}
 		return 0, err
 	}
-	return w.Attrs().Generation, nil
+	return out.Generation, nil
 }
 
 // put writes a new body under a fresh name (no condition: nobody else
 // writes that name). Retrying it after a lost answer is harmless.
 func (s *Store) put(ctx context.Context, key string, data []byte) error {
 	return s.do(ctx, "write "+key, func(ctx context.Context) error {
-		h, err := s.obj(ctx, key)
-		if err != nil {
-			return err
-		}
-		_, err = write(ctx, h, data)
+		_, err := s.upload(ctx, key, data, nil)
 		return err
 	}, nil)
 }
@@ -387,55 +381,36 @@ func (s *Store) put(ctx context.Context, key string, data []byte) error {
 // write succeeded), and the generation tells whether nothing happened (then
 // it is sent again) or someone else's write came first (errPrecondition).
 func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
-	cond := storage.Conditions{DoesNotExist: true}
+	var cond int64 // 0: only if absent
 	if ifMatch != "" {
 		g, perr := strconv.ParseInt(ifMatch, 10, 64)
 		if perr != nil || g <= 0 {
 			return "", fmt.Errorf("generation %q of %s is not a number", ifMatch, key)
 		}
-		cond = storage.Conditions{GenerationMatch: g}
+		cond = g
 	}
 	op := func(ctx context.Context) error {
-		h, err := s.obj(ctx, key)
+		g, err := s.upload(ctx, key, data, &cond)
 		if err != nil {
-			return err
-		}
-		g, err := write(ctx, h.If(cond), data)
-		if err != nil {
-			if status(err) == http.StatusPreconditionFailed {
-				return errPrecondition
-			}
 			return err
 		}
 		etag = generation(g)
 		return nil
 	}
 	retry := func(ctx context.Context) (bool, error) {
-		h, err := s.obj(ctx, key)
-		if err != nil {
-			return false, err
-		}
-		r, err := h.NewReader(ctx)
-		if err != nil {
-			if errors.Is(err, storage.ErrObjectNotExist) {
-				if ifMatch == "" {
-					return false, nil // not there yet: send it again
-				}
-				return true, errPrecondition
-			}
-			return false, err
-		}
-		defer r.Close()
-		cur, err := io.ReadAll(r)
-		if err != nil {
-			return false, err
-		}
-		now := generation(r.Attrs.Generation)
+		o, err := s.download(ctx, key, 0)
 		switch {
-		case landed(cur):
-			etag = now
+		case errors.Is(err, errNotFound):
+			if ifMatch == "" {
+				return false, nil // not there yet: send it again
+			}
+			return true, errPrecondition
+		case err != nil:
+			return false, err
+		case landed(o.Data):
+			etag = o.ETag
 			return true, nil
-		case ifMatch != "" && now == ifMatch:
+		case ifMatch != "" && o.ETag == ifMatch:
 			return false, nil
 		default:
 			return true, errPrecondition
@@ -448,12 +423,12 @@ func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch stri
 // del removes key; a missing key is not an error.
 func (s *Store) del(ctx context.Context, key string) error {
 	return s.do(ctx, "delete "+key, func(ctx context.Context) error {
-		h, err := s.obj(ctx, key)
+		c, err := s.clientFor(ctx)
 		if err != nil {
 			return err
 		}
-		err = h.Delete(ctx)
-		if errors.Is(err, storage.ErrObjectNotExist) {
+		err = c.Objects.Delete(s.bucket, key).Context(ctx).Do()
+		if status(err) == http.StatusNotFound {
 			return nil
 		}
 		return err
@@ -472,32 +447,26 @@ func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
 	var out []listed
 	token := ""
 	for {
-		var page []*storage.ObjectAttrs
+		var page *raw.Objects
 		err := s.do(ctx, "list "+prefix, func(ctx context.Context) error {
 			c, err := s.clientFor(ctx)
 			if err != nil {
 				return err
 			}
-			q := &storage.Query{Prefix: prefix}
-			if err := q.SetAttrSelection([]string{"Name", "Generation", "Updated"}); err != nil {
-				return err
-			}
-			page = page[:0]
-			next, err := iterator.NewPager(c.Bucket(s.bucket).Objects(ctx, q), 1000, token).NextPage(&page)
-			if err != nil {
-				return err
-			}
-			token = next
-			return nil
+			page, err = c.Objects.List(s.bucket).Prefix(prefix).PageToken(token).MaxResults(1000).
+				Fields("items(name,generation,updated)", "nextPageToken").Context(ctx).Do()
+			return err
 		}, nil)
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range page {
-			out = append(out, listed{Key: o.Name, ETag: generation(o.Generation), At: o.Updated})
+		for _, o := range page.Items {
+			at, _ := time.Parse(time.RFC3339Nano, o.Updated)
+			out = append(out, listed{Key: o.Name, ETag: generation(o.Generation), At: at})
 		}
-		if token == "" {
+		if page.NextPageToken == "" {
 			return out, nil
 		}
+		token = page.NextPageToken
 	}
 }
