@@ -33,7 +33,10 @@ func openOn(t testing.TB, srv *gcstest.Server, prefix string) *gcsstore.Store {
 // TestConformanceFakeGCS runs the shared suite against fake-gcs-server on
 // loopback, on the wall clock (the server's Date). The TTL must outlast the
 // one-second resolution of Date and the takeover margin by far, since the
-// suite expires leases by sleeping a quarter of it past the TTL.
+// suite expires leases by sleeping a quarter of it past the TTL. The
+// emulator checks ifGenerationMatch on uploads as GCS does; it ignores
+// ifGenerationNotMatch on reads, so unchanged reads are not 304s here
+// (gcstest lists what it does not prove).
 func TestConformanceFakeGCS(t *testing.T) {
 	t.Parallel()
 	srv := gcstest.Start(t)

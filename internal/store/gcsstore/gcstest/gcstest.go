@@ -10,9 +10,11 @@
 // What the emulator does not prove (docs/design.md §5.7): it checks
 // ifGenerationMatch on uploads (0 included), which is every conditional
 // write of the store, but not on deletes, rewrites or compose, which the
-// store does not use; it has no IAM, so a 403 is never seen from it; and it
-// takes any token, so a refused credential is proved against a token
-// endpoint of the test's own.
+// store does not use; it ignores ifGenerationNotMatch on reads (200, not
+// 304), so the store's own comparison of generations is what is tested
+// there; it has no IAM, so a 403 is never seen from it; and it takes any
+// token, so a refused credential is proved against a token endpoint of the
+// test's own.
 package gcstest
 
 import (
