@@ -64,7 +64,7 @@ func (s *Store) clientFor(ctx context.Context) (*raw.Service, error) {
 	if s.client != nil {
 		return s.client, nil
 	}
-	var base http.RoundTripper = http.DefaultTransport
+	base := http.DefaultTransport
 	if t, ok := base.(*http.Transport); ok {
 		base = t.Clone()
 	}
