@@ -354,3 +354,70 @@ func TestStaleGenerationIsRefused(t *testing.T) {
 		t.Errorf("the object is %q at generation %s (%v), want 3 at %s", o.Data, o.ETag, err, g2)
 	}
 }
+
+// Verify on the emulator: every write precondition holds and nothing is
+// left behind; the conditional delete is reported as not holding, because
+// fake-gcs-server ignores ifGenerationMatch on deletes (GCS honours it; the
+// store itself never deletes conditionally). When the emulator learns it,
+// this test fails and docs/design.md §5.7 is to be updated.
+func TestVerifyOnTheEmulator(t *testing.T) {
+	t.Parallel()
+	s := open(t, gcstest.Start(t))
+	r, err := s.Verify(t.Context(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"create-if-absent": true, "stale-version-refused": true, "one-winner": true, "conditional-delete": false}
+	for _, p := range r.Properties {
+		if p.OK != want[p.Name] {
+			t.Errorf("%s: OK %v, want %v (%s)", p.Name, p.OK, want[p.Name], p.Detail)
+		}
+	}
+	if len(r.Properties) != len(want) {
+		t.Errorf("%d properties, want %d", len(r.Properties), len(want))
+	}
+	if left := objects(t, s); len(left) != 0 || len(r.Leftover) != 0 {
+		t.Errorf("the check left objects behind: %v (leftover %v)", left, r.Leftover)
+	}
+}
+
+// Verify through a stand-in that drops every upload's precondition, as a
+// server that ignores them would: create-if-absent, the stale write and
+// the race all fail, and the report is not OK.
+func TestVerifyFailsWhereConditionsAreIgnored(t *testing.T) {
+	t.Parallel()
+	srv := gcstest.Start(t)
+	target, err := url.Parse("http://" + srv.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		q.Del("ifGenerationMatch")
+		r.URL.RawQuery = q.Encode()
+		r.Host = srv.Host
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ps.Close)
+	s, err := Open(t.Context(), srv.StoreURL("p"), WithStateKey(key32),
+		WithGetenv(env(map[string]string{EmulatorEnv: strings.TrimPrefix(ps.URL, "http://")})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Verify(t.Context(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() {
+		t.Fatalf("Verify through a server that ignores preconditions passed: %+v", r.Properties)
+	}
+	for _, p := range r.Properties {
+		if p.Name != "conditional-delete" && p.OK {
+			t.Errorf("%s held through a server that ignores preconditions: %s", p.Name, p.Detail)
+		}
+	}
+	if left := objects(t, s); len(left) != 0 {
+		t.Errorf("the check left objects behind: %v", left)
+	}
+}
