@@ -211,7 +211,7 @@ func (s *Store) permanent(what string, err error) error {
 			WithHint(credentialHint)
 	case code == http.StatusForbidden:
 		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
-			WithHint("Check which principal the credential is and its role on the container: Sponson needs to read, write, delete and list blobs under the prefix (Storage Blob Data Contributor).")
+			WithHint("Check the credential and its role on the container: Sponson needs to read, write, delete and list blobs under the prefix (Storage Blob Data Contributor). " + credentialHint)
 	case errorCode(err) == "ContainerNotFound":
 		return withCause(errcode.New(errcode.StoreUnavailable, "the container of the Azure store %s does not exist", s.display).With("store", s.display), err).
 			WithHint("Create the container, or correct the account and container in --store.")
