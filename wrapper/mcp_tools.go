@@ -95,7 +95,7 @@ var (
 	pStk = toolParam{name: "stack", flag: "stack", desc: "Stack name: one root module of one repository (default: the sponson_scope stack attribute, else the repository and the configuration's directory in it)."}
 	pEnv = toolParam{name: "environment", flag: "env", desc: "Environment to run in, one sponson.hcl declares (default \"preview\"; never inferred from the branch). A protected environment such as production is refused unless the server was started with --allow-production."}
 	pDir = toolParam{name: "directory", flag: "chdir", desc: "Configuration directory (default: the server's working directory)."}
-	pSt  = toolParam{name: "store", flag: "store", desc: "Store URL: file://DIR, git, git+URL, postgres://..., s3://BUCKET/PREFIX or gs://BUCKET/PREFIX (default: .sponson/ in the configuration directory)."}
+	pSt  = toolParam{name: "store", flag: "store", desc: "Store URL: file://DIR, git, git+URL, postgres://..., s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX (default: .sponson/ in the configuration directory)."}
 	pSc  = toolParam{name: "scope", flag: "scope", desc: "Scope name, overriding detection (a local branch gives branch-<name>)."}
 	pPR  = toolParam{name: "pull_request", flag: "pr", desc: "Pull request number; the scope becomes pr-<n>."}
 	pBr  = toolParam{name: "branch", flag: "branch", desc: "Branch name; the scope becomes main or branch-<name>."}

@@ -53,3 +53,18 @@ func TestOpenGCS(t *testing.T) {
 		t.Errorf("gs URL with credentials: %v", err)
 	}
 }
+
+func TestOpenAzblob(t *testing.T) {
+	t.Setenv("SPONSON_STATE_KEY", "")
+	st, shown, err := Open("azblob://acct/c/team", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if shown != "azblob://acct/c/team/" {
+		t.Errorf("shown = %q", shown)
+	}
+	if _, _, err := Open("azblob://KEY:hunter2@acct/c/team", t.TempDir()); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("azblob URL with credentials: %v", err)
+	}
+}
