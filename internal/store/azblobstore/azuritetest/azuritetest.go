@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
 
@@ -167,10 +168,14 @@ func (s *Server) start() error {
 	}
 	for {
 		// Wait for the condition (the container is made) or for it to exit.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		// A create whose answer was cut off may have made it: the server
+		// is ours and new, so "already exists" is our own container. The
+		// attempt's timeout only frees a request to a server still
+		// starting; on a loaded machine Node's first answers are slow.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := c.Create(ctx, nil)
 		cancel()
-		if err == nil {
+		if err == nil || bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return nil
 		}
 		select {
