@@ -156,6 +156,9 @@ func (s *Server) start() error {
 		"--inMemoryPersistence", "--disableTelemetry", "--silent", "--skipApiVersionCheck")
 	cmd.Dir = s.dir // in memory, but it may still write a debug or config file
 	cmd.Stdout, cmd.Stderr = &s.log, &s.log
+	// A test binary that dies (a panic, a timeout) runs no cleanup: the
+	// kernel kills the server with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start azurite: %w", err)
 	}

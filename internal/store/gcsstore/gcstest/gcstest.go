@@ -148,6 +148,9 @@ func (s *Server) start() error {
 		"-backend", "memory", "-data", filepath.Join(s.dir, "seed"), "-public-host", s.Host,
 		"-external-url", "http://"+s.Host, "-log-level", "error")
 	cmd.Stdout, cmd.Stderr = &s.log, &s.log
+	// A test binary that dies (a panic, a timeout) runs no cleanup: the
+	// kernel kills the server with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start fake-gcs-server: %w", err)
 	}
