@@ -21,6 +21,10 @@ export TF_CLI_CONFIG_FILE="$empty_rc" SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu"
 gw="$root/.tools/bin/versitygw"
 [ -x "$gw" ] || { echo "no versitygw at $gw: run 'make tools' first" >&2; exit 1; }
 export SPONSON_TEST_VERSITYGW="$gw" SPONSON_REQUIRE_VERSITYGW=1
+# The GCS store's against fake-gcs-server (make tools builds it too).
+fgcs="$root/.tools/bin/fake-gcs-server"
+[ -x "$fgcs" ] || { echo "no fake-gcs-server at $fgcs: run 'make tools' first" >&2; exit 1; }
+export SPONSON_TEST_FAKE_GCS="$fgcs" SPONSON_REQUIRE_FAKE_GCS=1
 out="$root/.tools/bench.txt"
 mkdir -p .tools
 terraform="$root/.tools/bin/terraform"

@@ -5,6 +5,11 @@
 #   .ci/build-tool.sh tofu        OpenTofu, linked as .tools/bin/tofu
 #   .ci/build-tool.sh terraform   HashiCorp Terraform, linked as .tools/bin/terraform
 #   .ci/build-tool.sh versitygw   versitygw, linked as .tools/bin/versitygw
+#   .ci/build-tool.sh fake-gcs-server
+#                                 fake-gcs-server, linked as .tools/bin/fake-gcs-server
+#   .ci/build-tool.sh azurite-blob
+#                                 Azurite's blob service, from the npm registry (not
+#                                 the Go proxy: it is Node), linked as .tools/bin/azurite-blob
 #   .ci/build-tool.sh goreleaser  goreleaser, not linked
 #   .ci/build-tool.sh time-provider
 #                                 HashiCorp's time provider for the real-provider
@@ -14,7 +19,7 @@
 #
 # The binary is ${XDG_CACHE_HOME:-$HOME/.cache}/sponson/TOOL/VERSION/BINARY
 # (BINARY is TOOL but for the time provider, terraform-provider-time), the
-# version $TOFU_VERSION, $TERRAFORM_VERSION, $VERSITYGW_VERSION,
+# version $TOFU_VERSION, $TERRAFORM_VERSION, $VERSITYGW_VERSION, $FAKE_GCS_VERSION, $AZURITE_VERSION,
 # $GORELEASER_VERSION, $TIME_PROVIDER_VERSION or $CONFTEST_VERSION when set, else the pin in the
 # recipe below. A cold build
 # takes minutes on two cores; a warm one only checks that the binary runs.
@@ -31,7 +36,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # into .tools/bin), takes (a cold build, in words)
 # and how: "copy" copies the module and builds it as the main module, for
 # modules whose go.mod has replace directives `go install` refuses;
-# "install" is `go install module@version`. A copy build runs prepare in
+# "install" is `go install module@version`; "npm" is `npm install
+# module@version` into the cache (module is then the npm package). A copy build runs prepare in
 # the copy first.
 prepare() { :; }
 
@@ -59,6 +65,22 @@ recipe() {
 		main=./cmd/versitygw ldflags="-s -w"
 		probe=(--version) link=yes takes="a few minutes" how=copy
 		;;
+	fake-gcs-server)
+		# A Google Cloud Storage emulator: the GCS store's tests run
+		# against it on loopback. v1.56.1 checks ifGenerationMatch (0
+		# included) on every upload, which is every conditional write of
+		# the store (internal/store/gcsstore/gcstest says what it does not
+		# prove). No replace directives. Cold: a minute or two.
+		name=fake-gcs-server version="${FAKE_GCS_VERSION:-v1.56.1}" module=github.com/fsouza/fake-gcs-server
+		ldflags="-s -w" probe=(-help) link=yes takes="a minute or two" how=install
+		;;
+	azurite-blob)
+		# Azure's storage emulator, blob service only: the Azure store's
+		# tests run it on loopback, in memory, telemetry off. A Node
+		# program from the npm registry. Cold: a minute.
+		name=Azurite version="${AZURITE_VERSION:-3.37.0}" module=azurite
+		binary=node_modules/.bin/azurite-blob probe=(--version) link=yes takes="a minute" how=npm
+		;;
 	goreleaser)
 		# `make release-snapshot` and .ci/release-check.sh use it; the
 		# release workflow uses the same version through goreleaser-action.
@@ -84,7 +106,7 @@ recipe() {
 		ldflags="-s -w" probe=(--version) link=no takes="a few minutes" how=install
 		;;
 	*)
-		echo "usage: $0 tofu|terraform|versitygw|goreleaser|time-provider|conftest" >&2
+		echo "usage: $0 tofu|terraform|versitygw|fake-gcs-server|azurite-blob|goreleaser|time-provider|conftest" >&2
 		exit 2
 		;;
 	esac
@@ -130,6 +152,10 @@ build_copy() {
 	prepare "$work/src"
 	(cd "$work/src" && go build -trimpath -ldflags "$ldflags" -o "$bin.tmp" "$main")
 	mv "$bin.tmp" "$bin"
+}
+
+build_npm() {
+	npm install --no-audit --no-fund --silent --prefix "$cache" "$module@$version"
 }
 
 build_install() {

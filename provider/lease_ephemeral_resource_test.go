@@ -381,7 +381,7 @@ func TestLeaseManager_handover(t *testing.T) {
 
 func TestLeaseManager_storeNotOpened(t *testing.T) {
 	t.Parallel()
-	m := newTestLeaseManager(map[string]string{storeurl.EnvVar: "gs://bucket/sponson"})
+	m := newTestLeaseManager(map[string]string{storeurl.EnvVar: "swift://bucket/sponson"})
 
 	_, diags := m.acquire(context.Background(), githubContext, testLeaseOptions)
 

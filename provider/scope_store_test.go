@@ -467,7 +467,7 @@ func TestScopeStore_releaseWarning(t *testing.T) {
 }
 
 // TestScopeStore_openFails names a store of a scheme sponson has no
-// backend for (gs://), so that opening it fails before any network.
+// backend for (swift://), so that opening it fails before any network.
 func TestScopeStore_openFails(t *testing.T) {
 	t.Parallel()
 
@@ -478,12 +478,12 @@ func TestScopeStore_openFails(t *testing.T) {
 		wantNone string
 	}{
 		"environment": {
-			vars: map[string]string{storeurl.EnvVar: "gs://bucket/sponson"},
-			want: []string{`"gs://bucket/sponson"`, "from " + storeurl.EnvVar},
+			vars: map[string]string{storeurl.EnvVar: "swift://bucket/sponson"},
+			want: []string{`"swift://bucket/sponson"`, "from " + storeurl.EnvVar},
 		},
 		"attribute, credentials redacted": {
-			url:      "gs://sponson:hunter2@bucket/sponson",
-			want:     []string{"gs://sponson", "from the provider's store attribute"},
+			url:      "swift://sponson:hunter2@bucket/sponson",
+			want:     []string{"swift://sponson", "from the provider's store attribute"},
 			wantNone: "hunter2",
 		},
 	}

@@ -33,6 +33,8 @@ var targets = []target{
 	{"foreign check, 10,000 scopes × 50, PostgreSQL, p50 (ms)", "≤ 300 ms", "internal/store/pgstore", "BenchmarkOwners10000", "owners-p50-ms", "", ""},
 	{"foreign check, 10,000 scopes × 50, S3 (versitygw), warm p50 (ms)", "≤ 300 ms", "internal/store/s3store", "BenchmarkOwners/scopes=10000", "warm-p50-ms", "", ""},
 	{"foreign check, 10,000 scopes × 50, S3 (versitygw), cold p50 (ms)", "≤ 300 ms", "internal/store/s3store", "BenchmarkOwners/scopes=10000", "cold-p50-ms", "", ""},
+	{"foreign check, 10,000 scopes × 50, GCS (fake-gcs-server), warm p50 (ms)", "≤ 300 ms", "internal/store/gcsstore", "BenchmarkOwners/scopes=10000", "warm-p50-ms", "", ""},
+	{"foreign check, 10,000 scopes × 50, GCS (fake-gcs-server), cold p50 (ms)", "≤ 300 ms", "internal/store/gcsstore", "BenchmarkOwners/scopes=10000", "cold-p50-ms", "", ""},
 	{"git store, cold listing of 1,000 scopes × 50 (ms)", "documented", "internal/store/gitstore", "BenchmarkOwners/scopes=1000", "cold-ms", "", ""},
 	{"`sponson stacks`, 1,000 stacks, vs reading every .tf file once", "≤ 0.5 s", "wrapper/e2e", "BenchmarkStacksScale/stacks=1000", "stacks-s", "read-tf-s", "stacks-vs-read"},
 	{"`sponson stacks --changed` (one stack changed), 1,000 stacks, vs reading every .tf file once", "≤ 0.5 s", "wrapper/e2e", "BenchmarkStacksScale/stacks=1000", "changed-s", "read-tf-s", "changed-vs-read"},

@@ -83,9 +83,13 @@ func open(raw, configDir string, old bool, getenv func(string) string) (store.St
 		return openPostgres(raw, old)
 	case strings.HasPrefix(raw, "s3://"):
 		return openS3(raw, getenv)
+	case strings.HasPrefix(raw, "gs://"):
+		return openGCS(raw, getenv)
+	case strings.HasPrefix(raw, "azblob://"):
+		return openAzblob(raw, getenv)
 	default:
 		return nil, "", errcode.New(errcode.Usage, "--store %q is not a store URL", Redact(raw)).
-			WithHint("Use file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX; leave --store unset for the embedded store in .sponson/.")
+			WithHint("Use file://DIR, git (the remote origin), git+URL, postgres://..., s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX; leave --store unset for the embedded store in .sponson/.")
 	}
 }
 

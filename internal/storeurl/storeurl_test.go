@@ -38,3 +38,33 @@ func TestOpenS3(t *testing.T) {
 		t.Errorf("s3 URL with credentials: %v", err)
 	}
 }
+
+func TestOpenGCS(t *testing.T) {
+	t.Setenv("SPONSON_STATE_KEY", "")
+	st, shown, err := Open("gs://bucket/team", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if shown != "gs://bucket/team/" {
+		t.Errorf("shown = %q", shown)
+	}
+	if _, _, err := Open("gs://KEY:hunter2@bucket/team", t.TempDir()); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("gs URL with credentials: %v", err)
+	}
+}
+
+func TestOpenAzblob(t *testing.T) {
+	t.Setenv("SPONSON_STATE_KEY", "")
+	st, shown, err := Open("azblob://acct/c/team", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if shown != "azblob://acct/c/team/" {
+		t.Errorf("shown = %q", shown)
+	}
+	if _, _, err := Open("azblob://KEY:hunter2@acct/c/team", t.TempDir()); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("azblob URL with credentials: %v", err)
+	}
+}

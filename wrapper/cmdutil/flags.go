@@ -68,7 +68,7 @@ func (r *RunFlags) Bind(cmd *cobra.Command, writes bool) {
 	r.ContextFlags.Bind(cmd, runContextHelp)
 	fs.StringVar(&r.Commit, "commit", "", "commit recorded in the receipt (env SPONSON_CTX_SHA)")
 	fs.StringVar(&r.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
-	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.StringVar(&r.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://..., s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
 	fs.BoolVar(&r.StrictCheckout, "strict-checkout", false, "refuse (CHECKOUT_NOT_HEAD) a comment-triggered GitHub run (issue_comment) whose HEAD is not the pull request's head, and a pull_request_target run of a fork's head; without it they are warnings (env SPONSON_STRICT_CHECKOUT)")
 	fs.StringVar(&r.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
 	fs.StringArray(EngineArgFlag, nil, "an engine flag, in the engine's spelling (set by NormalizeArgs)")
@@ -153,7 +153,7 @@ func (s *StoreFlags) Bind(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&s.Env, "env", "", "environment (env SPONSON_CTX_ENV; default \"preview\")")
 	fs.StringVar(&s.Chdir, "chdir", "", "configuration directory (env SPONSON_CHDIR; default: the working directory)")
-	fs.StringVar(&s.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.StringVar(&s.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://..., s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
 }
 
 // ReviewFlags publish a run's summary where reviewers look.

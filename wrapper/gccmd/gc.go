@@ -250,7 +250,7 @@ scope is gone. A superseded scope keeps its receipts, which name its successor.
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Env, "env", "", "environment whose scopes to collect (env SPONSON_CTX_ENV; default \"preview\")")
 	fs.StringVar(&opts.Chdir, "chdir", "", "configuration directory that created the scopes (env SPONSON_CHDIR; default: the working directory)")
-	fs.StringVar(&opts.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://... or s3://BUCKET/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
+	fs.StringVar(&opts.Store, "store", "", "store URL: file://DIR, git (the remote origin), git+URL, postgres://..., s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX (env SPONSON_STORE; default: .sponson/ in the configuration directory)")
 	cmdutil.BindStack(cmd, &opts.Stack, "collect only this stack (env SPONSON_STACK); default: list every stack of the environment, and with --yes destroy only the configuration's own")
 	fs.StringVar(&opts.Engine, "engine", "", "`PATH` of the tofu or terraform binary (env SPONSON_ENGINE; default: tofu, then terraform on PATH, then the build of make tools)")
 	fs.StringArrayVar(&opts.Vars, "var", nil, "set a variable for the destroys, `NAME=VALUE` (repeatable; -var also works)")

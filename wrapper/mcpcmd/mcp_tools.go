@@ -96,7 +96,7 @@ var (
 	pStk = toolParam{Name: "stack", Flag: "stack", desc: "Stack name: one root module of one repository (default: the sponson_scope stack attribute, else the repository and the configuration's directory in it)."}
 	pEnv = toolParam{Name: "environment", Flag: "env", desc: "Environment to run in, one sponson.hcl declares (default \"preview\"; never inferred from the branch). A protected environment such as production is refused unless the server was started with --allow-production."}
 	pDir = toolParam{Name: "directory", Flag: "chdir", desc: "Configuration directory (default: the server's working directory)."}
-	pSt  = toolParam{Name: "store", Flag: "store", desc: "Store URL: file://DIR, git, git+URL, postgres://... or s3://BUCKET/PREFIX (default: .sponson/ in the configuration directory)."}
+	pSt  = toolParam{Name: "store", Flag: "store", desc: "Store URL: file://DIR, git, git+URL, postgres://..., s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX (default: .sponson/ in the configuration directory)."}
 	pSc  = toolParam{Name: "scope", Flag: "scope", desc: "Scope name, overriding detection (a local branch gives branch-<name>)."}
 	pPR  = toolParam{Name: "pull_request", Flag: "pr", desc: "Pull request number; the scope becomes pr-<n>."}
 	pBr  = toolParam{Name: "branch", Flag: "branch", desc: "Branch name; the scope becomes main or branch-<name>."}

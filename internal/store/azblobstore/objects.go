@@ -1,0 +1,480 @@
+package azblobstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// Outcomes of a request that its caller handles itself.
+var (
+	errNotFound     = errors.New("no such object")
+	errPrecondition = errors.New("precondition failed")
+	errNotModified  = errors.New("not modified")
+)
+
+// errNoCredential is a credential that could not be found or loaded.
+type errNoCredential struct{ err error }
+
+func (e *errNoCredential) Error() string { return e.err.Error() }
+func (e *errNoCredential) Unwrap() error { return e.err }
+
+// Backoff between attempts after a transient failure.
+const (
+	minDelay = 10 * time.Millisecond
+	maxDelay = 2 * time.Second
+)
+
+// object is a blob read from the container with what the server said.
+type object struct {
+	Data []byte
+	ETag string
+	Date time.Time // the server's clock at the answer
+	At   time.Time // Last-Modified
+}
+
+// clientFor returns the container's client, made on first use: with the
+// shared key of AZURE_STORAGE_KEY, else DefaultAzureCredential. The SDK
+// retries nothing (ours are bounded by the budget and resolve the unknown
+// outcome of a conditional write) and sends no telemetry header.
+func (s *Store) clientFor(context.Context) (*container.Client, error) {
+	s.clientMu.Lock()
+	defer s.clientMu.Unlock()
+	if s.client != nil {
+		return s.client, nil
+	}
+	opts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Retry:     policy.RetryOptions{MaxRetries: -1},
+		Telemetry: policy.TelemetryOptions{Disabled: true},
+	}}
+	u := s.endpoint + "/" + s.container
+	var c *container.Client
+	if key := s.getenv(KeyEnv); key != "" {
+		cred, err := container.NewSharedKeyCredential(s.account, key)
+		if err != nil {
+			return nil, &errNoCredential{fmt.Errorf("%s does not hold an account key: %w", KeyEnv, err)}
+		}
+		if c, err = container.NewClientWithSharedKeyCredential(u, cred, opts); err != nil {
+			return nil, err
+		}
+	} else {
+		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return nil, &errNoCredential{err}
+		}
+		if c, err = container.NewClient(u, cred, opts); err != nil {
+			return nil, err
+		}
+	}
+	s.client = c
+	return c, nil
+}
+
+// do runs op until it succeeds, fails for a reason a retry cannot change, or
+// the budget (from the first attempt) or ctx runs out. Each attempt has its
+// own timeout. retry, when set, is called before every attempt but the
+// first and may end the loop with its own answer (nil or an error): the
+// conditional writes use it to learn whether a lost answer had landed.
+func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
+	start := time.Now()
+	delay := minDelay
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && retry != nil {
+			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
+			done, err := retry(actx)
+			cancel()
+			if done {
+				return err
+			}
+			if err != nil && !transient(err) {
+				return s.permanent(what, err)
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
+		err := op(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctxError(ctx, what)
+		}
+		if !transient(err) {
+			return s.permanent(what, err)
+		}
+		wait := delay/2 + rand.N(delay)
+		if time.Since(start)+wait > s.budget {
+			return withCause(errcode.New(errcode.StoreUnavailable, "the Azure store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display), err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctxError(ctx, what)
+		case <-t.C:
+		}
+		delay = min(2*delay, maxDelay)
+	}
+}
+
+func respErr(err error) *azcore.ResponseError {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re
+	}
+	return nil
+}
+
+// status is the HTTP status of a failed request, 0 without an answer.
+func status(err error) int {
+	if re := respErr(err); re != nil {
+		return re.StatusCode
+	}
+	return 0
+}
+
+func errorCode(err error) string {
+	if re := respErr(err); re != nil {
+		return re.ErrorCode
+	}
+	return ""
+}
+
+// credentialError reports a credential that was not found, that its
+// issuer refused, or that the service refused (a shared key that signs
+// wrong).
+func credentialError(err error) bool {
+	var nc *errNoCredential
+	var af *azidentity.AuthenticationFailedError
+	switch {
+	case errors.As(err, &nc):
+		return true
+	case errors.As(err, &af):
+		return af.RawResponse == nil || af.RawResponse.StatusCode < 500
+	}
+	return errorCode(err) == "AuthenticationFailed" || status(err) == http.StatusUnauthorized
+}
+
+// transient reports whether a failure may go away by itself: no answer, a
+// 5xx, throttling. A credential that is missing or refused is not.
+func transient(err error) bool {
+	var ce *errcode.Error
+	switch {
+	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
+		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), credentialError(err):
+		return false
+	}
+	switch code := status(err); {
+	case code == 0:
+		// No answer, or a credential source that could not answer: only
+		// the network's errors are retried.
+		var ne net.Error
+		return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	case code >= 500, code == http.StatusTooManyRequests, code == http.StatusRequestTimeout:
+		return true
+	}
+	return false
+}
+
+// permanent gives a failure retrying cannot change its code.
+func (s *Store) permanent(what string, err error) error {
+	var ce *errcode.Error
+	switch {
+	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
+		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+		return err
+	}
+	var nc *errNoCredential
+	switch code := status(err); {
+	case errors.As(err, &nc):
+		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s has no Azure credential: %s", s.display, describe(err)).With("store", s.display), err).
+			WithHint(credentialHint)
+	case credentialError(err):
+		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s: Azure refused the credential: %s", s.display, describe(err)).With("store", s.display), err).
+			WithHint(credentialHint)
+	case code == http.StatusForbidden:
+		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
+			WithHint("Check the credential and its role on the container: Sponson needs to read, write, delete and list blobs under the prefix (Storage Blob Data Contributor). " + credentialHint)
+	case errorCode(err) == "ContainerNotFound":
+		return withCause(errcode.New(errcode.StoreUnavailable, "the container of the Azure store %s does not exist", s.display).With("store", s.display), err).
+			WithHint("Create the container, or correct the account and container in --store.")
+	}
+	return withCause(errcode.New(errcode.StoreRejected, "the Azure store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
+}
+
+func withCause(e *errcode.Error, err error) *errcode.Error {
+	e.Err = err
+	return e
+}
+
+// describe is a failure in one line: the service's status and code, or the
+// transport's error. None carries a key or a token.
+func describe(err error) string {
+	if re := respErr(err); re != nil {
+		msg := http.StatusText(re.StatusCode)
+		if re.ErrorCode != "" {
+			msg += " (" + re.ErrorCode + ")"
+		}
+		return msg
+	}
+	var nc *errNoCredential
+	if errors.As(err, &nc) {
+		return nc.err.Error()
+	}
+	var ne *net.OpError
+	if errors.As(err, &ne) {
+		return ne.Error()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer within the attempt's timeout"
+	}
+	// The SDK's renderings run over several lines.
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	return first
+}
+
+func (s *Store) dateOf(t *time.Time) time.Time {
+	if t != nil && !t.IsZero() {
+		return t.UTC()
+	}
+	return s.now().Round(0).UTC()
+}
+
+func (s *Store) errDate(err error) time.Time {
+	if re := respErr(err); re != nil && re.RawResponse != nil {
+		if t, perr := http.ParseTime(re.RawResponse.Header.Get("Date")); perr == nil {
+			return t.UTC()
+		}
+	}
+	return s.now().Round(0).UTC()
+}
+
+// etagOf is an ETag without its quotes: headers quote it, listings do not.
+func etagOf(e *azcore.ETag) string {
+	if e == nil {
+		return ""
+	}
+	return strings.Trim(strings.TrimPrefix(string(*e), "W/"), `"`)
+}
+
+// quoted is the ETag as a condition header carries it.
+func quoted(etag string) *azcore.ETag {
+	e := azcore.ETag(`"` + etag + `"`)
+	return &e
+}
+
+// download reads key unless its ETag is still notETag (errNotModified).
+func (s *Store) download(ctx context.Context, key, notETag string) (object, error) {
+	c, err := s.clientFor(ctx)
+	if err != nil {
+		return object{}, err
+	}
+	var o blob.DownloadStreamOptions
+	if notETag != "" {
+		o.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: quoted(notETag)}}
+	}
+	resp, err := c.NewBlobClient(key).DownloadStream(ctx, &o)
+	if err != nil {
+		switch {
+		case status(err) == http.StatusNotModified:
+			return object{}, errNotModified
+		case status(err) == http.StatusNotFound && errorCode(err) != "ContainerNotFound":
+			return object{Date: s.errDate(err)}, errNotFound
+		}
+		return object{}, err
+	}
+	if resp.Body == nil {
+		// The SDK answers a 304 without an error and without a body.
+		if notETag != "" {
+			return object{}, errNotModified
+		}
+		return object{}, fmt.Errorf("the read of %s answered without a body", key)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return object{}, err
+	}
+	out := object{Data: data, ETag: etagOf(resp.ETag), Date: s.dateOf(resp.Date)}
+	if notETag != "" && out.ETag == notETag {
+		return object{}, errNotModified
+	}
+	if resp.LastModified != nil {
+		out.At = resp.LastModified.UTC()
+	}
+	return out, nil
+}
+
+// get reads key; errNotFound if it does not exist, with the server's clock.
+func (s *Store) get(ctx context.Context, key string) (object, error) {
+	var o object
+	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
+		var err error
+		o, err = s.download(ctx, key, "")
+		return err
+	}, nil)
+	return o, err
+}
+
+// getIfChanged reads key unless its ETag is still etag (errNotModified).
+func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, error) {
+	var o object
+	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
+		var err error
+		o, err = s.download(ctx, key, etag)
+		return err
+	}, nil)
+	return o, err
+}
+
+// upload writes data to key in one request: only if absent when ifMatch is
+// "" and conditional is set, only if its ETag is ifMatch otherwise.
+func (s *Store) upload(ctx context.Context, key string, data []byte, conditional bool, ifMatch string) (string, error) {
+	c, err := s.clientFor(ctx)
+	if err != nil {
+		return "", err
+	}
+	var o blockblob.UploadOptions
+	if conditional {
+		m := &blob.ModifiedAccessConditions{}
+		if ifMatch == "" {
+			star := azcore.ETagAny
+			m.IfNoneMatch = &star
+		} else {
+			m.IfMatch = quoted(ifMatch)
+		}
+		o.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: m}
+	}
+	resp, err := c.NewBlockBlobClient(key).Upload(ctx, nopCloser{bytes.NewReader(data)}, &o)
+	if err != nil {
+		if status(err) == http.StatusPreconditionFailed || errorCode(err) == "BlobAlreadyExists" || errorCode(err) == "ConditionNotMet" {
+			return "", errPrecondition
+		}
+		return "", err
+	}
+	return etagOf(resp.ETag), nil
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// put writes a new body under a fresh name (no condition).
+func (s *Store) put(ctx context.Context, key string, data []byte) error {
+	return s.do(ctx, "write "+key, func(ctx context.Context) error {
+		_, err := s.upload(ctx, key, data, false, "")
+		return err
+	}, nil)
+}
+
+// putIf writes key only if its ETag is still ifMatch, or only if it does
+// not exist when ifMatch is "". See the S3 store's putIf for how a lost
+// answer is resolved by the document's nonce.
+func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
+	op := func(ctx context.Context) error {
+		e, err := s.upload(ctx, key, data, true, ifMatch)
+		if err != nil {
+			return err
+		}
+		etag = e
+		return nil
+	}
+	retry := func(ctx context.Context) (bool, error) {
+		o, err := s.download(ctx, key, "")
+		switch {
+		case errors.Is(err, errNotFound):
+			if ifMatch == "" {
+				return false, nil // not there yet: send it again
+			}
+			return true, errPrecondition
+		case err != nil:
+			return false, err
+		case landed(o.Data):
+			etag = o.ETag
+			return true, nil
+		case ifMatch != "" && o.ETag == ifMatch:
+			return false, nil
+		default:
+			return true, errPrecondition
+		}
+	}
+	err = s.do(ctx, "write "+key, op, retry)
+	return etag, err
+}
+
+// del removes key; a missing key is not an error.
+func (s *Store) del(ctx context.Context, key string) error {
+	return s.do(ctx, "delete "+key, func(ctx context.Context) error {
+		c, err := s.clientFor(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = c.NewBlobClient(key).Delete(ctx, nil)
+		if status(err) == http.StatusNotFound && errorCode(err) != "ContainerNotFound" {
+			return nil
+		}
+		return err
+	}, nil)
+}
+
+// listed is one blob of a listing.
+type listed struct {
+	Key  string
+	ETag string
+	At   time.Time
+}
+
+// list returns every blob under prefix, 1,000 a request.
+func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
+	var out []listed
+	var marker *string
+	for {
+		var page container.ListBlobsFlatResponse
+		err := s.do(ctx, "list "+prefix, func(ctx context.Context) error {
+			c, err := s.clientFor(ctx)
+			if err != nil {
+				return err
+			}
+			n := int32(1000)
+			pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix, Marker: marker, MaxResults: &n})
+			page, err = pager.NextPage(ctx)
+			return err
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		if page.Segment != nil {
+			for _, b := range page.Segment.BlobItems {
+				if b == nil || b.Name == nil || b.Properties == nil {
+					continue
+				}
+				l := listed{Key: *b.Name, ETag: etagOf(b.Properties.ETag)}
+				if b.Properties.LastModified != nil {
+					l.At = b.Properties.LastModified.UTC()
+				}
+				out = append(out, l)
+			}
+		}
+		if page.NextMarker == nil || *page.NextMarker == "" {
+			return out, nil
+		}
+		marker = page.NextMarker
+	}
+}

@@ -1,0 +1,301 @@
+// Package gcsstore is the Google Cloud Storage store backend
+// (`gs://BUCKET/PREFIX`): leases, receipts and encrypted Terraform state as
+// objects of a bucket, over Google's official JSON API client
+// (google.golang.org/api/storage/v1, the layer under
+// cloud.google.com/go/storage, whose gRPC and telemetry dependencies would
+// make every sponson start pay; docs/design.md §5.7) with credentials as
+// Google's libraries find them (application default credentials,
+// cloud.google.com/go/auth). Its layout and its protocol are the S3
+// store's (package s3store; docs/design.md §5.5); only the
+// compare-and-swap differs:
+//
+//   - Every write of an object gets a new generation. The scope's pointer
+//     is created with ifGenerationMatch=0 (only if absent) and replaced with
+//     ifGenerationMatch=G, G the generation it was read with; GCS refuses
+//     either with 412 when someone wrote first. Generations play the part
+//     of S3's ETags everywhere (the index, the ownership log).
+//   - The server's clock is the Date of each answer, as on S3.
+//   - Deletes are unconditional: like the S3 store, this one deletes only
+//     bodies under fresh names and garbage, never a pointer.
+//
+// Credentials: GOOGLE_APPLICATION_CREDENTIALS (a service account key or an
+// external account configuration, such as workload identity federation
+// from GitHub or GitLab OIDC), else the file of `gcloud auth
+// application-default login`, else the metadata server on Google Cloud;
+// STORAGE_EMULATOR_HOST points the store at an emulator without
+// credentials. A missing or refused credential is STORE_PERMISSION at once,
+// never retried (docs/design.md §5.7).
+package gcsstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	raw "google.golang.org/api/storage/v1"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Defaults of the retry loop.
+const (
+	// DefaultBudget is how long contention and transient failures are retried.
+	DefaultBudget = 60 * time.Second
+	// DefaultAttemptTimeout bounds one request, so a server that stopped
+	// answering costs one attempt, not the whole budget.
+	DefaultAttemptTimeout = 15 * time.Second
+	// TakeoverMargin is added to a lease's expiry before another holder may
+	// take it over: the server's Date is rounded down to the second.
+	TakeoverMargin = time.Second
+)
+
+// EmulatorEnv is the variable the Google client reads to talk to an
+// emulator (host:port or a URL) without credentials.
+const EmulatorEnv = "STORAGE_EMULATOR_HOST"
+
+// keyHint is what to do when the state key is missing or wrong.
+const keyHint = "Set " + statecrypt.EnvStateKey + " to 32 random bytes as hex or base64 (e.g. `openssl rand -hex 32`), the same key for every run against this bucket; " +
+	"or, unsafe because anyone who can read the bucket reads the state, set " + statecrypt.EnvStatePlaintext + "=1."
+
+// credentialHint names where the credential is looked up.
+const credentialHint = "Sponson finds Google credentials as Google's libraries do: the file named by GOOGLE_APPLICATION_CREDENTIALS " +
+	"(a service account key, or a workload identity federation configuration such as google-github-actions/auth writes), " +
+	"else the file of `gcloud auth application-default login` (~/.config/gcloud/application_default_credentials.json), " +
+	"else the metadata server on Google Cloud. For an emulator set " + EmulatorEnv + "=HOST:PORT."
+
+var hints = statecrypt.Hints{Key: keyHint, Restore: "Restore an earlier generation of the object if the bucket keeps noncurrent versions, or quarantine the scope and re-adopt its state."}
+
+// Store is the GCS store. It is safe for concurrent use; any number of
+// Stores in any number of processes may share one bucket and prefix.
+type Store struct {
+	bucket  string
+	prefix  string // "" or ending in "/"
+	display string
+
+	key   []byte
+	plain bool
+
+	budget         time.Duration
+	attemptTimeout time.Duration
+	now            func() time.Time
+	getenv         func(string) string
+
+	// The client is made by the first operation (clientFor): finding the
+	// credential may read files or ask the metadata server, which Open
+	// does not do.
+	clientMu sync.Mutex
+	client   *raw.Service
+
+	mu   sync.Mutex
+	envs map[string]*envCache
+
+	// The layout check of ready: layoutChecked once no newer marker was
+	// found, layoutWritten once the marker is there.
+	layoutMu      sync.Mutex
+	layoutChecked bool
+	layoutWritten bool
+	layout        int // the marker's, 0 while none was found
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithStateKey makes the store seal state with key (statecrypt.KeySize bytes).
+func WithStateKey(key []byte) Option { return func(s *Store) { s.key = key } }
+
+// WithPlaintextState lets the store write state unencrypted when it has no
+// key. Unsafe: anyone who can read the bucket reads every secret in it.
+func WithPlaintextState() Option { return func(s *Store) { s.plain = true } }
+
+// WithBudget sets how long transient failures and contention are retried.
+func WithBudget(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.budget = d
+		}
+	}
+}
+
+// WithAttemptTimeout bounds one request.
+func WithAttemptTimeout(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.attemptTimeout = d
+		}
+	}
+}
+
+// WithGetenv reads STORAGE_EMULATOR_HOST through getenv instead of the
+// process environment: for tests, which run in parallel. The credential is
+// found in the process environment, as Google's libraries find it.
+func WithGetenv(getenv func(string) string) Option {
+	return func(s *Store) {
+		if getenv != nil {
+			s.getenv = getenv
+		}
+	}
+}
+
+// WithClock is the time used when a response carries no Date (the server's
+// clock decides every expiry; this is only the fallback).
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// FromEnv returns the options the environment sets: the state key
+// (SPONSON_STATE_KEY) and the plaintext opt-in (SPONSON_STATE_PLAINTEXT),
+// read by statecrypt.FromEnv, and the retry budget (SPONSON_STORE_BUDGET,
+// store.BudgetFromEnv). A malformed value is a USAGE error, never a silent
+// default; a key is never repeated in an error.
+func FromEnv(getenv func(string) string) ([]Option, error) {
+	crypt, err := statecrypt.FromEnv(getenv, keyHint)
+	if err != nil {
+		return nil, err
+	}
+	budget, err := store.BudgetFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	opts := []Option{WithStateKey(crypt.Key), WithBudget(budget)}
+	if crypt.Plaintext {
+		opts = append(opts, WithPlaintextState())
+	}
+	return opts, nil
+}
+
+// Location is what a gs:// URL names.
+type Location struct {
+	Bucket string
+	Prefix string // "" or ending in "/"
+}
+
+// ParseURL parses gs://BUCKET[/PREFIX]. The URL takes no credentials and no
+// parameters: credentials come from application default credentials, an
+// emulator from STORAGE_EMULATOR_HOST.
+func ParseURL(raw string) (Location, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "gs" {
+		return Location{}, errcode.New(errcode.Usage, "--store %q is not a gs:// URL", redact(raw)).WithHint("Use --store gs://BUCKET/PREFIX.")
+	}
+	if u.User != nil {
+		return Location{}, errcode.New(errcode.Usage, "a gs:// store URL takes no credentials").WithHint(credentialHint)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return Location{}, errcode.New(errcode.Usage, "--store %q: a gs:// URL takes no parameters", redact(raw)).
+			WithHint("Use --store gs://BUCKET/PREFIX; an emulator is named by " + EmulatorEnv + ".")
+	}
+	loc := Location{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
+	if loc.Bucket == "" {
+		return Location{}, errcode.New(errcode.Usage, "--store %q names no bucket", redact(raw)).WithHint("Use --store gs://BUCKET/PREFIX.")
+	}
+	if loc.Prefix != "" {
+		for _, seg := range strings.Split(loc.Prefix, "/") {
+			if err := store.CheckName("store prefix segment", seg); err != nil {
+				return Location{}, err
+			}
+		}
+		loc.Prefix += "/"
+	}
+	return loc, nil
+}
+
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		u.User = nil
+		return u.String()
+	}
+	return "gs://…"
+}
+
+// Display is the URL as printed.
+func (l Location) Display() string { return "gs://" + l.Bucket + "/" + l.Prefix }
+
+// Open returns the store at raw (a gs:// URL). It makes no request and
+// looks for no credential: the first operation does both, and reports a
+// missing bucket, a missing credential or refused access.
+func Open(_ context.Context, raw string, opts ...Option) (*Store, error) {
+	loc, err := ParseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		bucket: loc.Bucket, prefix: loc.Prefix, display: loc.Display(),
+		budget: DefaultBudget, attemptTimeout: DefaultAttemptTimeout, now: time.Now, getenv: os.Getenv,
+		envs: map[string]*envCache{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.key != nil && len(s.key) != statecrypt.KeySize {
+		return nil, errcode.New(errcode.Usage, "the state key has %d bytes; it must have %d", len(s.key), statecrypt.KeySize).WithHint(keyHint)
+	}
+	return s, nil
+}
+
+// Display returns the store's URL.
+func (s *Store) Display() string { return s.display }
+
+// URL is the gs:// URL that opens this store again.
+func (s *Store) URL() string { return s.display }
+
+// Close does nothing: the store keeps idle connections only.
+func (s *Store) Close() error { return nil }
+
+// scopeID is the one place a Key becomes a path below its environment:
+// <S>/<scope>, S being the stack encoded by store.StackSegment ("_" for the
+// parent leases every stack shares). The pointer is
+// <env>/.leases/<scopeID>.json and the bodies live under <env>/<scopeID>/.
+// keyOf is its inverse.
+func scopeID(k store.Key) string { return store.StackSegment(k.Stack) + "/" + k.Scope }
+
+// keyOf returns the Key of a scope id listed under env's pointers.
+func keyOf(env, id string) (store.Key, bool) {
+	seg, scope, ok := strings.Cut(id, "/")
+	if !ok || strings.Contains(scope, "/") {
+		return store.Key{}, false
+	}
+	stack, ok := store.StackOf(seg)
+	if !ok {
+		return store.Key{}, false
+	}
+	k := store.Key{Stack: stack, Environment: env, Scope: scope}
+	return k, store.CheckKey(k) == nil
+}
+
+func (s *Store) leasesPrefix(env string) string { return s.prefix + env + "/.leases/" }
+func (s *Store) pointerKey(k store.Key) string {
+	return s.leasesPrefix(k.Environment) + scopeID(k) + ".json"
+}
+func (s *Store) scopeDir(k store.Key) string {
+	return s.prefix + k.Environment + "/" + scopeID(k) + "/"
+}
+
+// nonce returns 16 random hex digits.
+func nonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes instead
+	return hex.EncodeToString(b[:])
+}
+
+// ctxError is the error of a ctx that ended: STORE_CONTENDED for a deadline,
+// INTERRUPTED for a cancellation, with ctx.Err() in the chain.
+func ctxError(ctx context.Context, what string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errcode.Wrap(errcode.StoreContended, ctx.Err(), "gave up waiting to %s", what)
+	}
+	return errcode.Wrap(errcode.Interrupted, ctx.Err(), "interrupted before %s", what)
+}

@@ -1,0 +1,86 @@
+package gcsstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+)
+
+// Layout is the version of the object layout this package writes and reads
+// (docs/design.md §5.6): the S3 store's layout 3 (stacks and the ownership
+// log), which is the only one a gs:// prefix ever had. A newer one is
+// refused.
+const Layout = 3
+
+// layoutObject is the layout marker under the prefix. "@" never occurs in
+// an environment name, so no scope's objects can take its name.
+const layoutObject = "@layout.json"
+
+type layoutDoc struct {
+	Layout int `json:"layout"`
+}
+
+// ready checks the prefix's layout once per Store, before its first
+// operation (Open makes no request): a marker of a newer layout is
+// STORE_LAYOUT_NEWER, never read as an empty prefix. A prefix without a
+// marker is new: the first write records the
+// marker (a read leaves it unwritten, so read-only credentials can look at
+// a new prefix). A failed check is tried again by the next operation.
+func (s *Store) ready(ctx context.Context, write bool) error {
+	s.layoutMu.Lock()
+	defer s.layoutMu.Unlock()
+	if s.layoutWritten || (s.layoutChecked && !write) {
+		return nil
+	}
+	for {
+		v, err := s.layoutVersion(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case v > Layout:
+			return store.NewerLayoutError(s.display, v, Layout)
+		case v == Layout:
+			s.layoutChecked, s.layoutWritten, s.layout = true, true, v
+			return nil
+		case v > 0:
+			// No sponson wrote an older layout on GCS.
+			return errcode.New(errcode.StoreUnavailable, "the layout marker gs://%s/%s%s records layout %d, which no GCS store writes; restore it (it reads {\"layout\": %d})", s.bucket, s.prefix, layoutObject, v, Layout).With("store", s.display)
+		}
+		s.layoutChecked = true
+		if !write {
+			return nil
+		}
+		doc, _ := json.Marshal(layoutDoc{Layout: Layout}) // cannot fail
+		_, err = s.putIf(ctx, s.prefix+layoutObject, doc, "", func(cur []byte) bool { return bytes.Equal(cur, doc) })
+		switch {
+		case err == nil:
+			s.layoutWritten, s.layout = true, Layout
+			return nil
+		case !errors.Is(err, errPrecondition):
+			return err
+		}
+		// Another run wrote the marker first: read what it wrote.
+	}
+}
+
+// layoutVersion is the version the marker records, 0 without a marker.
+func (s *Store) layoutVersion(ctx context.Context) (int, error) {
+	key := s.prefix + layoutObject
+	o, err := s.get(ctx, key)
+	if errors.Is(err, errNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var doc layoutDoc
+	if err := json.Unmarshal(o.Data, &doc); err != nil || doc.Layout < 1 {
+		return 0, errcode.New(errcode.StoreUnavailable, "the layout marker gs://%s/%s is unreadable; restore it (it reads {\"layout\": %d})", s.bucket, key, Layout).With("store", s.display)
+	}
+	return doc.Layout, nil
+}
