@@ -130,19 +130,7 @@ func WithGetenv(getenv func(string) string) Option {
 // plaintext opt-in (statecrypt.FromEnv) and the retry budget
 // (store.BudgetFromEnv).
 func FromEnv(getenv func(string) string) ([]Option, error) {
-	crypt, err := statecrypt.FromEnv(getenv, keyHint)
-	if err != nil {
-		return nil, err
-	}
-	budget, err := store.BudgetFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
-	opts := []Option{WithStateKey(crypt.Key), WithBudget(budget)}
-	if crypt.Plaintext {
-		opts = append(opts, WithPlaintextState())
-	}
-	return opts, nil
+	return store.OptionsFromEnv(getenv, keyHint, store.SealedOptions[Option]{StateKey: WithStateKey, Budget: WithBudget, PlaintextState: WithPlaintextState})
 }
 
 // Location is what an azblob:// URL names.

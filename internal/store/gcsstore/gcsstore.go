@@ -162,19 +162,7 @@ func WithClock(now func() time.Time) Option {
 // store.BudgetFromEnv). A malformed value is a USAGE error, never a silent
 // default; a key is never repeated in an error.
 func FromEnv(getenv func(string) string) ([]Option, error) {
-	crypt, err := statecrypt.FromEnv(getenv, keyHint)
-	if err != nil {
-		return nil, err
-	}
-	budget, err := store.BudgetFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
-	opts := []Option{WithStateKey(crypt.Key), WithBudget(budget)}
-	if crypt.Plaintext {
-		opts = append(opts, WithPlaintextState())
-	}
-	return opts, nil
+	return store.OptionsFromEnv(getenv, keyHint, store.SealedOptions[Option]{StateKey: WithStateKey, Budget: WithBudget, PlaintextState: WithPlaintextState})
 }
 
 // Location is what a gs:// URL names.

@@ -38,19 +38,7 @@ var hints = statecrypt.Hints{Key: keyHint, Restore: "Restore it from the branch'
 // store.BudgetFromEnv). A malformed value is a USAGE error, so a typo never
 // silently means "no key".
 func FromEnv(getenv func(string) string) ([]Option, error) {
-	crypt, err := statecrypt.FromEnv(getenv, keyHint)
-	if err != nil {
-		return nil, err
-	}
-	budget, err := store.BudgetFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
-	opts := []Option{WithStateKey(crypt.Key), WithBudget(budget)}
-	if crypt.Plaintext {
-		opts = append(opts, WithPlaintextState())
-	}
-	return opts, nil
+	return store.OptionsFromEnv(getenv, keyHint, store.SealedOptions[Option]{StateKey: WithStateKey, Budget: WithBudget, PlaintextState: WithPlaintextState})
 }
 
 // ParseKey decodes a state key: 64 hex digits, or base64 of 32 bytes. The
