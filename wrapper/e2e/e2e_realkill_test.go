@@ -40,14 +40,17 @@ func TestE2ERealProvidersRandomKills(t *testing.T) {
 	if strings.Contains(filepath.Base(os.Getenv("SPONSON_TEST_ENGINE")), "terraform") {
 		kills = 3
 	}
-	for _, storeName := range []string{"file", "git"} {
+	for _, storeName := range []string{"file", "git", "postgres"} {
 		t.Run(storeName, func(t *testing.T) {
 			env := []string{"TF_CLI_CONFIG_FILE=" + cfg}
 			var store []string
-			if storeName == "git" {
+			switch storeName {
+			case "git":
 				_, flag, storeEnv := gitRemote(t)
 				store = []string{flag}
 				env = append(env, storeEnv...)
+			case "postgres":
+				store = []string{"--store=" + newPgE2E(t).url}
 			}
 			k := &realKills{t: t, h: h, dir: h.workdir("testdata/realkill"), env: env, store: store, base: t.TempDir()}
 			seed := uint64(time.Now().UnixNano())
