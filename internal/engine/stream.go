@@ -182,9 +182,11 @@ func (s *uiStream) heartbeat(interval time.Duration, now func() time.Time) (stop
 	s.mu.Lock()
 	s.now, s.inFlight = now, map[string]*flight{}
 	s.mu.Unlock()
-	// Checked six times an interval, so that no resource goes more than
-	// 7/6 of the interval unspoken of.
-	t := time.NewTicker(max(interval/6, time.Second))
+	// Checked every tick, a sixth of the interval: a resource unspoken of
+	// for the interval less a tick is spoken of at the next one, so no
+	// resource goes longer than the interval without a line.
+	tick := max(interval/6, time.Second)
+	t := time.NewTicker(tick)
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -192,7 +194,7 @@ func (s *uiStream) heartbeat(interval time.Duration, now func() time.Time) (stop
 			case <-done:
 				return
 			case <-t.C:
-				s.beat(interval)
+				s.beat(interval - tick)
 			}
 		}
 	}()
@@ -202,15 +204,15 @@ func (s *uiStream) heartbeat(interval time.Duration, now func() time.Time) (stop
 	}
 }
 
-// beat speaks of every resource in flight that nothing spoke of for the
-// interval, in the order of their addresses.
-func (s *uiStream) beat(interval time.Duration) {
+// beat speaks of every resource in flight that nothing spoke of for at
+// least quiet, in the order of their addresses.
+func (s *uiStream) beat(quiet time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	addrs := make([]string, 0, len(s.inFlight))
 	for a, f := range s.inFlight {
-		if now.Sub(f.last) >= interval {
+		if now.Sub(f.last) >= quiet {
 			addrs = append(addrs, a)
 		}
 	}
