@@ -35,7 +35,15 @@ func gitRemote(t *testing.T) (bare string, flag string, env []string) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	return bare, "--store=git+file://" + bare, []string{"SPONSON_STATE_KEY=" + hex.EncodeToString(gitStateKey)}
+	// The remote's receive-pack runs in a session of its own, as a real
+	// remote's runs on its server: a test that kills a run's whole process
+	// group kills the client, never the remote's half of a push in the
+	// middle of its ref update (which would leave the ref's lock file on
+	// the remote, a crash of the server rather than of the run).
+	return bare, "--store=git+file://" + bare, []string{
+		"SPONSON_STATE_KEY=" + hex.EncodeToString(gitStateKey),
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=remote.sponson.receivepack", "GIT_CONFIG_VALUE_0=setsid -w git receive-pack",
+	}
 }
 
 // gitParallel runs n sponson processes at once in dir with env.

@@ -120,6 +120,36 @@ done
 	}
 }
 
+// TestStaleRefLock: a ref lock file a dead push left on the remote is
+// retried within the budget like a race, and then named in STORE_CONTENDED,
+// not blamed on other writers; once removed, the write goes through.
+func TestStaleRefLock(t *testing.T) {
+	t.Parallel()
+	remote := newRemote(t)
+	s := openStore(t, remote, gitstore.WithBudget(400*time.Millisecond))
+	gitstore.StepBudgetClock(s, 100*time.Millisecond)
+	g := mustAcquire(t, s, pr1, "run-a", time.Minute)
+	ref := strings.TrimSpace(git(t, remote, "for-each-ref", "--format=%(refname)", "refs/heads/sponson-stacks/"))
+	if ref == "" || strings.Contains(ref, "\n") {
+		t.Fatalf("the remote's scope branches: %q, want one", ref)
+	}
+	lock := filepath.Join(remote, ref+".lock")
+	if err := os.WriteFile(lock, []byte("0000000000000000000000000000000000000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Renew(t.Context(), g.Lease, time.Minute)
+	e := wantCode(t, err, errcode.StoreContended)
+	if !strings.Contains(e.Message, lock) || strings.Contains(e.Message, "other writers") || !strings.Contains(e.Hint, "remove that file") {
+		t.Errorf("STORE_CONTENDED for a held ref lock: %q (hint %q), want it to name %s", e.Message, e.Hint, lock)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Renew(t.Context(), g.Lease, time.Minute); err != nil {
+		t.Fatalf("renew after the lock was removed: %v", err)
+	}
+}
+
 // gitHTTP serves the bare repositories under root over smart HTTP with git
 // http-backend. With user set, requests need that user and password (basic
 // auth) and may push; without, anyone may read and nobody may push, as with

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -275,7 +276,7 @@ func (s *Store) push(ctx context.Context, ref, expect, commit string) (outcome p
 			return pushed, "", nil
 		case strings.Contains(status, "[remote rejected]"):
 			if raceRe().MatchString(status) {
-				return raced, status, nil
+				return raced, status + heldLock(stderr), nil
 			}
 			return refused, remoteReason(status, stderr), nil
 		case strings.Contains(status, "[rejected]"):
@@ -293,6 +294,32 @@ func (s *Store) push(ctx context.Context, ref, expect, commit string) (outcome p
 // raceRe finds remote rejections that mean someone else moved the ref first.
 var raceRe = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)failed to lock|cannot lock ref|failed to update ref|incorrect old value|is at [0-9a-f]+ but expected|reference already exists|stale info`)
+})
+
+// heldLock is, when the remote could not take a ref's lock because its lock
+// file exists, " (lock file PATH exists)": a push that crashed on the
+// remote's side (killed with its client, on a local remote) leaves the lock
+// behind, and no later push can move the ref until someone removes it. A
+// live push holds the lock for milliseconds, so the store retries as for a
+// race and, if the budget ends with the lock still there, names the file
+// (docs/design.md §5.3).
+func heldLock(stderr string) string {
+	if m := lockRe().FindStringSubmatch(stderr); m != nil {
+		return " (lock file " + filepath.Clean(m[1]) + " exists)"
+	}
+	return ""
+}
+
+// lockOf is the lock file a raced push's reason names, "" if none.
+func lockOf(reason string) string {
+	if i := strings.Index(reason, " (lock file "); i >= 0 {
+		return reason[i:]
+	}
+	return ""
+}
+
+var lockRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`Unable to create '([^']+\.lock)': File exists`)
 })
 
 // remoteReason is the remote's refusal with what its hooks printed.

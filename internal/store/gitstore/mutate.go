@@ -120,6 +120,7 @@ func (m *mutation) write(snap *snapshot, ch *change, fresh bool) (over bool, err
 		ch.finish()
 		return true, nil
 	case raced:
+		m.r.lock = lockOf(reason)
 		if fresh {
 			if err := m.r.race(); err != nil {
 				return true, err

@@ -21,6 +21,9 @@ type retrier struct {
 	op, ref  string
 	start    time.Time
 	attempts int
+	// lock is the remote's ref lock file the last refused push named
+	// (heldLock), "" when the push lost to another writer.
+	lock string
 }
 
 func (s *Store) retrier(ctx context.Context, op, ref string) *retrier {
@@ -36,6 +39,12 @@ func (r *retrier) race() error {
 	if ok, err := r.wait(); !ok {
 		if err != nil {
 			return err
+		}
+		if r.lock != "" {
+			return errcode.New(errcode.StoreContended, "gave up %s %s on %s after %d attempts in %s: the remote kept refusing to lock the ref%s (budget %s)",
+				r.op, r.ref, r.s.display, r.attempts, r.elapsed().Round(time.Millisecond), r.lock, r.s.budget).
+				WithHint("A push that crashed on the remote's side can leave its lock file behind; when no push to this remote is running, remove that file and run again.").
+				With("branch", r.ref).With("remote", r.s.display).With("attempts", r.attempts)
 		}
 		return errcode.New(errcode.StoreContended, "gave up %s %s on %s after %d attempts in %s: other writers kept moving it (budget %s)",
 			r.op, r.ref, r.s.display, r.attempts, r.elapsed().Round(time.Millisecond), r.s.budget).
