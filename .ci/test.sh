@@ -6,7 +6,7 @@
 #   e2e-terraform   the same tests driving the real HashiCorp Terraform, but
 #                   for those of .ci/e2e-one-engine.txt, whose subject is
 #                   not the engine (OpenTofu runs them).
-# The acceptance tier runs beside the unit tier (see below).
+# The tiers run in two lanes, side by side (see below).
 # The e2e tiers hold the real-provider tests (TestE2ERealProviders*, over
 # HashiCorp's providers from ../shared/providers or SPONSON_REAL_PROVIDERS,
 # and the time provider of `make tools`): without the binaries they skip,
@@ -70,40 +70,46 @@ tier() {
 }
 
 # beside TIER CMD...: runs the tier in the background, its output held in
-# .tools/tier-TIER.log; joined waits for it, prints that log and counts its
-# failure.
-side_pid="" side_name=""
+# .tools/tier-TIER.log; joined TIER waits for it, prints that log and counts
+# its failure.
+declare -A side_pid=()
 beside() {
-	side_name=$1
+	local name=$1
 	(
 		status=0
 		tier "$@"
 		exit "$status"
-	) >"$root/.tools/tier-$1.log" 2>&1 &
-	side_pid=$!
+	) >"$root/.tools/tier-$name.log" 2>&1 &
+	side_pid[$name]=$!
 }
 joined() {
-	wait "$side_pid" || status=1
-	cat "$root/.tools/tier-$side_name.log"
+	wait "${side_pid[$1]}" || status=1
+	cat "$root/.tools/tier-$1.log"
 }
 
 : >"$root/.tools/test-summary.log"
 : >"$root/.tools/test-durations.log"
-# The acceptance tier runs beside the unit tier: alone, each keeps about one
-# of the two cores busy (the CPU line of each tier says so). It runs with
-# its output held and printed whole when it ends, so the log reads tier by
-# tier. The two e2e tiers run one after the other: side by side (about 25%
-# faster) a killed run's git-store test of one tier lost its writes to
-# contention under the other's load (TestE2EKilledChainSettlesItself/git,
-# "other writers kept moving it", once in four runs).
+# Two lanes, so that both cores stay busy: alone, each tier keeps about one
+# of the two busy (the CPU line of each tier says so), since its tests wait
+# on engines, providers, leases and servers more than they compute.
+#   lane 1: e2e-opentofu, the longest tier, from the start;
+#   lane 2: unit beside acceptance, then e2e-terraform.
+# A tier in the background runs with its output held and printed whole when
+# it is joined, so the log reads tier by tier. (The e2e tiers once ran one
+# after the other because a killed run's git-store test lost its writes under
+# the other's load: the kill of the run's process group also killed the local
+# remote's receive-pack in the middle of its ref update, leaving the ref's
+# lock file behind. The tests' git remote now runs receive-pack in a session
+# of its own, as a real remote's server does: wrapper/e2e/e2e_git_test.go.)
+beside e2e-opentofu env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
+	go test -count=1 -json -run '^TestE2E' -timeout 60m "$@" ./wrapper/...
 beside acceptance env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -count=1 -json -run '^TestAcc' "$@" ./provider/... ./internal/fixtureprovider/...
 tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig ./.ci/installsh ./.ci/testsummary
-joined
-tier e2e-opentofu env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
-	go test -count=1 -json -run '^TestE2E' -timeout 60m "$@" ./wrapper/...
+joined acceptance
 tier e2e-terraform env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$terraform" \
 	go test -count=1 -json -run '^TestE2E' -skip "^($one_engine)\$" -timeout 60m "$@" ./wrapper/...
+joined e2e-opentofu
 
 awk -F'[:,]' '/^(unit|acceptance|e2e-opentofu|e2e-terraform): [0-9]+ passed/ {
 	split($2, p, " "); split($3, f, " "); split($4, s, " ");
