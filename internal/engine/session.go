@@ -163,11 +163,23 @@ func (s *Session) streaming() func() {
 	return func() { s.tf.SetStdout(io.Discard) }
 }
 
-// Plan writes a saved plan to out and reports whether it has changes. lock
-// false is for read-only plans, which must not take the engine's lock.
-func (s *Session) Plan(ctx context.Context, out string, destroy, lock bool, vars []VarArg) (bool, error) {
-	opts := append([]tfexec.PlanOption{tfexec.Out(out), tfexec.Destroy(destroy), tfexec.Lock(lock)}, s.flags.planOptions()...)
-	restore, err := withCLIArgs("plan", s.flags.planExtra(vars))
+// PlanOptions are what one plan asks for beyond the session's flags.
+type PlanOptions struct {
+	// Out is where the saved plan goes.
+	Out string
+	// Destroy plans the destruction of every object of the state.
+	Destroy bool
+	// Lock takes the engine's state lock; false for read-only plans,
+	// which must not.
+	Lock bool
+	// Vars are the -var and -var-file arguments, in command-line order.
+	Vars []VarArg
+}
+
+// Plan writes a saved plan to o.Out and reports whether it has changes.
+func (s *Session) Plan(ctx context.Context, o PlanOptions) (bool, error) {
+	opts := append([]tfexec.PlanOption{tfexec.Out(o.Out), tfexec.Destroy(o.Destroy), tfexec.Lock(o.Lock)}, s.flags.planOptions()...)
+	restore, err := withCLIArgs("plan", s.flags.planExtra(o.Vars))
 	if err != nil {
 		return false, errcode.Wrap(errcode.Internal, err, "passing -var and -var-file to the engine")
 	}

@@ -413,8 +413,8 @@ func engineErr(step string, err error) error {
 	return errcode.Wrap(errcode.EngineFailed, err, "fake %s failed", step).With("step", step)
 }
 
-func (s *fakeSession) Plan(ctx context.Context, out string, destroy, lock bool, vars []engine.VarArg) (bool, error) {
-	changed, err := s.plan(ctx, out, destroy, vars)
+func (s *fakeSession) Plan(ctx context.Context, o engine.PlanOptions) (bool, error) {
+	changed, err := s.plan(ctx, o.Out, o.Destroy, o.Vars)
 	return changed, engineErr("plan", err)
 }
 

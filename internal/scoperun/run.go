@@ -156,7 +156,7 @@ type Options struct {
 type Engine interface {
 	Init(ctx context.Context) error
 	SelectWorkspace(ctx context.Context, name string) error
-	Plan(ctx context.Context, out string, destroy, lock bool, vars []engine.VarArg) (bool, error)
+	Plan(ctx context.Context, o engine.PlanOptions) (bool, error)
 	ShowPlan(ctx context.Context, path string) (*tfjson.Plan, error)
 	Apply(ctx context.Context, plan string) error
 	Import(ctx context.Context, address, id string, vars []engine.VarArg) error

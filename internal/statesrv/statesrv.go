@@ -45,9 +45,7 @@ type Writer interface {
 }
 
 // Reader is what the server reads: the scope's state.
-type Reader interface {
-	ReadState(ctx context.Context, key store.Key) ([]byte, error)
-}
+type Reader = store.StateReader
 
 // Server is a running state server.
 type Server struct {

@@ -17,7 +17,7 @@ const JournalRecord = "completions"
 // records.
 type LatestReader interface {
 	LatestReceipt(ctx context.Context, key Key) (*receipt.Receipt, error)
-	ReadRecord(ctx context.Context, key Key, name string) ([]byte, error)
+	RecordReader
 }
 
 // Latest returns the scope's latest receipt as a run reads it: its ledger

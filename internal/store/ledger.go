@@ -27,8 +27,9 @@ const CompactFrom = 2000
 const rebaseAt = 4
 
 // RecordReader reads a scope's records: what expanding a compact receipt
-// needs.
+// needs, and the reading part of Records.
 type RecordReader interface {
+	// ReadRecord returns a record, nil if there is none.
 	ReadRecord(ctx context.Context, key Key, name string) ([]byte, error)
 }
 

@@ -132,14 +132,14 @@ type Receipts interface {
 type States interface {
 	// WriteState replaces the scope's Terraform state, fenced by l.
 	WriteState(ctx context.Context, l Lease, state []byte) error
-	// ReadState returns the scope's Terraform state, nil if none.
-	ReadState(ctx context.Context, key Key) ([]byte, error)
+	StateReader
 }
 
 // StateReader reads a scope's state: what the provider's sponson_outputs
 // needs of the run's store, which the wrapper hands to the provider it
-// serves (provider.EngineEnv).
+// serves (provider.EngineEnv), and the reading part of States.
 type StateReader interface {
+	// ReadState returns the scope's Terraform state, nil if none.
 	ReadState(ctx context.Context, key Key) ([]byte, error)
 }
 
@@ -150,8 +150,7 @@ type Records interface {
 	// WriteRecord stores a record, fenced by l. name is a plain path
 	// segment.
 	WriteRecord(ctx context.Context, l Lease, name string, data []byte) error
-	// ReadRecord returns a record, nil if there is none.
-	ReadRecord(ctx context.Context, key Key, name string) ([]byte, error)
+	RecordReader
 	// DeleteRecord removes a record, fenced by l; removing a record that
 	// does not exist is not an error.
 	DeleteRecord(ctx context.Context, l Lease, name string) error
