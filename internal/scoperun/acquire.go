@@ -34,15 +34,15 @@ func (r *runner) acquire(ctx, bg context.Context) error {
 			since = now()
 		}
 		ev := WaitEvent{Key: r.key, Lease: l, Waited: now().Sub(since)}
-		if r.o.OnWait != nil {
-			r.o.OnWait(ev)
+		if r.o.Report.OnWait != nil {
+			r.o.Report.OnWait(ev)
 		} else {
 			r.info(ev.Line())
 		}
 	}
 	held, err := lease.Acquire(ctx, r.o.Store, r.key, r.o.RunID, cfg)
-	if !since.IsZero() && r.o.OnWait != nil {
-		r.o.OnWait(WaitEvent{Key: r.key, Done: true})
+	if !since.IsZero() && r.o.Report.OnWait != nil {
+		r.o.Report.OnWait(WaitEvent{Key: r.key, Done: true})
 	}
 	if err != nil {
 		return err

@@ -54,9 +54,9 @@ func (r *runner) checkPolicies(ctx context.Context, c *checked, prev *receipt.Re
 	r.res.Policies = out
 	// The warnings are shown as they come; the review lists them with the
 	// verdict (Result.Policies), not again among the run's warnings.
-	if r.o.Warn != nil {
+	if r.o.Report.Warn != nil {
 		for _, m := range out.Warn {
-			r.o.Warn(fmt.Sprintf("policy warning: %s (%s, %s)", m.Msg, m.Rule, m.Policy))
+			r.o.Report.Warn(fmt.Sprintf("policy warning: %s (%s, %s)", m.Msg, m.Rule, m.Policy))
 		}
 	}
 	if p := out.Proposed; p != nil {

@@ -364,12 +364,12 @@ func (w *world) run(scope string, cmd Command, objects []string, crash string) (
 	o := Options{
 		Command: cmd, Dir: w.dir, Context: propContext(scope), Store: w.st, StoreURL: "file://" + filepath.Join(w.root, "store"),
 		Engine: "fake", ProviderBinary: "/nonexistent", ProviderVersion: "0.1.0",
-		Lease: lease.Config{TTL: time.Minute}, Vars: vars, EngineOut: io.Discard,
+		Lease: lease.Config{TTL: time.Minute}, Vars: vars, Report: Reporter{EngineOut: io.Discard},
 		RunID: fmt.Sprintf("run-%08x", w.runs), OpenEngine: w.cloud.opener(),
 	}
 	// The handover events the run reported, for the history.
 	var events []string
-	o.Warn = func(msg string) {
+	o.Report.Warn = func(msg string) {
 		for _, ev := range []struct{ prefix, tag string }{
 			{"inherited ", "inherited"},
 			{"resuming the takeover", "resumed"},

@@ -99,25 +99,12 @@ type Options struct {
 	// Label names the command in the receipt when it is not Command
 	// (`sponson import` runs an Apply).
 	Label string
-	// EngineOut receives the engine's own output as it runs.
-	EngineOut io.Writer
-	// Heartbeat is the longest the apply's log stays silent about a
-	// resource in flight (engine.Options.Heartbeat; SPONSON_HEARTBEAT).
-	Heartbeat time.Duration
+	// Report is where the run reports as it goes.
+	Report Reporter
 	// Job and Host describe this run in the scope's lease record, with the
 	// context's commit and pull request, for whoever waits for it.
 	Job  runctx.Job
 	Host string
-	// OnWait, when set, receives each poll of a wait for the scope's lease
-	// and its end (Done); without it each poll is an Info line.
-	OnWait func(WaitEvent)
-	// Warn and Info report progress as it happens; either may be nil.
-	Warn func(string)
-	Info func(string)
-	// Section, when set, opens a named part of the engine's output (init,
-	// plan, apply) and returns the function that closes it: GitLab's
-	// collapsible log sections, GitHub's groups.
-	Section func(name, title string) (end func())
 	// RunID identifies the run; NewRunID when empty.
 	RunID string
 	// SavePlan, in a plan, is where the saved plan goes (`plan -out`).
@@ -149,6 +136,26 @@ type Options struct {
 	// trusted ones: evaluated for the review, never judging the run.
 	Policy         *policy.Set
 	ProposedPolicy *policy.Set
+}
+
+// Reporter is where a run reports as it goes: the command builds it once,
+// and every scope the command runs (gc's, drift's) reports through it.
+type Reporter struct {
+	// EngineOut receives the engine's own output as it runs.
+	EngineOut io.Writer
+	// Heartbeat is the longest the apply's log stays silent about a
+	// resource in flight (engine.Options.Heartbeat; SPONSON_HEARTBEAT).
+	Heartbeat time.Duration
+	// OnWait, when set, receives each poll of a wait for the scope's lease
+	// and its end (Done); without it each poll is an Info line.
+	OnWait func(WaitEvent)
+	// Warn and Info report progress as it happens; either may be nil.
+	Warn func(string)
+	Info func(string)
+	// Section, when set, opens a named part of the engine's output (init,
+	// plan, apply) and returns the function that closes it: GitLab's
+	// collapsible log sections, GitHub's groups.
+	Section func(name, title string) (end func())
 }
 
 // Engine is what a run needs of the engine: *engine.Session, or a test's
@@ -270,8 +277,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.RunID == "" {
 		o.RunID = NewRunID()
 	}
-	if o.EngineOut == nil {
-		o.EngineOut = io.Discard
+	if o.Report.EngineOut == nil {
+		o.Report.EngineOut = io.Discard
 	}
 	r := &runner{o: o, key: store.Key{Stack: o.Context.Stack, Environment: o.Context.Environment, Scope: o.Context.Scope}, started: time.Now()}
 	r.res = &Result{RunID: o.RunID, Command: o.Command, Key: r.key}
@@ -359,22 +366,22 @@ func (r *runner) run(ctx context.Context) error {
 
 func (r *runner) warn(msg string) {
 	r.res.Warnings = append(r.res.Warnings, msg)
-	if r.o.Warn != nil {
-		r.o.Warn(msg)
+	if r.o.Report.Warn != nil {
+		r.o.Report.Warn(msg)
 	}
 }
 
 // section opens a part of the engine's output (Options.Section).
 func (r *runner) section(name, title string) func() {
-	if r.o.Section == nil {
+	if r.o.Report.Section == nil {
 		return func() {}
 	}
-	return r.o.Section(name, title)
+	return r.o.Report.Section(name, title)
 }
 
 func (r *runner) info(msg string) {
-	if r.o.Info != nil {
-		r.o.Info(msg)
+	if r.o.Report.Info != nil {
+		r.o.Report.Info(msg)
 	}
 }
 

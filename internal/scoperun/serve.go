@@ -63,7 +63,7 @@ func (r *runner) serve(ctx context.Context, work workdir, stateKey store.Key) (*
 	if open == nil {
 		open = func(ctx context.Context, eo engine.Options) (Engine, error) { return engine.Open(ctx, eo) }
 	}
-	sess, err := open(runCtx, engine.Options{Dir: r.o.Dir, Binary: r.o.Engine, Env: env, Stdout: r.o.EngineOut, Stderr: r.o.EngineOut, Flags: r.o.EngineFlags, Heartbeat: r.o.Heartbeat, OnEvent: r.onEngineEvent, OnReadEnd: r.onEngineReadEnd})
+	sess, err := open(runCtx, engine.Options{Dir: r.o.Dir, Binary: r.o.Engine, Env: env, Stdout: r.o.Report.EngineOut, Stderr: r.o.Report.EngineOut, Flags: r.o.EngineFlags, Heartbeat: r.o.Report.Heartbeat, OnEvent: r.onEngineEvent, OnReadEnd: r.onEngineReadEnd})
 	if err != nil {
 		return nil, err
 	}

@@ -300,7 +300,7 @@ func driftScope(ctx context.Context, base scoperun.Options, s store.ScopeSummary
 	o.Context = c
 	o.EngineFlags.RefreshOnly = true
 	o.PlanText = wantText
-	o.EngineOut = engineOut
+	o.Report.EngineOut = engineOut
 	o.RunID = scoperun.NewRunID()
 	// The engine session sets its variables in the process environment
 	// (TF_CLI_CONFIG_FILE, TF_DATA_DIR, the state server's): each check

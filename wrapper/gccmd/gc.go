@@ -580,10 +580,13 @@ func (g *gcRun) destroyOne(ctx context.Context, destroy func(context.Context, sc
 	o := base
 	o.Context = gc.DestroyContext(base.Context, c)
 	o.RunID = scoperun.NewRunID()
-	o.EngineOut = g.engine
 	warnOut := cmdutil.Printer{W: g.io.ErrOut}
-	o.Warn = func(s string) { warnOut.Warn(c.Scope + ": " + s) }
-	o.Info = func(s string) { warnOut.Line("%s", s) }
+	o.Report = scoperun.Reporter{
+		EngineOut: g.engine,
+		Heartbeat: base.Report.Heartbeat,
+		Warn:      func(s string) { warnOut.Warn(c.Scope + ": " + s) },
+		Info:      func(s string) { warnOut.Line("%s", s) },
+	}
 	g.p.Line("%s", cmdutil.Header(string(scoperun.Destroy), o.Context.Environment, c.Scope, o.RunID))
 	r, err := destroy(ctx, o)
 	row.RunID = o.RunID

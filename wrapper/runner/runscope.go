@@ -140,7 +140,7 @@ func ResolveRun(r *cmdutil.RunFlags, cmd *cobra.Command, f *cmdutil.Factory, com
 			Vars:             r.EngineArgs.Vars,
 			EngineFlags:      r.EngineArgs.Flags,
 			ServeProvider:    serveProvider,
-			Heartbeat:        hb,
+			Report:           scoperun.Reporter{Heartbeat: hb},
 			Policy:           pol,
 			ProposedPolicy:   proposedPol,
 		},
@@ -397,16 +397,19 @@ func RunScope(ctx context.Context, in *RunInput) cmdutil.Outcome {
 	}
 	warnOut := cmdutil.Printer{W: out.ErrOut}
 	o.RunID = scoperun.NewRunID()
-	o.EngineOut = engineOut
-	o.Warn = warnOut.Warn
-	o.Info = func(s string) { warnOut.Line("%s", s) }
-	o.Section = cmdutil.LogSections(out.Getenv, in.Now, engineOut)
+	wait := cmdutil.NewWaitLine(out.ErrOut, out.IsTerminal != nil && out.IsTerminal(out.ErrOut), nil)
+	o.Report = scoperun.Reporter{
+		EngineOut: engineOut,
+		Heartbeat: o.Report.Heartbeat,
+		OnWait:    wait.Event,
+		Warn:      warnOut.Warn,
+		Info:      func(s string) { warnOut.Line("%s", s) },
+		Section:   cmdutil.LogSections(out.Getenv, in.Now, engineOut),
+	}
 	o.Job = runctx.DetectJob(out.Getenv)
 	if o.Host, _ = os.Hostname(); o.Host == "" {
 		o.Host = "unknown"
 	}
-	wait := cmdutil.NewWaitLine(out.ErrOut, out.IsTerminal != nil && out.IsTerminal(out.ErrOut), nil)
-	o.OnWait = wait.Event
 	name := string(o.Command)
 	if o.Label != "" {
 		name = o.Label
