@@ -289,8 +289,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r.res, err
 }
 
-// run is the list of the phases. A plan stops after the check, and so does
-// an apply whose plan changes nothing (the fast path, unchanged.go); a destroy
+// run is the list of the phases. A plan stops after the check (a plan that
+// changes nothing before reading the plan's JSON), and so does an apply
+// whose plan changes nothing (the fast path, unchanged.go); a destroy
 // with nothing to destroy stops after prepare, one that only drops a copy
 // of a predecessor's state after load.
 func (r *runner) run(ctx context.Context) error {
@@ -331,7 +332,7 @@ func (r *runner) run(ctx context.Context) error {
 	if denied != nil && r.o.Command != Plan {
 		return denied
 	}
-	if chk.fast {
+	if chk.fast && r.o.Command == Apply {
 		// Nothing to apply and nothing the plan's values could change in
 		// the receipt (unchanged.go).
 		return r.recordUnchanged(bg, ld, st, chk)

@@ -39,12 +39,29 @@ import (
 //
 // Whenever one of these fails the run reads the plan as JSON and takes the
 // full path: the fast path only ever leaves out work whose outcome is known.
+//
+// A plan that saves nothing (no -out, no --json-plan) takes the same path
+// under the same conditions, and ends there with nothing written: its
+// outcome is "no changes", its result carries no plan, and the stacks that
+// read its outputs in a run of many stacks read its applied state, which
+// is what it plans (issue 50 item 2: `plan --all` of unchanged stacks pays
+// one engine start per stack, the plan, as the bare engine does).
 
 // fastPathAllowed reports whether an apply may skip the plan's JSON when
 // the engine finds no change: what can be decided before the engine plans,
 // from what load and settle produced.
 func (r *runner) fastPathAllowed(work workdir, ld *loaded, st *settled) bool {
-	if r.o.Command != Apply || r.o.Saved != nil || r.o.ImportOnly || r.o.PlanText || work.ownBackend() || len(st.out) > 0 {
+	switch r.o.Command {
+	case Apply:
+	case Plan:
+		// A plan that saves nothing: no -out, no --json-plan.
+		if r.o.SavePlan != "" || r.o.JSONPlan != "" {
+			return false
+		}
+	default:
+		return false
+	}
+	if r.o.Saved != nil || r.o.ImportOnly || r.o.PlanText || work.ownBackend() || len(st.out) > 0 {
 		return false
 	}
 	if prev := st.prev; prev == nil || prev.Handover != nil || prev.Inheriting != "" || len(st.unresolved) > 0 {

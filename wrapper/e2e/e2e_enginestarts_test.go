@@ -86,15 +86,21 @@ func TestE2EEngineStarts(t *testing.T) {
 	if got := starts(t, log); !slices.Equal(got, []string{"plan", "show", "apply"}) {
 		t.Fatalf("an apply with changes started %v, want plan, show and apply only", got)
 	}
-	plan := func() []string {
+	planN := func(n string) []string {
 		t.Helper()
-		if r := h.run(dir, env, "plan", "--scope", "starts", "-var", "n=3"); r.exit != 0 {
+		if r := h.run(dir, env, "plan", "--scope", "starts", "-var", "n="+n); r.exit != 0 {
 			t.Fatalf("plan: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 		}
 		return starts(t, log)
 	}
+	plan := func() []string { t.Helper(); return planN("3") }
 	if got := plan(); !slices.Equal(got, []string{"plan", "show"}) {
-		t.Fatalf("a plan of a scope initialised for this configuration started %v, want plan and show only", got)
+		t.Fatalf("a plan with changes of a scope initialised for this configuration started %v, want plan and show only", got)
+	}
+	// A plan that changes nothing and saves nothing ends with the engine's
+	// plan, as a no-change apply does (unchanged.go).
+	if got := planN("4"); !slices.Equal(got, []string{"plan"}) {
+		t.Fatalf("a no-change plan of a scope initialised for this configuration started %v, want plan only", got)
 	}
 
 	mod := filepath.Join(dir, "m")

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -20,10 +22,15 @@ type usage struct {
 }
 
 // reportUsage writes the usage to path as one JSON document, or does
-// nothing when path is empty.
+// nothing when path is empty. When path is a directory, each sponson
+// process writes its own file there, PID.json: a run over many stacks
+// starts one sponson per stack, and a benchmark adds up their own CPU.
 func reportUsage(path string) {
 	if path == "" {
 		return
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, strconv.Itoa(os.Getpid())+".json")
 	}
 	var self, children syscall.Rusage
 	err := syscall.Getrusage(syscall.RUSAGE_SELF, &self)
