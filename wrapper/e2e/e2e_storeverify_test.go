@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,5 +243,51 @@ func TestE2EStoreVerifyIgnoredConditions(t *testing.T) {
 	r = h.run(dir, env, "apply", "--store", gw.StoreURL("team"), "--scope", "pr-1", "--json", "-var", "sleep=0")
 	if r.exit != 0 {
 		t.Fatalf("apply on versitygw: exit %d %s\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+}
+
+// TestE2ES3NoCredential: with no AWS credential anywhere in the chain (no
+// variables, no ~/.aws, and an instance metadata service that answers 404,
+// as a container's often does), an apply fails with STORE_PERMISSION
+// naming the chain, before the retry budget (one attempt: the message
+// counts none), and no SDK log line (the IMDS client's "falling back to
+// IMDSv1") reaches sponson's output (issue 51 item 4).
+func TestE2ES3NoCredential(t *testing.T) {
+	h := e2e(t)
+	gw := gwtest.Start(t)
+	var imdsRequests atomic.Int32
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		imdsRequests.Add(1)
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(imds.Close)
+	home := t.TempDir()
+	env := []string{
+		"HOME=" + home, "AWS_CONFIG_FILE=" + home + "/none", "AWS_SHARED_CREDENTIALS_FILE=" + home + "/none",
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.URL,
+		"SPONSON_STATE_KEY=" + hex.EncodeToString(s3StateKey),
+	}
+	dir := h.workdir("testdata/slow")
+	r := h.run(dir, env, "apply", "--store", gw.StoreURL("team"), "--scope", "pr-1", "--json", "-var", "sleep=0")
+	if r.exit != 1 || r.code(t) != "STORE_PERMISSION" {
+		t.Fatalf("apply without a credential: exit %d %q, want STORE_PERMISSION\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	out := r.stdout + r.stderr
+	for _, want := range []string{"has no AWS credential", "AWS_ACCESS_KEY_ID", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_PROFILE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output does not say %q:\n%s\n%s", want, r.stdout, r.stderr)
+		}
+	}
+	if strings.Contains(out, "attempts") || strings.Contains(out, "reachable") || strings.Contains(out, "STORE_UNAVAILABLE") {
+		t.Errorf("a missing credential was reported as a network failure:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if m := sdkLine.FindString(r.stderr); m != "" || strings.Contains(out, "IMDSv1") {
+		t.Errorf("an SDK log line (%q) reached sponson's output:\n%s", m, r.stderr)
+	}
+	if imdsRequests.Load() == 0 {
+		t.Error("the chain never asked the instance metadata stand-in: the test did not reach the case it is about")
+	}
+	if left := s3Keys(t, gw, "team/"); len(left) != 0 {
+		t.Errorf("a run without a credential wrote %v", left)
 	}
 }
