@@ -153,6 +153,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.
 		providercmd.NewCmdProvider(f, out),
 		storecmd.NewCmdMigrate(f, out, nil),
 		storecmd.NewCmdGrants(f, out, nil),
+		storecmd.NewCmdStore(f, out),
 		stackscmd.NewCmdStacks(f, out, nil),
 		enginecmd.NewCmdVersion(f, out),
 		policycmd.NewCmdPolicy(policycmd.IO{Out: f.Out, ErrOut: f.ErrOut, Getenv: f.Getenv}, func(c string, r any, err error) { *out = cmdutil.Outcome{Command: c, Result: r, Err: err} }, nil),

@@ -48,6 +48,7 @@ const (
 	StoreRejected      Code = "STORE_REJECTED"
 	StorePermission    Code = "STORE_PERMISSION"
 	StoreUnavailable   Code = "STORE_UNAVAILABLE"
+	StoreNotConforming Code = "STORE_NOT_CONFORMING"
 	ReceiptCorrupt     Code = "RECEIPT_CORRUPT"
 	ReceiptVersion     Code = "RECEIPT_VERSION"
 	StoreLayoutOld     Code = "STORE_LAYOUT_OLD"
@@ -96,6 +97,7 @@ var table = []Spec{
 	{StoreRejected, ExitFailed, "The store rejected a write.", "Check the store's hooks or policies; a copy of the write is kept locally."},
 	{StorePermission, ExitFailed, "The store refused access.", "Check the credentials and permissions of the store."},
 	{StoreUnavailable, ExitFailed, "The store could not be reached within the retry budget.", "Check that the store is up and reachable, then run again."},
+	{StoreNotConforming, ExitFailed, "The object store's server does not honour the conditional writes fencing needs (`sponson store verify` found a property that does not hold, or a store opened to write found a create of an existing object accepted): on it two runs could both hold a lease, or a run that lost its lease could still write.", "Run `sponson store verify --store URL` to see which property fails; use a server that honours If-None-Match: * and If-Match on writes (AWS S3, GCS, Azure, versitygw) or another store."},
 	{ReceiptCorrupt, ExitFailed, "A receipt in the store could not be parsed, or the ledger base it names (a record ledger-<sha256> of the scope) is missing or does not match its hash.", "Inspect the receipt with `sponson receipt`; restore it, or the ledger base the message names, from the store's history."},
 	{ReceiptVersion, ExitFailed, "A receipt was written by a newer Sponson.", "Upgrade sponson to the version that wrote it."},
 	{StoreLayoutOld, ExitRefused, "The store holds scopes written before stacks (keyed by environment and scope only); they are not read as empty.", "Run `sponson migrate` once from the root module these scopes belong to (or with --stack NAME); it moves every old scope into that stack."},

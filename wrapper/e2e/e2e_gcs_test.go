@@ -170,7 +170,7 @@ func TestE2EGCSStoppedRunLosesItsLease(t *testing.T) {
 
 // sdkLine matches what a cloud SDK's logger prints (a level word, a slog
 // key, a log timestamp): sponson's own output has none.
-var sdkLine = regexp.MustCompile(`(?m)^(WARN|INFO|DEBUG|ERROR)\b|\blevel=|^time=|^\d{4}/\d{2}/\d{2} \d{2}:\d{2}`)
+var sdkLine = regexp.MustCompile(`(?m)^(SDK \d{4}/\d{2}/\d{2} .*)?(WARN|INFO|DEBUG|ERROR)\b|\blevel=|^time=|^\d{4}/\d{2}/\d{2} \d{2}:\d{2}`)
 
 // TestE2EGCSNoCredential: with no emulator and a credential file that is
 // not there, an apply fails with STORE_PERMISSION in its own words and a

@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/store/azblobstore"
+	"github.com/sponson/terraform-provider-sponson/internal/store/gcsstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/pgstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/s3store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
@@ -24,15 +26,17 @@ type GrantsOptions struct {
 
 // GrantsResult is the result of `sponson grants --json`.
 type GrantsResult struct {
-	// Kind is the store's kind: s3 or postgres.
+	// Kind is the store's kind: s3, gcs, azblob or postgres.
 	Kind string `json:"kind"`
-	// For is the principal (S3) or role (PostgreSQL) the grants are for.
+	// For is the principal (S3, GCS, Azure) or role (PostgreSQL) the grants
+	// are for.
 	For string `json:"for"`
 	// Scope is what the grants confine it to: the S3 prefix, or the stack
 	// name prefix in PostgreSQL; either ends at a "/" (it grants itself and
 	// what lies below it, never a sibling that merely starts with it).
 	Scope string `json:"scope"`
-	// Document is the bucket policy (JSON) or the SQL statements.
+	// Document is the bucket policy (JSON), the gcloud or az command, or the
+	// SQL statements.
 	Document string `json:"document"`
 }
 
@@ -44,7 +48,7 @@ func NewCmdGrants(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Co
 	opts := &GrantsOptions{IO: f.IO()}
 	cmd := &cobra.Command{
 		Use:   "grants --store URL --for PRINCIPAL [--stack-prefix PREFIX]",
-		Short: "Print the bucket policy or SQL that keeps one repository's CI to its own part of a store",
+		Short: "Print the bucket policy, IAM binding, role assignment or SQL that keeps one repository's CI to its own part of a store",
 		Long: `Grants prints what an administrator applies once so that the store itself keeps
 one repository's CI credentials to that repository's part of a shared store.
 --stack keeps stacks apart but is not an access control: whoever holds a store's
@@ -56,6 +60,22 @@ credentials reaches every stack in it. Grants connects to nothing.
   s3://BUCKET/acme/infra-secrets. A bucket has one policy: for several
   repositories, give each its own prefix and put every repository's
   statements into it. The foreign check does not cross prefixes.
+
+  GCS (--store gs://BUCKET/PREFIX): the gcloud command binding the principal
+  --for (serviceAccount:... or principalSet://... for workload identity
+  federation) to roles/storage.objectUser under an IAM condition on
+  PREFIX/: it reads, writes and deletes only the objects under it. IAM
+  checks a listing on the bucket, not a prefix, so the principal can list
+  the names of every object of the bucket (never read one outside PREFIX/):
+  give a repository its own bucket where names must stay hidden. Needs
+  uniform bucket-level access.
+
+  Azure (--store azblob://ACCOUNT/CONTAINER/PREFIX): the az command assigning
+  the principal --for (an Entra ID object or client id) Storage Blob Data
+  Contributor on the container with a condition on the blob path and the
+  listing prefix PREFIX/ (fill in SUBSCRIPTION and RESOURCE_GROUP). The
+  condition binds Entra ID principals only: the account key
+  (AZURE_STORAGE_KEY) reaches every container.
 
   PostgreSQL (--store postgres://...): SQL to run as the schema's owner, giving
   the role --for row-level security on the stacks --stack-prefix names: the
@@ -76,8 +96,8 @@ the sponson-stacks/ branches, are their boundary.`,
 		}, runF, runGrants),
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&opts.Store, "store", "", "the shared store: s3://BUCKET/PREFIX or postgres://... (env SPONSON_STORE)")
-	fs.StringVar(&opts.For, "for", "", "the principal (S3: an IAM ARN) or role (PostgreSQL) of the repository's CI")
+	fs.StringVar(&opts.Store, "store", "", "the shared store: s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, azblob://ACCOUNT/CONTAINER/PREFIX or postgres://... (env SPONSON_STORE)")
+	fs.StringVar(&opts.For, "for", "", "the principal (S3: an IAM ARN; GCS: an IAM member; Azure: an Entra ID object id) or role (PostgreSQL) of the repository's CI")
 	fs.StringVar(&opts.StackPrefix, "stack-prefix", "", "PostgreSQL: the stacks of the repository, a stack name or its leading part ending at a \"/\", e.g. github.com/acme/app")
 	return cmd
 }
@@ -120,6 +140,34 @@ func grantsFor(opts *GrantsOptions) (*GrantsResult, error) {
 			return nil, errcode.Wrap(errcode.Usage, err, "grants for %s", opts.Store)
 		}
 		return &GrantsResult{Kind: "s3", For: opts.For, Scope: strings.TrimSuffix(loc.Prefix, "/"), Document: doc}, nil
+	case strings.HasPrefix(opts.Store, "gs://"):
+		loc, err := gcsstore.ParseURL(opts.Store)
+		if err != nil {
+			return nil, err
+		}
+		if opts.StackPrefix != "" {
+			return nil, errcode.New(errcode.Usage, "--stack-prefix is PostgreSQL's; on GCS the boundary is the URL's prefix").
+				WithHint("Give the repository its own prefix: --store gs://BUCKET/REPOSITORY-PREFIX.")
+		}
+		doc, err := gcsstore.PrefixBinding(loc.Bucket, loc.Prefix, opts.For)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.Usage, err, "grants for %s", opts.Store)
+		}
+		return &GrantsResult{Kind: "gcs", For: opts.For, Scope: strings.TrimSuffix(loc.Prefix, "/"), Document: doc}, nil
+	case strings.HasPrefix(opts.Store, "azblob://"):
+		loc, err := azblobstore.ParseURL(opts.Store)
+		if err != nil {
+			return nil, err
+		}
+		if opts.StackPrefix != "" {
+			return nil, errcode.New(errcode.Usage, "--stack-prefix is PostgreSQL's; on Azure the boundary is the URL's prefix").
+				WithHint("Give the repository its own prefix: --store azblob://ACCOUNT/CONTAINER/REPOSITORY-PREFIX.")
+		}
+		doc, err := azblobstore.PrefixAssignment(loc.Account, loc.Container, loc.Prefix, opts.For)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.Usage, err, "grants for %s", opts.Store)
+		}
+		return &GrantsResult{Kind: "azblob", For: opts.For, Scope: strings.TrimSuffix(loc.Prefix, "/"), Document: doc}, nil
 	case strings.HasPrefix(opts.Store, "postgres://"), strings.HasPrefix(opts.Store, "postgresql://"):
 		doc, err := pgstore.PerStackSQL(pgstore.DefaultSchema, opts.For, opts.StackPrefix)
 		if err != nil {
@@ -129,7 +177,7 @@ func grantsFor(opts *GrantsOptions) (*GrantsResult, error) {
 		prefix, _ := pgstore.GrantPrefix(opts.StackPrefix) // PerStackSQL accepted it
 		return &GrantsResult{Kind: "postgres", For: opts.For, Scope: prefix, Document: doc}, nil
 	case opts.Store == "":
-		return nil, errcode.New(errcode.Usage, "grants needs --store: the shared store's URL (s3:// or postgres://)")
+		return nil, errcode.New(errcode.Usage, "grants needs --store: the shared store's URL (s3://, gs://, azblob:// or postgres://)")
 	default:
 		return nil, errcode.New(errcode.Usage, "the store %q has no grants of its own", opts.Store).
 			WithHint("The file store's boundary is the machine's file permissions; the git store's, the repository's access and branch protection on its sponson-stacks/ branches.")

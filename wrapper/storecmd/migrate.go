@@ -1,5 +1,6 @@
 // Package storecmd is the family of a store's own upkeep: migrate (a store's
-// layout brought up to date) and grants (the access a prefix needs).
+// layout brought up to date), grants (the access a prefix needs) and store
+// verify (an object store's server proved to honour what fencing needs).
 package storecmd
 
 import (

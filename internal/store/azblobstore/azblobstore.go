@@ -94,7 +94,8 @@ type Store struct {
 	layoutMu      sync.Mutex
 	layoutChecked bool
 	layoutWritten bool
-	layout        int // the marker's, 0 while none was found
+	conforming    bool // the server refused a create of the existing marker (checkConditions)
+	layout        int  // the marker's, 0 while none was found
 }
 
 // Option configures Open.

@@ -387,6 +387,29 @@ func TestVerifyOnTheEmulator(t *testing.T) {
 func TestVerifyFailsWhereConditionsAreIgnored(t *testing.T) {
 	t.Parallel()
 	srv := gcstest.Start(t)
+	s := openIgnoring(t, srv)
+	r, err := s.Verify(t.Context(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() {
+		t.Fatalf("Verify through a server that ignores preconditions passed: %+v", r.Properties)
+	}
+	for _, p := range r.Properties {
+		if p.Name != "conditional-delete" && p.OK {
+			t.Errorf("%s held through a server that ignores preconditions: %s", p.Name, p.Detail)
+		}
+	}
+	if left := objects(t, s); len(left) != 0 {
+		t.Errorf("the check left objects behind: %v", left)
+	}
+}
+
+// openIgnoring opens a store on prefix p of srv through a stand-in that
+// drops every request's ifGenerationMatch, as a server that ignores
+// preconditions would.
+func openIgnoring(t *testing.T, srv *gcstest.Server) *Store {
+	t.Helper()
 	target, err := url.Parse("http://" + srv.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -405,19 +428,30 @@ func TestVerifyFailsWhereConditionsAreIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Verify(t.Context(), 8)
-	if err != nil {
-		t.Fatal(err)
+	return s
+}
+
+// TestWritesRefusedWhereConditionsAreIgnored: through the stand-in, the
+// first write (a lease) is refused with STORE_NOT_CONFORMING: the opening
+// check found a create of the existing layout marker accepted. A read
+// still works; on the emulator itself the same lease is granted.
+func TestWritesRefusedWhereConditionsAreIgnored(t *testing.T) {
+	t.Parallel()
+	srv := gcstest.Start(t)
+	s := openIgnoring(t, srv)
+	k := store.Key{Stack: "app", Environment: "preview", Scope: "pr-1"}
+	if _, err := s.ReadLease(t.Context(), k); err != nil {
+		t.Fatalf("a read through the stand-in: %v", err)
 	}
-	if r.OK() {
-		t.Fatalf("Verify through a server that ignores preconditions passed: %+v", r.Properties)
-	}
-	for _, p := range r.Properties {
-		if p.Name != "conditional-delete" && p.OK {
-			t.Errorf("%s held through a server that ignores preconditions: %s", p.Name, p.Detail)
+	for range 2 { // refused again: a refusal is not remembered as a pass
+		if _, err := s.Acquire(t.Context(), k, "run-a", time.Minute); !errcode.Is(err, errcode.StoreNotConforming) {
+			t.Fatalf("Acquire through a server that ignores preconditions = %v, want STORE_NOT_CONFORMING", err)
 		}
 	}
-	if left := objects(t, s); len(left) != 0 {
-		t.Errorf("the check left objects behind: %v", left)
+	if left := objects(t, s); len(left) != 1 || left[layoutObject] == nil {
+		t.Errorf("the refused store wrote %d object(s), want the layout marker alone", len(left))
+	}
+	if _, err := open(t, srv).Acquire(t.Context(), k, "run-a", time.Minute); err != nil {
+		t.Errorf("Acquire on the emulator itself: %v", err)
 	}
 }

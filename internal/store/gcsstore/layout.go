@@ -33,7 +33,7 @@ type layoutDoc struct {
 func (s *Store) ready(ctx context.Context, write bool) error {
 	s.layoutMu.Lock()
 	defer s.layoutMu.Unlock()
-	if s.layoutWritten || (s.layoutChecked && !write) {
+	if (s.layoutWritten && (s.conforming || !write)) || (s.layoutChecked && !write) {
 		return nil
 	}
 	for {
@@ -46,7 +46,7 @@ func (s *Store) ready(ctx context.Context, write bool) error {
 			return store.NewerLayoutError(s.display, v, Layout)
 		case v == Layout:
 			s.layoutChecked, s.layoutWritten, s.layout = true, true, v
-			return nil
+			return s.checkConditions(ctx, write)
 		case v > 0:
 			// No sponson wrote an older layout on GCS.
 			return errcode.New(errcode.StoreUnavailable, "the layout marker gs://%s/%s%s records layout %d, which no GCS store writes; restore it (it reads {\"layout\": %d})", s.bucket, s.prefix, layoutObject, v, Layout).With("store", s.display)
@@ -60,7 +60,7 @@ func (s *Store) ready(ctx context.Context, write bool) error {
 		switch {
 		case err == nil:
 			s.layoutWritten, s.layout = true, Layout
-			return nil
+			return s.checkConditions(ctx, write)
 		case !errors.Is(err, errPrecondition):
 			return err
 		}
@@ -83,4 +83,35 @@ func (s *Store) layoutVersion(ctx context.Context) (int, error) {
 		return 0, errcode.New(errcode.StoreUnavailable, "the layout marker gs://%s/%s is unreadable; restore it (it reads {\"layout\": %d})", s.bucket, key, Layout).With("store", s.display)
 	}
 	return doc.Layout, nil
+}
+
+// checkConditions refuses, once per Store and before its first write, a
+// server that ignores create-if-absent (docs/design.md §5.5, "Servers that
+// ignore conditions"): it sends a create-if-absent (ifGenerationMatch=0) of the layout
+// marker, which exists. A server that honours the condition refuses it; one
+// that accepts it would let two runs both create a new scope's lease, and
+// is STORE_NOT_CONFORMING. The marker is then rewritten with the layout it
+// records, so nothing changed. It costs one request per process that
+// writes; the other properties take more (`sponson store verify`).
+func (s *Store) checkConditions(ctx context.Context, write bool) error {
+	if !write || s.conforming {
+		return nil
+	}
+	key := s.prefix + layoutObject
+	doc, _ := json.Marshal(layoutDoc{Layout: s.layout}) // cannot fail
+	absent := int64(0)
+	err := s.do(ctx, "check the server's conditional writes on "+key, func(ctx context.Context) error {
+		_, err := s.upload(ctx, key, doc, &absent)
+		return err
+	}, nil)
+	switch {
+	case errors.Is(err, errPrecondition):
+		s.conforming = true
+		return nil
+	case err != nil:
+		return err
+	}
+	return errcode.New(errcode.StoreNotConforming, "the server of the GCS store %s accepted a create of an object that exists (gs://%s/%s, ifGenerationMatch=0): it ignores the condition that keeps two runs from both taking a new scope's lease, so the store refuses to write on it", s.display, s.bucket, key).
+		With("store", s.display).
+		WithHint("Run `sponson store verify --store " + s.display + "` to see which conditions the server ignores; use a server that honours them (AWS S3, GCS, Azure, versitygw) or another store.")
 }

@@ -70,3 +70,15 @@ func (v verifyObjects) Delete(ctx context.Context, key, version string) error {
 func (v verifyObjects) Remove(ctx context.Context, key string) error {
 	return v.s.del(ctx, key)
 }
+
+func (v verifyObjects) List(ctx context.Context, prefix string) ([]string, error) {
+	return listedKeys(v.s.list(ctx, prefix))
+}
+
+func listedKeys(l []listed, err error) ([]string, error) {
+	keys := make([]string, 0, len(l))
+	for _, o := range l {
+		keys = append(keys, o.Key)
+	}
+	return keys, err
+}

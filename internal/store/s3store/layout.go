@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -50,7 +51,7 @@ type layoutDoc struct {
 func (s *Store) ready(ctx context.Context, write bool) error {
 	s.layoutMu.Lock()
 	defer s.layoutMu.Unlock()
-	if s.layoutWritten || (s.layoutChecked && !write) {
+	if (s.layoutWritten && (s.conforming || !write)) || (s.layoutChecked && !write) {
 		return nil
 	}
 	for {
@@ -63,7 +64,7 @@ func (s *Store) ready(ctx context.Context, write bool) error {
 			return store.NewerLayoutError(s.display, v, Layout)
 		case v >= layoutStacks:
 			s.layoutChecked, s.layoutWritten, s.layout = true, true, v
-			return nil
+			return s.checkConditions(ctx, write)
 		case v > 0:
 			return errcode.As(store.OldLayoutError(s.display, fmt.Sprintf("its %s records layout %d", layoutObject, v))).WithHint(oldLayoutHint)
 		}
@@ -85,7 +86,7 @@ func (s *Store) ready(ctx context.Context, write bool) error {
 		switch {
 		case err == nil:
 			s.layoutWritten, s.layout = true, Layout
-			return nil
+			return s.checkConditions(ctx, write)
 		case !errors.Is(err, errPrecondition):
 			return err
 		}
@@ -164,4 +165,38 @@ func (s *Store) listDir(ctx context.Context, prefix string) (dirs, objs []string
 		}
 		token = page.NextContinuationToken
 	}
+}
+
+// checkConditions refuses, once per Store and before its first write, a
+// server that ignores create-if-absent (docs/design.md §5.5, "Servers that
+// ignore conditions"): it sends a create-if-absent (If-None-Match: *) of the layout
+// marker, which exists. A server that honours the condition refuses it; one
+// that accepts it would let two runs both create a new scope's lease, and
+// is STORE_NOT_CONFORMING. The marker is then rewritten with the layout it
+// records, so nothing changed. It costs one request per process that
+// writes; the other properties take more (`sponson store verify`).
+func (s *Store) checkConditions(ctx context.Context, write bool) error {
+	if !write || s.conforming {
+		return nil
+	}
+	key := s.prefix + layoutObject
+	doc, _ := json.Marshal(layoutDoc{Layout: s.layout}) // cannot fail
+	err := s.do(ctx, "check the server's conditional writes on "+key, func(ctx context.Context) error {
+		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), IfNoneMatch: aws.String("*")}
+		_, err := s.client.PutObject(ctx, in)
+		if status(err) == http.StatusPreconditionFailed || apiCode(err) == "PreconditionFailed" {
+			return errPrecondition
+		}
+		return err
+	}, nil)
+	switch {
+	case errors.Is(err, errPrecondition):
+		s.conforming = true
+		return nil
+	case err != nil:
+		return err
+	}
+	return errcode.New(errcode.StoreNotConforming, "the server of the S3 store %s accepted a create of an object that exists (s3://%s/%s, If-None-Match: *): it ignores the condition that keeps two runs from both taking a new scope's lease, so the store refuses to write on it", s.display, s.bucket, key).
+		With("store", s.display).
+		WithHint("Run `sponson store verify --store " + s.display + "` to see which conditions the server ignores; use a server that honours them (AWS S3, GCS, Azure, versitygw) or another store.")
 }

@@ -30,6 +30,34 @@ var (
 	errNotModified  = errors.New("not modified")
 )
 
+// errNoCredential is a credential the AWS chain could not find, or that its
+// source (STS, SSO, the instance metadata) refused.
+type errNoCredential struct{ err error }
+
+func (e *errNoCredential) Error() string { return e.err.Error() }
+func (e *errNoCredential) Unwrap() error { return e.err }
+
+// credentialSource marks the errors of the chain's credential provider, so
+// that a missing credential is not retried as if it were the network.
+type credentialSource struct{ aws.CredentialsProvider }
+
+func (c credentialSource) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	creds, err := c.CredentialsProvider.Retrieve(ctx)
+	if err != nil {
+		return creds, &errNoCredential{err}
+	}
+	return creds, nil
+}
+
+// refusedCredential reports S3's answers to a credential it does not take.
+func refusedCredential(err error) bool {
+	switch apiCode(err) {
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired":
+		return true
+	}
+	return false
+}
+
 // Backoff between attempts after a transient failure.
 const (
 	minDelay = 10 * time.Millisecond
@@ -123,10 +151,18 @@ func conflict(err error) bool {
 // concurrent conditional writes.
 func transient(err error) bool {
 	var ce *errcode.Error
+	var nc *errNoCredential
 	switch {
 	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), refusedCredential(err):
 		return false
+	case errors.As(err, &nc):
+		// The credential's source answered with a failure that may pass
+		// (STS or SSO throttled or down); anything else, no credential
+		// found included, is not the network. The instance metadata
+		// client retries its own requests.
+		code := status(err)
+		return code >= 500 || code == http.StatusTooManyRequests
 	case conflict(err):
 		return true
 	}
@@ -154,7 +190,14 @@ func (s *Store) permanent(what string, err error) error {
 		return err
 	}
 	code := status(err)
+	var nc *errNoCredential
 	switch {
+	case errors.As(err, &nc):
+		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s has no AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
+			WithHint(credentialHint)
+	case refusedCredential(err):
+		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s: the server refused the AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
+			WithHint(credentialHint)
 	case code == http.StatusForbidden || apiCode(err) == "AccessDenied":
 		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
 			WithHint("Check the credentials the AWS chain found (AWS_PROFILE, AWS_ACCESS_KEY_ID) and the bucket policy: Sponson needs s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on the prefix.")

@@ -64,6 +64,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
@@ -83,6 +84,11 @@ const (
 	// take it over: the server's Date is rounded down to the second.
 	TakeoverMargin = time.Second
 )
+
+// credentialHint names where the AWS chain looks for a credential.
+const credentialHint = "Sponson finds AWS credentials in the standard chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), " +
+	"AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN (OIDC from CI, e.g. aws-actions/configure-aws-credentials), AWS_PROFILE in ~/.aws/config and ~/.aws/credentials (SSO included), " +
+	"then the container or instance role (ECS, EC2 instance metadata)."
 
 // keyHint is what to do when the state key is missing or wrong.
 const keyHint = "Set " + statecrypt.EnvStateKey + " to 32 random bytes as hex or base64 (e.g. `openssl rand -hex 32`), the same key for every run against this bucket; " +
@@ -114,7 +120,8 @@ type Store struct {
 	layoutMu      sync.Mutex
 	layoutChecked bool
 	layoutWritten bool
-	layout        int // the marker's, 0 while none was found
+	conforming    bool // the server refused a create of the existing marker (checkConditions)
+	layout        int  // the marker's, 0 while none was found
 }
 
 // Option configures Open.
@@ -277,7 +284,10 @@ func Open(ctx context.Context, raw string, opts ...Option) (*Store, error) {
 	if s.cfg != nil {
 		cfg = s.cfg.Copy()
 	} else {
-		var lo []func(*config.LoadOptions) error
+		// No SDK log line reaches sponson's output (the IMDS client's
+		// "falling back to IMDSv1" among them): what failed is in the
+		// error the operation returns.
+		lo := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{}), config.WithClientLogMode(0)}
 		if loc.Region != "" {
 			lo = append(lo, config.WithRegion(loc.Region))
 		}
@@ -295,6 +305,12 @@ func Open(ctx context.Context, raw string, opts ...Option) (*Store, error) {
 	}
 	// Retries are ours (budget, unknown outcomes of conditional writes).
 	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
+	cfg.Logger, cfg.ClientLogMode = logging.Nop{}, 0
+	// A credential the chain cannot find or its source refuses is told
+	// apart from the network (objects.go, transient and permanent).
+	if cfg.Credentials != nil {
+		cfg.Credentials = credentialSource{cfg.Credentials}
+	}
 	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if loc.Endpoint != "" {
 			o.BaseEndpoint = aws.String(loc.Endpoint)

@@ -1,10 +1,10 @@
 // Package verify proves, on a throwaway prefix, that an object store honours
 // what fencing needs before a team trusts it (issue 51 item 3; the command
-// that runs it is not written yet): create-if-absent refused when the object
+// that runs it is `sponson store verify`, wrapper/storecmd): create-if-absent refused when the object
 // exists, a write on a stale version refused, one winner among racing
 // writers, and a conditional delete refused on a stale version. Every
 // property is checked on its own objects; everything written is removed at
-// the end, whatever the outcome.
+// the end, whatever the outcome, and the prefix is listed to prove it empty.
 //
 // A store offers the check through Objects, the four conditional operations
 // of its backend on raw keys, with the backend's own version token (an S3
@@ -17,6 +17,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -36,6 +38,8 @@ type Objects interface {
 	Delete(ctx context.Context, key, version string) error
 	// Remove removes key whatever its version; a missing key is no error.
 	Remove(ctx context.Context, key string) error
+	// List returns the keys under prefix.
+	List(ctx context.Context, prefix string) ([]string, error)
 }
 
 // Property is one result of the check.
@@ -49,7 +53,9 @@ type Property struct {
 type Report struct {
 	Prefix     string
 	Properties []Property
-	// Leftover lists keys the check wrote and could not remove.
+	// Leftover lists keys the check could not remove: those whose removal
+	// failed, and any the listing of the prefix still shows afterwards (or
+	// the prefix itself when it could not be listed).
 	Leftover []string
 }
 
@@ -67,10 +73,11 @@ func (r Report) OK() bool {
 // writers racing writers (at least 2). An error is returned only when the
 // store could not be used at all (the first write failed for another
 // reason than a condition); a property that does not hold is in the report.
-func Run(ctx context.Context, o Objects, base string, writers int) (Report, error) {
+func Run(ctx context.Context, o Objects, base string, writers int) (r Report, err error) {
 	writers = max(writers, 2)
-	r := Report{Prefix: base + ".sponson-verify-" + token() + "/"}
+	r = Report{Prefix: base + ".sponson-verify-" + token() + "/"}
 	c := &checker{o: o, prefix: r.Prefix}
+	// r is the named result, so the cleanup's findings reach the caller.
 	defer func() { r.Leftover = c.cleanup(context.WithoutCancel(ctx)) }()
 
 	p, err := c.createIfAbsent(ctx)
@@ -100,13 +107,20 @@ func (c *checker) key(name string) string {
 }
 
 func (c *checker) cleanup(ctx context.Context) []string {
-	var left []string
+	left := map[string]bool{}
 	for k := range c.keys {
 		if err := c.o.Remove(ctx, k); err != nil {
-			left = append(left, k)
+			left[k] = true
 		}
 	}
-	return left
+	listed, err := c.o.List(ctx, c.prefix)
+	if err != nil {
+		left[c.prefix] = true
+	}
+	for _, k := range listed {
+		left[k] = true
+	}
+	return slices.Sorted(maps.Keys(left))
 }
 
 // createIfAbsent: a second create of an existing object is refused and

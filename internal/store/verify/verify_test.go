@@ -3,6 +3,7 @@ package verify_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -16,6 +17,8 @@ type memory struct {
 	objs                        map[string]int
 	next                        int
 	ignoreWrites, ignoreDeletes bool
+	// keep makes Remove answer success and keep the object.
+	keep bool
 }
 
 func (m *memory) put(key string, want int, check bool) (string, error) {
@@ -54,8 +57,22 @@ func (m *memory) Delete(_ context.Context, key, version string) error {
 func (m *memory) Remove(_ context.Context, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.objs, key)
+	if !m.keep {
+		delete(m.objs, key)
+	}
 	return nil
+}
+
+func (m *memory) List(_ context.Context, prefix string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k := range m.objs {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 func TestRun(t *testing.T) {
@@ -93,5 +110,24 @@ func TestRun(t *testing.T) {
 				t.Errorf("the check left %v behind (leftover %v)", m.objs, r.Leftover)
 			}
 		})
+	}
+}
+
+// TestRunListsThePrefixEmpty: a removal the server acknowledged but did not
+// do is found by the listing that follows, and the report is not OK.
+func TestRunListsThePrefixEmpty(t *testing.T) {
+	t.Parallel()
+	m := &memory{objs: map[string]int{}, keep: true}
+	r, err := verify.Run(t.Context(), m, "team/", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() || len(r.Leftover) != len(m.objs) || len(m.objs) == 0 {
+		t.Errorf("OK %v with leftover %v, want not OK and the %d objects left: %v", r.OK(), r.Leftover, len(m.objs), m.objs)
+	}
+	for _, k := range r.Leftover {
+		if !strings.HasPrefix(k, r.Prefix) {
+			t.Errorf("leftover %s is not under the check's prefix %s", k, r.Prefix)
+		}
 	}
 }

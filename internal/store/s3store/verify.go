@@ -1,0 +1,89 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/sponson/terraform-provider-sponson/internal/store/verify"
+)
+
+// Verify proves on a throwaway prefix under the store's that the server
+// honours the conditional writes fencing needs (package verify), with
+// writers racing writers. Each request is one attempt, never retried: a
+// retried conditional write whose first answer was lost would look refused.
+func (s *Store) Verify(ctx context.Context, writers int) (verify.Report, error) {
+	return verify.Run(ctx, verifyObjects{s}, s.prefix, writers)
+}
+
+// verifyObjects is the store's conditional operations on raw keys, with
+// ETags as versions.
+type verifyObjects struct{ s *Store }
+
+// refused reports an answer that says the condition did not hold: 412, or
+// a 409 ConditionalRequestConflict (another conditional write of the key
+// was in flight, and this one did not land).
+func refused(err error) bool {
+	return status(err) == http.StatusPreconditionFailed || apiCode(err) == "PreconditionFailed" || conflict(err)
+}
+
+func (v verifyObjects) write(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
+	defer cancel()
+	in := &s3.PutObjectInput{Bucket: &v.s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
+	if ifMatch == "" {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(`"` + ifMatch + `"`)
+	}
+	out, err := v.s.client.PutObject(ctx, in)
+	if refused(err) {
+		return "", verify.ErrConflict
+	}
+	if err != nil {
+		return "", v.s.permanent("write "+key, err)
+	}
+	return normETag(out.ETag), nil
+}
+
+func (v verifyObjects) Create(ctx context.Context, key string, data []byte) (string, error) {
+	return v.write(ctx, key, data, "")
+}
+
+func (v verifyObjects) Replace(ctx context.Context, key string, data []byte, version string) (string, error) {
+	if version == "" {
+		return "", verify.ErrConflict
+	}
+	return v.write(ctx, key, data, version)
+}
+
+func (v verifyObjects) Delete(ctx context.Context, key, version string) error {
+	if version == "" {
+		return verify.ErrConflict
+	}
+	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
+	defer cancel()
+	_, err := v.s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &v.s.bucket, Key: &key, IfMatch: aws.String(`"` + version + `"`)})
+	if refused(err) {
+		return verify.ErrConflict
+	}
+	if err != nil && !errors.Is(err, errNotFound) {
+		return v.s.permanent("delete "+key, err)
+	}
+	return nil
+}
+
+func (v verifyObjects) Remove(ctx context.Context, key string) error { return v.s.del(ctx, key) }
+
+func (v verifyObjects) List(ctx context.Context, prefix string) ([]string, error) {
+	l, err := v.s.list(ctx, prefix)
+	keys := make([]string, 0, len(l))
+	for _, o := range l {
+		keys = append(keys, o.Key)
+	}
+	return keys, err
+}
