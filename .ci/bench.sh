@@ -7,7 +7,9 @@
 # 10,000 resources (sponson's own CPU and memory against the engine's), on
 # OpenTofu and on HashiCorp Terraform; and `sponson stacks` (with and
 # without --changed) at 1,000 and 10,000 stacks beside the raw read of
-# their .tf files, which runs no engine (once). The table of targets at the top of
+# their .tf files, which runs no engine (once); and `plan --all` of 20 and
+# 100 unchanged stacks, 2 and 4 at a time, beside the bare engine's plans
+# of the same stacks run as many at a time. The table of targets at the top of
 # BENCHMARKS.md gathers the rows of both engines.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,8 +34,8 @@ terraform="$root/.tools/bin/terraform"
 cmd="go test -run '^\$' -bench . -benchtime 20x ./internal/store/... && go test -run '^\$' -bench E2E -benchtime 5x ./wrapper/e2e/ && go test -run '^\$' -bench ScaleTenThousand -benchtime 2x ./wrapper/e2e/ (SPONSON_TEST_ENGINE=tofu, then terraform) && go test -run '^\$' -bench StacksScale -benchtime 5x ./wrapper/e2e/"
 {
 	go test -run '^$' -bench . -benchtime 20x ./internal/store/...
-	go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/e2e/
-	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench E2E -benchtime 5x -timeout 30m ./wrapper/e2e/
+	go test -run '^$' -bench E2E -benchtime 5x -timeout 90m ./wrapper/e2e/
+	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench E2E -benchtime 5x -timeout 90m ./wrapper/e2e/
 	go test -run '^$' -bench ScaleTenThousand -benchtime 2x -timeout 60m ./wrapper/e2e/
 	SPONSON_TEST_ENGINE="$terraform" go test -run '^$' -bench ScaleTenThousand -benchtime 2x -timeout 60m ./wrapper/e2e/
 	go test -run '^$' -bench StacksScale -benchtime 5x -timeout 30m ./wrapper/e2e/

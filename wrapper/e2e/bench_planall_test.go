@@ -25,11 +25,13 @@ func BenchmarkE2EPlanAll(b *testing.B) {
 	if os.Getenv("SPONSON_E2E") != "1" {
 		b.Skip("set SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make bench does)")
 	}
-	for _, n := range []int{20, 100} {
-		for _, p := range []int{2, 4} {
-			b.Run(fmt.Sprintf("stacks=%d/parallelism=%d", n, p), func(b *testing.B) { benchPlanAll(b, n, p) })
+	onEngine(b, func(b *testing.B) {
+		for _, n := range []int{20, 100} {
+			for _, p := range []int{2, 4} {
+				b.Run(fmt.Sprintf("stacks=%d/parallelism=%d", n, p), func(b *testing.B) { benchPlanAll(b, n, p) })
+			}
 		}
-	}
+	})
 }
 
 func benchPlanAll(b *testing.B, n, par int) {
