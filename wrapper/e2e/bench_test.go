@@ -185,6 +185,62 @@ func benchNoChangeApply(b *testing.B, n int) {
 	b.ReportMetric(median(wrapped)/median(pipeline), "ratio-vs-pipeline")
 }
 
+// BenchmarkE2EChangeApply measures an apply that changes every resource (a
+// new `tag`, so each of the n terraform_data is updated) at 50 and 1,000
+// instant resources against the careful pipeline (init, plan -out, show
+// -json, apply PLAN), sponson's honest comparison since it must read the
+// plan before it applies, and against the bare `apply -auto-approve`, side
+// by side in each iteration (issue 50 item 3: ≤ 1.0× the pipeline).
+func BenchmarkE2EChangeApply(b *testing.B) {
+	if os.Getenv("SPONSON_E2E") != "1" {
+		b.Skip("set SPONSON_E2E=1 and SPONSON_TEST_ENGINE (make bench does)")
+	}
+	onEngine(b, func(b *testing.B) {
+		for _, n := range []int{50, 1000} {
+			b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) { benchChangeApply(b, n) })
+		}
+	})
+}
+
+func benchChangeApply(b *testing.B, n int) {
+	h := e2eBench(b)
+	vars := func(tag int) []string {
+		return []string{"-var", fmt.Sprintf("n=%d", n), "-var", "delay=0", "-var", fmt.Sprintf("tag=-%d", tag)}
+	}
+	tf := func(dir string, args ...string) { engineCmd(b, h, dir, args...) }
+	bareDir, pipeDir, wrapDir := h.workdir("testdata/count"), h.workdir("testdata/count"), h.workdir("testdata/count")
+	tf(bareDir, "init", "-input=false", "-no-color")
+	tf(bareDir, append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars(0)...)...)
+	tf(pipeDir, "init", "-input=false", "-no-color")
+	tf(pipeDir, append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars(0)...)...)
+	h.mustRun(wrapDir, append([]string{"apply", "--scope", "bench"}, vars(0)...)...)
+
+	var bare, pipeline, wrapped []time.Duration
+	tag := 0
+	for b.Loop() {
+		tag++
+		start := time.Now()
+		tf(bareDir, append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars(tag)...)...)
+		bare = append(bare, time.Since(start))
+
+		start = time.Now()
+		tf(pipeDir, "init", "-input=false", "-no-color")
+		tf(pipeDir, append([]string{"plan", "-input=false", "-no-color", "-out=plan.bin"}, vars(tag)...)...)
+		tf(pipeDir, "show", "-json", "plan.bin")
+		tf(pipeDir, "apply", "-input=false", "-no-color", "plan.bin")
+		pipeline = append(pipeline, time.Since(start))
+
+		start = time.Now()
+		h.mustRun(wrapDir, append([]string{"apply", "--scope", "bench"}, vars(tag)...)...)
+		wrapped = append(wrapped, time.Since(start))
+	}
+	b.ReportMetric(median(bare), "bare-s")
+	b.ReportMetric(median(pipeline), "pipeline-s")
+	b.ReportMetric(median(wrapped), "sponson-s")
+	b.ReportMetric(median(wrapped)/median(bare), "ratio-vs-bare")
+	b.ReportMetric(median(wrapped)/median(pipeline), "ratio-vs-pipeline")
+}
+
 // BenchmarkE2EFirstApply measures the first apply of a new scope of a
 // configuration another scope has applied already (a pull request's scope
 // of a stack main applies) against the bare engine's fresh `init` and

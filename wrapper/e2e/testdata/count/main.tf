@@ -5,6 +5,12 @@ variable "n" {
   default = 50
 }
 
+# `tag` changes every resource's input: an apply with changes.
+variable "tag" {
+  type    = string
+  default = ""
+}
+
 variable "delay" {
   type    = number
   default = 0
@@ -12,7 +18,7 @@ variable "delay" {
 
 resource "terraform_data" "r" {
   count = var.n
-  input = "resource-${count.index}"
+  input = "resource-${count.index}${var.tag}"
   provisioner "local-exec" {
     command = var.delay > 0 ? "sleep ${var.delay}" : "true"
   }
