@@ -390,7 +390,7 @@ func gcFacts(f gc.Facts, o gc.Options) GCFacts {
 		g.Off = append(g.Off, string(gc.BranchGone)+": the remote's branches are not read (no network)")
 	}
 	if o.OlderThan > 0 {
-		g.Rules = append(g.Rules, fmt.Sprintf("%s %s", gc.OlderThan, o.OlderThan))
+		g.Rules = append(g.Rules, fmt.Sprintf("%s %s", gc.OlderThan, gc.Age(o.OlderThan)))
 	} else {
 		g.Off = append(g.Off, string(gc.OlderThan)+": no limit given (status --older-than)")
 	}

@@ -101,7 +101,7 @@ func TestBuildStacks(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("stacks (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"pr-closed", "older-than 720h0m0s"}, m.GC.Rules); d != "" {
+	if d := cmp.Diff([]string{"pr-closed", "older-than 30d"}, m.GC.Rules); d != "" {
 		t.Errorf("gc rules (-want +got):\n%s", d)
 	}
 }
