@@ -113,8 +113,7 @@ standard output.`,
 	fs := cmd.Flags()
 	fs.StringVar(&opts.HTML, "html", "", "write the overview of the whole store as one HTML page to `FILE` (\"-\": standard output)")
 	fs.StringVar(&opts.State, "state", "", "show only the scopes in this `STATE`: "+strings.Join(overview.States, ", "))
-	fs.StringVar(&opts.OpenPRs, "open-prs", "", "open pull requests, `LIST` like 12,15, or none: turns gc's pr-closed rule on for what gc would collect")
-	fs.Var(&ageFlag{&opts.OlderThan}, "older-than", "turn gc's older-than rule on with this `DURATION` (720h, 30d) for what gc would collect")
+	opts.GCFactFlags.Bind(cmd)
 	return cmd
 }
 
@@ -126,7 +125,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) cmdutil.Outcome {
 		return o
 	}
 	defer st.Close()
-	in, err := OverviewInput(ctx, opts.Getenv, opts.Chdir, st, url, opts.OverviewFlags)
+	in, err := cmdutil.OverviewInput(ctx, opts.Getenv, opts.Chdir, st, url, opts.GCFactFlags)
 	if err != nil {
 		o.Err = err
 		return o
