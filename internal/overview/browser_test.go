@@ -3,9 +3,11 @@ package overview_test
 import (
 	"bytes"
 	"context"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sponson/terraform-provider-sponson/internal/overview"
+	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 )
 
 // chromium finds the browser: SPONSON_CHROMIUM, else Debian's chromium
@@ -114,7 +117,11 @@ const visibleRows = `Array.from(document.querySelectorAll("#scopes tbody tr.scop
 // else the test's temporary directory).
 func TestPageInChromium(t *testing.T) {
 	exe := chromium(t)
-	m := fixtureModel(t)
+	in, write := fixtureInput(t)
+	m, err := overview.Build(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var b bytes.Buffer
 	if err := overview.Render(&b, m, overview.RenderOptions{}); err != nil {
 		t.Fatal(err)
@@ -277,7 +284,48 @@ func TestPageInChromium(t *testing.T) {
 	}
 	shot("overview-phone.png")
 
-	// The sentinels, then the verdict.
+	verdict(t, bctx, ctx, p, func(u string) bool { return u == "file://"+pagePath })
+
+	// Live, as `sponson serve` serves it: a scope written to the store
+	// appears without a reload (the marker set on the page survives).
+	srv := httptest.NewServer(overview.Handler(func(ctx context.Context) (*overview.Model, error) {
+		return overview.Build(ctx, in)
+	}, ""))
+	defer srv.Close()
+	if err := chromedp.Do(bctx,
+		chromedp.EmulateViewport(1280, 800),
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#scopes")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`window.sponsonMarker = "before"; true`)); err != nil {
+		t.Fatal(err)
+	}
+	choose("#f-env", "preview")
+	write(scopeSpec{env: "preview", stack: "acme/app", scope: "pr-88", runs: []run{
+		{command: "apply", status: receipt.StatusApplied, ago: time.Minute, pr: 88, branch: "feat/live", actor: "eve", commit: "8888888", owns: 1},
+	}})
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.querySelector('tr[data-scope="pr-88"]') !== null`)); err != nil {
+		t.Fatalf("the new scope never appeared: %v", err)
+	}
+	live, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[String(window.sponsonMarker), document.getElementById("f-env").value]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"before", "preview"}, live); d != "" {
+		t.Errorf("after the redraw, marker and environment filter (-want +got):\n%s", d)
+	}
+	if got := rows(); !slices.Contains(got, "preview/acme/app/pr-88") || slices.ContainsFunc(got, func(r string) bool { return strings.HasPrefix(r, "production/") }) {
+		t.Errorf("rows after the redraw: %v", got)
+	}
+	verdict(t, bctx, ctx, p, func(u string) bool { return strings.HasPrefix(u, srv.URL+"/") })
+}
+
+// verdict raises the sentinels, waits for them, and fails on anything the
+// page raised or a request allowed refuses; then it starts afresh.
+func verdict(t *testing.T, bctx, ctx context.Context, p *pageEvents, allowed func(string) bool) {
+	t.Helper()
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`console.error("sponson-test-end-console"); setTimeout(() => { throw new Error("sponson-test-end-exception"); }, 0); true`)); err != nil {
 		t.Fatal(err)
 	}
@@ -290,11 +338,12 @@ func TestPageInChromium(t *testing.T) {
 		t.Errorf("the page raised:\n%s", strings.Join(p.problems, "\n"))
 	}
 	for _, u := range p.requests {
-		if u != "file://"+pagePath {
+		if !allowed(u) {
 			t.Errorf("the page requested %s", u)
 		}
 	}
 	if len(p.requests) == 0 {
 		t.Error("no request seen: the network listener saw nothing, so it proves nothing")
 	}
+	p.problems, p.requests, p.ends = nil, nil, map[string]bool{}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,19 +77,22 @@ var fixture = []scopeSpec{
 	}},
 }
 
-// seedStore writes the fixture into a file store under dir and returns it.
-func seedStore(t testing.TB, dir string) *filestore.Store {
+// seedStore writes the fixture into a file store under dir and returns it,
+// and how to write one more scope as the fixture's are written.
+func seedStore(t testing.TB, dir string) (*filestore.Store, func(scopeSpec)) {
 	t.Helper()
-	var clock time.Time
-	st, err := filestore.Open(filepath.Join(dir, ".sponson"), filestore.WithClock(func() time.Time { return clock }))
+	// The store's clock: the time each write is made at. The store may
+	// read it from a server's goroutine while the test writes.
+	var clock atomic.Int64
+	st, err := filestore.Open(filepath.Join(dir, ".sponson"), filestore.WithClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, s := range fixture {
+	write := func(s scopeSpec) {
 		key := store.Key{Stack: s.stack, Environment: s.env, Scope: s.scope}
 		for i, r := range s.runs {
-			clock = now.Add(-r.ago - time.Minute)
+			clock.Store(now.Add(-r.ago - time.Minute).UnixNano())
 			last := i == len(s.runs)-1
 			ttl := time.Hour
 			hctx := ctx
@@ -99,7 +103,7 @@ func seedStore(t testing.TB, dir string) *filestore.Store {
 				hctx = store.WithHolder(ctx, store.HolderInfo{JobURL: s.job, Actor: r.actor})
 			}
 			if last && s.lease == "live" {
-				clock = now.Add(-time.Minute) // a run that started a minute ago
+				clock.Store(now.Add(-time.Minute).UnixNano()) // a run that started a minute ago
 			}
 			g, err := st.Acquire(hctx, key, fmt.Sprintf("run-%s-%d", s.scope, i), ttl)
 			if err != nil {
@@ -128,7 +132,10 @@ func seedStore(t testing.TB, dir string) *filestore.Store {
 			}
 		}
 	}
-	return st
+	for _, s := range fixture {
+		write(s)
+	}
+	return st, write
 }
 
 // repoTree writes a repository of three stacks: network, db reading
@@ -162,12 +169,24 @@ func repoTree(t testing.TB) (*stackgraph.Set, error) {
 // (so pr-1's is closed), older-than 30 days.
 func fixtureModel(t testing.TB) *overview.Model {
 	t.Helper()
-	st := seedStore(t, t.TempDir())
+	in, _ := fixtureInput(t)
+	m, err := overview.Build(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// fixtureInput is the input of fixtureModel, and how to write a scope
+// more into its store.
+func fixtureInput(t testing.TB) (overview.Input, func(scopeSpec)) {
+	t.Helper()
+	st, write := seedStore(t, t.TempDir())
 	set, err := repoTree(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := overview.Build(context.Background(), overview.Input{
+	return overview.Input{
 		Store: st, StoreURL: "file:///fixture/.sponson", Environments: []string{"preview", "production"},
 		Stacks: set, GC: gc.Facts{OpenPRs: gc.Set([]int{2}), PRsKnown: true}, GCOptions: gc.Options{OlderThan: 30 * 24 * time.Hour},
 		Drift: map[string]summary.DriftScope{
@@ -175,9 +194,5 @@ func fixtureModel(t testing.TB) *overview.Model {
 			overview.DriftKey("production", "acme/network", "main"): {Scope: "main", Status: summary.InSync, Changes: []summary.Change{}},
 		},
 		Now: now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	}, write
 }

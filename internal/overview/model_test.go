@@ -110,7 +110,7 @@ func TestBuildStacks(t *testing.T) {
 // and says so; without a stack set nothing is gone and there is no graph.
 func TestBuildLatestOnly(t *testing.T) {
 	t.Parallel()
-	st := seedStore(t, t.TempDir())
+	st, _ := seedStore(t, t.TempDir())
 	m, err := overview.Build(context.Background(), overview.Input{Store: latestOnly{st}, Environments: []string{"preview"}, Now: now})
 	if err != nil {
 		t.Fatal(err)
