@@ -192,16 +192,15 @@ func TestPageInChromium(t *testing.T) {
 	// person picks it: the value, then the change event.
 	choose := func(sel, value string) {
 		t.Helper()
-		if err := chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS(sel), value)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.querySelector(`+strconv.Quote(sel)+`).dispatchEvent(new Event("change"))`)); err != nil {
-			t.Fatal(err)
+		js := `(() => { const e = document.querySelector(` + strconv.Quote(sel) + `); e.value = ` + strconv.Quote(value) + `; e.dispatchEvent(new Event("change")); return e.value === ` + strconv.Quote(value) + ` && e.selectedIndex >= 0; })()`
+		ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](js))
+		if err != nil || !ok {
+			t.Fatalf("choosing %q in %s: %v (no such option?)", value, sel, err)
 		}
 	}
-	shot := func(name string) {
+	shot := func(name string, capture chromedp.Action[[]byte]) {
 		t.Helper()
-		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		png, err := chromedp.Run(bctx, capture)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +228,7 @@ func TestPageInChromium(t *testing.T) {
 	if d := cmp.Diff(all, rows()); d != "" {
 		t.Errorf("rows drawn at load (-want +got):\n%s", d)
 	}
-	shot("overview.png")
+	shot("overview.png", chromedp.FullScreenshot(100))
 
 	// The environment filter, chosen with the keyboard as a person would;
 	// the others by value.
@@ -272,7 +271,7 @@ func TestPageInChromium(t *testing.T) {
 
 	// On a phone's width the rows become cards: nothing wider than the
 	// screen.
-	if err := chromedp.Do(bctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2))); err != nil {
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(390, 844)); err != nil {
 		t.Fatal(err)
 	}
 	width, err := chromedp.Run(bctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth, document.querySelector("thead").getClientRects().length]`))
@@ -282,7 +281,11 @@ func TestPageInChromium(t *testing.T) {
 	if width[0] > width[1] || width[2] != 0 {
 		t.Errorf("at 390 px the page is %d px wide (screen %d), table head drawn %v", width[0], width[1], width[2] != 0)
 	}
-	shot("overview-phone.png")
+	// The phone's screen, scrolled to the first cards.
+	if err := chromedp.Do(bctx, chromedp.ScrollIntoView(chromedp.CSS("#filters"))); err != nil {
+		t.Fatal(err)
+	}
+	shot("overview-phone.png", chromedp.CaptureScreenshot())
 
 	verdict(t, bctx, ctx, p, func(u string) bool { return u == "file://"+pagePath })
 
