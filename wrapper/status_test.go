@@ -354,3 +354,28 @@ func TestStatusHTML(t *testing.T) {
 		t.Errorf("output:\n%s", out)
 	}
 }
+
+// --drift reads a drift result, of one stack or of --all: drift records
+// nothing in the store.
+func TestStatusDrift(t *testing.T) {
+	t.Parallel()
+	dir := statusFixture(t)
+	one := filepath.Join(t.TempDir(), "drift.json")
+	if err := os.WriteFile(one, []byte(`{"ok":false,"command":"drift","result":{"environment":"preview","store":"x","scopes":[{"scope":"pr-12","status":"drifted","changes":[{"address":"a.b","action":"update"}]},{"scope":"main","status":"in-sync","changes":[]}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	all := filepath.Join(t.TempDir(), "drift-all.json")
+	if err := os.WriteFile(all, []byte(`{"result":{"environment":"preview","stacks":[{"stack":"acme/app","directory":".","result":{"environment":"preview","scopes":[{"scope":"main","status":"drifted","changes":[]}]}},{"stack":"acme/other","directory":"x","result":{"environment":"preview","scopes":[{"scope":"pr-12","status":"drifted","changes":[]}]}}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := statusScopes(t, dir, "--drift", one, "--state", "drifted"); !cmp.Equal(rows, []string{"pr-12"}) {
+		t.Errorf("drifted by one stack's result: %v, want [pr-12]", rows)
+	}
+	if rows, _ := statusScopes(t, dir, "--drift", all, "--state", "drifted"); !cmp.Equal(rows, []string{"main"}) {
+		t.Errorf("drifted by --all's result: %v, want [main] (pr-12 drifted in another stack)", rows)
+	}
+	f, out, errOut := testFactory(nil)
+	if code := Run(context.Background(), []string{"status", "--chdir", dir, "--drift", filepath.Join(dir, "nothing.json")}, f); code != errcode.ExitRefused {
+		t.Errorf("--drift of no file: exit %d, want 2\n%s%s", code, out, errOut)
+	}
+}

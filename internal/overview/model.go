@@ -73,8 +73,9 @@ type Input struct {
 	// unknown is off, as in `sponson gc`.
 	GC        gc.Facts
 	GCOptions gc.Options
-	// Drift is a drift result per scope, keyed by DriftKey; nil when none
-	// was given (drift writes nothing to the store).
+	// Drift is a drift result per scope, keyed by DriftKey (a key of no
+	// stack matches the scope in any stack); nil when none was given
+	// (drift writes nothing to the store; ParseDrift reads its --json).
 	Drift map[string]summary.DriftScope
 	// Host links owners and runs: the repository's web address.
 	Host Host
@@ -351,7 +352,11 @@ func buildEnv(ctx context.Context, in Input, env string, now time.Time) (out []S
 			}
 			sc.States = append(sc.States, StateCollectable)
 		}
-		if d, ok := in.Drift[DriftKey(env, s.Key.Stack, s.Key.Scope)]; ok {
+		d, ok := in.Drift[DriftKey(env, s.Key.Stack, s.Key.Scope)]
+		if !ok {
+			d, ok = in.Drift[DriftKey(env, "", s.Key.Scope)] // a result of one stack (ParseDrift)
+		}
+		if ok {
 			sc.Drift = &Drift{Status: d.Status, Changes: len(d.Changes), RunID: d.RunID}
 			if d.Status == summary.Drifted {
 				sc.States = append(sc.States, StateDrifted)

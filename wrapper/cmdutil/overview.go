@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -21,6 +22,9 @@ import (
 type GCFactFlags struct {
 	OpenPRs   string
 	OlderThan time.Duration
+	// Drift is the file of a `sponson drift --json` result: drift records
+	// nothing in the store.
+	Drift string
 }
 
 // Bind adds --open-prs and --older-than to cmd, for what gc would
@@ -29,6 +33,7 @@ func (g *GCFactFlags) Bind(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&g.OpenPRs, "open-prs", "", "open pull requests, `LIST` like 12,15, or none: turns gc's pr-closed rule on for what gc would collect")
 	fs.Var(&ageFlag{&g.OlderThan}, "older-than", "turn gc's older-than rule on with this `DURATION` (720h, 30d) for what gc would collect")
+	fs.StringVar(&g.Drift, "drift", "", "show drift from `FILE`, the output of sponson drift --json (drift records nothing in the store)")
 }
 
 // ageFlag is a duration flag that also takes whole days (30d), as gc's.
@@ -75,6 +80,15 @@ func OverviewInput(ctx context.Context, getenv func(string) string, chdir string
 		in.GC.OpenPRs, in.GC.PRsKnown = gc.Set(prs), true
 	}
 	in.GCOptions.OlderThan = f.OlderThan
+	if f.Drift != "" {
+		data, err := os.ReadFile(f.Drift)
+		if err == nil {
+			in.Drift, err = overview.ParseDrift(data)
+		}
+		if err != nil {
+			return in, errcode.Wrap(errcode.Usage, err, "--drift %s", f.Drift)
+		}
+	}
 	return in, nil
 }
 

@@ -42,8 +42,8 @@ func NewCmdServe(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Con
 		Short: "Serve the overview of the store, live and read-only, over HTTP",
 		Long: `Serve answers with the page ` + "`sponson status --html`" + ` writes, read from the store
 anew for every request: every environment, stack and scope, with owner, age,
-last run, lease, what each owns and what gc would collect (--open-prs,
---older-than as for status). The page polls /overview.json, the same model
+last run, lease, what each owns, what gc would collect (--open-prs,
+--older-than as for status) and drift (--drift FILE, read once at start). The page polls /overview.json, the same model
 as JSON, and redraws itself when the store changed, without a reload.
 
 It is read-only: it answers GET and HEAD alone (405 to anything else), has

@@ -84,8 +84,9 @@ Filters: --stack S keeps one stack; --state STATE keeps the scopes in that
 state: running (a live lease), stale-lease (a lease that expired unreleased:
 its run died), collectable (what ` + "`sponson gc`" + ` would destroy, by the rules
 whose facts are given: --open-prs LIST for pr-closed, --older-than DURATION
-for older-than; branch-gone needs the remote and is off here), drifted (never
-from the store alone: drift records nothing), failed, destroyed.
+for older-than; branch-gone needs the remote and is off here), drifted (drift
+records nothing in the store: --drift FILE gives the output of a sponson drift
+--json, of one stack or of --all), failed, destroyed.
 
 With --json the rows are the result, with full commits and times, and
 "overview" carries the facts of the page below for the environment, the
