@@ -353,6 +353,14 @@ func TestStatusHTML(t *testing.T) {
 	if !strings.Contains(out.String(), "wrote the overview of 5 scopes to "+page) {
 		t.Errorf("output:\n%s", out)
 	}
+	f, out, errOut = testFactory(nil)
+	if code := Run(context.Background(), []string{"status", "--chdir", dir, "--html", "-"}, f); code != errcode.ExitOK || !strings.HasPrefix(out.String(), "<!DOCTYPE html>") || !strings.Contains(out.String(), `data-scope="pr-9"`) {
+		t.Errorf("--html -: exit %d\n%.200s\n%s", code, out, errOut)
+	}
+	f, out, errOut = testFactory(nil)
+	if code := Run(context.Background(), []string{"status", "--chdir", dir, "--html", "-", "--json"}, f); code != errcode.ExitRefused {
+		t.Errorf("--html - --json: exit %d, want 2\n%s%s", code, out, errOut)
+	}
 }
 
 // --drift reads a drift result, of one stack or of --all: drift records

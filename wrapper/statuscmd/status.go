@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
 	"github.com/sponson/terraform-provider-sponson/internal/overview"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
@@ -105,6 +106,10 @@ standard output.`,
 		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
 			if err := opts.checkState(); err != nil {
 				return err
+			}
+			if opts.HTML == "-" && opts.JSON {
+				return errcode.New(errcode.Usage, "--html - and --json would both write to standard output").
+					WithHint("Write the page to a file: --html FILE.")
 			}
 			return opts.Prepare(cmd, opts.Getenv)
 		}, runF, runStatus),
