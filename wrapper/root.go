@@ -26,6 +26,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/wrapper/providercmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runcmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/runner"
+	"github.com/sponson/terraform-provider-sponson/wrapper/servecmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/stackscmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/statecmd"
 	"github.com/sponson/terraform-provider-sponson/wrapper/statuscmd"
@@ -155,6 +156,7 @@ Use 'sponson apply' where a pipeline used 'terraform apply'.
 		storecmd.NewCmdGrants(f, out, nil),
 		storecmd.NewCmdStore(f, out),
 		stackscmd.NewCmdStacks(f, out, nil),
+		servecmd.NewCmdServe(f, out, nil),
 		enginecmd.NewCmdVersion(f, out),
 		policycmd.NewCmdPolicy(policycmd.IO{Out: f.Out, ErrOut: f.ErrOut, Getenv: f.Getenv}, func(c string, r any, err error) { *out = cmdutil.Outcome{Command: c, Result: r, Err: err} }, nil),
 	} {

@@ -90,7 +90,7 @@ func TestStatusTable(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	if len(lines) != 10 {
-		t.Fatalf("want a title, the stack, a header, 5 rows and 2 lineage lines:\n%s", out)
+		t.Fatalf("want a title, the stack, a header, 4 rows, 2 lineage lines and the destroyed folded in one:\n%s", out)
 	}
 	for _, w := range []string{
 		"stack acme/app",
@@ -99,8 +99,7 @@ func TestStatusTable(t *testing.T) {
 		"main 3 applied 7aba441 Ada free pr-12",
 		"pr-12 2 applied 3c1f2a4 - run-seed-pr-12 until",
 		"↳ inherited from branch-feat-search pr-13",
-		"pr-13 1 apply failed - - expired (run-seed-pr-13) pr-9",
-		"pr-9 0 destroyed - - free",
+		"pr-13 1 apply failed - - expired (run-seed-pr-13) + 1 destroyed: pr-9 (--state destroyed lists them)",
 	} {
 		if !strings.Contains(squash(out.String()), squash(w)) {
 			t.Errorf("table lacks %q:\n%s", w, out)
@@ -268,5 +267,123 @@ func TestOutcomeTextOfAnUnlock(t *testing.T) {
 		if got := tt.r.OutcomeText(); got != tt.want {
 			t.Errorf("%s %s: %q, want %q", tt.r.Command, tt.r.Status, got, tt.want)
 		}
+	}
+}
+
+// statusScopes runs status --json with args and returns the scopes of its
+// rows and of its overview.
+func statusScopes(t *testing.T, dir string, args ...string) (rows, model []string) {
+	t.Helper()
+	f, out, errOut := testFactory(nil)
+	if code := Run(context.Background(), append([]string{"status", "--chdir", dir, "--json"}, args...), f); code != errcode.ExitOK {
+		t.Fatalf("status %v: exit %d\n%s\n%s", args, code, out, errOut)
+	}
+	b, _ := json.Marshal(decode(t, out).Result)
+	var res struct {
+		Scopes   []statuscmd.ScopeStatus `json:"scopes"`
+		Overview struct {
+			Scopes []struct {
+				Scope  string   `json:"scope"`
+				States []string `json:"states"`
+			} `json:"scopes"`
+		} `json:"overview"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	rows, model = []string{}, []string{}
+	for _, s := range res.Scopes {
+		rows = append(rows, s.Scope)
+	}
+	for _, s := range res.Overview.Scopes {
+		model = append(model, s.Scope)
+	}
+	return rows, model
+}
+
+func TestStatusFilters(t *testing.T) {
+	t.Parallel()
+	dir := statusFixture(t)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"branch-feat-search", "main", "pr-12", "pr-13", "pr-9"}},
+		{[]string{"--state", "running"}, []string{"pr-12"}},
+		{[]string{"--state", "stale-lease"}, []string{"pr-13"}},
+		{[]string{"--state", "destroyed"}, []string{"pr-9"}},
+		{[]string{"--state", "failed"}, []string{"pr-13"}},
+		// gc's pr-closed rule with pull request 12 open: 13 is closed;
+		// pr-9 is destroyed, and no rule judges the others.
+		{[]string{"--state", "collectable", "--open-prs", "12"}, []string{"pr-13"}},
+		{[]string{"--state", "collectable"}, []string{}},
+		{[]string{"--stack", "acme/other"}, []string{}},
+	} {
+		rows, model := statusScopes(t, dir, c.args...)
+		if d := cmp.Diff(c.want, rows); d != "" {
+			t.Errorf("status %v rows (-want +got):\n%s", c.args, d)
+		}
+		if d := cmp.Diff(c.want, model); d != "" {
+			t.Errorf("status %v overview (-want +got):\n%s", c.args, d)
+		}
+	}
+	f, out, errOut := testFactory(nil)
+	if code := Run(context.Background(), []string{"status", "--chdir", dir, "--state", "stuck"}, f); code != errcode.ExitRefused || !strings.Contains(errOut.String(), "running, stale-lease") {
+		t.Errorf("--state stuck: exit %d, want 2 naming the states\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestStatusHTML(t *testing.T) {
+	t.Parallel()
+	dir := statusFixture(t)
+	page := filepath.Join(t.TempDir(), "overview.html")
+	f, out, errOut := testFactory(nil)
+	if code := Run(context.Background(), []string{"status", "--chdir", dir, "--html", page}, f); code != errcode.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"branch-feat-search", "main", "pr-12", "pr-13", "pr-9"} {
+		if !bytes.Contains(b, []byte(`data-scope="`+s+`"`)) {
+			t.Errorf("the page lacks scope %s", s)
+		}
+	}
+	if !strings.Contains(out.String(), "wrote the overview of 5 scopes to "+page) {
+		t.Errorf("output:\n%s", out)
+	}
+	f, out, errOut = testFactory(nil)
+	if code := Run(context.Background(), []string{"status", "--chdir", dir, "--html", "-"}, f); code != errcode.ExitOK || !strings.HasPrefix(out.String(), "<!DOCTYPE html>") || !strings.Contains(out.String(), `data-scope="pr-9"`) {
+		t.Errorf("--html -: exit %d\n%.200s\n%s", code, out, errOut)
+	}
+	f, out, errOut = testFactory(nil)
+	if code := Run(context.Background(), []string{"status", "--chdir", dir, "--html", "-", "--json"}, f); code != errcode.ExitRefused {
+		t.Errorf("--html - --json: exit %d, want 2\n%s%s", code, out, errOut)
+	}
+}
+
+// --drift reads a drift result, of one stack or of --all: drift records
+// nothing in the store.
+func TestStatusDrift(t *testing.T) {
+	t.Parallel()
+	dir := statusFixture(t)
+	one := filepath.Join(t.TempDir(), "drift.json")
+	if err := os.WriteFile(one, []byte(`{"ok":false,"command":"drift","result":{"environment":"preview","store":"x","scopes":[{"scope":"pr-12","status":"drifted","changes":[{"address":"a.b","action":"update"}]},{"scope":"main","status":"in-sync","changes":[]}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	all := filepath.Join(t.TempDir(), "drift-all.json")
+	if err := os.WriteFile(all, []byte(`{"result":{"environment":"preview","stacks":[{"stack":"acme/app","directory":".","result":{"environment":"preview","scopes":[{"scope":"main","status":"drifted","changes":[]}]}},{"stack":"acme/other","directory":"x","result":{"environment":"preview","scopes":[{"scope":"pr-12","status":"drifted","changes":[]}]}}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := statusScopes(t, dir, "--drift", one, "--state", "drifted"); !cmp.Equal(rows, []string{"pr-12"}) {
+		t.Errorf("drifted by one stack's result: %v, want [pr-12]", rows)
+	}
+	if rows, _ := statusScopes(t, dir, "--drift", all, "--state", "drifted"); !cmp.Equal(rows, []string{"main"}) {
+		t.Errorf("drifted by --all's result: %v, want [main] (pr-12 drifted in another stack)", rows)
+	}
+	f, out, errOut := testFactory(nil)
+	if code := Run(context.Background(), []string{"status", "--chdir", dir, "--drift", filepath.Join(dir, "nothing.json")}, f); code != errcode.ExitRefused {
+		t.Errorf("--drift of no file: exit %d, want 2\n%s%s", code, out, errOut)
 	}
 }

@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/lease"
+	"github.com/sponson/terraform-provider-sponson/internal/overview"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
@@ -25,6 +27,7 @@ type StatusOptions struct {
 	cmdutil.StoreFlags
 	// Stack shows one stack; empty shows every stack of the environment.
 	Stack string
+	OverviewFlags
 }
 
 // ScopeStatus is one row of `sponson status --json`.
@@ -61,7 +64,9 @@ func NewCmdStatus(f *cmdutil.Factory, out *cmdutil.Outcome, runF func(context.Co
 		Use:   "status [flags]",
 		Short: "List the scopes of an environment: lease, last run, what each owns",
 		Long: `Status lists every scope of an environment that has a lease record or a
-receipt, with:
+receipt, one table per stack, the stacks in dependency order (the order
+plan --all runs them in; a stack of the store whose directory is gone comes
+last), with:
 
   OWNS      how many resources the scope owns (its latest receipt's ledger)
   LAST RUN  the latest receipt: outcome, time, commit and approver
@@ -73,15 +78,48 @@ and, on a line under the scope, who holds a live lease ("held by run 3c1f2a9b
 "superseded by S" when its resources moved to
 scope S, "inherited from S" when they came from S.
 
-Destroyed scopes stay listed: their last receipt is the record that they are
-gone. With --json the rows are the result, with full commits and times.`,
+Destroyed scopes are folded: a line under their stack's table counts and
+names them (their last receipt is the record that they are gone).
+
+Filters: --stack S keeps one stack; --state STATE keeps the scopes in that
+state: running (a live lease), stale-lease (a lease that expired unreleased:
+its run died), collectable (what ` + "`sponson gc`" + ` would destroy, by the rules
+whose facts are given: --open-prs LIST for pr-closed, --older-than DURATION
+for older-than; branch-gone needs the remote and is off here), drifted (drift
+records nothing in the store: --drift FILE gives the output of a sponson drift
+--json, of one stack or of --all), failed, destroyed.
+
+With --json the rows are the result, with full commits and times, and
+"overview" carries the facts of the page below for the environment, the
+same filters applied.
+
+--html FILE writes one self-contained HTML page (inline CSS, script and SVG;
+no network, no external asset: a CI artifact or a Pages site) of every
+environment of the store, declared or held: per scope its owner (pull
+request or branch, linked when the CI's variables name the repository), age,
+last run, lease, what it owns, what gc would collect and why, and its
+receipts as a timeline; the stacks' dependency graph; filters by
+environment, stack and state, and sort by age. It reads only what status
+reads (leases and receipts, never a state or a secret). "-" writes it to
+standard output.`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(f, out, opts, func(cmd *cobra.Command, _ []string) error {
+			if err := opts.checkState(); err != nil {
+				return err
+			}
+			if opts.HTML == "-" && opts.JSON {
+				return errcode.New(errcode.Usage, "--html - and --json would both write to standard output").
+					WithHint("Write the page to a file: --html FILE.")
+			}
 			return opts.Prepare(cmd, opts.Getenv)
 		}, runF, runStatus),
 	}
 	opts.Bind(cmd)
 	cmdutil.BindStack(cmd, &opts.Stack, "show only this stack (default: every stack of the environment)")
+	fs := cmd.Flags()
+	fs.StringVar(&opts.HTML, "html", "", "write the overview of the whole store as one HTML page to `FILE` (\"-\": standard output)")
+	fs.StringVar(&opts.State, "state", "", "show only the scopes in this `STATE`: "+strings.Join(overview.States, ", "))
+	opts.GCFactFlags.Bind(cmd)
 	return cmd
 }
 
@@ -93,37 +131,104 @@ func runStatus(ctx context.Context, opts *StatusOptions) cmdutil.Outcome {
 		return o
 	}
 	defer st.Close()
+	in, err := cmdutil.OverviewInput(ctx, opts.Getenv, opts.Chdir, st, url, opts.GCFactFlags)
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	if opts.HTML != "" {
+		// The page is of the whole store; the filters are the page's own.
+		m, err := overview.Build(ctx, in)
+		if err == nil {
+			err = writeHTML(opts, m)
+		}
+		o.Err = err
+		if err == nil {
+			o.Result = map[string]any{"store": url, "html": opts.HTML, "counts": m.Counts}
+		}
+		return o
+	}
+	in.Only = []string{env}
+	m, err := overview.Build(ctx, in)
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	filtered(m, opts.Stack, opts.State)
 	scopes, err := store.ListScopes(ctx, st, env, opts.Stack)
 	if err != nil {
 		o.Err = err
 		return o
 	}
-	rows := StatusRows(scopes, time.Now())
-	res := map[string]any{"environment": env, "store": url, "scopes": rows}
+	// The rows of the scopes the overview kept, in its order: stacks in
+	// dependency order, scopes by name.
+	byKey := map[store.Key]store.ScopeSummary{}
+	for _, s := range scopes {
+		byKey[s.Key] = s
+	}
+	kept := make([]store.ScopeSummary, 0, len(m.Scopes))
+	for _, s := range m.Scopes {
+		if sum, ok := byKey[store.Key{Stack: s.Stack, Environment: env, Scope: s.Scope}]; ok {
+			kept = append(kept, sum)
+		}
+	}
+	rows := StatusRows(kept, time.Now())
+	res := map[string]any{"environment": env, "store": url, "scopes": rows, "overview": m}
 	if opts.Stack != "" {
 		res["stack"] = opts.Stack
+	}
+	if opts.State != "" {
+		res["state"] = opts.State
 	}
 	o.Result = res
 	if opts.JSON {
 		return o
 	}
+	writeStatusText(opts, env, url, rows, m.Stacks)
+	return o
+}
+
+// writeStatusText prints the rows for people: one table per stack, under
+// its name (a monorepo's root modules have scopes of the same names), the
+// destroyed folded into a line under it, then the stacks gone.
+func writeStatusText(opts *StatusOptions, env, url string, rows []ScopeStatus, stacks []overview.Stack) {
 	fmt.Fprintf(opts.Out, "environment %s · store %s\n", env, url)
 	if len(rows) == 0 {
-		fmt.Fprintln(opts.Out, "no scopes yet")
-		return o
+		if opts.State != "" || opts.Stack != "" {
+			fmt.Fprintln(opts.Out, "no scope matches")
+		} else {
+			fmt.Fprintln(opts.Out, "no scopes yet")
+		}
+		return
 	}
-	// One table per stack, under its name: a monorepo's root modules have
-	// scopes of the same names.
 	for i := 0; i < len(rows); {
 		j := i
 		for j < len(rows) && rows[j].Stack == rows[i].Stack {
 			j++
 		}
+		var live []ScopeStatus
+		var gone []string
+		for _, r := range rows[i:j] {
+			if r.LastRun != nil && r.LastRun.Status == receipt.StatusDestroyed && opts.State != overview.StateDestroyed {
+				gone = append(gone, r.Scope)
+				continue
+			}
+			live = append(live, r)
+		}
 		fmt.Fprintf(opts.Out, "stack %s\n", cmdutil.OrDash(rows[i].Stack))
-		WriteStatusTable(opts.Out, rows[i:j])
+		if len(live) > 0 {
+			WriteStatusTable(opts.Out, live)
+		}
+		if len(gone) > 0 {
+			fmt.Fprintf(opts.Out, "+ %d destroyed: %s (--state destroyed lists them)\n", len(gone), strings.Join(gone, ", "))
+		}
 		i = j
 	}
-	return o
+	for _, s := range stacks {
+		if s.Gone && (opts.Stack == "" || opts.Stack == s.Name) {
+			fmt.Fprintf(opts.Out, "stack %s has scopes in the store and no directory in the repository\n", s.Name)
+		}
+	}
 }
 
 // StatusRows turns the store's listing into the rows of status.
