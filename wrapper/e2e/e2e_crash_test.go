@@ -24,7 +24,7 @@ import (
 // ledger or listed there as unresolved, and every object the ledger owns
 // still exists: nothing leaks, nothing owned is destroyed.
 func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
-	h := e2e(t)
+	e2e(t)
 	// Kills per store (at least 20 per test run); a round whose run ended
 	// before its kill counts no kill.
 	kills := 10
@@ -48,8 +48,12 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 		},
 		"postgres": func(t *testing.T) (string, []string) { return "--store=" + newPgE2E(t).url, nil },
 	}
+	// The three stores' attacks are independent worlds: they run side by
+	// side, each with its own harness.
 	for _, name := range []string{"file", "git", "postgres"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := e2e(t)
 			flag, storeEnv := stores[name](t)
 			c := newCrashWorld(t, h, flag, storeEnv)
 			for round := 0; c.kills < kills; round++ {

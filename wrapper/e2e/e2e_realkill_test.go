@@ -30,7 +30,7 @@ import (
 // rule cannot vouch for it (docs/design.md §2.4); the test answers as a
 // person would and counts it.
 func TestE2ERealProvidersRandomKills(t *testing.T) {
-	h := e2e(t)
+	e2e(t)
 	mirror := realproviders.Install(t)
 	cfg, err := fixtureprovider.WriteCLIConfig(t.TempDir(), fixtureprovider.Build(t), mirror)
 	if err != nil {
@@ -40,8 +40,12 @@ func TestE2ERealProvidersRandomKills(t *testing.T) {
 	if strings.Contains(filepath.Base(os.Getenv("SPONSON_TEST_ENGINE")), "terraform") {
 		kills = 3
 	}
+	// The three stores' attacks are independent worlds: they run side by
+	// side, each with its own harness.
 	for _, storeName := range []string{"file", "git", "postgres"} {
 		t.Run(storeName, func(t *testing.T) {
+			t.Parallel()
+			h := e2e(t)
 			env := []string{"TF_CLI_CONFIG_FILE=" + cfg}
 			var store []string
 			switch storeName {
