@@ -98,7 +98,7 @@ func (r *runner) enginePlan(ctx context.Context, eng *engineRun, c *checked) err
 		}
 	} else {
 		end := r.section("plan", "engine plan")
-		c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy, r.o.Command != Plan, r.o.Vars)
+		c.changed, err = eng.sess.Plan(eng.ctx, c.path, r.o.Command == Destroy || r.o.EngineFlags.PlanDestroy, r.o.Command != Plan, r.o.Vars)
 		end()
 		if err != nil {
 			return r.engineErr(ctx, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 )
 
 // StatusOptions are the options of `sponson status`.
@@ -99,7 +100,11 @@ func runStatus(ctx context.Context, opts *StatusOptions) cmdutil.Outcome {
 		return o
 	}
 	rows := StatusRows(scopes, time.Now())
+	gone := goneStacks(opts, rows)
 	res := map[string]any{"environment": env, "store": url, "scopes": rows}
+	if len(gone) > 0 {
+		res["gone"] = gone
+	}
 	if opts.Stack != "" {
 		res["stack"] = opts.Stack
 	}
@@ -120,6 +125,9 @@ func runStatus(ctx context.Context, opts *StatusOptions) cmdutil.Outcome {
 			j++
 		}
 		fmt.Fprintf(opts.Out, "stack %s\n", cmdutil.OrDash(rows[i].Stack))
+		if d, ok := gone[rows[i].Stack]; ok {
+			fmt.Fprintf(opts.Out, "  its directory %s is gone from this checkout and it holds state: a run of the change that removed it (plan|apply --changed) destroys it, or `sponson destroy` in a checkout that still has it\n", d)
+		}
 		WriteStatusTable(opts.Out, rows[i:j])
 		i = j
 	}
@@ -213,4 +221,23 @@ func WriteStatusTable(w io.Writer, rows []ScopeStatus) {
 			fmt.Fprintf(w, "  ↳ %s\n", n)
 		}
 	}
+}
+
+// goneStacks names, by stack, the directory of each stack of the checkout's
+// repository that holds state (a scope whose last run is not a destroy) and
+// whose directory is gone (docs/design.md §4.7 "Many stacks", removed stacks).
+func goneStacks(opts *StatusOptions, rows []ScopeStatus) map[string]string {
+	holding := map[string]bool{}
+	var names []string
+	for _, r := range rows {
+		if r.LastRun != nil && r.LastRun.Status != receipt.StatusDestroyed && r.SupersededBy == "" && !holding[r.Stack] {
+			holding[r.Stack] = true
+			names = append(names, r.Stack)
+		}
+	}
+	dir := opts.Chdir
+	if dir == "" {
+		dir = "."
+	}
+	return manystacks.GoneStacks(opts.Getenv, dir, names)
 }

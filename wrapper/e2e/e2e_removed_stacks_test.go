@@ -1,0 +1,219 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sponson/terraform-provider-sponson/internal/fixtureprovider"
+	"github.com/sponson/terraform-provider-sponson/internal/realproviders"
+)
+
+// removedStackTF is a stack that writes one local_file named after its
+// directory and scope into var.out, with a random_id in its content, after
+// the stacks in after.
+func removedStackTF(name, scopeAttrs string) string {
+	return `terraform {
+  required_providers {
+    sponson = { source = "sponson/sponson" }
+    local   = { source = "hashicorp/local", version = "2.9.0" }
+    random  = { source = "hashicorp/random", version = "3.9.0" }
+  }
+}
+
+variable "out" { type = string }
+
+resource "sponson_scope" "this" {` + scopeAttrs + `}
+
+resource "random_id" "tag" {
+  byte_length = 4
+}
+
+resource "local_file" "out" {
+  filename = "${var.out}/` + name + `-${sponson_scope.this.name}.txt"
+  content  = "` + name + ` ${random_id.tag.hex}"
+}
+
+output "tag" {
+  value = random_id.tag.hex
+}
+`
+}
+
+// removedStacksRepo is main of the monorepo of the removed-stack tests:
+// network, and queue and docs after it.
+var removedStacksRepo = map[string]string{
+	"stacks/network/main.tf": removedStackTF("network", ""),
+	"stacks/queue/main.tf":   removedStackTF("queue", "\n  after = [\"stacks/network\"]\n"),
+	"stacks/docs/main.tf":    removedStackTF("docs", "\n  after = [\"stacks/network\"]\n"),
+}
+
+// monorepo is a clone of a bare repository (the remote, origin, whose HEAD
+// is main) holding files on main, pushed.
+func monorepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	base := t.TempDir()
+	remote := filepath.Join(base, "remote.git")
+	gitIn(t, base, "init", "--quiet", "--bare", "-b", "main", remote)
+	root := filepath.Join(base, "work")
+	gitIn(t, base, "clone", "--quiet", remote, root)
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, ".gitignore"), []byte(".sponson/\n.terraform/\n.terraform.lock.hcl\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, root, "checkout", "--quiet", "-b", "main")
+	gitIn(t, root, "add", "-A")
+	gitIn(t, root, "commit", "--quiet", "-m", "stacks")
+	gitIn(t, root, "push", "--quiet", "-u", "origin", "main")
+	gitIn(t, root, "remote", "set-head", "origin", "main")
+	return root
+}
+
+// removedStacksEnv is the environment of the removed-stack tests: real
+// providers (hashicorp/local and random from the mirror), stacks named
+// from git, the store in SPONSON_STORE, the files in out.
+func removedStacksEnv(t *testing.T) (env []string, out string) {
+	t.Helper()
+	mirror := realproviders.Install(t)
+	cli, err := fixtureprovider.WriteCLIConfig(t.TempDir(), fixtureprovider.Build(t), mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = t.TempDir()
+	return []string{deriveStack, "TF_CLI_CONFIG_FILE=" + cli, "TF_VAR_out=" + out,
+		"SPONSON_STORE=file://" + filepath.Join(t.TempDir(), "store")}, out
+}
+
+// removedEntry is the entry of dir in the envelope's result.removed.
+func removedEntry(t *testing.T, r result, dir string) map[string]any {
+	t.Helper()
+	res, _ := r.envelope(t)["result"].(map[string]any)
+	list, _ := res["removed"].([]any)
+	for _, e := range list {
+		if m, _ := e.(map[string]any); m["directory"] == dir {
+			return m
+		}
+	}
+	t.Fatalf("%s is not in result.removed:\n%s", dir, r.stdout)
+	return nil
+}
+
+// stackEntry is one stack's entry in the envelope of a run of many.
+func stackEntry(t *testing.T, r result, dir string) map[string]any {
+	t.Helper()
+	for _, s := range r.envelope(t)["result"].(map[string]any)["stacks"].([]any) {
+		if m := s.(map[string]any); m["directory"] == dir {
+			return m
+		}
+	}
+	t.Fatalf("no stack %s in:\n%s", dir, r.stdout)
+	return nil
+}
+
+// TestE2ERemovedStack: a pull request deletes a stack's directory. `stacks
+// --changed` lists it as removed with the scope its state holds; `plan
+// --changed` plans its destroy from the base's configuration and the
+// review shows it; a plan --all after the merge warns of the stack with
+// state and no directory; `apply --changed` on main after the merge
+// destroys it (its file is gone, its receipt a destroy, the other stacks
+// untouched), and nothing warns any more; status names no stack whose
+// directory is gone.
+func TestE2ERemovedStack(t *testing.T) {
+	h := e2e(t)
+	env, out := removedStacksEnv(t)
+	root := monorepo(t, removedStacksRepo)
+
+	h.mustRunEnv(root, env, "apply", "--all", "--json")
+	queueFile := filepath.Join(out, "queue-main.txt")
+	docsBefore := string(readFile(t, filepath.Join(out, "docs-main.txt")))
+	if _, err := os.Stat(queueFile); err != nil {
+		t.Fatalf("apply --all on main did not write queue's file: %v", err)
+	}
+
+	// The pull request: a branch that deletes stacks/queue.
+	gitIn(t, root, "checkout", "--quiet", "-b", "drop-queue")
+	gitIn(t, root, "rm", "--quiet", "-r", "stacks/queue")
+	gitIn(t, root, "commit", "--quiet", "-m", "drop queue")
+
+	r := h.mustRunEnv(root, env, "stacks", "--changed", "--json")
+	q := removedEntry(t, r, "stacks/queue")
+	if fmt.Sprint(q["scopes"]) != "[main]" || q["environment"] != "preview" || !strings.Contains(fmt.Sprint(q["reasons"]), "its directory stacks/queue was deleted") {
+		t.Errorf("stacks --changed lists queue as %v, want removed, its state in preview/main", q)
+	}
+	human := h.mustRunEnv(root, env, "stacks", "--changed")
+	if !strings.Contains(human.stdout, "removed since origin/main") || !strings.Contains(human.stdout, "preview: main") {
+		t.Errorf("stacks --changed does not name the removed stack:\n%s", human.stdout)
+	}
+
+	review := filepath.Join(t.TempDir(), "review.md")
+	r = h.mustRunEnv(root, env, "plan", "--changed", "--json", "--summary", review)
+	qr := stackEntry(t, r, "stacks/queue")
+	if qr["removed"] != true || qr["status"] != "succeeded" {
+		t.Fatalf("plan --changed ran queue as %v, want its removal planned\n%s", qr, r.stderr)
+	}
+	qres, _ := qr["result"].(map[string]any)
+	if qres["scope"] != "main" || !strings.Contains(fmt.Sprint(qres["changes"]), "action:delete address:local_file.out") {
+		t.Errorf("queue's plan = scope %v changes %v, want the destroy of its main scope", qres["scope"], qres["changes"])
+	}
+	md := string(readFile(t, review))
+	if !strings.Contains(md, "removed: its directory stacks/queue was deleted; destroy, from the base's configuration") || !strings.Contains(md, "to destroy") {
+		t.Errorf("the review does not show queue's destroy:\n%s", md)
+	}
+	if _, err := os.Stat(queueFile); err != nil {
+		t.Errorf("a plan destroyed queue's file: %v", err)
+	}
+
+	// The merge, on main.
+	gitIn(t, root, "checkout", "--quiet", "main")
+	gitIn(t, root, "merge", "--quiet", "--no-ff", "-m", "merge drop-queue", "drop-queue")
+	gitIn(t, root, "push", "--quiet", "origin", "main")
+
+	r = h.mustRunEnv(root, env, "plan", "--all", "--json")
+	if !strings.Contains(r.stdout, "stacks/queue holds state in preview (scopes main) and its directory stacks/queue is gone") {
+		t.Errorf("plan --all does not warn of queue's state:\n%s", r.stdout)
+	}
+
+	st := h.mustRunEnv(root, env, "status")
+	if !strings.Contains(st.stdout, "its directory stacks/queue is gone from this checkout and it holds state") {
+		t.Errorf("status does not name queue's gone directory:\n%s", st.stdout)
+	}
+
+	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--json")
+	qr = stackEntry(t, r, "stacks/queue")
+	if qr["removed"] != true || qr["status"] != "succeeded" {
+		t.Fatalf("apply --changed ran queue as %v\n%s", qr, r.stderr)
+	}
+	if qres, _ := qr["result"].(map[string]any); qres["scope"] != "main" || qres["status"] != "destroyed" {
+		t.Errorf("queue's run after the merge = %v, want its main scope destroyed", qres)
+	}
+	if _, err := os.Stat(queueFile); !os.IsNotExist(err) {
+		t.Errorf("queue's file is still there after apply --changed on main: %v", err)
+	}
+	if got := string(readFile(t, filepath.Join(out, "docs-main.txt"))); got != docsBefore {
+		t.Errorf("docs' file changed: %q, was %q", got, docsBefore)
+	}
+
+	// Nothing is left behind: no warning, status names no gone stack.
+	r = h.mustRunEnv(root, env, "plan", "--all", "--json")
+	if strings.Contains(r.stdout, "is gone") {
+		t.Errorf("plan --all still warns after the destroy:\n%s", r.stdout)
+	}
+	st = h.mustRunEnv(root, env, "status")
+	if strings.Contains(st.stdout, "is gone") {
+		t.Errorf("status names a gone stack after its destroy:\n%s", st.stdout)
+	}
+	// The worktree of the base is removed.
+	if wt := gitIn(t, root, "worktree", "list"); strings.Count(wt, "\n") != 0 {
+		t.Errorf("a checkout of the base is left registered:\n%s", wt)
+	}
+}
