@@ -45,6 +45,8 @@ output "tag" {
 // removedStacksRepo is main of the monorepo of the removed-stack tests:
 // network, and queue and docs after it.
 var removedStacksRepo = map[string]string{
+	// A root module being migrated: no sponson_scope, so no stack.
+	"legacy/main.tf":         "resource \"terraform_data\" \"x\" {}\n",
 	"stacks/network/main.tf": removedStackTF("network", ""),
 	"stacks/queue/main.tf":   removedStackTF("queue", "\n  after = [\"stacks/network\"]\n"),
 	"stacks/docs/main.tf":    removedStackTF("docs", "\n  after = [\"stacks/network\"]\n"),
@@ -133,7 +135,10 @@ func TestE2ERemovedStack(t *testing.T) {
 	env, out := removedStacksEnv(t)
 	root := monorepo(t, removedStacksRepo)
 
-	h.mustRunEnv(root, env, "apply", "--all", "--json")
+	r := h.mustRunEnv(root, env, "apply", "--all", "--json")
+	if !strings.Contains(r.stdout, "apply --all skipped 1 root module that declare no sponson_scope, so are no stacks: legacy") {
+		t.Errorf("apply --all does not name the root module it skipped:\n%s", r.stdout)
+	}
 	queueFile := filepath.Join(out, "queue-main.txt")
 	docsBefore := string(readFile(t, filepath.Join(out, "docs-main.txt")))
 	if _, err := os.Stat(queueFile); err != nil {
@@ -145,7 +150,7 @@ func TestE2ERemovedStack(t *testing.T) {
 	gitIn(t, root, "rm", "--quiet", "-r", "stacks/queue")
 	gitIn(t, root, "commit", "--quiet", "-m", "drop queue")
 
-	r := h.mustRunEnv(root, env, "stacks", "--changed", "--json")
+	r = h.mustRunEnv(root, env, "stacks", "--changed", "--json")
 	q := removedEntry(t, r, "stacks/queue")
 	if fmt.Sprint(q["scopes"]) != "[main]" || q["environment"] != "preview" || !strings.Contains(fmt.Sprint(q["reasons"]), "its directory stacks/queue was deleted") {
 		t.Errorf("stacks --changed lists queue as %v, want removed, its state in preview/main", q)
@@ -183,6 +188,10 @@ func TestE2ERemovedStack(t *testing.T) {
 		t.Errorf("plan --all does not warn of queue's state:\n%s", r.stdout)
 	}
 
+	r = h.mustRunEnv(root, env, "gc", "--all", "--json")
+	if !strings.Contains(r.stdout, "stacks/queue holds state in preview (scopes main) and its directory stacks/queue is gone") {
+		t.Errorf("gc --all does not warn of queue's state:\n%s\n%s", r.stdout, r.stderr)
+	}
 	st := h.mustRunEnv(root, env, "status")
 	if !strings.Contains(st.stdout, "its directory stacks/queue is gone from this checkout and it holds state") {
 		t.Errorf("status does not name queue's gone directory:\n%s", st.stdout)
@@ -215,5 +224,79 @@ func TestE2ERemovedStack(t *testing.T) {
 	// The worktree of the base is removed.
 	if wt := gitIn(t, root, "worktree", "list"); strings.Count(wt, "\n") != 0 {
 		t.Errorf("a checkout of the base is left registered:\n%s", wt)
+	}
+}
+
+// TestE2ERenamedStack: a pull request moves a stack's directory with its
+// configuration unchanged. `stacks --changed` lists the old stack as
+// renamed to the new directory; plan --changed refuses the run (USAGE,
+// naming the move and the stack attribute that keeps the name) rather than
+// planning a destroy and a create. With the old name declared in the new
+// directory's sponson_scope, the stack's state is found there: the plan
+// destroys and creates nothing, and apply --changed on main after the
+// merge leaves the local_file's content (its random_id) as it was.
+func TestE2ERenamedStack(t *testing.T) {
+	h := e2e(t)
+	env, out := removedStacksEnv(t)
+	root := monorepo(t, removedStacksRepo)
+
+	h.mustRunEnv(root, env, "apply", "--all", "--json")
+	docsFile := filepath.Join(out, "docs-main.txt")
+	before := string(readFile(t, docsFile))
+	var oldName string
+	for _, s := range h.mustRunEnv(root, env, "stacks", "--json").envelope(t)["result"].(map[string]any)["stacks"].([]any) {
+		if m := s.(map[string]any); m["directory"] == "stacks/docs" {
+			oldName = m["stack"].(string)
+		}
+	}
+
+	gitIn(t, root, "checkout", "--quiet", "-b", "move-docs")
+	gitIn(t, root, "mv", "stacks/docs", "stacks/documentation")
+	gitIn(t, root, "commit", "--quiet", "-m", "move docs")
+
+	r := h.mustRunEnv(root, env, "stacks", "--changed", "--json")
+	d := removedEntry(t, r, "stacks/docs")
+	if d["renamedDirectory"] != "stacks/documentation" || fmt.Sprint(d["scopes"]) != "[main]" {
+		t.Errorf("stacks --changed lists docs as %v, want renamed to stacks/documentation, its state in main", d)
+	}
+	r = h.run(root, env, "plan", "--changed", "--json")
+	if r.exit == 0 || r.code(t) != "USAGE" || !strings.Contains(r.stdout, "stacks/docs → stacks/documentation") || !strings.Contains(r.stdout, `stack = \"`+oldName+`\"`) {
+		t.Fatalf("plan --changed of a moved stack: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+
+	// The new directory keeps the old name: its state is found there.
+	main := filepath.Join(root, "stacks/documentation/main.tf")
+	keep := strings.Replace(removedStacksRepo["stacks/docs/main.tf"], `resource "sponson_scope" "this" {`, `resource "sponson_scope" "this" {
+  stack = "`+oldName+`"`, 1)
+	if err := os.WriteFile(main, []byte(keep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, root, "commit", "--quiet", "-am", "keep docs' name")
+	r = h.mustRunEnv(root, env, "plan", "--changed", "--json")
+	if res, _ := r.envelope(t)["result"].(map[string]any); res["removed"] != nil {
+		t.Errorf("with its name kept, docs is still removed: %v", res["removed"])
+	}
+	// The pull request's plan is its own scope's (a preview of the
+	// branch); what the merge does is main's.
+	if plan := stackResult(t, r, "stacks/documentation"); plan["stack"] != oldName {
+		t.Errorf("the moved stack's plan is of stack %v, want its old name %s", plan["stack"], oldName)
+	}
+	mainPlan := h.mustRunEnv(root, env, "plan", "--chdir", "stacks/documentation", "--scope", "main", "--json").envelope(t)["result"].(map[string]any)
+	if mainPlan["status"] != "unchanged" {
+		t.Errorf("the moved stack's plan in main = %v %v, want no change", mainPlan["status"], mainPlan["changes"])
+	}
+
+	gitIn(t, root, "checkout", "--quiet", "main")
+	gitIn(t, root, "merge", "--quiet", "--no-ff", "-m", "merge move-docs", "move-docs")
+	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--json")
+	applied := stackResult(t, r, "stacks/documentation")
+	if c := fmt.Sprint(applied["changes"]); applied["scope"] != "main" || strings.Contains(c, "create") || strings.Contains(c, "delete") {
+		t.Errorf("apply --changed after the merge in %v changed %v, want main, nothing destroyed or created", applied["scope"], c)
+	}
+	if after := string(readFile(t, docsFile)); after != before {
+		t.Errorf("docs' file is %q after the move, was %q", after, before)
+	}
+	if strings.Contains(h.mustRunEnv(root, env, "status").stdout, "is gone") {
+		t.Error("status names a gone stack after the move")
 	}
 }

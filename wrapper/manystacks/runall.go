@@ -263,11 +263,7 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 		}
 	}
 	if sel.All {
-		orphans, err := orphanStacks(cmd.Context(), f.Getenv, flags.Store, sel.context, res.Top, res.Stacks)
-		if err != nil {
-			warnings = append(warnings, "cannot list the stacks of the store to find those whose directory is gone: "+errcode.As(err).Message)
-		}
-		warnings = append(warnings, orphans...)
+		warnings = append(warnings, AllWarnings(cmd.Context(), f.Getenv, string(command), flags.Store, sel.context, res)...)
 	}
 	if w := storePerStackWarning(f, flags, res); w != "" {
 		warnings = append(warnings, w)

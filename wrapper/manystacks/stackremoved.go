@@ -191,7 +191,15 @@ func orphanStacks(ctx context.Context, getenv func(string) string, storeFlag str
 	dir := current[0].Dir
 	c, err := runContext(getenv, top, f)
 	if err != nil {
-		return nil, err
+		// Only the environment matters here (gc and drift take no scope):
+		// the flag's, else SPONSON_CTX_ENV's, else the default.
+		c = runctx.Context{Environment: f.Environment}
+		if c.Environment == "" {
+			c.Environment = strings.TrimSpace(getenv("SPONSON_CTX_ENV"))
+		}
+		if c.Environment == "" {
+			c.Environment = runctx.DefaultEnvironment
+		}
 	}
 	e, err := cmdutil.DeclaredEnvironment(ctx, getenv, dir, c)
 	if err != nil {
@@ -302,9 +310,17 @@ func GoneStacks(getenv func(string) string, dir string, names []string) map[stri
 	if err != nil {
 		return gone
 	}
+	// A directory that declares the name with its stack attribute (a
+	// moved stack that kept its name) is the stack's.
+	known := map[string]bool{}
+	if set, _, err := SelectStacks(context.Background(), getenvNoStack, &StacksOptions{Chdir: top}); err == nil {
+		for _, s := range set.Stacks {
+			known[s.Name] = true
+		}
+	}
 	for _, n := range names {
 		d, ok := strings.CutPrefix(n, r.Name+"//")
-		if !ok || d == "" {
+		if !ok || d == "" || known[n] {
 			continue
 		}
 		if !hasConfiguration(filepath.Join(top, filepath.FromSlash(d))) {
@@ -335,4 +351,20 @@ func storeOf(getenv func(string) string, flag string) string {
 		return flag
 	}
 	return strings.TrimSpace(getenv(storeurl.EnvVar))
+}
+
+// AllWarnings are the warnings of a run of every stack beside the
+// selection's: the root modules it leaves out (no sponson_scope) and the
+// stacks with state and no directory (docs/design.md §4.7 "Many stacks",
+// removed stacks).
+func AllWarnings(ctx context.Context, getenv func(string) string, command, storeFlag string, f runctx.Flags, res *StacksResult) []string {
+	var out []string
+	if w := NotStacksWarning(command, res); w != "" {
+		out = append(out, w)
+	}
+	orphans, err := orphanStacks(ctx, getenv, storeFlag, f, res.Top, res.Stacks)
+	if err != nil {
+		out = append(out, "cannot list the stacks of the store to find those whose directory is gone: "+errcode.As(err).Message)
+	}
+	return append(out, orphans...)
 }

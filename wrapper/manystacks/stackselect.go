@@ -15,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // StacksOptions are the options of `sponson stacks`, and the stack
@@ -53,7 +54,10 @@ type StacksResult struct {
 	// (--changed), in their order: a run destroys them, in reverse, from
 	// a checkout of the base (base, removed by Close).
 	Removed []*RemovedStack `json:"removed,omitempty"`
-	base    *baseCheckout
+	// NotStacks are the root modules under Root that declare no
+	// sponson_scope (stackgraph.Set.NotStacks): no run includes them.
+	NotStacks []string `json:"notStacks,omitempty"`
+	base      *baseCheckout
 	// Layers are Stacks by depth: Layers[d] holds the stacks of depth d,
 	// what one layer of a CI matrix takes (GitHub Actions:
 	// fromJSON(...).result.layers[d]).
@@ -140,7 +144,7 @@ func SelectStacks(ctx context.Context, getenv func(string) string, opts *StacksO
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks}
+	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks, NotStacks: set.NotStacks()}
 	if opts.Changed {
 		c := <-listed
 		if c.err != nil {
@@ -169,6 +173,20 @@ func SelectStacks(ctx context.Context, getenv func(string) string, opts *StacksO
 	}
 	res.layered()
 	return res, set.Warnings, nil
+}
+
+// NotStacksWarning names the root modules a run of every stack leaves out
+// because they declare no sponson_scope, "" when there are none.
+func NotStacksWarning(command string, res *StacksResult) string {
+	if len(res.NotStacks) == 0 {
+		return ""
+	}
+	shown := res.NotStacks
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("and %d more", len(res.NotStacks)-10))
+	}
+	return fmt.Sprintf("%s --all skipped %d root %s that declare no sponson_scope, so are no stacks: %s; declare `resource \"sponson_scope\" \"this\" {}` in each to include it",
+		command, len(res.NotStacks), cmdutil.Plural(len(res.NotStacks), "module", "modules"), strings.Join(shown, ", "))
 }
 
 // NoStacks refuses a run of every stack (--all) that found none: a

@@ -167,6 +167,9 @@ func writeGitLabPipeline(opts *manystacks.StacksOptions, res *manystacks.StacksR
 // listed.
 func writeStacks(w io.Writer, res *manystacks.StacksResult) {
 	defer writeRemoved(w, res)
+	if len(res.NotStacks) > 0 && res.Base == "" {
+		defer fmt.Fprintf(w, "\nnot stacks (root modules without sponson_scope, left out of --all): %s\n", strings.Join(res.NotStacks, ", "))
+	}
 	if len(res.Stacks) == 0 && len(res.Removed) > 0 {
 		return
 	}
