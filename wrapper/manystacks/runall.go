@@ -148,9 +148,6 @@ func PrepareStacks(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFla
 	o := cmdutil.Outcome{Command: string(command), DetailedExitcode: runner.DetailedRequested(cmd)}
 	m, warnings, err := prepareMany(cmd, f, flags, review, sel, command, args)
 	o.Warnings, o.Err = warnings, err
-	if err != nil && m != nil {
-		m.res.Close()
-	}
 	return &Prepared{outcome: o, m: m}
 }
 
@@ -241,9 +238,13 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 			sel.varFiles = append(sel.varFiles, v.Value)
 		}
 	}
-	if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, f.Getenv); err != nil {
-		return nil, nil, err
+	if command == scoperun.Destroy {
+		if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, f.Getenv); err != nil {
+			return nil, nil, err
+		}
 	}
+	// The store and the context flags, for the removed stacks' scopes;
+	// SPONSON_STORE and SPONSON_CTX_* are read where they are used.
 	sel.store = flags.Store
 	sel.context = runctx.Flags{Environment: flags.Env, Scope: flags.Scope, Branch: flags.Branch, PullRequest: flags.PR, Commit: flags.Commit}
 	res, warnings, err := SelectStacks(cmd.Context(), f.Getenv, &sel.StacksOptions)
