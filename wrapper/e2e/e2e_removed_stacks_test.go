@@ -43,13 +43,14 @@ output "tag" {
 }
 
 // removedStacksRepo is main of the monorepo of the removed-stack tests:
-// network, and queue and docs after it.
+// network, queue and docs after it, worker after queue.
 var removedStacksRepo = map[string]string{
 	// A root module being migrated: no sponson_scope, so no stack.
 	"legacy/main.tf":         "resource \"terraform_data\" \"x\" {}\n",
 	"stacks/network/main.tf": removedStackTF("network", ""),
 	"stacks/queue/main.tf":   removedStackTF("queue", "\n  after = [\"stacks/network\"]\n"),
 	"stacks/docs/main.tf":    removedStackTF("docs", "\n  after = [\"stacks/network\"]\n"),
+	"stacks/worker/main.tf":  removedStackTF("worker", "\n  after = [\"stacks/queue\"]\n"),
 }
 
 // monorepo is a clone of a bare repository (the remote, origin, whose HEAD
@@ -145,9 +146,10 @@ func TestE2ERemovedStack(t *testing.T) {
 		t.Fatalf("apply --all on main did not write queue's file: %v", err)
 	}
 
-	// The pull request: a branch that deletes stacks/queue.
+	// The pull request: a branch that deletes stacks/queue and
+	// stacks/worker, which reads it.
 	gitIn(t, root, "checkout", "--quiet", "-b", "drop-queue")
-	gitIn(t, root, "rm", "--quiet", "-r", "stacks/queue")
+	gitIn(t, root, "rm", "--quiet", "-r", "stacks/queue", "stacks/worker")
 	gitIn(t, root, "commit", "--quiet", "-m", "drop queue")
 
 	r = h.mustRunEnv(root, env, "stacks", "--changed", "--json")
@@ -184,8 +186,10 @@ func TestE2ERemovedStack(t *testing.T) {
 	gitIn(t, root, "push", "--quiet", "origin", "main")
 
 	r = h.mustRunEnv(root, env, "plan", "--all", "--json")
-	if !strings.Contains(r.stdout, "stacks/queue holds state in preview (scopes main) and its directory stacks/queue is gone") {
-		t.Errorf("plan --all does not warn of queue's state:\n%s", r.stdout)
+	for _, d := range []string{"queue", "worker"} {
+		if !strings.Contains(r.stdout, "stacks/"+d+" holds state in preview (scopes main) and its directory stacks/"+d+" is gone") {
+			t.Errorf("plan --all does not warn of %s's state:\n%s", d, r.stdout)
+		}
 	}
 
 	r = h.mustRunEnv(root, env, "gc", "--all", "--json")
@@ -207,6 +211,13 @@ func TestE2ERemovedStack(t *testing.T) {
 	}
 	if _, err := os.Stat(queueFile); !os.IsNotExist(err) {
 		t.Errorf("queue's file is still there after apply --changed on main: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "worker-main.txt")); !os.IsNotExist(err) {
+		t.Errorf("worker's file is still there after apply --changed on main: %v", err)
+	}
+	// Dependents first: worker is destroyed before queue starts.
+	if done, start := lineIndex(r.stderr, "stacks/worker: sponson destroy preview/main: destroyed"), lineIndex(r.stderr, "stacks/queue: destroy started"); done < 0 || start < done {
+		t.Errorf("queue's destroy started (line %d) before worker's ended (line %d):\n%s", start, done, r.stderr)
 	}
 	if got := string(readFile(t, filepath.Join(out, "docs-main.txt"))); got != docsBefore {
 		t.Errorf("docs' file changed: %q, was %q", got, docsBefore)

@@ -417,19 +417,32 @@ func (m *manyRun) result(dir string) *StackRunResult {
 	return m.results[dir]
 }
 
+// commandOf is the command a stack's process runs: a removed stack's
+// apply is its destroy.
+func (m *manyRun) commandOf(s *stackgraph.Stack) scoperun.Command {
+	if m.command == scoperun.Apply && slices.Contains(m.removed, s) {
+		return scoperun.Destroy
+	}
+	return m.command
+}
+
 // event prints one stack event.
 func (m *manyRun) event(e stackrun.Event) {
 	dir := e.Stack.Directory
 	switch {
 	case e.Started:
-		m.lines.event(dir, "running", "", fmt.Sprintf("%s: %s started", dir, m.command))
+		what := string(m.commandOf(e.Stack))
+		if m.command == scoperun.Plan && slices.Contains(m.removed, e.Stack) {
+			what = "plan -destroy"
+		}
+		m.lines.event(dir, "running", "", fmt.Sprintf("%s: %s started", dir, what))
 	case e.Status == stackrun.Skipped:
 		m.mu.Lock()
 		m.because[dir] = e.Because
 		m.mu.Unlock()
 		m.lines.event(dir, "skipped", e.Because, fmt.Sprintf("%s: skipped: %s", dir, e.Because))
 	case e.Status == stackrun.Succeeded:
-		closing := stackClosingLine(m.command, m.result(dir))
+		closing := stackClosingLine(m.commandOf(e.Stack), m.result(dir))
 		m.lines.event(dir, "succeeded", closing, fmt.Sprintf("%s: %s", dir, closing))
 	case e.Status == stackrun.Failed:
 		// Its line and output came with its block (in a log), or above
