@@ -311,3 +311,45 @@ func TestE2ERenamedStack(t *testing.T) {
 		t.Error("status names a gone stack after the move")
 	}
 }
+
+// TestE2ERemovedStackApproval: the destroy of a removed stack in a
+// protected environment (production) needs its approver as any destroy
+// does: apply --changed after the merge without one fails for the stack
+// (ENV_NOT_APPROVED) and leaves its file; with --approved-by it destroys it
+// and the receipt names the approver.
+func TestE2ERemovedStackApproval(t *testing.T) {
+	h := e2e(t)
+	env, out := removedStacksEnv(t)
+	root := monorepo(t, removedStacksRepo)
+	h.mustRunEnv(root, env, "apply", "--all", "--env", "production", "--approved-by", "Ada Lovelace", "--json")
+	queueFile := filepath.Join(out, "queue-main.txt")
+	if _, err := os.Stat(queueFile); err != nil {
+		t.Fatalf("apply --all in production did not write queue's file: %v", err)
+	}
+	gitIn(t, root, "rm", "--quiet", "-r", "stacks/queue", "stacks/worker")
+	gitIn(t, root, "commit", "--quiet", "-m", "drop queue")
+
+	r := h.run(root, env, "apply", "--changed", "--base", "HEAD~1", "--env", "production", "--json")
+	if e := stackEntry(t, r, "stacks/worker"); r.exit == 0 || e["removed"] != true || fmt.Sprint(e["error"]) == "<nil>" || !strings.Contains(fmt.Sprint(e["error"]), "ENV_NOT_APPROVED") {
+		t.Errorf("the removed worker's destroy in production without an approver: exit %d, %v", r.exit, e)
+	}
+	if e := stackEntry(t, r, "stacks/queue"); e["status"] != "skipped" {
+		t.Errorf("queue ran although worker, which reads it, was not destroyed: %v", e)
+	}
+	if _, err := os.Stat(queueFile); err != nil {
+		t.Errorf("an unapproved run destroyed queue's file: %v", err)
+	}
+
+	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--env", "production", "--approved-by", "Ada Lovelace", "--json")
+	q := stackEntry(t, r, "stacks/queue")
+	if res, _ := q["result"].(map[string]any); res["status"] != "destroyed" || res["environment"] != "production" {
+		t.Errorf("queue's run with the approver = %v", q)
+	}
+	if _, err := os.Stat(queueFile); !os.IsNotExist(err) {
+		t.Errorf("queue's file is still there: %v", err)
+	}
+	rec := h.mustRunEnv(root, env, "receipt", "--json", "--env", "production", "--scope", "main", "--stack", fmt.Sprint(q["stack"])).envelope(t)["result"].(map[string]any)
+	if rec["approvedBy"] != "Ada Lovelace" || rec["command"] != "destroy" {
+		t.Errorf("queue's receipt: command %v approvedBy %v, want destroy by Ada Lovelace", rec["command"], rec["approvedBy"])
+	}
+}
