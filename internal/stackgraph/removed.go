@@ -81,7 +81,7 @@ func configFiles(dir string) map[string][]byte {
 	out := map[string][]byte{}
 	for _, e := range entries {
 		n := e.Name()
-		if e.IsDir() || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json") || strings.HasSuffix(n, ".tofu")) {
+		if e.IsDir() || !strings.HasSuffix(n, ".tf") && !strings.HasSuffix(n, ".tf.json") && !strings.HasSuffix(n, ".tofu") {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, n))
