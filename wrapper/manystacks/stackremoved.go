@@ -279,7 +279,11 @@ func removedArgs(getenv func(string) string, command scoperun.Command, args []st
 	if err != nil {
 		return nil, err
 	}
-	if f.Branch == "" && c.Branch != "" {
+	// The checkout of the base answers git's questions otherwise (a
+	// detached HEAD at the base). The branch is passed only when git
+	// decided the scope: a CI host's variables (or SPONSON_CTX_*) give
+	// the stack's run the same scope as this one's.
+	if f.Branch == "" && c.Branch != "" && c.Source == runctx.SourceGit {
 		out = append(out, "--branch="+c.Branch)
 	}
 	if f.Commit == "" && c.Commit != "" {
