@@ -157,6 +157,9 @@ func TestE2ERemovedStack(t *testing.T) {
 	if fmt.Sprint(q["scopes"]) != "[main]" || q["environment"] != "preview" || !strings.Contains(fmt.Sprint(q["reasons"]), "its directory stacks/queue was deleted") {
 		t.Errorf("stacks --changed lists queue as %v, want removed, its state in preview/main", q)
 	}
+	if !strings.Contains(r.stdout, "2 stacks removed since origin/main (result.removed) have no job of a CI matrix or child pipeline") {
+		t.Errorf("stacks --changed --json does not warn that a matrix leaves the removed stacks out:\n%s", r.stdout)
+	}
 	human := h.mustRunEnv(root, env, "stacks", "--changed")
 	if !strings.Contains(human.stdout, "removed since origin/main") || !strings.Contains(human.stdout, "preview: main") {
 		t.Errorf("stacks --changed does not name the removed stack:\n%s", human.stdout)

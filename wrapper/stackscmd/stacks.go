@@ -124,6 +124,12 @@ func runStacks(ctx context.Context, opts *StacksOptions) cmdutil.Outcome {
 		return o
 	}
 	res.Close() // the checkout of the base is for a run of the removed stacks
+	if len(res.Removed) > 0 && (opts.JSON || opts.GitLabPipeline != "") {
+		// A matrix of result.layers, or the child pipeline, runs the
+		// stacks of HEAD only.
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%d %s removed since %s (result.removed) %s no job of a CI matrix or child pipeline: `sponson plan --changed` and `apply --changed` on one runner plan and apply their destroy",
+			len(res.Removed), cmdutil.Plural(len(res.Removed), "stack", "stacks"), res.Base, cmdutil.Plural(len(res.Removed), "has", "have")))
+	}
 	o.Result = res
 	if opts.GitLabPipeline != "" {
 		if err := writeGitLabPipeline(&opts.StacksOptions, res); err != nil {
