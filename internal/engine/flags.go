@@ -20,11 +20,14 @@ type Flags struct {
 	RefreshOnly, NoRefresh bool
 	Parallelism            int // -parallelism; 0 leaves the engine's default
 	CompactWarnings        bool
+	// PlanDestroy is plan -destroy: the plan is the one a destroy would
+	// make (sponson plan only; a destroy is `sponson destroy`).
+	PlanDestroy bool
 }
 
 // Empty reports whether no flag is set.
 func (f Flags) Empty() bool {
-	return len(f.Targets)+len(f.Replace)+len(f.Excludes) == 0 && !f.RefreshOnly && !f.NoRefresh && f.Parallelism == 0 && !f.CompactWarnings
+	return len(f.Targets)+len(f.Replace)+len(f.Excludes) == 0 && !f.RefreshOnly && !f.NoRefresh && f.Parallelism == 0 && !f.CompactWarnings && !f.PlanDestroy
 }
 
 // Partial reports whether a plan with these flags may leave out changes a

@@ -65,6 +65,8 @@ type spec struct {
 	// boolean flag refusedWhen says which value is refused ("" = any).
 	refuse      string
 	refusedWhen string
+	// refusedOn, when set, are the only commands refuse applies to.
+	refusedOn string
 }
 
 // specs lists every engine flag sponson knows, accepted or refused.
@@ -96,8 +98,14 @@ var specs = []spec{
 	{name: "chdir", kind: stringFlag, commands: "padi", value: "DIR", help: "the configuration directory, as --chdir (refused when it contradicts --chdir or SPONSON_CHDIR)"},
 	{name: "json", kind: boolFlag, commands: "pad",
 		refuse: "sponson's --json (two dashes) prints one JSON document for the whole run; the engine's -json stream of UI events is not passed through."},
-	{name: "destroy", kind: boolFlag, commands: "pad",
-		refuse: "Run `sponson destroy`: it destroys what the scope owns, and only that."},
+	{name: "destroy", kind: boolFlag, commands: "pad", help: "plan the destroy of what the scope owns: the review of a `sponson destroy` (not with -out)",
+		refuse: "Run `sponson destroy`: it destroys what the scope owns, and only that.", refusedOn: "ad"},
+}
+
+// refused reports whether the flag, set to on, is refused on command.
+func (s spec) refused(command string, on bool) bool {
+	return s.refuse != "" && (s.refusedWhen == "" || s.refusedWhen == strconv.FormatBool(on)) &&
+		(s.refusedOn == "" || strings.ContainsRune(s.refusedOn, rune(command[0])))
 }
 
 func lookup(name string) (spec, bool) {
@@ -184,7 +192,7 @@ func (p *Parsed) add(command, arg, source string) error {
 	} else if !hasValue {
 		return errcode.New(errcode.Usage, "flag -%s in %s needs a value: -%s=%s", name, source, name, s.value)
 	}
-	if s.refuse != "" && (s.refusedWhen == "" || s.refusedWhen == strconv.FormatBool(on)) {
+	if s.refused(command, on) {
 		shown := "-" + name
 		if hasValue {
 			shown += "=" + value
@@ -203,6 +211,8 @@ func (p *Parsed) set(name, value string, on bool, source string) error {
 		f.NoRefresh = !on
 	case "compact-warnings":
 		f.CompactWarnings = on
+	case "destroy":
+		f.PlanDestroy = on
 	case "detailed-exitcode":
 		p.DetailedExitcode = on
 	case "no-color", "auto-approve", "input", "lock":
@@ -276,7 +286,7 @@ func (p *Parsed) setText(name, value, source string) error {
 func Names(command string) []string {
 	var out []string
 	for _, s := range specs {
-		if s.refuse != "" && s.refusedWhen == "" {
+		if s.refuse != "" && s.refusedWhen == "" && (s.refusedOn == "" || strings.ContainsRune(s.refusedOn, rune(command[0]))) {
 			continue
 		}
 		if strings.ContainsRune(s.commands, rune(command[0])) {
@@ -292,7 +302,7 @@ func Help(command string) string {
 	var b strings.Builder
 	b.WriteString("Engine flags, spelled as the engine spells them (-name=VALUE or -name VALUE):\n")
 	for _, s := range specs {
-		if !strings.ContainsRune(s.commands, rune(command[0])) || s.help == "" {
+		if !strings.ContainsRune(s.commands, rune(command[0])) || s.help == "" || (s.refusedOn != "" && s.refused(command, true)) {
 			continue
 		}
 		flag := "-" + s.name
@@ -306,7 +316,7 @@ func Help(command string) string {
 	b.WriteString("Refused (the error's hint says why; most would defeat the scope's fenced state or lease):\n")
 	var refused []string
 	for _, s := range specs {
-		if s.refuse == "" || !strings.ContainsRune(s.commands, rune(command[0])) {
+		if s.refuse == "" || !strings.ContainsRune(s.commands, rune(command[0])) || (s.refusedOn != "" && !strings.ContainsRune(s.refusedOn, rune(command[0]))) {
 			continue
 		}
 		r := "-" + s.name

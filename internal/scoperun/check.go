@@ -98,7 +98,7 @@ func (r *runner) enginePlan(ctx context.Context, eng *engineRun, c *checked) err
 		}
 	} else {
 		end := r.section("plan", "engine plan")
-		c.changed, err = eng.sess.Plan(eng.ctx, engine.PlanOptions{Out: c.path, Destroy: r.o.Command == Destroy, Lock: r.o.Command != Plan, Vars: r.o.Vars})
+		c.changed, err = eng.sess.Plan(eng.ctx, engine.PlanOptions{Out: c.path, Destroy: r.o.Command == Destroy || r.o.EngineFlags.PlanDestroy, Lock: r.o.Command != Plan, Vars: r.o.Vars})
 		end()
 		if err != nil {
 			return r.engineErr(ctx, err)

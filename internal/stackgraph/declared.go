@@ -18,6 +18,8 @@ import (
 // in sponson_outputs, and its local module sources (for --changed).
 type declared struct {
 	isStack bool
+	// hasFiles says the directory holds configuration files.
+	hasFiles bool
 	// after are the references of sponson_scope's `after`, reads those of
 	// every sponson_outputs `stack`, as written.
 	after, reads []string
@@ -60,6 +62,7 @@ func readDeclared(dir string) (declared, error) {
 func declaredIn(dir string, entries []os.DirEntry) (declared, error) {
 	var d declared
 	files := rootmodule.FilesOf(dir, entries)
+	d.hasFiles = len(files) > 0
 	for _, f := range files {
 		top, _, _ := f.Body.PartialContent(topSchema)
 		if top == nil {

@@ -37,7 +37,12 @@ type Stack struct {
 	Needs []string `json:"needs"`
 	// Reasons say why a stack is in a set of changed stacks.
 	Reasons []string `json:"reasons,omitempty"`
-	// Dir is the absolute directory.
+	// RenamedTo and RenamedDirectory name the stack of HEAD a removed
+	// stack's configuration moved to (Set.Removed).
+	RenamedTo        string `json:"renamedTo,omitempty"`
+	RenamedDirectory string `json:"renamedDirectory,omitempty"`
+	// Dir is the absolute directory (a removed stack's is in a checkout
+	// of the base revision).
 	Dir string `json:"-"`
 
 	decl declared

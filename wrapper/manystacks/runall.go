@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 	"github.com/sponson/terraform-provider-sponson/internal/secrets"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
@@ -45,10 +47,16 @@ type StackSelection struct {
 func ManyStacksHelp(command scoperun.Command) string {
 	order := "in dependency order (the order of `sponson stacks`): a stack starts once\nthe stacks it depends on succeeded"
 	which := "--all runs every stack of the repository (or under --chdir)"
+	extra := ""
 	if command == scoperun.Destroy {
 		order = "in reverse dependency order: a stack is destroyed once the stacks that\ndepend on it were (and none is when a stack left out of the run depends on it\nand holds state in the scope: STACK_HAS_DEPENDENTS)"
 	} else {
 		which += ", --changed [--base REF]\nthe stacks a change touches and their dependents (see `sponson stacks --changed`;\na -var-file of the command that changed touches every stack)"
+		removed := "plan --changed plans its destroy (plan -destroy, in scope main unless --scope\nnames one: where the merge destroys it)"
+		if command == scoperun.Apply {
+			removed = "apply --changed destroys it in the run's scope, with the approvals the\nenvironment needs"
+		}
+		extra = "\nA stack the change removed (its directory deleted) runs first, dependents first,\nfrom a checkout of the merge base: " + removed + ". A stack whose directory\nmoved is refused (USAGE) until its new directory keeps the old stack name."
 	}
 	return which + ",\n" + order + ", stacks without a dependency between them at the same time\n" +
 		"(--parallelism N, default 4). Each stack runs as its own sponson process with\n" +
@@ -61,7 +69,9 @@ func ManyStacksHelp(command scoperun.Command) string {
 		"--comment, --gitlab-report and $GITHUB_STEP_SUMMARY get one review of all the\n" +
 		"stacks: a diagram of the stacks with what each changes, a table, and each\n" +
 		"stack's own summary (changes and failures first); the comment is one per pull\n" +
-		"request and environment, beside those of single-stack runs."
+		"request and environment, beside those of single-stack runs." + extra + "\n" +
+		"--all warns of every stack of the repository that holds state in the\n" +
+		"environment and whose directory is gone: nothing else would destroy it."
 }
 
 // defaultStackParallelism is how many stacks run at once by default.
@@ -106,6 +116,10 @@ type StackRunResult struct {
 	Depth     int      `json:"depth"`
 	Needs     []string `json:"needs"`
 	Reasons   []string `json:"reasons,omitempty"`
+	// Removed marks a stack of the base that HEAD no longer has: its run
+	// was a destroy (apply) or the plan of one (plan), in a checkout of the
+	// base (docs/design.md §4.7 "Many stacks", removed stacks).
+	Removed bool `json:"removed,omitempty"`
 	// Status is succeeded, failed or skipped; Because says why a stack was
 	// skipped.
 	Status   stackrun.Status `json:"status"`
@@ -147,6 +161,7 @@ func (p *Prepared) Run(ctx context.Context) cmdutil.Outcome {
 		return o
 	}
 	defer os.RemoveAll(p.m.tmp)
+	defer p.m.res.Close()
 	status := p.m.run(ctx)
 	p.m.report(ctx, &o, status)
 	return o
@@ -170,6 +185,11 @@ type manyRun struct {
 	args, env  []string
 	wantReview bool
 
+	// removed are the stacks HEAD no longer has, run first (in reverse
+	// order) with removedArgs: the plan of their destroy, or their destroy.
+	removed     []*stackgraph.Stack
+	removedArgs []string
+
 	mu      sync.Mutex
 	results map[string]*StackRunResult
 	because map[string]string // why each skipped stack was skipped
@@ -185,6 +205,7 @@ func prepareMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags
 	}
 	m, err := newManyRun(cmd, f, review, sel, command, args, res)
 	if err != nil {
+		res.Close()
 		return nil, warnings, err
 	}
 	m.startLines(cmd, warnings)
@@ -217,6 +238,15 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 			sel.varFiles = append(sel.varFiles, v.Value)
 		}
 	}
+	if command == scoperun.Destroy {
+		if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, f.Getenv); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The store and the context flags, for the removed stacks' scopes;
+	// SPONSON_STORE and SPONSON_CTX_* are read where they are used.
+	sel.store = flags.Store
+	sel.context = runctx.Flags{Environment: flags.Env, Scope: flags.Scope, Branch: flags.Branch, PullRequest: flags.PR, Commit: flags.Commit}
 	res, warnings, err := SelectStacks(cmd.Context(), f.Getenv, &sel.StacksOptions)
 	if err != nil {
 		return nil, warnings, err
@@ -224,13 +254,17 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 	if sel.All && len(res.Stacks) == 0 {
 		return nil, warnings, NoStacks(string(command), res)
 	}
+	if err := checkRenamed(res); err != nil {
+		res.Close()
+		return nil, warnings, err
+	}
 	if command == scoperun.Destroy {
-		if err := cmdutil.BindEnv(cmd.Flags(), cmdutil.RunFlagEnv, f.Getenv); err != nil {
-			return nil, warnings, err
-		}
 		if err := checkDestroyDependents(cmd.Context(), f, flags, res); err != nil {
 			return nil, warnings, err
 		}
+	}
+	if sel.All {
+		warnings = append(warnings, AllWarnings(cmd.Context(), f.Getenv, string(command), flags.Store, sel.context, res)...)
 	}
 	if w := storePerStackWarning(f, flags, res); w != "" {
 		warnings = append(warnings, w)
@@ -265,6 +299,15 @@ func newManyRun(cmd *cobra.Command, f *cmdutil.Factory, review *cmdutil.ReviewFl
 	if sel.Changed {
 		m.which = "--changed (since " + res.Base + ")"
 	}
+	if len(res.Removed) > 0 && command != scoperun.Destroy {
+		m.removedArgs, err = removedArgs(f.Getenv, command, m.args, res.Top, sel.context)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range res.Removed {
+			m.removed = append(m.removed, r.Stack)
+		}
+	}
 	if m.tmp, err = os.MkdirTemp("", "sponson-stacks-"); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
 	}
@@ -292,21 +335,64 @@ func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
 		m.lines.Line("warning: %s", w)
 	}
 	m.lines.Line("sponson %s %s · %d stacks · parallelism %d", m.command, m.which, len(m.res.Stacks), m.parallelism)
+	for _, s := range m.removed {
+		what := "its destroy is planned"
+		if m.command == scoperun.Apply {
+			what = "it is destroyed"
+		}
+		m.lines.Line("%s: removed since %s (%s): %s from the base's configuration (%s), before the other stacks", s.Directory, m.res.Base, strings.Join(s.Reasons, "; "), what, m.res.BaseCommit())
+	}
 	if m.io.IsTerminal != nil && m.io.IsTerminal(p.W) {
-		m.lines.live(m.res.Stacks)
+		m.lines.live(append(append([]*stackgraph.Stack{}, m.removed...), m.res.Stacks...))
 	}
 }
 
-// run runs every stack in order and says how each ended.
+// run runs every stack in order and says how each ended: first the
+// removed stacks, dependents first, then the others.
 func (m *manyRun) run(ctx context.Context) map[string]stackrun.Status {
-	status := stackrun.Run(ctx, m.res.Stacks, stackrun.Options{
+	status := map[string]stackrun.Status{}
+	if len(m.removed) > 0 {
+		status = stackrun.Run(ctx, m.removed, stackrun.Options{
+			Reverse:     true,
+			Parallelism: m.parallelism,
+			Run:         m.runRemoved,
+			Event:       m.event,
+		})
+		if ctx.Err() != nil {
+			m.lines.still()
+			return status
+		}
+	}
+	rest := stackrun.Run(ctx, m.res.Stacks, stackrun.Options{
 		Reverse:     m.command == scoperun.Destroy,
 		Parallelism: m.parallelism,
 		Run:         m.runStack,
 		Event:       m.event,
 	})
+	for d, st := range rest {
+		status[d] = st
+	}
 	m.lines.still()
 	return status
+}
+
+// runRemoved runs one removed stack's process in the checkout of the base,
+// under its own name.
+func (m *manyRun) runRemoved(ctx context.Context, s *stackgraph.Stack) bool {
+	args := m.removedArgs
+	if m.wantReview {
+		args = append(append([]string{}, m.removedArgs...), "--summary="+StackSummaryFile(m.tmp, s.Directory))
+	}
+	env := append(append([]string{}, m.env...), stack.EnvVar+"="+s.Name)
+	r, output := runStackProcess(ctx, m.self, s, args, env)
+	r.Removed = true
+	m.mu.Lock()
+	m.results[s.Directory] = r
+	m.mu.Unlock()
+	if r.Status == stackrun.Failed {
+		m.lines.block(s.Directory, r, output)
+	}
+	return r.Status == stackrun.Succeeded
 }
 
 // runStack runs one stack's sponson process.
@@ -331,19 +417,32 @@ func (m *manyRun) result(dir string) *StackRunResult {
 	return m.results[dir]
 }
 
+// commandOf is the command a stack's process runs: a removed stack's
+// apply is its destroy.
+func (m *manyRun) commandOf(s *stackgraph.Stack) scoperun.Command {
+	if m.command == scoperun.Apply && slices.Contains(m.removed, s) {
+		return scoperun.Destroy
+	}
+	return m.command
+}
+
 // event prints one stack event.
 func (m *manyRun) event(e stackrun.Event) {
 	dir := e.Stack.Directory
 	switch {
 	case e.Started:
-		m.lines.event(dir, "running", "", fmt.Sprintf("%s: %s started", dir, m.command))
+		what := string(m.commandOf(e.Stack))
+		if m.command == scoperun.Plan && slices.Contains(m.removed, e.Stack) {
+			what = "plan -destroy"
+		}
+		m.lines.event(dir, "running", "", fmt.Sprintf("%s: %s started", dir, what))
 	case e.Status == stackrun.Skipped:
 		m.mu.Lock()
 		m.because[dir] = e.Because
 		m.mu.Unlock()
 		m.lines.event(dir, "skipped", e.Because, fmt.Sprintf("%s: skipped: %s", dir, e.Because))
 	case e.Status == stackrun.Succeeded:
-		closing := stackClosingLine(m.command, m.result(dir))
+		closing := stackClosingLine(m.commandOf(e.Stack), m.result(dir))
 		m.lines.event(dir, "succeeded", closing, fmt.Sprintf("%s: %s", dir, closing))
 	case e.Status == stackrun.Failed:
 		// Its line and output came with its block (in a log), or above
@@ -363,12 +462,13 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 	counts := map[stackrun.Status]int{}
 	var worst *StackRunResult
 	var failed, skipped []string
-	for _, s := range m.res.Stacks {
+	for _, s := range append(append([]*stackgraph.Stack{}, m.res.Stacks...), m.removed...) {
 		r := m.result(s.Directory)
 		if r == nil {
 			r = &StackRunResult{Status: status[s.Directory]}
 		}
 		r.Stack, r.Directory, r.Depth, r.Needs, r.Reasons = s.Name, s.Directory, s.Depth, s.Needs, s.Reasons
+		r.Removed = slices.Contains(m.removed, s)
 		if r.Status == stackrun.Skipped {
 			r.Because = m.because[s.Directory]
 			skipped = append(skipped, s.Directory)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
+	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/stack"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
 	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
@@ -94,6 +95,9 @@ func StartEveryStack(cmd *cobra.Command, f *cmdutil.Factory, command, chdir stri
 	if len(set.Stacks) == 0 {
 		return nil, warnings, NoStacks(command, set)
 	}
+	storeFlag, _ := cmd.Flags().GetString("store")
+	envFlag, _ := cmd.Flags().GetString("env")
+	warnings = append(warnings, AllWarnings(cmd.Context(), f.Getenv, command, storeFlag, runctx.Flags{Environment: envFlag}, set)...)
 	self, err := f.Executable()
 	if err != nil {
 		return nil, warnings, errcode.Wrap(errcode.Internal, err, "cannot find the sponson executable to run each stack")

@@ -15,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/gitcli"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/stackgraph"
+	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
 )
 
 // StacksOptions are the options of `sponson stacks`, and the stack
@@ -31,6 +32,10 @@ type StacksOptions struct {
 	// varFiles are the run's -var-file paths, which --changed counts as
 	// files of every stack (plan and apply only).
 	varFiles []string
+	// store and context are the run's --store and context flags, with
+	// which a removed stack's scopes are listed (plan and apply only).
+	store   string
+	context runctx.Flags
 }
 
 // StacksResult is the result part of the envelope of `sponson stacks`.
@@ -45,10 +50,35 @@ type StacksResult struct {
 	// tree changed: modified, staged, or not tracked and not ignored.
 	Uncommitted []string            `json:"uncommitted,omitempty"`
 	Stacks      []*stackgraph.Stack `json:"stacks"`
+	// Removed are the stacks of the base that HEAD no longer has
+	// (--changed), in their order: a run destroys them, in reverse, from
+	// a checkout of the base (base, removed by Close).
+	Removed []*RemovedStack `json:"removed,omitempty"`
+	// NotStacks are the root modules under Root that declare no
+	// sponson_scope (stackgraph.Set.NotStacks): no run includes them.
+	NotStacks []string `json:"notStacks,omitempty"`
+	base      *baseCheckout
 	// Layers are Stacks by depth: Layers[d] holds the stacks of depth d,
 	// what one layer of a CI matrix takes (GitHub Actions:
 	// fromJSON(...).result.layers[d]).
 	Layers [][]*stackgraph.Stack `json:"layers"`
+}
+
+// Close removes the checkout of the base the removed stacks run in.
+func (r *StacksResult) Close() {
+	if r != nil {
+		r.base.close()
+		r.base = nil
+	}
+}
+
+// BaseCommit is the merge base whose checkout the removed stacks run in,
+// "" without removed stacks.
+func (r *StacksResult) BaseCommit() string {
+	if r == nil || r.base == nil {
+		return ""
+	}
+	return r.base.commit
 }
 
 // layered fills Layers from Stacks.
@@ -114,7 +144,7 @@ func SelectStacks(ctx context.Context, getenv func(string) string, opts *StacksO
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks}
+	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks, NotStacks: set.NotStacks()}
 	if opts.Changed {
 		c := <-listed
 		if c.err != nil {
@@ -122,12 +152,41 @@ func SelectStacks(ctx context.Context, getenv func(string) string, opts *StacksO
 		}
 		res.Base, res.Uncommitted = c.base, c.uncommitted
 		res.Stacks = set.ChangedBy(stackgraph.Changes{Files: c.files, Uncommitted: c.uncommitted, VarFiles: opts.varFiles}).Stacks
+		removed, b, err := removedStacks(ctx, getenv, top, dir, c.base, c.files, set)
+		if err != nil {
+			return nil, set.Warnings, err
+		}
+		res.base = b
+		if removed != nil {
+			for _, s := range removed.Stacks {
+				r := &RemovedStack{Stack: s}
+				r.Environment, r.Scopes, err = scopesWithState(ctx, getenv, opts.store, top, s.Dir, s.Name, opts.context)
+				if err != nil {
+					r.ScopesError = errcode.As(err).Message
+				}
+				res.Removed = append(res.Removed, r)
+			}
+		}
 	}
 	if res.Stacks == nil {
 		res.Stacks = []*stackgraph.Stack{}
 	}
 	res.layered()
 	return res, set.Warnings, nil
+}
+
+// NotStacksWarning names the root modules a run of every stack leaves out
+// because they declare no sponson_scope, "" when there are none.
+func NotStacksWarning(command string, res *StacksResult) string {
+	if len(res.NotStacks) == 0 {
+		return ""
+	}
+	shown := res.NotStacks
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("and %d more", len(res.NotStacks)-10))
+	}
+	return fmt.Sprintf("%s --all skipped %d root %s that declare no sponson_scope, so are no stacks: %s; declare `resource \"sponson_scope\" \"this\" {}` in each to include it",
+		command, len(res.NotStacks), cmdutil.Plural(len(res.NotStacks), "module", "modules"), strings.Join(shown, ", "))
 }
 
 // NoStacks refuses a run of every stack (--all) that found none: a

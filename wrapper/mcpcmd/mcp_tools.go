@@ -86,11 +86,16 @@ func engineWithheld(command string) map[string]string {
 	case "plan":
 		w["-detailed-exitcode"] = whyExitcode
 		w["-lock-timeout"] = whyPlanNoLease
+		w["-destroy"] = whyPlanDestroy
 	default:
 		w["-auto-approve"] = whyNoOp
 	}
 	return w
 }
+
+// whyPlanDestroy withholds plan -destroy: the review of a destroy is that
+// of a stack a change removed, in a run of many stacks.
+const whyPlanDestroy = "the plan of a destroy reviews a stack a change removed, in a run of many stacks (plan --changed); a tool call plans its scope's configuration, and the destroy tool destroys"
 
 var (
 	pStk = toolParam{Name: "stack", Flag: "stack", desc: "Stack name: one root module of one repository (default: the sponson_scope stack attribute, else the repository and the configuration's directory in it)."}

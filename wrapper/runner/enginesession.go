@@ -141,6 +141,10 @@ func applyEngineFlags(r *cmdutil.RunFlags, cmd *cobra.Command, command string, p
 		p.Out, p.PlanFile = InDir(p.Chdir, p.Out), InDir(p.Chdir, p.PlanFile)
 	}
 	r.SavePlan, r.PlanFile = p.Out, p.PlanFile
+	if p.Flags.PlanDestroy && p.Out != "" {
+		return errcode.New(errcode.Usage, "plan -destroy -out: a saved plan is applied by apply, which does not destroy").
+			WithHint("Review with plan -destroy, then run `sponson destroy`.")
+	}
 	if p.Flags.RefreshOnly && p.Flags.NoRefresh {
 		return errcode.New(errcode.Usage, "-refresh-only and -refresh=false contradict each other").
 			WithHint("A refresh-only plan reads the real objects; drop one of the two flags.")

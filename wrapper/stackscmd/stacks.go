@@ -72,6 +72,14 @@ the remote's default branch (origin/HEAD), else main. On a push to the
 default branch pass the commit before the push (--base
 ${{ github.event.before }}, $CI_COMMIT_BEFORE_SHA): the branch is its own base.
 
+--changed also lists the stacks removed since the merge base of --base and
+HEAD: a stack of the base whose name HEAD no longer has (its directory
+deleted, or its configuration moved to another directory: "renamed"), with
+the scopes its state holds in the environment (in the store SPONSON_STORE
+names), read from a checkout of the merge base (git worktree, removed
+after). plan --changed plans their destroy and apply --changed destroys
+them; under --json they are result.removed.
+
 --json gives the envelope whose result.stacks is a list of {"stack",
 "directory", "depth", "needs", "reasons"}: what a GitHub Actions matrix
 (fromJSON) or a GitLab parent-child pipeline takes, one job per stack, a
@@ -115,6 +123,13 @@ func runStacks(ctx context.Context, opts *StacksOptions) cmdutil.Outcome {
 		o.Err = err
 		return o
 	}
+	res.Close() // the checkout of the base is for a run of the removed stacks
+	if len(res.Removed) > 0 && (opts.JSON || opts.GitLabPipeline != "") {
+		// A matrix of result.layers, or the child pipeline, runs the
+		// stacks of HEAD only.
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%d %s removed since %s (result.removed) %s no job of a CI matrix or child pipeline: `sponson plan --changed` and `apply --changed` on one runner plan and apply their destroy",
+			len(res.Removed), cmdutil.Plural(len(res.Removed), "stack", "stacks"), res.Base, cmdutil.Plural(len(res.Removed), "has", "have")))
+	}
 	o.Result = res
 	if opts.GitLabPipeline != "" {
 		if err := writeGitLabPipeline(&opts.StacksOptions, res); err != nil {
@@ -157,6 +172,13 @@ func writeGitLabPipeline(opts *manystacks.StacksOptions, res *manystacks.StacksR
 // writeStacks prints the stacks as a table, then why each changed one is
 // listed.
 func writeStacks(w io.Writer, res *manystacks.StacksResult) {
+	defer writeRemoved(w, res)
+	if len(res.NotStacks) > 0 && res.Base == "" {
+		defer fmt.Fprintf(w, "\nnot stacks (root modules without sponson_scope, left out of --all): %s\n", strings.Join(res.NotStacks, ", "))
+	}
+	if len(res.Stacks) == 0 && len(res.Removed) > 0 {
+		return
+	}
 	if len(res.Stacks) == 0 {
 		if res.Base != "" {
 			fmt.Fprintf(w, "no stack changed since %s\n", res.Base)
@@ -188,4 +210,26 @@ func writeStacks(w io.Writer, res *manystacks.StacksResult) {
 			fmt.Fprintf(w, "  %s: %s\n", s.Directory, r)
 		}
 	}
+}
+
+// writeRemoved prints the stacks of the base that HEAD no longer has, with
+// the scopes their state holds and what a run of the change does with them.
+func writeRemoved(w io.Writer, res *manystacks.StacksResult) {
+	if len(res.Removed) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nremoved since %s (plan --changed plans their destroy from the base's configuration; apply --changed destroys them, dependents first):\n", res.Base)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  DIRECTORY\tSTACK\tSCOPES\tWHY")
+	for _, r := range res.Removed {
+		scopes := "-"
+		switch {
+		case r.ScopesError != "":
+			scopes = "unknown (" + r.ScopesError + ")"
+		case len(r.Scopes) > 0:
+			scopes = r.Environment + ": " + strings.Join(r.Scopes, ", ")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Directory, r.Name, scopes, strings.Join(r.Reasons, "; "))
+	}
+	_ = tw.Flush()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/wrapper/cmdutil"
+	"github.com/sponson/terraform-provider-sponson/wrapper/manystacks"
 )
 
 // StatusOptions are the options of `sponson status`.
@@ -173,7 +174,11 @@ func runStatus(ctx context.Context, opts *StatusOptions) cmdutil.Outcome {
 		}
 	}
 	rows := StatusRows(kept, time.Now())
+	goneDirs := goneStacks(opts, rows)
 	res := map[string]any{"environment": env, "store": url, "scopes": rows, "overview": m}
+	if len(goneDirs) > 0 {
+		res["gone"] = goneDirs
+	}
 	if opts.Stack != "" {
 		res["stack"] = opts.Stack
 	}
@@ -184,14 +189,16 @@ func runStatus(ctx context.Context, opts *StatusOptions) cmdutil.Outcome {
 	if opts.JSON {
 		return o
 	}
-	writeStatusText(opts, env, url, rows, m.Stacks)
+	writeStatusText(opts, env, url, rows, m.Stacks, goneDirs)
 	return o
 }
 
 // writeStatusText prints the rows for people: one table per stack, under
 // its name (a monorepo's root modules have scopes of the same names), the
 // destroyed folded into a line under it, then the stacks gone.
-func writeStatusText(opts *StatusOptions, env, url string, rows []ScopeStatus, stacks []overview.Stack) {
+// goneDirs are the stacks of this checkout's repository whose directory is
+// gone (goneStacks), by name.
+func writeStatusText(opts *StatusOptions, env, url string, rows []ScopeStatus, stacks []overview.Stack, goneDirs map[string]string) {
 	fmt.Fprintf(opts.Out, "environment %s · store %s\n", env, url)
 	if len(rows) == 0 {
 		if opts.State != "" || opts.Stack != "" {
@@ -216,6 +223,9 @@ func writeStatusText(opts *StatusOptions, env, url string, rows []ScopeStatus, s
 			live = append(live, r)
 		}
 		fmt.Fprintf(opts.Out, "stack %s\n", cmdutil.OrDash(rows[i].Stack))
+		if d, ok := goneDirs[rows[i].Stack]; ok {
+			fmt.Fprintf(opts.Out, "  its directory %s is gone from this checkout and it holds state: a run of the change that removed it (plan|apply --changed) destroys it, or `sponson destroy` in a checkout that still has it\n", d)
+		}
 		if len(live) > 0 {
 			WriteStatusTable(opts.Out, live)
 		}
@@ -225,7 +235,7 @@ func writeStatusText(opts *StatusOptions, env, url string, rows []ScopeStatus, s
 		i = j
 	}
 	for _, s := range stacks {
-		if s.Gone && (opts.Stack == "" || opts.Stack == s.Name) {
+		if _, said := goneDirs[s.Name]; s.Gone && !said && (opts.Stack == "" || opts.Stack == s.Name) {
 			fmt.Fprintf(opts.Out, "stack %s has scopes in the store and no directory in the repository\n", s.Name)
 		}
 	}
@@ -318,4 +328,23 @@ func WriteStatusTable(w io.Writer, rows []ScopeStatus) {
 			fmt.Fprintf(w, "  ↳ %s\n", n)
 		}
 	}
+}
+
+// goneStacks names, by stack, the directory of each stack of the checkout's
+// repository that holds state (a scope whose last run is not a destroy) and
+// whose directory is gone (docs/design.md §4.7 "Many stacks", removed stacks).
+func goneStacks(opts *StatusOptions, rows []ScopeStatus) map[string]string {
+	holding := map[string]bool{}
+	var names []string
+	for _, r := range rows {
+		if r.LastRun != nil && r.LastRun.Status != receipt.StatusDestroyed && r.SupersededBy == "" && !holding[r.Stack] {
+			holding[r.Stack] = true
+			names = append(names, r.Stack)
+		}
+	}
+	dir := opts.Chdir
+	if dir == "" {
+		dir = "."
+	}
+	return manystacks.GoneStacks(opts.Getenv, dir, names)
 }
