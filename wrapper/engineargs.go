@@ -38,6 +38,15 @@ func NormalizeArgs(args []string) []string {
 	if !slices.Contains(runCommands, args[at]) {
 		args, at, _ = liftChdir(args, at, chdirFlag)
 	}
+	if args[at] == "state" {
+		out := slices.Clone(args)
+		for i := at + 1; i < len(out) && out[i] != "--"; i++ {
+			if out[i] == "-no-color" {
+				out[i] = "--no-color"
+			}
+		}
+		return normalizeVars(out)
+	}
 	if args[at] == "output" {
 		out := slices.Clone(args)
 		for i := at + 1; i < len(out) && out[i] != "--"; i++ {

@@ -331,6 +331,43 @@ func TestChdirBeforeEveryCommand(t *testing.T) {
 	}
 }
 
+// TestNoColorOnStateAndGroups: the engine's -no-color is accepted by the
+// state commands (it changes nothing), and a group of engine commands run
+// without its subcommand says which it has, whatever engine flags stand
+// before or after it (issue 52: `state list -no-color` was refused as an
+// unknown shorthand, `-chdir=infra providers` as an unknown flag --chdir).
+func TestNoColorOnStateAndGroups(t *testing.T) {
+	t.Parallel()
+	for _, line := range [][]string{
+		{"state", "list", "-no-color"},
+		{"-chdir=infra", "state", "list", "-no-color"},
+		{"state", "-no-color", "show", "x"},
+	} {
+		args := NormalizeArgs(line)
+		f, _, _ := testFactory(nil)
+		var result cmdutil.Outcome
+		root := newCmdRoot(f, &result, nil)
+		cmd, rest, err := root.Find(args)
+		if err != nil {
+			t.Fatalf("%q → %q: %v", line, args, err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Errorf("%q → %q: %s: %v", line, args, cmd.CommandPath(), err)
+		}
+	}
+	for _, line := range [][]string{
+		{"-chdir=infra", "providers"},
+		{"providers", "-no-color"},
+		{"-chdir=infra", "providers", "-no-color"},
+	} {
+		f, _, errOut := testFactory(nil)
+		code := Run(t.Context(), line, f)
+		if code != 2 || !strings.Contains(errOut.String(), "providers needs a subcommand") || !strings.Contains(errOut.String(), "lock, mirror, schema") {
+			t.Errorf("%q: exit %d\n%s\nwant USAGE naming the subcommands", line, code, errOut)
+		}
+	}
+}
+
 // TestEngineChdirPlanFile: with the engine's -chdir=DIR, -out and apply's
 // plan file are in DIR, as the engine reads them; with sponson's --chdir
 // they stay where the command runs (issue 52: `-chdir=infra plan

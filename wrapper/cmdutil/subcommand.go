@@ -26,8 +26,12 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 		}
 	}
 	what := "needs a subcommand"
-	if len(args) > 0 {
-		what = fmt.Sprintf("has no subcommand %q", args[0])
+	for _, a := range args {
+		// A group that parses no flags (the engine's) sees them here.
+		if !strings.HasPrefix(a, "-") {
+			what = fmt.Sprintf("has no subcommand %q", a)
+			break
+		}
 	}
 	return errcode.New(errcode.Usage, "sponson %s %s", cmd.Name(), what).
 		WithHint(fmt.Sprintf("Its subcommands: %s (`sponson %s --help`).", strings.Join(names, ", "), cmd.Name()))

@@ -128,6 +128,10 @@ func NewCmdEngine(f *cmdutil.Factory, out *cmdutil.Outcome) []*cobra.Command {
 					Short: "The engine's " + name + " commands, run as the engine would",
 					Args:  cobra.ArbitraryArgs,
 					RunE:  cmdutil.NeedsSubcommand(out),
+					// The engine's flags before a missing subcommand
+					// (`-chdir=infra providers -no-color`) are not this
+					// group's to refuse: it says what subcommands it has.
+					FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
 				}
 				parents[name] = p
 				cmds = append(cmds, p)

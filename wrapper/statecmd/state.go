@@ -80,6 +80,10 @@ none.`,
 	for _, c := range []*cobra.Command{newStatePull(f, out), newStatePush(f, out), newStateList(f, out), newStateShow(f, out), newStateRm(f, out), newStateMv(f, out)} {
 		cmd.AddCommand(c)
 	}
+	// The engine's state commands take -no-color (NormalizeArgs spells it
+	// --no-color); sponson's print no colour.
+	cmd.PersistentFlags().Bool("no-color", false, "accepted; nothing is colored")
+	_ = cmd.PersistentFlags().MarkHidden("no-color")
 	return cmd
 }
 
