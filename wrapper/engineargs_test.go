@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
@@ -314,21 +315,30 @@ func TestChdirBeforeEveryCommand(t *testing.T) {
 		{"--json", "-chdir=infra", "state", "list", "--", "x"},
 		{"-chdir=infra", "status"},
 	} {
-		args := NormalizeArgs(line)
-		f, _, _ := testFactory(nil)
-		var result cmdutil.Outcome
-		root := newCmdRoot(f, &result, nil)
-		cmd, rest, err := root.Find(args)
-		if err != nil {
-			t.Fatalf("%q → %q: %v", line, args, err)
-		}
-		if err := cmd.ParseFlags(rest); err != nil {
-			t.Fatalf("%q → %q: %s: %v", line, args, cmd.CommandPath(), err)
-		}
+		cmd, args := parsedLine(t, line)
 		if got, err := cmd.Flags().GetString("chdir"); err != nil || got != "infra" {
 			t.Errorf("%q → %q: %s --chdir = %q (%v), want infra", line, args, cmd.CommandPath(), got, err)
 		}
 	}
+}
+
+// parsedLine finds the command of a command line as sponson reads it
+// (NormalizeArgs) and parses its flags, failing the test when either fails;
+// it returns the command and the normalized line.
+func parsedLine(t *testing.T, line []string) (*cobra.Command, []string) {
+	t.Helper()
+	args := NormalizeArgs(line)
+	f, _, _ := testFactory(nil)
+	var result cmdutil.Outcome
+	root := newCmdRoot(f, &result, nil)
+	cmd, rest, err := root.Find(args)
+	if err != nil {
+		t.Fatalf("%q → %q: %v", line, args, err)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Fatalf("%q → %q: %s: %v", line, args, cmd.CommandPath(), err)
+	}
+	return cmd, args
 }
 
 // TestNoColorOnStateAndGroups: the engine's -no-color is accepted by the
@@ -343,17 +353,7 @@ func TestNoColorOnStateAndGroups(t *testing.T) {
 		{"-chdir=infra", "state", "list", "-no-color"},
 		{"state", "-no-color", "show", "x"},
 	} {
-		args := NormalizeArgs(line)
-		f, _, _ := testFactory(nil)
-		var result cmdutil.Outcome
-		root := newCmdRoot(f, &result, nil)
-		cmd, rest, err := root.Find(args)
-		if err != nil {
-			t.Fatalf("%q → %q: %v", line, args, err)
-		}
-		if err := cmd.ParseFlags(rest); err != nil {
-			t.Errorf("%q → %q: %s: %v", line, args, cmd.CommandPath(), err)
-		}
+		parsedLine(t, line)
 	}
 	for _, line := range [][]string{
 		{"-chdir=infra", "providers"},
