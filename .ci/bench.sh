@@ -27,6 +27,10 @@ export SPONSON_TEST_VERSITYGW="$gw" SPONSON_REQUIRE_VERSITYGW=1
 fgcs="$root/.tools/bin/fake-gcs-server"
 [ -x "$fgcs" ] || { echo "no fake-gcs-server at $fgcs: run 'make tools' first" >&2; exit 1; }
 export SPONSON_TEST_FAKE_GCS="$fgcs" SPONSON_REQUIRE_FAKE_GCS=1
+# The Azure store's against Azurite (make tools installs it from npm).
+azurite="$root/.tools/bin/azurite-blob"
+[ -x "$azurite" ] || { echo "no Azurite at $azurite: run 'make tools' first" >&2; exit 1; }
+export SPONSON_TEST_AZURITE="$azurite" SPONSON_REQUIRE_AZURITE=1
 out="$root/.tools/bench.txt"
 mkdir -p .tools
 terraform="$root/.tools/bin/terraform"

@@ -44,6 +44,8 @@ var targets = []target{
 	{"`plan --all`, 100 unchanged stacks, 2 at a time, vs the bare engine's plans (`xargs -P 2`)", "≤ 1.2×", "wrapper/e2e", "BenchmarkE2EPlanAll/engine={engine}/stacks=100/parallelism=2", "sponson-s", "bare-s", "ratio"},
 	{"`plan --all`, 100 unchanged stacks, 4 at a time, vs the bare engine's plans (`xargs -P 4`)", "≤ 1.2×", "wrapper/e2e", "BenchmarkE2EPlanAll/engine={engine}/stacks=100/parallelism=4", "sponson-s", "bare-s", "ratio"},
 	{"`plan --all`, 100 unchanged stacks, 2 at a time: sponson's own CPU vs the engine's, per stack (ms)", "documented", "wrapper/e2e", "BenchmarkE2EPlanAll/engine={engine}/stacks=100/parallelism=2", "sponson-own-cpu-ms/stack", "engine-cpu-ms/stack", ""},
+	{"foreign check, 10,000 scopes × 50, Azure (Azurite), warm p50 (ms)", "≤ 300 ms", "internal/store/azblobstore", "BenchmarkOwners/scopes=10000", "warm-p50-ms", "", ""},
+	{"foreign check, 10,000 scopes × 50, Azure (Azurite), cold p50 (ms)", "≤ 300 ms", "internal/store/azblobstore", "BenchmarkOwners/scopes=10000", "cold-p50-ms", "", ""},
 	{"git store, cold listing of 1,000 scopes × 50 (ms)", "documented", "internal/store/gitstore", "BenchmarkOwners/scopes=1000", "cold-ms", "", ""},
 	{"`sponson stacks`, 1,000 stacks, vs reading every .tf file once", "≤ 0.5 s", "wrapper/e2e", "BenchmarkStacksScale/stacks=1000", "stacks-s", "read-tf-s", "stacks-vs-read"},
 	{"`sponson stacks --changed` (one stack changed), 1,000 stacks, vs reading every .tf file once", "≤ 0.5 s", "wrapper/e2e", "BenchmarkStacksScale/stacks=1000", "changed-s", "read-tf-s", "changed-vs-read"},
