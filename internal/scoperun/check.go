@@ -101,10 +101,27 @@ func (r *runner) enginePlan(ctx context.Context, eng *engineRun, c *checked) err
 		c.changed, err = eng.sess.Plan(eng.ctx, engine.PlanOptions{Out: c.path, Destroy: r.o.Command == Destroy || r.o.EngineFlags.PlanDestroy, Lock: r.o.Command != Plan, Vars: r.o.Vars})
 		end()
 		if err != nil {
+			r.diagnose(eng)
 			return r.engineErr(ctx, err)
 		}
 	}
 	return nil
+}
+
+// diagnose hands the Reporter the configuration's diagnostics after a plan
+// the engine refused (Reporter.Diagnostics): the plan printed its own as
+// text, without the files and lines validate's JSON gives. What validate
+// cannot say (a provider's error at refresh) stays in the plan's text.
+func (r *runner) diagnose(eng *engineRun) {
+	v, ok := eng.sess.(Validator)
+	if r.o.Report.Diagnostics == nil || !ok || eng.ctx.Err() != nil {
+		return
+	}
+	out, _, err := v.Validate(eng.ctx)
+	if err != nil || out == nil || len(out.Diagnostics) == 0 {
+		return
+	}
+	r.o.Report.Diagnostics(out.Diagnostics)
 }
 
 // readPlan reads the plan's JSON, and its text where a summary or a saved

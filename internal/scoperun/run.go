@@ -156,6 +156,18 @@ type Reporter struct {
 	// plan, apply) and returns the function that closes it: GitLab's
 	// collapsible log sections, GitHub's groups.
 	Section func(name, title string) (end func())
+	// Diagnostics, when set, receives the configuration's diagnostics
+	// after a plan the engine refused, as its `validate -json` gives them:
+	// with the file and line the plan's own text does not carry (GitHub's
+	// annotations on the pull request's files). One more engine start, on a
+	// failed plan only.
+	Diagnostics func([]tfjson.Diagnostic)
+}
+
+// Validator is an engine that validates the configuration as JSON
+// (*engine.Session).
+type Validator interface {
+	Validate(ctx context.Context) (*tfjson.ValidateOutput, []byte, error)
 }
 
 // Engine is what a run needs of the engine: *engine.Session, or a test's

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -95,4 +96,43 @@ func normaliseLog(dir, log string) string {
 		log = n.re.ReplaceAllString(log, n.with)
 	}
 	return log
+}
+
+// TestE2EPlanErrorAnnotated (issue 52 item 4): in a GitHub Actions job, a
+// plan the engine refuses for an error in the configuration (a reference to
+// a resource that is not declared, which init accepts) is annotated with the
+// file and line of the error, as validate's annotations are; the plan's own
+// diagnostics are text and carry none. Outside GitHub Actions, no workflow
+// command is printed.
+func TestE2EPlanErrorAnnotated(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	dir := h.workdir("testdata/cilog")
+	bad := "\noutput \"broken\" {\n  value = terraform_data.missing.output\n}\n"
+	f, err := os.OpenFile(filepath.Join(dir, "main.tf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(bad)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Count(string(readFile(t, filepath.Join(dir, "main.tf"))), "\n") - 1 // the value's line
+	r := h.run(dir, []string{"GITHUB_ACTIONS=true", "GITHUB_WORKSPACE=" + dir, rulesFromCheckout}, "plan", "--json", "--scope", "pr-1")
+	if r.exit == 0 || r.code(t) != "ENGINE_FAILED" {
+		t.Fatalf("a plan of a broken configuration: exit %d %s\n%s%s", r.exit, r.code(t), r.stdout, r.stderr)
+	}
+	want := fmt.Sprintf("::error file=main.tf,line=%d,col=", line)
+	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "Reference to undeclared resource") {
+		t.Errorf("the failed plan's annotations lack %q naming the undeclared resource:\n%s", want, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "::error title=sponson plan%3A ENGINE_FAILED::") {
+		t.Errorf("the failed plan lacks its outcome's annotation:\n%s", r.stderr)
+	}
+	r = h.run(dir, nil, "plan", "--scope", "pr-1")
+	if r.exit == 0 || strings.Contains(r.stdout+r.stderr, "::error") {
+		t.Errorf("outside GitHub Actions: exit %d, workflow commands printed:\n%s%s", r.exit, r.stdout, r.stderr)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/spf13/cobra"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
@@ -405,6 +406,9 @@ func RunScope(ctx context.Context, in *RunInput) cmdutil.Outcome {
 		Warn:      warnOut.Warn,
 		Info:      func(s string) { warnOut.Line("%s", s) },
 		Section:   cmdutil.LogSections(out.Getenv, in.Now, engineOut),
+	}
+	if out.Getenv("GITHUB_ACTIONS") == "true" {
+		o.Report.Diagnostics = func(d []tfjson.Diagnostic) { cmdutil.AnnotateDiagnostics(out, o.Dir, d) }
 	}
 	o.Job = runctx.DetectJob(out.Getenv)
 	if o.Host, _ = os.Hostname(); o.Host == "" {
