@@ -92,7 +92,9 @@ joined() {
 # Two lanes, so that both cores stay busy: alone, each tier keeps about one
 # of the two busy (the CPU line of each tier says so), since its tests wait
 # on engines, providers, leases and servers more than they compute.
-#   lane 1: e2e-opentofu, the longest tier, from the start;
+#   lane 1: e2e-opentofu, the longest tier, from the start, three of its
+#           parallel tests at a time (they wait on engines and leases more
+#           than they compute; the lane ends last with two);
 #   lane 2: unit beside acceptance, then e2e-terraform.
 # A tier in the background runs with its output held and printed whole when
 # it is joined, so the log reads tier by tier. (The e2e tiers once ran one
@@ -102,7 +104,7 @@ joined() {
 # lock file behind. The tests' git remote now runs receive-pack in a session
 # of its own, as a real remote's server does: wrapper/e2e/e2e_git_test.go.)
 beside e2e-opentofu env SPONSON_E2E=1 SPONSON_TEST_ENGINE="$tofu" \
-	go test -count=1 -json -run '^TestE2E' -timeout 60m "$@" ./wrapper/...
+	go test -count=1 -json -run '^TestE2E' -parallel 3 -timeout 60m "$@" ./wrapper/...
 beside acceptance env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -count=1 -json -run '^TestAcc' "$@" ./provider/... ./internal/fixtureprovider/...
 tier unit go test -count=1 -json -skip '^(TestAcc|TestE2E)' "$@" ./... ./.ci/releaseconfig ./.ci/installsh ./.ci/testsummary

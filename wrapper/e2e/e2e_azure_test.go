@@ -107,6 +107,7 @@ func TestE2EAzureEightContenders(t *testing.T) {
 // LOCK_LOST, and its state write is refused: the state and the receipt in
 // the bucket stay the second run's, byte for byte.
 func TestE2EAzureStoppedRunLosesItsLease(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	p := newAzE2E(t, "team")
 	dir := h.workdir("testdata/slow")

@@ -109,6 +109,7 @@ func TestE2EGCSEightContenders(t *testing.T) {
 // LOCK_LOST, and its state write is refused: the state and the receipt in
 // the bucket stay the second run's, byte for byte.
 func TestE2EGCSStoppedRunLosesItsLease(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	p := newGCSE2E(t, "team")
 	dir := h.workdir("testdata/slow")

@@ -14,6 +14,7 @@ import (
 // job the engine's init and plan output are foldable groups, the apply is
 // not.
 func TestE2EHeartbeat(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	c, _ := newRealChainWorld(t, h, "file")
 	c.dir = h.workdir("testdata/cancelsleep")

@@ -181,6 +181,7 @@ func TestE2EKilledRunIsTakenOver(t *testing.T) {
 // exits 3 LOCK_LOST, and neither its state nor its receipt ever replaces the
 // second run's.
 func TestE2EStoppedRunLosesItsLease(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	dir := h.workdir("testdata/slow")
 	scopeDir := filepath.Join(scopeDir(dir, "preview", "pr-10"))

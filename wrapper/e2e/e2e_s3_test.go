@@ -115,6 +115,7 @@ func TestE2ES3EightContenders(t *testing.T) {
 // LOCK_LOST, and its state write is refused: the state and the receipt in
 // the bucket stay the second run's, byte for byte.
 func TestE2ES3StoppedRunLosesItsLease(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	p := newS3E2E(t, "team")
 	dir := h.workdir("testdata/slow")
