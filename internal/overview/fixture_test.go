@@ -33,6 +33,7 @@ type run struct {
 	approver        string
 	owns            int
 	superseded      string
+	job             string // the CI job's URL the receipt records
 }
 
 // scopeSpec is one scope of the fixture: its runs, oldest first, and the
@@ -54,7 +55,7 @@ var fixture = []scopeSpec{
 		{command: "apply", status: receipt.StatusApplied, ago: 3 * time.Hour, branch: "main", actor: "ada", commit: "2222222bbbb", owns: 3},
 	}},
 	{env: "preview", stack: "acme/network", scope: "pr-1", runs: []run{
-		{command: "apply", status: receipt.StatusApplied, ago: 5 * time.Hour, pr: 1, branch: "feat/one", actor: "bob", commit: "3333333cccc", owns: 1},
+		{command: "apply", status: receipt.StatusApplied, ago: 5 * time.Hour, pr: 1, branch: "feat/one", actor: "bob", commit: "3333333cccc", owns: 1, job: "https://github.com/acme/infra/actions/runs/55"},
 	}},
 	{env: "preview", stack: "acme/app", scope: "pr-2", runs: []run{
 		{command: "apply", status: receipt.StatusApplied, ago: 2 * time.Hour, pr: 2, branch: "feat/two", actor: "cy", commit: "4444444dddd", owns: 2},
@@ -113,7 +114,7 @@ func seedStore(t testing.TB, dir string) (*filestore.Store, func(scopeSpec)) {
 				Version: receipt.Version, RunID: fmt.Sprintf("run-%s-%s-%d", s.env, s.scope, i), Command: r.command,
 				Stack: s.stack, Environment: s.env, Scope: s.scope, Status: r.status,
 				StartedAt: now.Add(-r.ago - time.Minute), FinishedAt: now.Add(-r.ago),
-				Branch: r.branch, PullRequest: r.pr, Commit: r.commit, Actor: r.actor, ApprovedBy: r.approver,
+				Branch: r.branch, PullRequest: r.pr, Commit: r.commit, Actor: r.actor, JobURL: r.job, ApprovedBy: r.approver,
 				SupersededBy: r.superseded, Changes: []receipt.Change{}, Ledger: []receipt.Entry{},
 			}
 			for j := range r.owns {

@@ -213,6 +213,7 @@ type Run struct {
 	StartedAt   time.Time `json:"startedAt"`
 	FinishedAt  time.Time `json:"finishedAt,omitzero"`
 	Actor       string    `json:"actor,omitempty"`
+	JobURL      string    `json:"jobUrl,omitempty"`
 	ApprovedBy  string    `json:"approvedBy,omitempty"`
 	Commit      string    `json:"commit,omitempty"`
 	CommitURL   string    `json:"commitUrl,omitempty"`
@@ -444,7 +445,7 @@ func scopeOf(s store.ScopeSummary, now time.Time) Scope {
 
 func runOf(r *receipt.Receipt) Run {
 	run := Run{RunID: r.RunID, Command: r.Command, Status: r.Status, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
-		Actor: r.Actor, ApprovedBy: r.ApprovedBy, Commit: r.Commit, Changes: len(r.Changes), Owns: len(r.Ledger),
+		Actor: r.Actor, JobURL: r.JobURL, ApprovedBy: r.ApprovedBy, Commit: r.Commit, Changes: len(r.Changes), Owns: len(r.Ledger),
 		Branch: r.Branch, PullRequest: r.PullRequest}
 	if r.Error != nil {
 		run.Error = r.Error.Code

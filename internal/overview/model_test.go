@@ -166,6 +166,11 @@ func TestRenderSelfContained(t *testing.T) {
 	if !strings.Contains(page, "<svg") || !strings.Contains(page, "directory gone") {
 		t.Error("the page lacks the graph or the gone stack")
 	}
+	// A run's receipt that names its CI job links the run to it, in the
+	// last run and in the timeline.
+	if n := strings.Count(page, `<a href="https://github.com/acme/infra/actions/runs/55">run</a>`); n != 2 {
+		t.Errorf("the page links the recorded job of pr-1's run %d times, want 2 (last run, timeline)", n)
+	}
 	if _, err := json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,9 @@ import (
 // as what, with what outcome, and when.
 type Run struct {
 	RunID, Command, Status string
-	// Actor is who started it (runctx.DetectJob), empty when unknown.
-	Actor                 string
+	// Actor is who started it (runctx.DetectJob), empty when unknown;
+	// JobURL the CI job it ran in, empty outside CI.
+	Actor, JobURL         string
 	StartedAt, FinishedAt time.Time
 }
 
@@ -41,7 +42,7 @@ func First(stack, env, scope string) *Receipt {
 func Next(prev *Receipt, run Run) *Receipt {
 	return &Receipt{
 		Version: Version, RunID: run.RunID, Command: run.Command, Status: run.Status,
-		Actor: run.Actor, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt,
+		Actor: run.Actor, JobURL: run.JobURL, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt,
 		Stack: prev.Stack, Environment: prev.Environment, Scope: prev.Scope,
 		Branch: prev.Branch, PullRequest: prev.PullRequest, Commit: prev.Commit,
 		Changes:         []Change{},

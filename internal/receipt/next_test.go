@@ -21,13 +21,13 @@ var carried = map[string]bool{
 }
 
 // ofRun are the fields of the run itself, from receipt.Run.
-var ofRun = map[string]bool{"Version": true, "RunID": true, "Command": true, "Status": true, "Actor": true, "StartedAt": true, "FinishedAt": true}
+var ofRun = map[string]bool{"Version": true, "RunID": true, "Command": true, "Status": true, "Actor": true, "JobURL": true, "StartedAt": true, "FinishedAt": true}
 
 func TestNextCarriesTheScopeAndNothingOfTheRun(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	prev := everyField(at)
-	run := receipt.Run{RunID: "run-next", Command: "state rm", Status: receipt.StatusApplied, Actor: "bob", StartedAt: at.Add(time.Hour), FinishedAt: at.Add(2 * time.Hour)}
+	run := receipt.Run{RunID: "run-next", Command: "state rm", Status: receipt.StatusApplied, Actor: "bob", JobURL: "https://ci.example/jobs/1", StartedAt: at.Add(time.Hour), FinishedAt: at.Add(2 * time.Hour)}
 	next := receipt.Next(prev, run)
 	pv, nv := reflect.ValueOf(prev).Elem(), reflect.ValueOf(next).Elem()
 	for i := range pv.NumField() {
@@ -49,7 +49,7 @@ func TestNextCarriesTheScopeAndNothingOfTheRun(t *testing.T) {
 			}
 		}
 	}
-	want := receipt.Run{RunID: next.RunID, Command: next.Command, Status: next.Status, Actor: next.Actor, StartedAt: next.StartedAt, FinishedAt: next.FinishedAt}
+	want := receipt.Run{RunID: next.RunID, Command: next.Command, Status: next.Status, Actor: next.Actor, JobURL: next.JobURL, StartedAt: next.StartedAt, FinishedAt: next.FinishedAt}
 	if want != run || next.Version != receipt.Version {
 		t.Errorf("the successor's run is %+v (version %d), want %+v", want, next.Version, run)
 	}

@@ -76,6 +76,9 @@ type Receipt struct {
 	// Actor is who started the run: the CI actor, the user, or an MCP
 	// server's --actor (runctx.DetectJob).
 	Actor string `json:"actor,omitempty"`
+	// JobURL is the CI job the run ran in (runctx.DetectJob), for whoever
+	// reads the receipt later: the overview links the run to it.
+	JobURL string `json:"jobUrl,omitempty"`
 	// AllowedOlderCommit is set when the run was given --allow-older-commit.
 	AllowedOlderCommit *AllowedOlderCommit `json:"allowOlderCommit,omitempty"`
 	Engine             Engine              `json:"engine,omitzero"`

@@ -37,7 +37,7 @@ func (r *runner) newReceipt(ld *loaded, st *settled, plan *tfjson.Plan, planned 
 	// crash included; the succession chain stays visible on every later
 	// receipt, and released objects stay listed: nobody else will remember
 	// them.
-	rec := receipt.Next(base, receipt.Run{RunID: r.o.RunID, Command: r.o.label(), Status: receipt.StatusRunning, Actor: r.o.Job.Actor, StartedAt: r.started.UTC()})
+	rec := receipt.Next(base, receipt.Run{RunID: r.o.RunID, Command: r.o.label(), Status: receipt.StatusRunning, Actor: r.o.Job.Actor, JobURL: r.o.Job.URL, StartedAt: r.started.UTC()})
 	rec.Stack, rec.Environment, rec.Scope = r.key.Stack, c.Environment, c.Scope
 	rec.Branch, rec.PullRequest, rec.Commit = c.Branch, c.PullRequest, c.Commit
 	rec.ApprovedBy, rec.AllowedOlderCommit, rec.Engine = r.approvedBy(), ld.olderCommit, r.res.Engine

@@ -95,7 +95,7 @@ type settled struct {
 // unresolved) are unresolved.
 func (r *runner) settledReceipt(prev *receipt.Receipt, settled []receipt.Settlement, present map[string]string, objects map[string]stateResource, st *settled) *receipt.Receipt {
 	rec := receipt.Next(prev, receipt.Run{RunID: r.o.RunID, Command: string(r.o.Command), Status: receipt.StatusSettled,
-		Actor: r.o.Job.Actor, StartedAt: r.started.UTC(), FinishedAt: time.Now().UTC()})
+		Actor: r.o.Job.Actor, JobURL: r.o.Job.URL, StartedAt: r.started.UTC(), FinishedAt: time.Now().UTC()})
 	rec.Settled, rec.Reconciled = settled, st.reconciled
 	// What the crashed run's checkpoint knew stays only where it is still
 	// needed: for the entries that remain unresolved.
