@@ -61,6 +61,7 @@ type outputsDataSourceModel struct {
 	SensitiveValues types.Dynamic `tfsdk:"sensitive_values"`
 	Planned         types.Bool    `tfsdk:"planned"`
 	Provisional     types.List    `tfsdk:"provisional"`
+	PlannedRun      types.String  `tfsdk:"planned_run"`
 }
 
 func (d *outputsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -129,6 +130,12 @@ func (d *outputsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 					"otherwise.",
 				ElementType: types.StringType,
 				Computed:    true,
+			},
+			"planned_run": schema.StringAttribute{
+				MarkdownDescription: "With `planned`, the run id of the upstream's plan whose outputs were " +
+					"read. A saved plan of many stacks (`sponson plan --all -out DIR`) applies this stack's " +
+					"plan after the upstream's apply of exactly that plan changed the state read. Empty otherwise.",
+				Computed: true,
 			},
 			"values": schema.DynamicAttribute{
 				MarkdownDescription: "The stack's outputs that are not sensitive, as an object of their " +
@@ -222,6 +229,7 @@ func (d *outputsDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	data.SensitiveValues = secrets
 	data.Planned = types.BoolValue(isPlanned)
 	data.Provisional = stringList(planned.Unknown)
+	data.PlannedRun = types.StringValue(planned.RunID)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
 }
 

@@ -87,6 +87,10 @@ type Receipt struct {
 	// Reads lists the other stacks' states the run's sponson_outputs data
 	// sources read (docs/design.md §6.4): a dependency on each.
 	Reads []StackRead `json:"reads,omitempty"`
+	// SavedPlan is the run id of the saved plan an apply applied (`apply
+	// FILE`): a dependent's saved plan that read this plan's outputs
+	// accepts the state it left (docs/design.md §4.2).
+	SavedPlan string `json:"savedPlan,omitempty"`
 	// Ledger lists every resource the scope owns after this run. A
 	// compact receipt (CompactVersion) stores it as LedgerBase and
 	// LedgerDelta, and reads back whole once expanded (Expand).
@@ -179,6 +183,8 @@ type StackRead struct {
 	// plan used their applied values).
 	Planned     bool     `json:"planned,omitempty"`
 	Provisional []string `json:"provisional,omitempty"`
+	// PlanRun is the run id of the plan whose outputs a Planned read took.
+	PlanRun string `json:"planRun,omitempty"`
 	// Named is set when the data source named the scope to read, so
 	// there was no fallback to main.
 	Named bool `json:"namedScope,omitempty"`

@@ -160,11 +160,12 @@ func Encode(f *File, key []byte) ([]byte, error) {
 	b.WriteString(Format + "\n")
 	b.Write(body)
 	b.WriteString("\n")
-	b.WriteString("seal " + seal(b.Bytes(), key) + "\n")
+	b.WriteString("seal " + Seal(b.Bytes(), key) + "\n")
 	return b.Bytes(), nil
 }
 
-func seal(data, key []byte) string {
+// Seal is the seal of data: a SHA-256 digest, or an HMAC-SHA256 with key.
+func Seal(data, key []byte) string {
 	if key == nil {
 		sum := sha256.Sum256(data)
 		return "sha256:" + hex.EncodeToString(sum[:])
@@ -186,22 +187,12 @@ func Decode(data, key []byte) (*File, error) {
 		}
 		return nil, bad("the file is not a sponson saved plan (it does not start with %q)", Format)
 	}
-	if !bytes.HasSuffix(data, []byte("\n")) {
+	signed, got, ok := SplitSeal(data)
+	if !ok {
 		return nil, bad("the plan file is truncated (no seal at its end)")
 	}
-	cut := bytes.LastIndexByte(data[:len(data)-1], '\n')
-	if cut < 0 || !bytes.HasPrefix(data[cut+1:], []byte("seal ")) {
-		return nil, bad("the plan file is truncated (no seal at its end)")
-	}
-	signed, got := data[:cut+1], strings.TrimSpace(string(data[cut+1+len("seal "):]))
-	switch {
-	case strings.HasPrefix(got, "hmac-sha256:") && key == nil:
-		return nil, bad("the plan file is sealed with a key and %s is not set", KeyEnv)
-	case strings.HasPrefix(got, "sha256:") && key != nil:
-		return nil, bad("%s is set but the plan file has no keyed seal: it was not made with that key", KeyEnv)
-	}
-	if !hmac.Equal([]byte(got), []byte(seal(signed, key))) {
-		return nil, bad("the plan file does not match its seal: it was altered or truncated after sponson wrote it")
+	if err := CheckSeal(signed, got, key); err != nil {
+		return nil, bad("the plan file %v", err)
 	}
 	body := signed[len(Format)+1 : len(signed)-1]
 	var f File
@@ -212,6 +203,35 @@ func Decode(data, key []byte) (*File, error) {
 		return nil, bad("the plan file holds no engine plan or no scope")
 	}
 	return &f, nil
+}
+
+// SplitSeal splits a sealed document into what the seal covers and the
+// seal; ok is false when data does not end with a seal line.
+func SplitSeal(data []byte) (signed []byte, got string, ok bool) {
+	if !bytes.HasSuffix(data, []byte("\n")) {
+		return nil, "", false
+	}
+	cut := bytes.LastIndexByte(data[:len(data)-1], '\n')
+	if cut < 0 || !bytes.HasPrefix(data[cut+1:], []byte("seal ")) {
+		return nil, "", false
+	}
+	return data[:cut+1], strings.TrimSpace(string(data[cut+1+len("seal "):])), true
+}
+
+// CheckSeal checks that got seals signed with key (the digest when key is
+// nil); its error completes a sentence about the document ("... does not
+// match its seal").
+func CheckSeal(signed []byte, got string, key []byte) error {
+	switch {
+	case strings.HasPrefix(got, "hmac-sha256:") && key == nil:
+		return fmt.Errorf("is sealed with a key and %s is not set", KeyEnv)
+	case strings.HasPrefix(got, "sha256:") && key != nil:
+		return fmt.Errorf("has no keyed seal and %s is set: it was not made with that key", KeyEnv)
+	}
+	if !hmac.Equal([]byte(got), []byte(Seal(signed, key))) {
+		return fmt.Errorf("does not match its seal: it was altered or truncated after sponson wrote it")
+	}
+	return nil
 }
 
 func firstLine(b []byte) string {
@@ -231,6 +251,12 @@ func Write(path string, f *File, key []byte) error {
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "encoding the saved plan")
 	}
+	return WritePrivate(path, data)
+}
+
+// WritePrivate writes data to path with mode 0600, atomically: a reader
+// never sees half of it.
+func WritePrivate(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

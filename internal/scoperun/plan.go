@@ -65,6 +65,7 @@ func StackReads(p *tfjson.Plan) []receipt.StackRead {
 			seen[r.Address] = true
 			read := receipt.StackRead{Address: r.Address, Stack: stack, Scope: scope, Serial: serial}
 			read.Planned, _ = r.AttributeValues["planned"].(bool)
+			read.PlanRun, _ = r.AttributeValues["planned_run"].(string)
 			named, _ := r.AttributeValues["scope"].(string)
 			read.Named = named != ""
 			list, _ := r.AttributeValues["provisional"].([]any)

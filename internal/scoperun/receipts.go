@@ -42,6 +42,9 @@ func (r *runner) newReceipt(ld *loaded, st *settled, plan *tfjson.Plan, planned 
 	rec.Branch, rec.PullRequest, rec.Commit = c.Branch, c.PullRequest, c.Commit
 	rec.ApprovedBy, rec.AllowedOlderCommit, rec.Engine = r.approvedBy(), ld.olderCommit, r.res.Engine
 	rec.Changes, rec.Reads = Changes(plan), StackReads(plan)
+	if r.o.Saved != nil {
+		rec.SavedPlan = r.o.Saved.Meta.RunID
+	}
 	rec.Ledger = append(rec.Ledger, intents(plan, planned, rules)...)
 	rec.Reconciled = st.reconciled
 	// The run's own completions start empty: what an earlier run left was

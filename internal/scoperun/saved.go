@@ -239,12 +239,25 @@ func (r *runner) checkSavedReads(ctx context.Context, m savedplan.Meta) error {
 			if err != nil {
 				return err
 			}
+			if appliedAsRead(read, rec) {
+				continue
+			}
 			return stale("the outputs %s read from stack %s (scope %s, serial %d) changed since the plan was made at %s (now serial %d): %s",
 				read.Address, read.Stack, read.Scope, read.Serial, m.CreatedAt.Format(time.RFC3339), now.Serial, ranAt(rec)).
 				With("changed", "reads").With("stack", read.Stack).With("run", runOf(rec))
 		}
 	}
 	return nil
+}
+
+// appliedAsRead reports whether the upstream's state changed only by the
+// apply of the very plan whose outputs read took, in a saved plan of many
+// stacks (docs/design.md §4.2): rec, the upstream's latest receipt, is that
+// apply, it succeeded, and the read had no provisional output, so every
+// value read is one the engine's plan knew and its apply gave.
+func appliedAsRead(read receipt.StackRead, rec *receipt.Receipt) bool {
+	return read.Planned && read.PlanRun != "" && len(read.Provisional) == 0 &&
+		rec != nil && rec.SavedPlan == read.PlanRun && rec.Status == receipt.StatusApplied
 }
 
 // checkSavedFor refuses a saved plan made for another stack, environment,

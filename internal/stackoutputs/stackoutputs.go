@@ -37,6 +37,9 @@ type Planned struct {
 	Stack       string `json:"stack"`
 	Environment string `json:"environment"`
 	Scope       string `json:"scope"`
+	// RunID is the plan's run: a saved plan of many stacks accepts the
+	// upstream's apply of exactly this plan (docs/design.md §4.2).
+	RunID string `json:"runId,omitempty"`
 	// Outputs are the outputs known at plan time, in the state's notation.
 	Outputs map[string]Output `json:"outputs"`
 	// Unknown are the outputs known only after the apply, and those derived

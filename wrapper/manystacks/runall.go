@@ -65,7 +65,8 @@ func ManyStacksHelp(command scoperun.Command) string {
 		"stacks updated in place); a failed stack's output is shown after its line,\n" +
 		"each line prefixed with its directory. The exit code is\n" +
 		"the worst of the stacks'; --json prints one document with a result per stack.\n" +
-		"--stack, -out and a saved plan FILE name one stack and are refused. --summary,\n" +
+		"--stack and a saved plan FILE name one stack and are refused; plan -out DIR\n" +
+		"saves every stack's plan in DIR, for apply DIR (see above). --summary,\n" +
 		"--comment, --gitlab-report and $GITHUB_STEP_SUMMARY get one review of all the\n" +
 		"stacks: a diagram of the stacks with what each changes, a table, and each\n" +
 		"stack's own summary (changes and failures first); the comment is one per pull\n" +
@@ -190,6 +191,11 @@ type manyRun struct {
 	removed     []*stackgraph.Stack
 	removedArgs []string
 
+	// out is the directory of a plan's saved plans (-out); set the plans
+	// an apply applies (apply DIR). See planset.go.
+	out string
+	set *savedSet
+
 	mu      sync.Mutex
 	results map[string]*StackRunResult
 	because map[string]string // why each skipped stack was skipped
@@ -229,10 +235,8 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 		return nil, nil, err
 	}
 	// The engine's -out is read here, after the selection's own check:
-	// every stack would write its plan to the one FILE.
-	if ef.Out != "" {
-		return nil, nil, errOutMany()
-	}
+	// with many stacks it names a directory of their plans (planset).
+	sel.out = ef.Out
 	for _, v := range ef.Vars {
 		if v.File {
 			sel.varFiles = append(sel.varFiles, v.Value)
@@ -257,6 +261,12 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 	if err := checkRenamed(res); err != nil {
 		res.Close()
 		return nil, warnings, err
+	}
+	if sel.out != "" {
+		if err := prepareOut(sel, res); err != nil {
+			res.Close()
+			return nil, warnings, err
+		}
 	}
 	if command == scoperun.Destroy {
 		if err := checkDestroyDependents(cmd.Context(), f, flags, res); err != nil {
@@ -299,6 +309,7 @@ func newManyRun(cmd *cobra.Command, f *cmdutil.Factory, review *cmdutil.ReviewFl
 	if sel.Changed {
 		m.which = "--changed (since " + res.Base + ")"
 	}
+	m.out = sel.out
 	if len(res.Removed) > 0 && command != scoperun.Destroy {
 		m.removedArgs, err = removedArgs(f.Getenv, command, m.args, res.Top, sel.context)
 		if err != nil {
@@ -397,9 +408,9 @@ func (m *manyRun) runRemoved(ctx context.Context, s *stackgraph.Stack) bool {
 
 // runStack runs one stack's sponson process.
 func (m *manyRun) runStack(ctx context.Context, s *stackgraph.Stack) bool {
-	args := m.args
+	args := append(append([]string{}, m.args...), m.stackArgs(s)...)
 	if m.wantReview {
-		args = append(append([]string{}, m.args...), "--summary="+StackSummaryFile(m.tmp, s.Directory))
+		args = append(args, "--summary="+StackSummaryFile(m.tmp, s.Directory))
 	}
 	r, output := runStackProcess(ctx, m.self, s, args, m.env)
 	m.mu.Lock()
@@ -492,9 +503,15 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 		out.Stacks = append(out.Stacks, *r)
 	}
 	o.Result = out
+	if m.out != "" {
+		if err := m.saveSet(worst == nil && len(skipped) == 0); err != nil {
+			o.Err = err
+		}
+	}
 	o.Warnings = append(o.Warnings, publishMany(ctx, m.io, m.http, m.review, m.command, m.which, m.tmp, out.Stacks)...)
 	m.lines.Line("sponson %s %s: %d succeeded, %d failed, %d skipped", m.command, m.which, counts[stackrun.Succeeded], counts[stackrun.Failed], counts[stackrun.Skipped])
 	switch {
+	case o.Err != nil:
 	case worst != nil:
 		o.Err = stacksError(worst, failed, skipped)
 	case len(skipped) > 0:
@@ -527,16 +544,8 @@ func (s *StackSelection) check(f *cmdutil.Factory, flags *cmdutil.RunFlags, comm
 			WithHint("Unset SPONSON_STACK, or run the one stack without --all.")
 	case len(args) > 0:
 		return errcode.New(errcode.Usage, "a saved plan FILE applies one stack; it cannot be given with --all or --changed")
-	case flags.SavePlan != "":
-		return errOutMany()
 	}
 	return nil
-}
-
-// errOutMany refuses plan -out with --all or --changed.
-func errOutMany() error {
-	return errcode.New(errcode.Usage, "-out saves the plan of one stack; it cannot be given with --all or --changed").
-		WithHint("Run plan -out FILE in each stack's directory, as a CI matrix from `sponson stacks --json` does.")
 }
 
 // childArgs is the command line of one stack's run: the user's flags and
@@ -552,7 +561,13 @@ func childArgs(cmd *cobra.Command, command scoperun.Command, args []string) []st
 			return
 		case cmdutil.EngineArgFlag:
 			vals, _ := cmd.Flags().GetStringArray(cmdutil.EngineArgFlag)
-			out = append(out, vals...)
+			for _, v := range vals {
+				// -out names the directory of all the plans; each stack
+				// gets its own file in it (stackArgs).
+				if !strings.HasPrefix(v, "-out=") {
+					out = append(out, v)
+				}
+			}
 			return
 		}
 		out = append(out, "--"+fl.Name+"="+fl.Value.String())

@@ -36,6 +36,8 @@ type StacksOptions struct {
 	// which a removed stack's scopes are listed (plan and apply only).
 	store   string
 	context runctx.Flags
+	// out is plan's -out: the directory of every stack's saved plan.
+	out string
 }
 
 // StacksResult is the result part of the envelope of `sponson stacks`.

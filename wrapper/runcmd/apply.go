@@ -37,5 +37,13 @@ when, if the scope's state or its predecessor's changed since the plan, the
 state of another stack whose outputs the plan read (sponson_outputs) changed,
 another scope has come to own or intend an object the plan touches, or the stack,
 environment, scope or commit differ; the ownership and approval checks run again
-on the plan itself. -var and engine flags cannot be given with FILE.`, runF)
+on the plan itself. -var and engine flags cannot be given with FILE.
+
+apply DIR applies the plans of `+"`sponson plan --all|--changed -out DIR`"+`: it
+checks the manifest's seal and every plan's digest first (PLAN_CORRUPT, exit 2,
+when a plan was replaced, added or removed, or the plan of many stacks did not
+finish), then applies each stack's plan as apply FILE does, in the order of the
+plans, stacks without a dependency between them at the same time. A stack whose
+upstream's apply of its plan in DIR changed the outputs it read is not stale; one
+that read an output known only after that apply (provisional) is.`, runF)
 }

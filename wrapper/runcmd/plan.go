@@ -29,5 +29,8 @@ touches, the approval and succession it needs), mode 0600: it holds the engine's
 plan and so variable values and the prior state, sensitive ones included, and
 never the state server's secret or a state key. `+"`sponson apply FILE`"+` applies
 exactly that plan. The file is sealed (SHA-256, or HMAC-SHA256 with the hex key in
-SPONSON_PLAN_KEY); a damaged one is refused with PLAN_CORRUPT (exit 2).`, runF)
+SPONSON_PLAN_KEY); a damaged one is refused with PLAN_CORRUPT (exit 2). With
+--all or --changed, -out DIR names a new or empty directory: each stack's plan
+goes in it, and once every stack planned, a sealed manifest listing them in order
+with their digests; `+"`sponson apply DIR`"+` applies them.`, runF)
 }

@@ -61,6 +61,10 @@ func newRunCmd(f *cmdutil.Factory, out *cmdutil.Outcome, command scoperun.Comman
 // prepare resolves the flags of plan, apply or destroy into the run of
 // many stacks, or of one.
 func (opts *runOptions) prepare(cmd *cobra.Command, f *cmdutil.Factory, command scoperun.Command) {
+	if command == scoperun.Apply && !opts.sel.Wanted() && manystacks.IsPlanSet(opts.flags.Positional) {
+		opts.many = manystacks.PreparePlanSet(cmd, f, &opts.flags, &opts.review, &opts.sel, opts.flags.Positional[0])
+		return
+	}
 	if opts.sel.Wanted() {
 		opts.many = manystacks.PrepareStacks(cmd, f, &opts.flags, &opts.review, &opts.sel, command, opts.flags.Positional)
 		return

@@ -375,6 +375,7 @@ func handPlannedOutputs(getenv func(string) string, command scoperun.Command, re
 		return ""
 	}
 	p, perr := stackoutputs.FromPlan(res.Key, res.Plan)
+	p.RunID = res.RunID
 	if perr == nil {
 		perr = stackoutputs.Write(dir, p)
 	}
