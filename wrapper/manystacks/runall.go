@@ -47,7 +47,13 @@ type StackSelection struct {
 func ManyStacksHelp(command scoperun.Command) string {
 	order := "in dependency order (the order of `sponson stacks`): a stack starts once\nthe stacks it depends on succeeded"
 	which := "--all runs every stack of the repository (or under --chdir)"
-	extra := ""
+	extra, saved := "", ""
+	switch command {
+	case scoperun.Plan:
+		saved = "; -out DIR\nsaves every stack's plan in DIR (see -out above)"
+	case scoperun.Apply:
+		saved = "; apply DIR\napplies the plans of plan -out DIR (see above)"
+	}
 	if command == scoperun.Destroy {
 		order = "in reverse dependency order: a stack is destroyed once the stacks that\ndepend on it were (and none is when a stack left out of the run depends on it\nand holds state in the scope: STACK_HAS_DEPENDENTS)"
 	} else {
@@ -65,8 +71,7 @@ func ManyStacksHelp(command scoperun.Command) string {
 		"stacks updated in place); a failed stack's output is shown after its line,\n" +
 		"each line prefixed with its directory. The exit code is\n" +
 		"the worst of the stacks'; --json prints one document with a result per stack.\n" +
-		"--stack and a saved plan FILE name one stack and are refused; plan -out DIR\n" +
-		"saves every stack's plan in DIR, for apply DIR (see above). --summary,\n" +
+		"--stack and a saved plan FILE name one stack and are refused" + saved + ". --summary,\n" +
 		"--comment, --gitlab-report and $GITHUB_STEP_SUMMARY get one review of all the\n" +
 		"stacks: a diagram of the stacks with what each changes, a table, and each\n" +
 		"stack's own summary (changes and failures first); the comment is one per pull\n" +
