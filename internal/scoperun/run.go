@@ -21,6 +21,27 @@
 // what they are: leases.go, ledger.go, receipts.go, plan.go, tfstate.go,
 // succession.go.
 //
+// The journal (checkpoint.go; docs/design.md §2.4 "Intent"). During the
+// apply every completion the engine reports (a create with its new id, an
+// update, a delete, a data source read, a provisioner's start) is written,
+// fenced, to the checkpoint's journal (store.JournalRecord). One write is in
+// flight at a time, with a rest after each (200 ms, or eight times the write
+// it follows: restAfter), so that writes on a slow store take at most a
+// ninth of an apply. A completion that finds the writer idle waits the
+// gather (an eighth of the last write, at most 10 ms) and goes with the
+// others of the same read of the engine's output: creates started together
+// complete milliseconds apart, and a kill between their writes lost them. A
+// completion a planned create waits for is held: the engine's process is
+// paused with SIGSTOP (its plugins go on) until a write holding it is in the
+// store, and it skips the gather; without /proc nothing is paused. A create
+// whose loss would need a person (its object lives outside the state and is
+// not rewritten in place) skips the rest. On git a second push cannot be in
+// flight before the first lands: the push's compare-and-swap takes one
+// expected tip. The settlement (settle.go) carries out the decisions of
+// internal/settle (settle.Ground.Settle): restoring a whole object goes
+// through the engine (state pull, then state push), so the state server
+// fences the write.
+//
 // The package does not import the provider: the wrapper hands it the
 // function that serves the provider to the engine (Options.ServeProvider,
 // provider.EngineEnv).

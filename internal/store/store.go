@@ -7,6 +7,18 @@
 // checks, in the same atomic step as the write, that the lease record still
 // names that holder and token and has not expired. A run that lost its lease
 // can therefore write nothing, whatever its own clock believes.
+//
+// Ledger bases (docs/design.md §2.17 "Ledger base"): from CompactFrom (2,000)
+// entries every fenced receipt write of a run goes through WriteCompact,
+// which writes a compact receipt (version 2) whose ledger is segments of the
+// scope's ledger base plus what changed since it (receipt.Delta). A base is
+// a record named by the SHA-256 of its document, written fenced before the
+// first receipt that names it; a new one is written when the entries written
+// out would exceed a quarter of the ledger. Every backend still indexes the
+// whole ledger (EncodeReceipt), and writes the scope's part of the ownership
+// index only when it changed (SameOwners). Latest and ListScopes, the only
+// readers outside the stores, expand a compact receipt; Latest also joins a
+// checkpoint (status running) with its own run's journal (JournalRecord).
 package store
 
 import (
