@@ -42,6 +42,36 @@
 // through the engine (state pull, then state push), so the state server
 // fences the write.
 //
+// The early apply (early.go; docs/design.md §8). An apply with changes starts
+// three engine processes (plan, show -json, apply PLAN), so the apply starts
+// as soon as the plan is written (engine.Session.StartApply), while the run
+// checks the plan and records its intents. The state server holds every
+// request (statesrv.Gate) and the engine's output is held
+// (engine.PendingApply); an apply locks or reads the state before anything
+// else, so the engine waits at its first request. When the checks pass and
+// the intents are recorded, the run opens the gate; when the run does not
+// apply, release shuts it: the engine's requests get 423, it ends without
+// touching the state, and its output is dropped. show -json does not ask
+// the state server (checked on both engines). A configuration with its own
+// backend, and a saved plan, apply after the checks.
+//
+// The no-change apply (unchanged.go; docs/design.md §8). When the plan's
+// exit code (-detailed-exitcode 0) says nothing changes, the apply skips
+// show -json, the checkpoint and the no-op apply: one engine start, one
+// receipt write (status unchanged). Only when nothing the full path reads
+// from the plan could change that receipt or a check: a new plan, a state
+// sponson serves, a previous receipt, no succession under way, nothing
+// settled, no approval needed, no other stack's outputs read, no policies
+// declared, and a ledger from the state equal to the previous receipt's. A
+// plan that saves nothing (no -out, no --json-plan, no review text) ends the
+// same way under the same conditions, and a dependent reads the applied
+// state the plan would have handed it.
+//
+// A run refuses, before the lease, a configuration that asks OpenTofu to
+// encrypt its state (an `encryption` block, or TF_ENCRYPTION:
+// refuseEngineEncryption): sponson reads the state it serves, and ciphertext
+// would leave the scope owning nothing (docs/design.md §7.3).
+//
 // The package does not import the provider: the wrapper hands it the
 // function that serves the provider to the engine (Options.ServeProvider,
 // provider.EngineEnv).
