@@ -2,6 +2,13 @@
 // that take --all or --changed: the selection of stacks, each stack's run as
 // its own sponson process, the composed review (docs/design.md §4.7).
 //
+// Order: plan, apply and gc --all go in dependency order (gc and destroy in
+// reverse); drift --all changes nothing, so it has no order. apply FILE of a
+// stack refuses a saved plan (PLAN_STALE) when an upstream it read has
+// another serial in that scope, or a state where its read fell back to main.
+// The run's one review (summary.Many) is one sticky comment per pull
+// request and environment.
+//
 // Removed stacks (stackremoved.go): when a change deleted a configuration
 // file, the merge base of --base and HEAD is checked out into a temporary
 // directory (`git worktree add --detach`, removed after the run) and
