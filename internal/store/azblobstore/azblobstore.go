@@ -16,6 +16,10 @@
 // not decode, or that the service refuses, is STORE_PERMISSION at once,
 // never retried.
 //
+// The files above the object operations are the S3 store's
+// (TestSharedFilesFollowS3Store fails when a change reaches one and not the
+// other).
+//
 // The boundary between repositories (PrefixAssignment) is a role assignment
 // of Storage Blob Data Contributor on the container with an ABAC condition
 // allowing reads, writes and deletes only of blobs whose blobs:path starts
