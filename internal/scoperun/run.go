@@ -67,6 +67,12 @@
 // same way under the same conditions, and a dependent reads the applied
 // state the plan would have handed it.
 //
+// Signals (apply.go; docs/design.md §7.1): a SIGINT or SIGTERM cancels the
+// engine session's context, which makes the engine flush its state and exit;
+// during an apply every further one is passed on as SIGINT
+// (hurryOnSecondSignal), which stops the engine at once, and the run keeps
+// an intent for every create the state lacks (keepStale).
+//
 // A run refuses, before the lease, a configuration that asks OpenTofu to
 // encrypt its state (an `encryption` block, or TF_ENCRYPTION:
 // refuseEngineEncryption): sponson reads the state it serves, and ciphertext
