@@ -15,7 +15,8 @@
 // unchanged, destroyed, failed or cancelled, or settled for a settlement's
 // own receipt (docs/design.md §2.2 "Receipt"). A ledger entry says how the
 // object came to be owned: created, intent, inherited, adopted, or
-// unresolved.
+// unresolved; an object a `removed` block with destroy = false took out of
+// ownership is listed as released.
 package receipt
 
 import (

@@ -10,7 +10,9 @@
 // (docs/design.md §2.13). A pull request from a fork is marked Fork; a merge
 // queue's run is PlanOnly; Checkout asks the GitHub API for the head of a
 // comment-triggered run's pull request, which the payload does not name, and
-// warns when HEAD is another commit.
+// warns when HEAD is another commit. issue_comment on a pull request is
+// pr-<issue.number>; a pull_request_target run records the commit its
+// checkout holds, never the pull request's head.
 package runctx
 
 // EnvVar carries the context the wrapper decided, as JSON, into the

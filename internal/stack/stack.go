@@ -14,7 +14,8 @@
 //
 // --stack, SPONSON_STACK and a literal `stack` attribute of the
 // configuration's sponson_scope resource (read from the .tf files before the
-// lease is taken, see hcl.go) override it, in that order. A credential in
+// lease is taken, see hcl.go) override it, in that order; an attribute that
+// is not a literal string is USAGE. A credential in
 // the origin URL is dropped before anything else; outside a repository the
 // name is local/<path>, with a warning. The provider derives it the same
 // way. Parent leases and the intent lease have no stack (Key.Stack == "",
