@@ -11,7 +11,18 @@
 // sponson_scope writes its record to the scope's store under the scope's
 // lease, with the wrapper's own lease and store packages: under the wrapper
 // it joins the run's lease (fenced by the run's token), on its own it takes
-// the lease for each write (scope_store.go).
+// the lease for each write (scope_store.go). The wrapper hands its lease
+// over in SPONSON_RUN_STORE, SPONSON_RUN_HOLDER and SPONSON_RUN_TOKEN
+// (lease.HandoverEnv, lease.FromHandover, lease.Joined), so the provider's
+// writes are fenced exactly like the run's (docs/design.md §6.1).
+//
+// Under the wrapper the provider is served from the wrapper's own process
+// (ServeInProcess, docs/design.md §7.2): debug serving on a private unix
+// socket, named in TF_REATTACH_PROVIDERS under both registry hosts
+// (ReattachHosts), so both engines treat it as unmanaged. It reads the
+// wrapper's hand-over from the engine's environment and logs by TF_LOG as
+// the engine does. The wrapper hands EngineEnv to internal/scoperun and
+// internal/adopt as Options.ServeProvider, so neither imports this package.
 package provider
 
 import (

@@ -3,6 +3,29 @@
 // configuration in a temporary directory (never in the user's home) and the
 // backend override that points the engine at Sponson's state server. The
 // engine itself is driven only through terraform-exec (see Session).
+//
+// Locate looks, in order, at --engine, SPONSON_ENGINE, tofu then terraform on
+// PATH, then the build of `make tools`. A session sets its own variables in
+// the process environment (Open): the engine inherits sponson's environment
+// (TF_VAR_*, credentials), since terraform-exec refuses TF_VAR_* in an
+// explicit environment and -var flags would change their precedence; so
+// there is one session per process (docs/design.md §7.1). A
+// TF_CLI_CONFIG_FILE naming a missing file is replaced by an empty one
+// (MissingCLIConfig).
+//
+// The engine starts only when needed (docs/design.md §8): its version is
+// cached per binary, keyed by resolved path, size and modification time
+// (versioncache.go); init runs only when the scope's data directory lacks a
+// current InitStamp over everything init's result depends on (the root
+// module's files, the lock file, the backend configuration, the modules, the
+// engine, the user's CLI configuration files); a plan borrows the scope's
+// initialisation (BorrowInit), and a new scope copies a sibling's
+// (scoperun's copySiblingInit), which is safe because the backend
+// configuration never names a scope and the stamp computed on the copy must
+// equal the sibling's. An apply may start before the run has decided to
+// apply (Session.StartApply, PendingApply, early.go). During an apply every
+// resource in flight is spoken of at least every SPONSON_HEARTBEAT (30 s),
+// from sponson's clock when the engine says nothing (stream.go).
 package engine
 
 import (

@@ -9,6 +9,16 @@
 // The grammar is the engine's (Go's flag package): one or two dashes;
 // a boolean flag is `-name` or `-name=BOOL`, never `-name BOOL`; any other
 // flag is `-name=VALUE` or `-name VALUE`; `--` ends the flags.
+//
+// The wrapper picks the engine flags out of a command line before cobra's
+// flag parser sees them (wrapper.NormalizeArgs), and they are passed on in
+// the order given: -var and -var-file go to the engine's plan through
+// TF_CLI_ARGS_plan, since terraform-exec would put every -var-file first
+// and change which value wins. The user's TF_CLI_ARGS_<cmd> and TF_CLI_ARGS
+// are read as engine flags before the command line's, as the engine reads
+// them (runner.EngineFlags), under the same refusals, and cleared for the
+// engine, so a flag the table refuses cannot come in through the
+// environment.
 package engineflag
 
 import (

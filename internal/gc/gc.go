@@ -2,7 +2,8 @@
 // Select is pure selection: the facts (which pull requests are open, which
 // branches still exist, the time) are handed to it, and it touches no
 // store, git or network. gather.go gathers those facts: the open pull
-// requests from the GitHub API and the live branches from `git ls-remote`.
+// requests from the command line (--open-prs) or the GitHub API, and the
+// live branches from `git ls-remote --heads`.
 // The command destroys what Select returns through the normal destroy path,
 // one scope at a time, each under its own lease; outcome.go decides the
 // rest: which selected scope it skips, the context of each destroy, what a

@@ -14,6 +14,17 @@
 //     *sent*, not answered, so a slow answer never extends it;
 //   - when less than TTL/5 remains without a successful renewal the run
 //     stops itself (LOCK_LOST), before anyone else could take the lease over.
+//
+// Held says the lease is lost for every cause (a refused write, a renewal
+// refused or late, a lease record naming someone else: Confirm) with one
+// LOCK_LOST, and closes its Lost channel, which interrupts the engine.
+// Every fenced write of a run goes through it (Held.WriteState,
+// WriteReceipt, WriteRecord, DeleteRecord). Waiting is one loop (Take:
+// --wait, WAIT_TIMEOUT; without it LOCK_HELD); Acquire renews in the
+// background; the provider's sponson_lease uses the same loop, schedule,
+// confirmation and release, and joins a lease the wrapper handed over
+// (Joined, HandoverEnv). The record describes its holder for people
+// (store.HolderInfo: CI job, actor, commit, host), never compared.
 package lease
 
 import (

@@ -9,6 +9,34 @@
 // receipts) and nothing else, never a state, a record's content beyond the
 // ledger base and journal that store.ListScopes joins, or a secret; Render
 // turns the model into one self-contained HTML page.
+//
+// What the page shows and where it comes from:
+//
+//   - each environment's leases and latest receipts (store.ListScopes); a
+//     scope's earlier receipts where the store keeps them readable
+//     (HistoryReader: the file store; elsewhere the latest alone, said on
+//     the page); the declared environments; the repository's stacks for the
+//     order and the graph. status --json carries one environment, and
+//     status --stack and --state filter the table.
+//   - links: owners and commits link to the repository when the CI's
+//     variables or a lease's job URL name it; a run links to the CI job its
+//     receipt records (receipt.JobURL), a live lease to its holder's job.
+//   - what gc would collect: gc.Select over the same listing with the facts
+//     given (--open-prs, --older-than); a rule without its facts is off and
+//     the page says so. The remote's branches are not read: the page makes
+//     no network call.
+//   - drift, only where a drift result is given (--drift FILE, the output of
+//     `sponson drift --json`).
+//   - a stack of the store that no directory of the discovered repository
+//     has is marked gone (not when discovery found no stack: the page may be
+//     drawn from outside the repository); destroyed scopes are folded into a
+//     count under their stack, listed on request.
+//
+// The page is self-contained (inline CSS, script and SVG) under a
+// Content-Security-Policy that loads nothing from elsewhere, every value
+// escaped by html/template. Handler (`sponson serve`) builds it anew per
+// request; the page polls JSONPath and redraws itself without a reload,
+// keeping its filters.
 package overview
 
 import (

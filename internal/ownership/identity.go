@@ -16,6 +16,21 @@
 // policy declares; the object's address within its scope for the types
 // whose id is not a global identity (addressOwned); otherwise the `id` of
 // an existing object.
+//
+// Identifying values have one encoding (Normalize); sensitive ones are
+// recorded as hmac:<hex> under a key per environment. Every entry is also
+// indexed under its base identity (every step but the scope's policy), the
+// schemes in use are indexed per type, and Keyed matches each planned change
+// under all of them. The declaration the index was built under is the
+// record SchemesRecord; a run that finds another re-indexes (scoperun's
+// reindex, under MayChangeSchemes).
+//
+// The checks against the ownership index (docs/design.md §2.5 "Ownership"),
+// all OWNED_BY_OTHER_SCOPE: CheckForeign before the engine writes;
+// UnderIntentLease, the intent race rule, for a checkpoint whose intents
+// have an identity known at plan time; CheckLate after the apply, for
+// creates whose identity was unknown at plan time; ForeignOwners for what
+// enters a state without a plan (adopt, the settlement's adoption).
 package ownership
 
 import (

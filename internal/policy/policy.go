@@ -13,6 +13,10 @@
 //   - Sponson's context is OPA data under data.sponson (environment, scope,
 //     stack, pull_request, actor, run_id, owners), so that input stays the
 //     plan and a policy written for conftest reads it where it always did.
+//
+// Policies are declared in the trusted sponson.hcl (`policies = ["policy"]`:
+// .rego files or directories of them, at the top or per environment);
+// `sponson policy test --policy PATH PLAN` evaluates them locally.
 package policy
 
 import (

@@ -14,6 +14,14 @@
 // without saying goodbye, kills the marked processes and removes the files
 // the run would have removed.
 //
+// The watcher is a POSIX shell (without /bin/sh, sponson itself) that waits
+// on a pipe from the run and, only when the pipe ends without the run's
+// goodbye, replaces itself with `sponson __reap` (Command), which kills the
+// marked processes and removes the backend override: a run that ends well
+// never starts a second sponson. The watcher is needed during a plan too:
+// provider plugins do not exit when their engine is killed (go-plugin has no
+// parent-death check).
+//
 // What still cannot be stopped: a process that clears its environment or
 // escapes to another user, and everything when the watcher is killed
 // together with the run (a kill of the whole process tree, or of the

@@ -3,6 +3,20 @@
 // with a version; a reader refuses versions it does not know rather than
 // guessing (RECEIPT_VERSION), and reports a damaged document as
 // RECEIPT_CORRUPT instead of treating the scope as empty.
+//
+// A receipt records who ran what where (run id, command, environment, scope,
+// branch, pull request, commit, approver, engine, times, the CI job), the
+// planned changes, the other stacks' states the run read (reads), its
+// lineage (lockPreempted after a takeover; inheritedFrom, inheriting,
+// supersededBy and the handover promise of a succession), what
+// --allow-older-commit let through (allowOlderCommit), the quarantined runs
+// it reconciled (reconciledQuarantine) and the settlement of an earlier
+// run's intents. Its status is running for a checkpoint, then applied,
+// unchanged, destroyed, failed or cancelled, or settled for a settlement's
+// own receipt (docs/design.md §2.2 "Receipt"). A ledger entry says how the
+// object came to be owned: created, intent, inherited, adopted, or
+// unresolved; an object a `removed` block with destroy = false took out of
+// ownership is listed as released.
 package receipt
 
 import (

@@ -13,6 +13,15 @@
 // (RULES_UNTRUSTED): falling back to the checkout would let a pull request
 // that deletes the default branch from its clone choose its own rules. A
 // local run outside CI uses the checkout's rules and says so.
+//
+// The default branch is read as refs/remotes/origin/<default branch> (the
+// CI host's name for it), else origin/HEAD, origin/main, origin/master, in a
+// constant number of git processes. Each difference between the checkout's
+// rules and the trusted ones (Diff) is printed as `proposed rule change:
+// ...`, listed in --json (proposedRules) and in the summary under "Rule
+// changes, effective when merged". The store records the commit of the rules
+// that set the identity schemes and whether they were trusted
+// (ownership.MayChangeSchemes decides who may move them).
 package rules
 
 import (

@@ -3,6 +3,16 @@
 // commit they came from. The wrapper and the provider share this one package;
 // under the wrapper the provider does not detect anything itself but reads the
 // context the wrapper decided from EnvVar, so both always agree.
+//
+// Each field is asked of the flags, then the SPONSON_CTX_* variables, then the
+// CI host's own variables (and, on GitHub, the event payload; fixtures in the
+// hosts' own shapes under testdata/), then local git; the first answer wins
+// (docs/design.md §2.13). A pull request from a fork is marked Fork; a merge
+// queue's run is PlanOnly; Checkout asks the GitHub API for the head of a
+// comment-triggered run's pull request, which the payload does not name, and
+// warns when HEAD is another commit. issue_comment on a pull request is
+// pr-<issue.number>; a pull_request_target run records the commit its
+// checkout holds, never the pull request's head.
 package runctx
 
 // EnvVar carries the context the wrapper decided, as JSON, into the

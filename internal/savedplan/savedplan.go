@@ -19,6 +19,10 @@
 // The digest detects damage; only the keyed seal detects a deliberate
 // forgery, which is why the apply also re-derives every check (ownership,
 // approval) from the engine's plan itself rather than trusting the record.
+//
+// The file keeps the plan's JSON and its redacted text, which `sponson show
+// [-json] FILE` prints without an engine and `plan --json-plan FILE` writes
+// for the tools that read plan JSON.
 package savedplan
 
 import (

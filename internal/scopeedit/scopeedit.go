@@ -9,6 +9,12 @@
 // every edit carries its approver (Approve), checked before the lease is
 // taken and recorded in the receipt it writes (docs/design.md §2.11
 // Approval).
+//
+// Approve decides an edit's approval from the environment's declaration
+// (environments.Environment.Approve), and an Approval value can only be made
+// there; Edit refuses an edit whose approval was not decided for its scope's
+// environment, so a new command that forgets to ask fails closed. `import`
+// is a run and is checked as one.
 package scopeedit
 
 import (

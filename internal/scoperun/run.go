@@ -21,6 +21,63 @@
 // what they are: leases.go, ledger.go, receipts.go, plan.go, tfstate.go,
 // succession.go.
 //
+// The journal (checkpoint.go; docs/design.md §2.4 "Intent"). During the
+// apply every completion the engine reports (a create with its new id, an
+// update, a delete, a data source read, a provisioner's start) is written,
+// fenced, to the checkpoint's journal (store.JournalRecord). One write is in
+// flight at a time, with a rest after each (200 ms, or eight times the write
+// it follows: restAfter), so that writes on a slow store take at most a
+// ninth of an apply. A completion that finds the writer idle waits the
+// gather (an eighth of the last write, at most 10 ms) and goes with the
+// others of the same read of the engine's output: creates started together
+// complete milliseconds apart, and a kill between their writes lost them. A
+// completion a planned create waits for is held: the engine's process is
+// paused with SIGSTOP (its plugins go on) until a write holding it is in the
+// store, and it skips the gather; without /proc nothing is paused. A create
+// whose loss would need a person (its object lives outside the state and is
+// not rewritten in place) skips the rest. On git a second push cannot be in
+// flight before the first lands: the push's compare-and-swap takes one
+// expected tip. The settlement (settle.go) carries out the decisions of
+// internal/settle (settle.Ground.Settle): restoring a whole object goes
+// through the engine (state pull, then state push), so the state server
+// fences the write.
+//
+// The early apply (early.go; docs/design.md §8). An apply with changes starts
+// three engine processes (plan, show -json, apply PLAN), so the apply starts
+// as soon as the plan is written (engine.Session.StartApply), while the run
+// checks the plan and records its intents. The state server holds every
+// request (statesrv.Gate) and the engine's output is held
+// (engine.PendingApply); an apply locks or reads the state before anything
+// else, so the engine waits at its first request. When the checks pass and
+// the intents are recorded, the run opens the gate; when the run does not
+// apply, release shuts it: the engine's requests get 423, it ends without
+// touching the state, and its output is dropped. show -json does not ask
+// the state server (checked on both engines). A configuration with its own
+// backend, and a saved plan, apply after the checks.
+//
+// The no-change apply (unchanged.go; docs/design.md §8). When the plan's
+// exit code (-detailed-exitcode 0) says nothing changes, the apply skips
+// show -json, the checkpoint and the no-op apply: one engine start, one
+// receipt write (status unchanged). Only when nothing the full path reads
+// from the plan could change that receipt or a check: a new plan, a state
+// sponson serves, a previous receipt, no succession under way, nothing
+// settled, no approval needed, no other stack's outputs read, no policies
+// declared, and a ledger from the state equal to the previous receipt's. A
+// plan that saves nothing (no -out, no --json-plan, no review text) ends the
+// same way under the same conditions, and a dependent reads the applied
+// state the plan would have handed it.
+//
+// Signals (apply.go; docs/design.md §7.1): a SIGINT or SIGTERM cancels the
+// engine session's context, which makes the engine flush its state and exit;
+// during an apply every further one is passed on as SIGINT
+// (hurryOnSecondSignal), which stops the engine at once, and the run keeps
+// an intent for every create the state lacks (keepStale).
+//
+// A run refuses, before the lease, a configuration that asks OpenTofu to
+// encrypt its state (an `encryption` block, or TF_ENCRYPTION:
+// refuseEngineEncryption): sponson reads the state it serves, and ciphertext
+// would leave the scope owning nothing (docs/design.md §7.3).
+//
 // The package does not import the provider: the wrapper hands it the
 // function that serves the provider to the engine (Options.ServeProvider,
 // provider.EngineEnv).

@@ -3,6 +3,19 @@
 // the engine reported complete, which the state lacks, is restored whole,
 // and when a settlement that creates a resource again re-runs what its
 // first create did. internal/scoperun carries them out.
+//
+// Ground.Settle settles one open entry against the state, what the scope
+// owned before, and the stopped run's journal and quarantined states:
+// claimed, adopted whole (the table restores, read by Of; Decide is the
+// rule), dropped (state-only, or not-started and replace-not-started, which
+// are decided only after a checkpoint that says heldCompletions: only then
+// does a missing completion prove that what waited for it had not started),
+// rewritten in place (ownership.InPlace, by filename), or unresolved. An
+// intent carries what they need: after (internal/applyorder), planned (its
+// known, non-sensitive top-level values) and restore (the plan's values of
+// the arguments an import cannot read back). A rerun says which resource
+// runs its provisioners again, and whether they had started (the journal's
+// provision records).
 package settle
 
 import (

@@ -14,7 +14,13 @@
 //
 // --stack, SPONSON_STACK and a literal `stack` attribute of the
 // configuration's sponson_scope resource (read from the .tf files before the
-// lease is taken, see hcl.go) override it, in that order.
+// lease is taken, see hcl.go) override it, in that order; an attribute that
+// is not a literal string is USAGE. A credential in
+// the origin URL is dropped before anything else; outside a repository the
+// name is local/<path>, with a warning. The provider derives it the same
+// way. Parent leases and the intent lease have no stack (Key.Stack == "",
+// only for _parent-* scopes). status and gc list every stack unless --stack
+// names one.
 package stack
 
 import (

@@ -9,7 +9,23 @@
 // and in the `stack` of its sponson_outputs data sources, read from the
 // files before any engine starts (so they must be literals). Its depth is
 // 0 without dependencies in the set, else one more than its deepest
-// dependency: the stacks of one depth can run at the same time.
+// dependency: the stacks of one depth can run at the same time. The order
+// is by depth, then directory (`stacks --json`; `--gitlab-pipeline` through
+// internal/stackpipeline). Two stacks of one name, and a cycle
+// (STACK_CYCLE), are refused before anything runs.
+//
+// Changed stacks (docs/design.md §4.7 "Many stacks"): the changed files are
+// `git diff --name-only BASE...HEAD` plus uncommitted and untracked files. A
+// stack is listed when one of them is under its directory, in a local
+// module it uses, a sponson.hcl at or above it, or a file it reads
+// (reads.go: the literal paths of file() and its kin, symbolic links'
+// targets, -var-files, the watch globs of sponson.hcl); a stack that reads
+// a path not known before the engine runs is listed whenever anything
+// changed. Then every stack that depends on a listed one is listed. The
+// cost is bounded by the repository: git runs a constant number of times
+// (naming.go), each directory is read and each file parsed once, and only
+// what is needed after the parse is kept. Removed stacks (Set.Removed) are
+// those of the merge base whose names HEAD no longer has.
 package stackgraph
 
 import (

@@ -7,6 +7,14 @@
 //
 // Protocol (measured, docs/design.md §7.3): GET reads, POST <address>?ID=<lock>
 // writes, LOCK and UNLOCK carry a JSON lock info; 409 or 423 means "locked".
+//
+// The engine finds the server through a backend override (an empty
+// `backend "http" {}`, engine.PlaceOverride) and the TF_HTTP_* variables of
+// Environ, so the address and the run's secret are never on disk; a request
+// without the secret is refused. Each scope keeps its own TF_DATA_DIR, so
+// switching scopes never needs a re-init. Gate holds the requests of an
+// apply started before the run decided to apply (docs/design.md §8, the
+// early apply).
 package statesrv
 
 import (

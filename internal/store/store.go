@@ -7,6 +7,31 @@
 // checks, in the same atomic step as the write, that the lease record still
 // names that holder and token and has not expired. A run that lost its lease
 // can therefore write nothing, whatever its own clock believes.
+//
+// A caller takes the part of the contract it uses (docs/design.md §5.1 "The
+// contract"): the lease machinery Leases, a held lease lease.Store (the lease
+// and the three kinds of document it fences), the ownership checks Index, an
+// edit outside a run scopeedit.Store (lease.Store and Index), the readers
+// LatestReader and Lister. The whole Store is held only by what opens a store
+// and must close it: the openers (storeurl.Open, cmdutil.StoreFlags.Open, the
+// provider's), a run (scoperun.Options.Store, which uses every part), the
+// command helpers that open the store for one command and hand its parts on
+// (statecmd's scopeState, statuscmd's scopeKey, gc's target), the overview's
+// input (cmdutil.OverviewInput), and gc's collectGarbage, which asks the store
+// whether it collects garbage (a CollectGarbage method: the S3, GCS and Azure
+// stores).
+//
+// Ledger bases (docs/design.md §2.17 "Ledger base"): from CompactFrom (2,000)
+// entries every fenced receipt write of a run goes through WriteCompact,
+// which writes a compact receipt (version 2) whose ledger is segments of the
+// scope's ledger base plus what changed since it (receipt.Delta). A base is
+// a record named by the SHA-256 of its document, written fenced before the
+// first receipt that names it; a new one is written when the entries written
+// out would exceed a quarter of the ledger. Every backend still indexes the
+// whole ledger (EncodeReceipt), and writes the scope's part of the ownership
+// index only when it changed (SameOwners). Latest and ListScopes, the only
+// readers outside the stores, expand a compact receipt; Latest also joins a
+// checkpoint (status running) with its own run's journal (JournalRecord).
 package store
 
 import (

@@ -4,7 +4,13 @@
 // It shows no attribute value of its own: the structure comes from the plan
 // JSON (addresses and actions only), and the engine's own text, which the
 // engine already redacts ("(sensitive value)"), goes into a collapsed block
-// with what the engine missed redacted too (Redact; docs/design.md §4.3).
+// with what the engine missed redacted too (Redact; docs/design.md §4.3):
+// a provider-computed copy of a sensitive input carries no mark in the state
+// and the engine prints it (OpenTofu 1.12.6, terraform_data), so every
+// string under a sensitive mark of the plan JSON is redacted from the text.
+// A host's size limit is met by cutting at a line, never inside a table or
+// the collapsed block. The output that url_output names becomes a GitHub
+// deployment of ENV/SCOPE (internal/github) and GitLab's dotenv SPONSON_URL.
 package summary
 
 import (

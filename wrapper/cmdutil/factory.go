@@ -3,6 +3,17 @@
 // and its run function, the outcome and its --json envelope, the shared flags
 // and the store they open, the trusted rules' lookups, approvals and the CI
 // log's annotations (docs/design.md §4).
+//
+// A command's constructor (NewCmdX(f, runF)) unpacks what it needs from the
+// Factory once into its options struct, and its prepare step resolves the
+// flags into what the run needs; RunE then calls the run function with a
+// context and those options only, or runF in a test. The run function sees
+// neither cobra nor the Factory.
+//
+// CI logs (annotations.go): in GitHub Actions the outcome's errors and
+// warnings are repeated as ::error and ::warning (AnnotateOutcome), and init
+// and plan are ::group::s; in GitLab CI init, plan and apply are collapsible
+// sections.
 package cmdutil
 
 import (

@@ -1,6 +1,15 @@
 // Package enginecmd is the family of the engine's own commands, run as the
 // engine would in the configuration directory (init, validate, fmt,
 // providers, graph, get, test, metadata, version).
+//
+// Every engine command has a meaning under sponson (EngineCommandTable, the
+// table the CLI reference prints), so that a workflow converts by replacing
+// the binary's name (docs/design.md §4 "The CLI contract"): the local ones
+// run as the engine would, with sponson's provider served in process
+// (docs/design.md §7.2); show prints a saved plan (docs/design.md §4.2) or
+// the scope's state; state push is an edit (docs/design.md §2.8);
+// force-unlock is unlock; workspace (a scope replaces it) and console
+// (terraform-exec cannot run it) are refused with a hint.
 package enginecmd
 
 import (

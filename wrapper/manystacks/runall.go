@@ -1,6 +1,33 @@
 // Package manystacks is one command over many stacks, shared by the families
 // that take --all or --changed: the selection of stacks, each stack's run as
 // its own sponson process, the composed review (docs/design.md §4.7).
+//
+// Order: plan, apply and gc --all go in dependency order (gc and destroy in
+// reverse); drift --all changes nothing, so it has no order. apply FILE of a
+// stack refuses a saved plan (PLAN_STALE) when an upstream it read has
+// another serial in that scope, or a state where its read fell back to main.
+// The run's one review (summary.Many) is one sticky comment per pull
+// request and environment.
+//
+// Removed stacks (stackremoved.go): when a change deleted a configuration
+// file, the merge base of --base and HEAD is checked out into a temporary
+// directory (`git worktree add --detach`, removed after the run) and
+// discovered there; its stacks whose names HEAD no longer has run with the
+// scopes their state holds in the run's environment. plan --changed runs
+// each as `plan -destroy` from that checkout, under its old name, in scope
+// main (where the merge will destroy it; --scope names another); apply
+// --changed runs destroy in the run's own scope (after the merge, on the
+// default branch: main). They run before the others, dependents first (a
+// removed stack goes before the upstreams it read). A stack whose files
+// moved byte for byte to a new directory is listed as renamed and the run
+// is refused (USAGE). Every --all run warns of each stack named after the
+// repository that holds state in the environment and has no configuration
+// in the checkout (AllWarnings).
+//
+// Under a --chdir that leaves out a dependent, destroy --all (when the
+// dependent still holds state in the scope) and gc --all --yes (which
+// cannot tell what the dependent still reads) are refused first
+// (STACK_HAS_DEPENDENTS).
 package manystacks
 
 import (

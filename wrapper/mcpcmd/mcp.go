@@ -1,5 +1,16 @@
 // Package mcpcmd is `sponson mcp`: the commands offered to an agent as MCP
 // tools, confined to one repository (docs/design.md §4.6).
+//
+// A tool call is a command line: each parameter is one flag of the command
+// or its positional argument, each value passed as one `--flag=VALUE`
+// argument so that no value is read as another flag, and the call runs
+// `sponson COMMAND --json` in a process of its own, whose envelope is the
+// result. TestMCPToolsMirrorFlags keeps the tools in step with the
+// commands' flags and internal/engineflag: each flag is a parameter or
+// withheld with the reason. The server decides its rules at start
+// (mcp_confine.go): its root and the environments the root's sponson.hcl
+// declares; every path a call names must resolve inside the root, symlinks
+// resolved, and a directory with a sponson.hcl of its own is refused.
 package mcpcmd
 
 import (

@@ -15,6 +15,19 @@
 // variables, a managed identity, the Azure CLI's login). A key that does
 // not decode, or that the service refuses, is STORE_PERMISSION at once,
 // never retried.
+//
+// The files above the object operations are the S3 store's
+// (TestSharedFilesFollowS3Store fails when a change reaches one and not the
+// other).
+//
+// The boundary between repositories (PrefixAssignment) is a role assignment
+// of Storage Blob Data Contributor on the container with an ABAC condition
+// allowing reads, writes and deletes only of blobs whose blobs:path starts
+// with PREFIX/, and listings only of such a blobs:prefix. A condition binds
+// Entra ID principals only; the account key reaches every container.
+// Azurite has no RBAC, so the tests check the printed condition, and
+// exercise only the shared key. `sponson store verify` passes on Azurite; it
+// checks no blob lease, as the store takes none.
 package azblobstore
 
 import (

@@ -45,6 +45,17 @@
 //     handed out twice. An unreadable lease.json is therefore an error, never
 //     an absent lease: treating it as absent would grant token 1 again.
 //
+// A receipt's bytes are written once: latest.json is a hard link of the
+// run's own receipt file, so an earlier run's receipt never changes with the
+// latest. The mutex is held for one write only, so a wait for it that lasts
+// a minute (patience) meets a process stopped or hung inside a write, which
+// no store can break: it ends with STORE_CONTENDED rather than lasting as
+// long as the holder. Index parts are kept parsed with the bytes they came
+// from (parts.go) and parsed again only when the bytes differ (file times
+// cannot tell two parts written within one clock tick apart): a run reads
+// every part twice, and a large part's parse was a large share of
+// sponson's own CPU (docs/design.md §5.2).
+//
 // Expiry uses the local wall clock, which is sound on one machine; network
 // filesystems (emulated flock, one clock per client) are not supported.
 package filestore

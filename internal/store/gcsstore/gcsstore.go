@@ -24,7 +24,25 @@
 // application-default login`, else the metadata server on Google Cloud;
 // STORAGE_EMULATOR_HOST points the store at an emulator without
 // credentials. A missing or refused credential is STORE_PERMISSION at once,
-// never retried (docs/design.md §5.7).
+// never retried (docs/design.md §5.7); only what may pass (no answer, a 5xx,
+// 429, 408) is retried within the budget, then STORE_UNAVAILABLE in the
+// transport's words. Open reads no file and asks no server.
+//
+// The store carries the S3 store's files above the object operations as
+// they are; TestSharedFilesFollowS3Store fails when a change reaches one
+// store and not the other, until the two share one package. On
+// fake-gcs-server `sponson store verify` holds for all but the conditional
+// delete (TestVerifyOnTheEmulator); through a stand-in that drops
+// ifGenerationMatch the writes fail (TestVerifyFailsWhereConditionsAreIgnored).
+//
+// The boundary between repositories (PrefixBinding) is an IAM binding of
+// roles/storage.objectUser, under uniform bucket-level access, with the
+// condition resource.name.startsWith("projects/_/buckets/BUCKET/objects/PREFIX/"),
+// which confines reads, writes and deletes to the prefix. IAM checks a
+// listing on the bucket, whose name carries no prefix, so the condition also
+// lets bucket-level checks through (resource.type ==
+// "storage.googleapis.com/Bucket"): the principal can list the names of
+// every object of the bucket, never read or change one outside its prefix.
 package gcsstore
 
 import (

@@ -80,7 +80,14 @@
 //     a budget (SPONSON_STORE_BUDGET, default 60 s), then STORE_CONTENDED;
 //     a push refused by a hook or branch rule is STORE_REJECTED and keeps a
 //     copy of the document in a local fallback directory named by the error;
-//     refused authentication or authorization is STORE_PERMISSION. The
+//     refused authentication or authorization is STORE_PERMISSION. A push
+//     the remote refuses because the ref's lock file exists (`Unable to
+//     create '….lock': File exists`) is retried like a race: a live push
+//     holds that lock for milliseconds. A push that died on the remote's
+//     side (on a local remote, killed with its client) leaves the file
+//     behind, and the store never removes it (a stopped push would later
+//     rename it over a newer tip): when the budget ends, STORE_CONTENDED
+//     names the file (docs/design.md §5.3). The
 //     remote's credentials reach git only through its environment and are
 //     scrubbed from every message.
 package gitstore

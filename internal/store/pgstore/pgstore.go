@@ -30,6 +30,15 @@
 //     (SPONSON_STORE_BUDGET, 60 s by default), then reported as
 //     STORE_UNAVAILABLE; see Store.do for why a retry never writes under a
 //     lease that is no longer held.
+//   - Grants (PerStackSQL; docs/design.md §5.4): schema migration 4 holds
+//     the rule in one place, the table grants, writable by the owner only,
+//     and the function stack_granted(stack) that every row-level security
+//     policy calls, comparing with starts_with and =, not LIKE, so no
+//     character of a prefix is a wildcard. Open reads whether row-level
+//     security binds the role in the one statement it already runs, and an
+//     operation on a stack not granted then fails with STORE_PERMISSION
+//     naming the grant (Granted is stack_granted in Go) instead of reading
+//     another repository's scope as empty.
 //   - The schema is versioned and migrated on first use under a
 //     transaction-scoped advisory lock, so concurrent first runs do not
 //     break each other.

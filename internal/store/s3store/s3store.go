@@ -4,13 +4,14 @@
 // If-Match: ETAG on overwrite). Layout, under PREFIX (<scope> is
 // <S>/<name>, S the stack's segment; see scopeID):
 //
-//	@layout.json                        {"layout": 2}: the layout version (see Layout)
+//	@layout.json                        {"layout": 3}: the layout version (see Layout)
 //	<env>/.leases/<scope>.json          the scope's pointer: lease and current bodies
 //	<env>/<scope>/receipts/<runId>.<nonce>.json   receipt bodies (one kept per run)
 //	<env>/<scope>/owners/<nonce>.json   the scope's part of the ownership index
 //	<env>/<scope>/state/<nonce>.tfstate.sealed    state bodies (.tfstate if plaintext)
 //	<env>/<scope>/records/<name>.<nonce>.json     sponson_scope's records
 //	<env>/<scope>/quarantine/<runId>.tfstate[.sealed]  states a lost run could not write
+//	<env>/.owners.log.json              the ownership log: scopes whose ownership changed (changelog.go)
 //	<env>/.owners.bin.gz                a cache of the ownership parts of env, for Owners
 //	<env>/.index.json.gz                a cache of the pointers and receipts of env, for List
 //
@@ -42,12 +43,31 @@
 //   - Unknown outcomes. A pointer PUT whose answer was lost is resolved by
 //     reading the pointer again: our nonce means it landed, the old ETag
 //     means it did not (and is retried), anything else is someone else's.
-//   - Owners and List read the environment from a bounded number of requests:
-//     one listing of <env>/.leases/ (1,000 pointers and their ETags a page),
-//     a cached index when this process's own cache is cold, and one GET
-//     per pointer whose ETag changed since (renewals and writes of running
+//   - List reads the environment from a bounded number of requests: one
+//     listing of <env>/.leases/ (1,000 pointers and their ETags a page), a
+//     cached index when this process's own cache is cold, and one GET per
+//     pointer whose ETag changed since (renewals and writes of running
 //     scopes). The index is only a cache: each entry is valid exactly while
 //     its pointer still has the ETag it was read with.
+//   - Owners, in a prefix of layout 3, does not list: every pointer write
+//     that changes a scope's ownership part is bracketed by two conditional
+//     writes of the environment's ownership log (begin: the scope under the
+//     next sequence number, marked pending; end: the mark cleared once the
+//     PUT's outcome is known), and Owners reads the log, then the pointers
+//     of the scopes changed since its cache last read it and of those
+//     pending (changelog.go says why this is as strong as listing). A cache
+//     the log no longer reaches back to starts from the stored index, else
+//     lists. A cold check turns into strings only the entries asked for
+//     (ownedPart): decoding every entry cost several times as much.
+//   - Servers that ignore conditions. Before the first write of each
+//     process (checkConditions, layout.go) a create-if-absent of the layout
+//     marker, which exists then, must be refused; one accepted is
+//     STORE_NOT_CONFORMING and nothing else is written (docs/design.md §5.5).
+//   - Credentials. The credential chain's failures are marked: one the
+//     chain cannot find is STORE_PERMISSION at once, its hint naming the
+//     chain's sources; only a 5xx or 429 from the credential's own source is
+//     retried; one S3 refuses is STORE_PERMISSION after one request. The SDK
+//     logs nothing (its "falling back to IMDSv1" included).
 package s3store
 
 import (

@@ -3,7 +3,10 @@
 // from the environment, bound to the scope and document it was written for,
 // so a sealed state copied elsewhere does not open there. The key itself is
 // never stored or printed; a keyed hash names it, so a wrong key is reported
-// as such rather than as damage.
+// as such rather than as damage. SPONSON_STATE_KEY_<ENV> seals that
+// environment's state and SPONSON_STATE_KEY the others (ForEnvironment), so
+// a job given only the preview key cannot decrypt production
+// (docs/design.md §9).
 package statecrypt
 
 import (

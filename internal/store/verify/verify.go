@@ -8,7 +8,12 @@
 //
 // A store offers the check through Objects, the four conditional operations
 // of its backend on raw keys, with the backend's own version token (an S3
-// ETag, a GCS generation).
+// ETag, a GCS generation). Each request is made once, never retried, so a
+// retry cannot hide a refusal. The file, git and PostgreSQL stores offer no
+// Objects: their fencing is the file lock, the ref's compare-and-swap and
+// the row lock, which the conformance suite proves (`store verify` refuses
+// them with USAGE). wrapper/e2e/e2e_storeverify_test.go runs the check
+// against every emulator and through a proxy that strips the conditions.
 package verify
 
 import (

@@ -3,6 +3,14 @@
 // (docs/design.md §7.2), so the wrapper and the provider are always the same
 // build; started by an engine as terraform-provider-sponson (installed from
 // a mirror `sponson provider mirror` wrote), it serves the provider alone.
+//
+// Profiles (docs/design.md §8): SPONSON_CPUPROFILE=FILE writes a CPU profile
+// of the whole command; SPONSON_RUSAGE=FILE writes sponson's own CPU and
+// peak memory apart from its children's (rusage.go), which
+// BenchmarkScaleTenThousand compares with the engine's. On virtual machines
+// the CPU profile misses much of the time; `perf record -g` read with
+// `perf report --comm sponson` accounts for it. Tests and benchmarks build
+// the binary as the release does (no cgo, -trimpath, -s -w).
 package main
 
 import (
