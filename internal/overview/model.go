@@ -45,11 +45,11 @@ type Reader interface {
 	store.Lister
 }
 
-// HistoryReader is a store that keeps every receipt of a scope readable
-// (filestore); with another store a scope's timeline is its latest receipt.
-type HistoryReader interface {
-	ReceiptHistory(ctx context.Context, key store.Key) ([]*receipt.Receipt, error)
-}
+// HistoryReader is a store that lists every receipt it kept of a scope
+// (store.History: each of the file, git, PostgreSQL, S3, GCS and Azure
+// stores); with a Reader without it a scope's timeline is its latest
+// receipt, marked Partial.
+type HistoryReader = store.History
 
 // EnvironmentLister is a store that can name the environments it holds.
 type EnvironmentLister interface {
@@ -193,7 +193,7 @@ type Scope struct {
 	InheritedFrom string   `json:"inheritedFrom,omitempty"`
 	Unresolved    []string `json:"unresolved,omitempty"`
 	// Timeline are the scope's receipts, oldest first; Partial says the
-	// store keeps the latest alone readable.
+	// store lists none but the latest (not a HistoryReader).
 	Timeline []Run `json:"timeline"`
 	Partial  bool  `json:"timelinePartial,omitempty"`
 }
