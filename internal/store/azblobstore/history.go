@@ -11,11 +11,11 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 )
 
-// historyReads is how many receipt bodies ReceiptHistory reads at a time.
-const historyReads = 8
-
 // Every store lists its receipts for the overview.
 var _ store.History = (*Store)(nil)
+
+// historyReads is how many receipt bodies ReceiptHistory reads at a time.
+const historyReads = 8
 
 // ReceiptHistory returns every receipt body kept under the scope's
 // receipts/, one per run, oldest first (store.SortHistory); nil when it has
@@ -45,63 +45,75 @@ func (s *Store) ReceiptHistory(ctx context.Context, key store.Key) ([]*receipt.R
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	at := map[string]time.Time{}
+	var bodies []historyBody
+	listed := map[string]bool{}
 	for _, o := range objs {
 		name := strings.TrimPrefix(o.Key, dir)
 		if rest, ok := strings.CutPrefix(name, "receipts/"); ok && strings.HasSuffix(rest, ".json") && !strings.Contains(rest, "/") {
-			names = append(names, name)
-			at[name] = o.At
+			bodies = append(bodies, historyBody{name: name, at: o.At, current: name == cur.p.Receipt})
+			listed[name] = true
 		}
 	}
-	if c := cur.p.Receipt; c != "" {
-		if _, listed := at[c]; !listed {
-			names = append(names, c)
-		}
+	if c := cur.p.Receipt; c != "" && !listed[c] {
+		bodies = append(bodies, historyBody{name: c, current: true})
 	}
-	got := make([]*receipt.Receipt, len(names))
-	errs := make([]error, len(names))
+	if err := s.readHistory(ctx, dir, bodies); err != nil {
+		return nil, err
+	}
+	return oneReceiptPerRun(bodies), nil
+}
+
+// historyBody is one receipt body of a scope: its name under the scope,
+// when it was written, whether the pointer names it, and, once read, the
+// receipt (nil when it was retired since the listing).
+type historyBody struct {
+	name    string
+	at      time.Time
+	current bool
+	r       *receipt.Receipt
+}
+
+// readHistory reads and parses the bodies, historyReads at a time.
+func (s *Store) readHistory(ctx context.Context, dir string, bodies []historyBody) error {
+	errs := make([]error, len(bodies))
 	sem := make(chan struct{}, historyReads)
 	var wg sync.WaitGroup
-	for i, name := range names {
+	for i := range bodies {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			o, err := s.get(ctx, dir+name)
+			b := &bodies[i]
+			o, err := s.get(ctx, dir+b.name)
 			if errors.Is(err, errNotFound) {
 				return // retired since the listing: its run's later body replaced it
 			}
 			if err == nil {
-				got[i], err = parseReceipt(dir+name, o.Data)
+				b.r, err = parseReceipt(dir+b.name, o.Data)
 			}
 			errs[i] = err
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	type kept struct {
-		r       *receipt.Receipt
-		at      time.Time
-		current bool
-	}
-	byRun := map[string]kept{}
-	for i, name := range names {
-		r := got[i]
-		if r == nil {
+	return errors.Join(errs...)
+}
+
+// oneReceiptPerRun keeps one body of each run, the one the pointer names
+// or else the newer, oldest run first.
+func oneReceiptPerRun(bodies []historyBody) []*receipt.Receipt {
+	byRun := map[string]historyBody{}
+	for _, b := range bodies {
+		if b.r == nil {
 			continue
 		}
-		k := kept{r: r, at: at[name], current: name == cur.p.Receipt}
-		if prev, seen := byRun[r.RunID]; seen && (prev.current || !k.current && !k.at.After(prev.at)) {
+		if prev, seen := byRun[b.r.RunID]; seen && (prev.current || !b.current && !b.at.After(prev.at)) {
 			continue
 		}
-		byRun[r.RunID] = k
+		byRun[b.r.RunID] = b
 	}
 	var out []*receipt.Receipt
-	for _, k := range byRun {
-		out = append(out, k.r)
+	for _, b := range byRun {
+		out = append(out, b.r)
 	}
 	store.SortHistory(out)
-	return out, nil
+	return out
 }
