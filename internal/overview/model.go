@@ -80,6 +80,9 @@ type Input struct {
 	// Host links owners and runs: the repository's web address.
 	Host Host
 	Now  time.Time
+	// Timelines, when not nil, keeps the scopes' timelines between
+	// builds (serve's).
+	Timelines *Timelines
 }
 
 // DriftKey keys Input.Drift.
@@ -365,12 +368,8 @@ func buildEnv(ctx context.Context, in Input, env string, now time.Time) (out []S
 		}
 		sc.Timeline = []Run{}
 		if hasHistory {
-			rs, err := hr.ReceiptHistory(ctx, s.Key)
-			if err != nil {
+			if sc.Timeline, err = in.Timelines.timeline(ctx, hr, s.Key, sc.LastRun); err != nil {
 				return nil, h, err
-			}
-			for _, r := range rs {
-				sc.Timeline = append(sc.Timeline, runOf(r))
 			}
 		}
 		if len(sc.Timeline) == 0 && sc.LastRun != nil {
