@@ -183,8 +183,12 @@ func (s *uiStream) heartbeat(interval time.Duration, now func() time.Time) (stop
 	s.now, s.inFlight = now, map[string]*flight{}
 	s.mu.Unlock()
 	// Checked every tick, a sixth of the interval: a resource unspoken of
-	// for the interval less a tick is spoken of at the next one, so no
-	// resource goes longer than the interval without a line.
+	// for the interval less two ticks is spoken of at the next one, so no
+	// resource goes longer than the interval less a tick without a line
+	// (20 to 25 s at the default). The tick to spare keeps the promise
+	// when a tick comes late on a loaded runner, and when the line before
+	// was the engine's, whose elapsed mark is its own clock's: the log's
+	// marks then still step by less than the interval.
 	tick := max(interval/6, time.Second)
 	t := time.NewTicker(tick)
 	done := make(chan struct{})
@@ -194,7 +198,7 @@ func (s *uiStream) heartbeat(interval time.Duration, now func() time.Time) (stop
 			case <-done:
 				return
 			case <-t.C:
-				s.beat(interval - tick)
+				s.beat(interval - 2*tick)
 			}
 		}
 	}()

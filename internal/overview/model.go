@@ -73,11 +73,11 @@ type Reader interface {
 	store.Lister
 }
 
-// HistoryReader is a store that keeps every receipt of a scope readable
-// (filestore); with another store a scope's timeline is its latest receipt.
-type HistoryReader interface {
-	ReceiptHistory(ctx context.Context, key store.Key) ([]*receipt.Receipt, error)
-}
+// HistoryReader is a store that lists every receipt it kept of a scope
+// (store.History: each of the file, git, PostgreSQL, S3, GCS and Azure
+// stores); with a Reader without it a scope's timeline is its latest
+// receipt, marked Partial.
+type HistoryReader = store.History
 
 // EnvironmentLister is a store that can name the environments it holds.
 type EnvironmentLister interface {
@@ -108,6 +108,9 @@ type Input struct {
 	// Host links owners and runs: the repository's web address.
 	Host Host
 	Now  time.Time
+	// Timelines, when not nil, keeps the scopes' timelines between
+	// builds (serve's).
+	Timelines *Timelines
 }
 
 // DriftKey keys Input.Drift.
@@ -221,7 +224,7 @@ type Scope struct {
 	InheritedFrom string   `json:"inheritedFrom,omitempty"`
 	Unresolved    []string `json:"unresolved,omitempty"`
 	// Timeline are the scope's receipts, oldest first; Partial says the
-	// store keeps the latest alone readable.
+	// store lists none but the latest (not a HistoryReader).
 	Timeline []Run `json:"timeline"`
 	Partial  bool  `json:"timelinePartial,omitempty"`
 }
@@ -393,12 +396,8 @@ func buildEnv(ctx context.Context, in Input, env string, now time.Time) (out []S
 		}
 		sc.Timeline = []Run{}
 		if hasHistory {
-			rs, err := hr.ReceiptHistory(ctx, s.Key)
-			if err != nil {
+			if sc.Timeline, err = in.Timelines.timeline(ctx, hr, s.Key, sc.LastRun); err != nil {
 				return nil, h, err
-			}
-			for _, r := range rs {
-				sc.Timeline = append(sc.Timeline, runOf(r))
 			}
 		}
 		if len(sc.Timeline) == 0 && sc.LastRun != nil {

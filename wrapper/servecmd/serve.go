@@ -103,6 +103,8 @@ func runServe(ctx context.Context, opts *ServeOptions) cmdutil.Outcome {
 		o.Err = errcode.Wrap(errcode.Usage, err, "serve --addr %s", opts.Addr)
 		return o
 	}
+	// A scope's timeline is read again only when its last run changed.
+	in.Timelines = &overview.Timelines{}
 	build := func(ctx context.Context) (*overview.Model, error) {
 		in := in
 		in.Now = time.Now()

@@ -19,8 +19,12 @@ import (
 // backend without them shows a scope's latest receipt alone and the
 // declared environments.
 
-// ReceiptHistory returns every receipt kept of the scope, oldest first (by
-// start time, then run id); nil when it has none.
+// Every store lists its receipts for the overview.
+var _ store.History = (*Store)(nil)
+
+// ReceiptHistory returns every receipt kept of the scope, one per run
+// (receipts/<runId>.json), oldest first (store.SortHistory); nil when it
+// has none.
 func (s *Store) ReceiptHistory(ctx context.Context, key store.Key) ([]*receipt.Receipt, error) {
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
@@ -49,12 +53,7 @@ func (s *Store) ReceiptHistory(ctx context.Context, key store.Key) ([]*receipt.R
 			out = append(out, r)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].StartedAt.Equal(out[j].StartedAt) {
-			return out[i].StartedAt.Before(out[j].StartedAt)
-		}
-		return out[i].RunID < out[j].RunID
-	})
+	store.SortHistory(out)
 	return out, nil
 }
 

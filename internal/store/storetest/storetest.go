@@ -148,6 +148,7 @@ var parts = []struct {
 		{"FencedWriteRefusedAfterExpiry", testFencedAfterExpiry},
 		{"CheckpointJournal", testJournal},
 		{"CompactLedger", testCompactLedger},
+		{"History", testReceiptHistory},
 	}},
 	{"States", []test{
 		{"RoundTrip", testStateRoundTrip},
@@ -664,6 +665,70 @@ func testReceiptRoundTrip(t *testing.T, x *suite) {
 	}
 	forged := store.Lease{Key: other, Holder: b.Lease.Holder, Token: b.Lease.Token, ExpiresAt: b.Lease.ExpiresAt}
 	wantLost(t, x.s.WriteReceipt(t.Context(), forged, NewReceipt(other, "run-b", 1)), "WriteReceipt into a scope not leased")
+}
+
+// testReceiptHistory: a store that lists the receipts it kept
+// (store.History) returns every run's receipt of the scope, one per run
+// (the run's latest write: an outcome replaces its checkpoint), oldest
+// first by start whatever the order of the writes and run ids, and never
+// another scope's, stack's or environment's.
+func testReceiptHistory(t *testing.T, x *suite) {
+	h, ok := x.s.(store.History)
+	if !ok {
+		t.Skipf("%T lists no receipts (store.History)", x.s)
+	}
+	history := func(k store.Key) []*receipt.Receipt {
+		t.Helper()
+		rs, err := h.ReceiptHistory(t.Context(), k)
+		if err != nil {
+			t.Fatalf("ReceiptHistory(%s): %v", k, err)
+		}
+		return rs
+	}
+	k := key(preview, "pr-1")
+	if rs := history(k); len(rs) != 0 {
+		t.Fatalf("ReceiptHistory of an untouched scope = %d receipts, want none", len(rs))
+	}
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	run := func(k store.Key, id string, start time.Duration, statuses ...string) (*receipt.Receipt, store.Lease) {
+		t.Helper()
+		g := x.acquire(t, k, id)
+		var r *receipt.Receipt
+		for i, st := range statuses {
+			r = NewReceipt(k, id, i+1)
+			r.StartedAt, r.Status = at.Add(start), st
+			r.FinishedAt = r.StartedAt.Add(time.Minute)
+			if st == receipt.StatusRunning {
+				r.FinishedAt = time.Time{}
+			}
+			if err := x.s.WriteReceipt(t.Context(), g.Lease, r); err != nil {
+				t.Fatalf("WriteReceipt(%s, %s): %v", id, st, err)
+			}
+		}
+		return r, g.Lease
+	}
+	// Written in the order z, m, a; started in the order z, a, m (run-a
+	// waited for the lease, and took it over when run-m's expired); in
+	// the order of their ids a, m, z.
+	z, lz := run(k, "run-z", 10*time.Minute, receipt.StatusRunning, receipt.StatusApplied)
+	x.release(t, lz)
+	m, _ := run(k, "run-m", 30*time.Minute, receipt.StatusRunning)
+	x.expire()
+	a, la := run(k, "run-a", 20*time.Minute, receipt.StatusRunning, receipt.StatusFailed)
+	x.release(t, la)
+	other, lo := run(key(preview, "pr-2"), "run-q", 0, receipt.StatusApplied)
+	x.release(t, lo)
+	_, ls := run(store.Key{Stack: otherStack, Environment: preview, Scope: "pr-1"}, "run-s", 0, receipt.StatusApplied)
+	x.release(t, ls)
+	_, lp := run(key(production, "pr-1"), "run-p", 0, receipt.StatusDestroyed)
+	x.release(t, lp)
+
+	if diff := cmp.Diff([]*receipt.Receipt{z, a, m}, history(k)); diff != "" {
+		t.Errorf("ReceiptHistory(%s) (-want +got):\n%s", k, diff)
+	}
+	if diff := cmp.Diff([]*receipt.Receipt{other}, history(key(preview, "pr-2"))); diff != "" {
+		t.Errorf("ReceiptHistory of another scope (-want +got):\n%s", diff)
+	}
 }
 
 func testStateRoundTrip(t *testing.T, x *suite) {
