@@ -41,7 +41,7 @@ func NewOutputsDataSource() datasource.DataSource {
 }
 
 // outputsDataSource reads the root module outputs of another stack of the
-// same environment, from the store (docs/design.md §2.16 "Stacks"): the
+// same environment, from the store (docs/design.md §6.4 "sponson_outputs"): the
 // stack's state in the run's scope, or in main when the stack has none
 // there, so that a pull request that does not touch the upstream stack
 // reads main's.

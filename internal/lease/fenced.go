@@ -19,7 +19,7 @@ import (
 // nothing more is written, not even where the store would still accept it
 // (its record may still name the run until the TTL runs out): a run that
 // declared LOCK_LOST writes nothing else, the engine's last flush included
-// (docs/design.md §2.5).
+// (docs/design.md §2.8).
 
 // WriteState replaces the scope's Terraform state.
 func (h *Held) WriteState(ctx context.Context, state []byte) error {
