@@ -94,6 +94,7 @@ func commitFiles(t *testing.T, root, msg string, files map[string]string) {
 // swapped after the review is refused before anything runs (PLAN_CORRUPT).
 // Real hashicorp/local and random providers.
 func TestE2EPlanSetAppliesAsReviewed(t *testing.T) {
+	t.Parallel()
 	h := e2e(t)
 	env, out := removedStacksEnv(t)
 	root := monorepo(t, map[string]string{
