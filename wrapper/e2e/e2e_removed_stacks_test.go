@@ -2,13 +2,18 @@ package e2e_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/sponson/terraform-provider-sponson/internal/fixtureprovider"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/realproviders"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
 // removedStackTF is a stack that writes one local_file named after its
@@ -242,13 +247,15 @@ func TestE2ERemovedStack(t *testing.T) {
 }
 
 // TestE2ERenamedStack: a pull request moves a stack's directory with its
-// configuration unchanged. `stacks --changed` lists the old stack as
-// renamed to the new directory; plan --changed refuses the run (USAGE,
-// naming the move and the stack attribute that keeps the name) rather than
-// planning a destroy and a create. With the old name declared in the new
-// directory's sponson_scope, the stack's state is found there: the plan
-// destroys and creates nothing, and apply --changed on main after the
-// merge leaves the local_file's content (its random_id) as it was.
+// configuration unchanged (its name, derived from the directory, changes).
+// `stacks --changed` lists the old stack as renamed to the new directory,
+// with its scope; plan --changed shows the move of its state in the review
+// (N resources, no changes) and plans no destroy; apply --changed on main
+// after the merge moves the state to the new stack before planning it, so
+// that its plan changes nothing: the new stack's state holds the same
+// objects (the same ids, random_id's hex unchanged), nothing was destroyed
+// or created, the old stack's scope holds nothing, and status names no
+// stack whose directory is gone. A second apply finds the move done.
 func TestE2ERenamedStack(t *testing.T) {
 	h := e2e(t)
 	env, out := removedStacksEnv(t)
@@ -263,6 +270,11 @@ func TestE2ERenamedStack(t *testing.T) {
 			oldName = m["stack"].(string)
 		}
 	}
+	newName := strings.TrimSuffix(oldName, "stacks/docs") + "stacks/documentation"
+	oldObjects := movedStateObjects(t, env, oldName)
+	if len(oldObjects) != 3 || !strings.Contains(before, oldObjects["random_id.tag"]) {
+		t.Fatalf("docs' state before the move: %v (file %q)", oldObjects, before)
+	}
 
 	gitIn(t, root, "checkout", "--quiet", "-b", "move-docs")
 	gitIn(t, root, "mv", "stacks/docs", "stacks/documentation")
@@ -273,46 +285,100 @@ func TestE2ERenamedStack(t *testing.T) {
 	if d["renamedDirectory"] != "stacks/documentation" || fmt.Sprint(d["scopes"]) != "[main]" {
 		t.Errorf("stacks --changed lists docs as %v, want renamed to stacks/documentation, its state in main", d)
 	}
-	r = h.run(root, env, "plan", "--changed", "--json")
-	if r.exit == 0 || r.code(t) != "USAGE" || !strings.Contains(r.stdout, "stacks/docs → stacks/documentation") || !strings.Contains(r.stdout, `stack = \"`+oldName+`\"`) {
-		t.Fatalf("plan --changed of a moved stack: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+
+	// The pull request's review shows the move, and no destroy.
+	review := filepath.Join(t.TempDir(), "review.md")
+	r = h.mustRunEnv(root, env, "plan", "--changed", "--json", "--summary", review)
+	dr := stackEntry(t, r, "stacks/docs")
+	moved, _ := dr["moved"].(map[string]any)
+	if dr["removed"] != true || dr["status"] != "succeeded" || dr["result"] != nil || moved["applied"] != false || moved["to"] != newName ||
+		fmt.Sprint(moved["scopes"]) != "[map[action:planned resources:3 scope:main]]" {
+		t.Errorf("plan --changed ran docs as %v, want its move shown (3 resources of main), no run", dr)
+	}
+	md := string(readFile(t, review))
+	if !strings.Contains(md, "| `stacks/docs` | succeeded | moved from stacks/docs to stacks/documentation: 3 resources, no changes") || regexp.MustCompile(`[1-9][0-9]* to destroy`).MatchString(md) {
+		t.Errorf("the review does not show docs' move, or shows a destroy:\n%s", md)
+	}
+	if strings.Contains(r.stderr, "plan -destroy") || strings.Contains(r.stderr, "docs: destroy") {
+		t.Errorf("plan --changed planned docs' destroy:\n%s", r.stderr)
+	}
+	if got := movedStateObjects(t, env, oldName); !maps.Equal(got, oldObjects) {
+		t.Errorf("the plan moved docs' state: %v", got)
 	}
 
-	// The new directory keeps the old name: its state is found there.
-	main := filepath.Join(root, "stacks/documentation/main.tf")
-	keep := strings.Replace(removedStacksRepo["stacks/docs/main.tf"], `resource "sponson_scope" "this" {`, `resource "sponson_scope" "this" {
-  stack = "`+oldName+`"`, 1)
-	if err := os.WriteFile(main, []byte(keep), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, root, "commit", "--quiet", "-am", "keep docs' name")
-	r = h.mustRunEnv(root, env, "plan", "--changed", "--json")
-	if res, _ := r.envelope(t)["result"].(map[string]any); res["removed"] != nil {
-		t.Errorf("with its name kept, docs is still removed: %v", res["removed"])
-	}
-	// The pull request's plan is its own scope's (a preview of the
-	// branch); what the merge does is main's.
-	if plan := stackResult(t, r, "stacks/documentation"); plan["stack"] != oldName {
-		t.Errorf("the moved stack's plan is of stack %v, want its old name %s", plan["stack"], oldName)
-	}
-	mainPlan := h.mustRunEnv(root, env, "plan", "--chdir", "stacks/documentation", "--scope", "main", "--json").envelope(t)["result"].(map[string]any)
-	if mainPlan["status"] != "unchanged" {
-		t.Errorf("the moved stack's plan in main = %v %v, want no change", mainPlan["status"], mainPlan["changes"])
-	}
-
+	// The merge, on main: the move, then the new stack's apply.
 	gitIn(t, root, "checkout", "--quiet", "main")
 	gitIn(t, root, "merge", "--quiet", "--no-ff", "-m", "merge move-docs", "move-docs")
 	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--json")
+	dr = stackEntry(t, r, "stacks/docs")
+	if moved, _ := dr["moved"].(map[string]any); dr["status"] != "succeeded" || moved["applied"] != true || fmt.Sprint(moved["scopes"]) != "[map[action:start resources:3 scope:main]]" {
+		t.Errorf("apply --changed ran docs as %v, want its main scope moved", dr)
+	}
 	applied := stackResult(t, r, "stacks/documentation")
-	if c := fmt.Sprint(applied["changes"]); applied["scope"] != "main" || strings.Contains(c, "create") || strings.Contains(c, "delete") {
-		t.Errorf("apply --changed after the merge in %v changed %v, want main, nothing destroyed or created", applied["scope"], c)
+	if applied["scope"] != "main" || applied["stack"] != newName || applied["status"] != "unchanged" || (applied["changes"] != nil && fmt.Sprint(applied["changes"]) != "[]") {
+		t.Errorf("the new stack's apply after the move: scope %v stack %v status %v changes %v, want main of %s unchanged", applied["scope"], applied["stack"], applied["status"], applied["changes"], newName)
 	}
 	if after := string(readFile(t, docsFile)); after != before {
 		t.Errorf("docs' file is %q after the move, was %q", after, before)
 	}
-	if strings.Contains(h.mustRunEnv(root, env, "status").stdout, "is gone") {
-		t.Error("status names a gone stack after the move")
+	if got := movedStateObjects(t, env, newName); !maps.Equal(got, oldObjects) {
+		t.Errorf("the new stack's state holds %v, want the old stack's objects %v", got, oldObjects)
 	}
+	if got := movedStateObjects(t, env, oldName); len(got) != 0 {
+		t.Errorf("the old stack's state still holds %v", got)
+	}
+	rec := h.mustRunEnv(root, env, "receipt", "--json", "--scope", "main", "--stack", oldName).envelope(t)["result"].(map[string]any)
+	if rec["command"] != "stack move" {
+		t.Errorf("the old stack's last receipt is a %v, want the move", rec["command"])
+	}
+	if st := h.mustRunEnv(root, env, "status"); strings.Contains(st.stdout, "is gone") {
+		t.Errorf("status names a gone stack after the move:\n%s", st.stdout)
+	}
+	if r := h.mustRunEnv(root, env, "plan", "--all", "--json"); strings.Contains(r.stdout, "is gone") {
+		t.Errorf("plan --all warns of a gone stack after the move:\n%s", r.stdout)
+	}
+	// Run again, the change finds nothing left to move.
+	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--json")
+	if moved, _ := stackEntry(t, r, "stacks/docs")["moved"].(map[string]any); fmt.Sprint(moved["scopes"]) != "[]" {
+		t.Errorf("the second apply --changed moved %v, want nothing", moved["scopes"])
+	}
+	if got := movedStateObjects(t, env, newName); !maps.Equal(got, oldObjects) {
+		t.Errorf("after a second apply the new stack's state holds %v", got)
+	}
+}
+
+// movedStateObjects reads, from the store of env (SPONSON_STORE), the state of
+// stack's main scope in preview: the id of each object by address (for
+// random_id its hex).
+func movedStateObjects(t *testing.T, env []string, stack string) map[string]string {
+	t.Helper()
+	var url string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "SPONSON_STORE="); ok {
+			url = v
+		}
+	}
+	st, _, err := storeurl.OpenFor(url, t.TempDir(), "preview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	state, err := st.ReadState(t.Context(), store.Key{Stack: stack, Environment: "preview", Scope: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := ownership.StateObjects(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, o := range objs {
+		out[o.Address] = o.ID
+		if hex, ok := o.Attributes["hex"].(string); ok {
+			out[o.Address] = hex
+		}
+	}
+	return out
 }
 
 // TestE2ERemovedStackApproval: the destroy of a removed stack in a
