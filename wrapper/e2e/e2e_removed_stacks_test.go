@@ -271,7 +271,7 @@ func TestE2ERenamedStack(t *testing.T) {
 		}
 	}
 	newName := strings.TrimSuffix(oldName, "stacks/docs") + "stacks/documentation"
-	oldObjects := movedStateObjects(t, env, oldName)
+	oldObjects := movedStateObjects(t, env, "preview", oldName)
 	if len(oldObjects) != 3 || !strings.Contains(before, oldObjects["random_id.tag"]) {
 		t.Fatalf("docs' state before the move: %v (file %q)", oldObjects, before)
 	}
@@ -302,7 +302,7 @@ func TestE2ERenamedStack(t *testing.T) {
 	if strings.Contains(r.stderr, "plan -destroy") || strings.Contains(r.stderr, "docs: destroy") {
 		t.Errorf("plan --changed planned docs' destroy:\n%s", r.stderr)
 	}
-	if got := movedStateObjects(t, env, oldName); !maps.Equal(got, oldObjects) {
+	if got := movedStateObjects(t, env, "preview", oldName); !maps.Equal(got, oldObjects) {
 		t.Errorf("the plan moved docs' state: %v", got)
 	}
 
@@ -321,10 +321,10 @@ func TestE2ERenamedStack(t *testing.T) {
 	if after := string(readFile(t, docsFile)); after != before {
 		t.Errorf("docs' file is %q after the move, was %q", after, before)
 	}
-	if got := movedStateObjects(t, env, newName); !maps.Equal(got, oldObjects) {
+	if got := movedStateObjects(t, env, "preview", newName); !maps.Equal(got, oldObjects) {
 		t.Errorf("the new stack's state holds %v, want the old stack's objects %v", got, oldObjects)
 	}
-	if got := movedStateObjects(t, env, oldName); len(got) != 0 {
+	if got := movedStateObjects(t, env, "preview", oldName); len(got) != 0 {
 		t.Errorf("the old stack's state still holds %v", got)
 	}
 	rec := h.mustRunEnv(root, env, "receipt", "--json", "--scope", "main", "--stack", oldName).envelope(t)["result"].(map[string]any)
@@ -334,6 +334,11 @@ func TestE2ERenamedStack(t *testing.T) {
 	if st := h.mustRunEnv(root, env, "status"); strings.Contains(st.stdout, "is gone") {
 		t.Errorf("status names a gone stack after the move:\n%s", st.stdout)
 	}
+	// The old name owns nothing any more: a run under it is refused
+	// rather than creating the resources again.
+	if r := h.run(root, env, "plan", "--chdir", "stacks/documentation", "--stack", oldName, "--scope", "main", "--json"); r.exit == 0 || r.code(t) != "USAGE" || !strings.Contains(r.stdout, "was moved to stack "+newName) {
+		t.Errorf("a plan under the old name after the move: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
 	if r := h.mustRunEnv(root, env, "plan", "--all", "--json"); strings.Contains(r.stdout, "is gone") {
 		t.Errorf("plan --all warns of a gone stack after the move:\n%s", r.stdout)
 	}
@@ -342,15 +347,15 @@ func TestE2ERenamedStack(t *testing.T) {
 	if moved, _ := stackEntry(t, r, "stacks/docs")["moved"].(map[string]any); fmt.Sprint(moved["scopes"]) != "[]" {
 		t.Errorf("the second apply --changed moved %v, want nothing", moved["scopes"])
 	}
-	if got := movedStateObjects(t, env, newName); !maps.Equal(got, oldObjects) {
+	if got := movedStateObjects(t, env, "preview", newName); !maps.Equal(got, oldObjects) {
 		t.Errorf("after a second apply the new stack's state holds %v", got)
 	}
 }
 
 // movedStateObjects reads, from the store of env (SPONSON_STORE), the state of
-// stack's main scope in preview: the id of each object by address (for
+// stack's main scope in environment: the id of each object by address (for
 // random_id its hex).
-func movedStateObjects(t *testing.T, env []string, stack string) map[string]string {
+func movedStateObjects(t *testing.T, env []string, environment, stack string) map[string]string {
 	t.Helper()
 	var url string
 	for _, e := range env {
@@ -358,12 +363,12 @@ func movedStateObjects(t *testing.T, env []string, stack string) map[string]stri
 			url = v
 		}
 	}
-	st, _, err := storeurl.OpenFor(url, t.TempDir(), "preview")
+	st, _, err := storeurl.OpenFor(url, t.TempDir(), environment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	state, err := st.ReadState(t.Context(), store.Key{Stack: stack, Environment: "preview", Scope: "main"})
+	state, err := st.ReadState(t.Context(), store.Key{Stack: stack, Environment: environment, Scope: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,6 +384,60 @@ func movedStateObjects(t *testing.T, env []string, stack string) map[string]stri
 		}
 	}
 	return out
+}
+
+// TestE2ERenamedStackApproval: the move of a renamed stack's state in a
+// protected environment (production) needs its approver as a destroy there
+// does: apply --changed after the merge without one fails for the stack
+// (ENV_NOT_APPROVED), moves nothing and does not run the new stack; with
+// --approved-by it moves the state, the new stack plans no change, and the
+// move's receipt names the approver.
+func TestE2ERenamedStackApproval(t *testing.T) {
+	h := e2e(t)
+	env, out := removedStacksEnv(t)
+	root := monorepo(t, removedStacksRepo)
+	h.mustRunEnv(root, env, "apply", "--all", "--env", "production", "--approved-by", "Ada Lovelace", "--json")
+	docsFile := filepath.Join(out, "docs-main.txt")
+	before := string(readFile(t, docsFile))
+	var oldName string
+	for _, s := range h.mustRunEnv(root, env, "stacks", "--json").envelope(t)["result"].(map[string]any)["stacks"].([]any) {
+		if m := s.(map[string]any); m["directory"] == "stacks/docs" {
+			oldName = m["stack"].(string)
+		}
+	}
+	newName := strings.TrimSuffix(oldName, "stacks/docs") + "stacks/documentation"
+	oldObjects := movedStateObjects(t, env, "production", oldName)
+	gitIn(t, root, "mv", "stacks/docs", "stacks/documentation")
+	gitIn(t, root, "commit", "--quiet", "-m", "move docs")
+
+	r := h.run(root, env, "apply", "--changed", "--base", "HEAD~1", "--env", "production", "--json")
+	if e := stackEntry(t, r, "stacks/docs"); r.exit == 0 || e["status"] != "failed" || !strings.Contains(fmt.Sprint(e["error"]), "ENV_NOT_APPROVED") {
+		t.Errorf("the move of docs in production without an approver: exit %d, %v", r.exit, e)
+	}
+	if e := stackEntry(t, r, "stacks/documentation"); e["status"] != "failed" || e["result"] != nil {
+		t.Errorf("the new stack ran although its state was not moved: %v", e)
+	}
+	if got := movedStateObjects(t, env, "production", oldName); !maps.Equal(got, oldObjects) {
+		t.Errorf("an unapproved run moved docs' state: %v, was %v", got, oldObjects)
+	}
+	if got := movedStateObjects(t, env, "production", newName); len(got) != 0 {
+		t.Errorf("an unapproved run wrote the new stack's state: %v", got)
+	}
+
+	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--env", "production", "--approved-by", "Ada Lovelace", "--json")
+	if res := stackResult(t, r, "stacks/documentation"); res["status"] != "unchanged" || res["environment"] != "production" {
+		t.Errorf("the new stack's run with the approver = %v", res)
+	}
+	if got := movedStateObjects(t, env, "production", newName); !maps.Equal(got, oldObjects) {
+		t.Errorf("the new stack's state holds %v, want %v", got, oldObjects)
+	}
+	if after := string(readFile(t, docsFile)); after != before {
+		t.Errorf("docs' file is %q after the move, was %q", after, before)
+	}
+	rec := h.mustRunEnv(root, env, "receipt", "--json", "--env", "production", "--scope", "main", "--stack", oldName).envelope(t)["result"].(map[string]any)
+	if rec["approvedBy"] != "Ada Lovelace" || rec["command"] != "stack move" {
+		t.Errorf("the old stack's receipt: command %v approvedBy %v, want the move approved by Ada Lovelace", rec["command"], rec["approvedBy"])
+	}
 }
 
 // TestE2ERemovedStackApproval: the destroy of a removed stack in a
