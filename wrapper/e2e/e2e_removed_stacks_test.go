@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/fixtureprovider"
 	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/realproviders"
+	"github.com/sponson/terraform-provider-sponson/internal/stackmove"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
@@ -437,6 +438,57 @@ func TestE2ERenamedStackApproval(t *testing.T) {
 	rec := h.mustRunEnv(root, env, "receipt", "--json", "--env", "production", "--scope", "main", "--stack", oldName).envelope(t)["result"].(map[string]any)
 	if rec["approvedBy"] != "Ada Lovelace" || rec["command"] != "stack move" {
 		t.Errorf("the old stack's receipt: command %v approvedBy %v, want the move approved by Ada Lovelace", rec["command"], rec["approvedBy"])
+	}
+}
+
+// TestE2ERenamedStackKilledAtEveryStep kills apply --changed (SIGKILL, a
+// failpoints build) at each step of the move of a renamed stack's state.
+// After each, the old stack's receipt has promised the resources to the
+// new stack and one of the two states holds them (never neither); a rerun
+// waits for the dead run's leases and finishes the move: the new stack
+// holds the same objects, plans no change, and the old one holds nothing.
+func TestE2ERenamedStackKilledAtEveryStep(t *testing.T) {
+	h := e2eFailpoints(t)
+	for _, step := range []string{stackmove.StepPromised, stackmove.StepCopied, stackmove.StepClaimed, stackmove.StepRetired} {
+		t.Run(step, func(t *testing.T) {
+			var env []string
+			var root, oldName, newName string
+			var oldObjects map[string]string
+			untilKilled(t, step, func() result {
+				env, _ = removedStacksEnv(t)
+				root = monorepo(t, removedStacksRepo)
+				h.mustRunEnv(root, env, "apply", "--all", "--json")
+				for _, s := range h.mustRunEnv(root, env, "stacks", "--json").envelope(t)["result"].(map[string]any)["stacks"].([]any) {
+					if m := s.(map[string]any); m["directory"] == "stacks/docs" {
+						oldName = m["stack"].(string)
+					}
+				}
+				newName = strings.TrimSuffix(oldName, "stacks/docs") + "stacks/documentation"
+				oldObjects = movedStateObjects(t, env, "preview", oldName)
+				gitIn(t, root, "mv", "stacks/docs", "stacks/documentation")
+				gitIn(t, root, "commit", "--quiet", "-m", "move docs")
+				return h.run(root, append(env, "SPONSON_FAILPOINT="+step), "apply", "--changed", "--base", "HEAD~1", "--lease-ttl", "2s", "--json")
+			})
+			rec := h.mustRunEnv(root, env, "receipt", "--json", "--scope", "main", "--stack", oldName).envelope(t)["result"].(map[string]any)
+			if rec["movedTo"] != newName {
+				t.Errorf("killed at %s, the old stack's receipt promises nothing: %v", step, rec)
+			}
+			oldHas, newHas := movedStateObjects(t, env, "preview", oldName), movedStateObjects(t, env, "preview", newName)
+			if !maps.Equal(oldHas, oldObjects) && !maps.Equal(newHas, oldObjects) {
+				t.Errorf("killed at %s, neither state holds the objects: old %v, new %v", step, oldHas, newHas)
+			}
+
+			r := h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--wait", "--wait-timeout", "1m", "--json")
+			if res := stackResult(t, r, "stacks/documentation"); res["status"] != "unchanged" {
+				t.Errorf("after the rerun the new stack's apply = %v %v, want unchanged", res["status"], res["changes"])
+			}
+			if got := movedStateObjects(t, env, "preview", newName); !maps.Equal(got, oldObjects) {
+				t.Errorf("after the rerun the new stack's state holds %v, want %v", got, oldObjects)
+			}
+			if got := movedStateObjects(t, env, "preview", oldName); len(got) != 0 {
+				t.Errorf("after the rerun the old stack's state holds %v", got)
+			}
+		})
 	}
 }
 

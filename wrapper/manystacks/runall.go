@@ -215,7 +215,7 @@ func prepareMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags
 		res.Close()
 		return nil, warnings, err
 	}
-	m.mover = &mover{getenv: f.Getenv, storeFlag: flags.Store, approvedBy: flags.ApprovedBy, wait: flags.Wait, waitTimeout: flags.WaitTimeout}
+	m.mover = &mover{getenv: f.Getenv, storeFlag: flags.Store, approvedBy: flags.ApprovedBy, wait: flags.Wait, waitTimeout: flags.WaitTimeout, leaseTTL: flags.LeaseTTL}
 	m.startLines(cmd, warnings)
 	return m, warnings, nil
 }

@@ -83,6 +83,9 @@ type mover struct {
 	approvedBy  string
 	wait        bool
 	waitTimeout time.Duration
+	// leaseTTL is --lease-ttl: the TTL of both leases of a move
+	// (lease.DefaultTTL when zero).
+	leaseTTL time.Duration
 }
 
 // storeFor opens the one store both stacks keep their state in: a move
@@ -144,7 +147,7 @@ func (mv *mover) apply(ctx context.Context, r *RemovedStack) (*StackMove, error)
 		res, err := stackmove.Move(ctx, stackmove.Options{
 			Store: st, Environment: r.Environment, Scope: sc, From: r.Name, To: r.RenamedTo,
 			RunID: scoperun.NewRunID(), Actor: runctx.DetectJob(mv.getenv).Actor, Approval: approval,
-			Lease: lease.Config{TTL: lease.DefaultTTL, Wait: mv.wait, WaitTimeout: mv.waitTimeout},
+			Lease: lease.Config{TTL: mv.leaseTTL, Wait: mv.wait, WaitTimeout: mv.waitTimeout},
 		})
 		if err != nil {
 			e := errcode.As(err)
