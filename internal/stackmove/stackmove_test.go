@@ -37,15 +37,15 @@ var (
 
 // stores are the backends the move is tried on: the file store and the
 // git store (a bare repository on disk).
-var stores = map[string]func(t *testing.T) store.Store{
-	"file": func(t *testing.T) store.Store {
+var stores = map[string]func(t testing.TB) store.Store{
+	"file": func(t testing.TB) store.Store {
 		s, err := filestore.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	},
-	"git": func(t *testing.T) store.Store {
+	"git": func(t testing.TB) store.Store {
 		remote := filepath.Join(t.TempDir(), "origin.git")
 		if out, err := exec.Command("git", "init", "--bare", "--quiet", remote).CombinedOutput(); err != nil {
 			t.Fatalf("git init: %v\n%s", err, out)
@@ -74,7 +74,7 @@ func stateOf(stack string, serial int, hexes ...string) []byte {
 
 // applied leaves k as an apply would: state, the record of its
 // sponson_scope, and a receipt whose ledger is the state's objects.
-func applied(t *testing.T, st store.Store, k store.Key, state []byte) *receipt.Receipt {
+func applied(t testing.TB, st store.Store, k store.Key, state []byte) *receipt.Receipt {
 	t.Helper()
 	ctx := t.Context()
 	g, err := st.Acquire(ctx, k, "run-apply", time.Minute)
@@ -105,7 +105,7 @@ func applied(t *testing.T, st store.Store, k store.Key, state []byte) *receipt.R
 	return rec
 }
 
-func approval(t *testing.T) scopeedit.Approval {
+func approval(t testing.TB) scopeedit.Approval {
 	t.Helper()
 	a, err := scopeedit.Approve(environments.Environment{Name: env}, "apply", "")
 	if err != nil {
@@ -114,7 +114,7 @@ func approval(t *testing.T) scopeedit.Approval {
 	return a
 }
 
-func opts(t *testing.T, st store.Store, runID string) stackmove.Options {
+func opts(t testing.TB, st store.Store, runID string) stackmove.Options {
 	return stackmove.Options{Store: st, Environment: env, Scope: "main", From: oldStack, To: newStack,
 		RunID: runID, Actor: "alice", Approval: approval(t), Lease: lease.Config{TTL: time.Minute}}
 }
@@ -355,4 +355,33 @@ func stopAt(t *testing.T, step string, f func()) (stopped bool) {
 	}()
 	f()
 	return false
+}
+
+// BenchmarkMove times one move of a scope whose state and ledger hold its
+// sponson_scope and n random_ids (objects=n), on the file and git stores: both
+// leases, the four steps, the releases. Each move gets a fresh store,
+// seeded untimed. Run with
+//
+//	go test -run '^$' -bench Move -benchtime 5x ./internal/stackmove/
+func BenchmarkMove(b *testing.B) {
+	for _, name := range []string{"file", "git"} {
+		for _, n := range []int{3, 1000} {
+			b.Run(fmt.Sprintf("%s/objects=%d", name, n), func(b *testing.B) {
+				hexes := make([]string, n)
+				for i := range hexes {
+					hexes[i] = fmt.Sprintf("%04x", i)
+				}
+				state := stateOf(oldStack, 3, hexes...)
+				for range b.N {
+					b.StopTimer()
+					st := stores[name](b)
+					applied(b, st, oldKey, state)
+					b.StartTimer()
+					if _, err := stackmove.Move(b.Context(), opts(b, st, "run-move")); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
