@@ -255,8 +255,9 @@ func TestE2ERemovedStack(t *testing.T) {
 // after the merge moves the state to the new stack before planning it, so
 // that its plan changes nothing: the new stack's state holds the same
 // objects (the same ids, random_id's hex unchanged), nothing was destroyed
-// or created, the old stack's scope holds nothing, and status names no
-// stack whose directory is gone. A second apply finds the move done.
+// or created, the old stack's scope holds nothing, status names no stack
+// whose directory is gone, and a plan under the old name is refused. A
+// second apply finds the move done.
 func TestE2ERenamedStack(t *testing.T) {
 	h := e2e(t)
 	env, out := removedStacksEnv(t)
