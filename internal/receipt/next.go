@@ -32,7 +32,8 @@ func First(stack, env, scope string) *Receipt {
 //     stopped run recorded (Completed, HeldCompletions), which the next run
 //     settles its intents against;
 //   - the succession chain (InheritedFrom, Inheriting, SupersededBy,
-//     Handover), the objects the scope gave up (Released), and the
+//     Handover), a stack move (MovedTo, MovedFrom), the objects the
+//     scope gave up (Released), and the
 //     quarantined states already reconciled (Reconciled).
 //
 // Everything else describes one run and starts empty: status and times
@@ -50,7 +51,7 @@ func Next(prev *Receipt, run Run) *Receipt {
 		Completed:       slices.Clone(prev.Completed),
 		HeldCompletions: prev.HeldCompletions,
 		InheritedFrom:   prev.InheritedFrom, Inheriting: prev.Inheriting, SupersededBy: prev.SupersededBy,
-		Handover:   prev.Handover,
+		Handover: prev.Handover, MovedTo: prev.MovedTo, MovedFrom: prev.MovedFrom,
 		Released:   slices.Clone(prev.Released),
 		Reconciled: slices.Clone(prev.Reconciled),
 	}

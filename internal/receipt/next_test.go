@@ -17,6 +17,7 @@ var carried = map[string]bool{
 	"Stack": true, "Environment": true, "Scope": true, "Branch": true, "PullRequest": true, "Commit": true,
 	"Ledger": true, "Completed": true, "HeldCompletions": true,
 	"InheritedFrom": true, "Inheriting": true, "SupersededBy": true, "Handover": true,
+	"MovedTo": true, "MovedFrom": true,
 	"Released": true, "Reconciled": true,
 }
 

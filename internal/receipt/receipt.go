@@ -124,6 +124,14 @@ type Receipt struct {
 	// promised to a successor scope (succession): from then on they are the
 	// successor's, and the predecessor's destroy leaves them alone.
 	Handover *Handover `json:"handover,omitempty"`
+	// MovedTo is set on the receipts of a stack's scope once its state is
+	// promised to the same scope of another stack, the stack its directory
+	// was renamed to (internal/stackmove): from then on its resources are
+	// that stack's, and a run of this one finishes the move, never
+	// destroys them. MovedFrom names, on the new stack's scope, the stack
+	// its state was moved from.
+	MovedTo   string `json:"movedTo,omitempty"`
+	MovedFrom string `json:"movedFrom,omitempty"`
 	// Settled lists the intents of an interrupted earlier run that this
 	// run settled against the state.
 	Settled []Settlement `json:"settledIntents,omitempty"`

@@ -54,3 +54,7 @@ func (a Approval) decidedFor(env string) error {
 	}
 	return nil
 }
+
+// Check refuses, as Edit does, an approval not decided for env: an edit of
+// a scope outside Edit (a stack move) asks it before it takes a lease.
+func (a Approval) Check(env string) error { return a.decidedFor(env) }

@@ -41,6 +41,9 @@ func (r *runner) load(ctx, bg context.Context, work workdir) (ld *loaded, done b
 	if ld.olderCommit, err = r.checkCommit(ctx, ld.prev); err != nil {
 		return nil, false, err
 	}
+	if err := refuseMoved(ld.prev); err != nil {
+		return nil, false, err
+	}
 	h := succession.New(succession.Run{
 		Store: r.o.Store, Key: r.key, RunID: r.o.RunID, Command: string(r.o.Command), Context: r.o.Context,
 		Lease: r.o.Lease, About: r.holderInfo(), Held: r.held, Started: r.started, Warn: r.warn, Info: r.info,

@@ -105,7 +105,7 @@ func (r *runner) nothingToDestroy(ctx context.Context, ownBackend bool) (bool, e
 	case prev == nil:
 		r.info(fmt.Sprintf("scope %s has never been applied: nothing to destroy", r.key))
 		r.res.Status = "nothing"
-	case prev.Status == receipt.StatusDestroyed || prev.SupersededBy != "":
+	case prev.Status == receipt.StatusDestroyed || prev.SupersededBy != "" || prev.MovedTo != "":
 		r.info(fmt.Sprintf("scope %s owns nothing (last run %s: %s %s): nothing to destroy", r.key, prev.RunID, prev.Command, prev.Status))
 		r.res.Status = "nothing"
 	default:

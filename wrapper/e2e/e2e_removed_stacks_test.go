@@ -2,13 +2,19 @@ package e2e_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/sponson/terraform-provider-sponson/internal/fixtureprovider"
+	"github.com/sponson/terraform-provider-sponson/internal/ownership"
 	"github.com/sponson/terraform-provider-sponson/internal/realproviders"
+	"github.com/sponson/terraform-provider-sponson/internal/stackmove"
+	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/storeurl"
 )
 
 // removedStackTF is a stack that writes one local_file named after its
@@ -242,13 +248,16 @@ func TestE2ERemovedStack(t *testing.T) {
 }
 
 // TestE2ERenamedStack: a pull request moves a stack's directory with its
-// configuration unchanged. `stacks --changed` lists the old stack as
-// renamed to the new directory; plan --changed refuses the run (USAGE,
-// naming the move and the stack attribute that keeps the name) rather than
-// planning a destroy and a create. With the old name declared in the new
-// directory's sponson_scope, the stack's state is found there: the plan
-// destroys and creates nothing, and apply --changed on main after the
-// merge leaves the local_file's content (its random_id) as it was.
+// configuration unchanged (its name, derived from the directory, changes).
+// `stacks --changed` lists the old stack as renamed to the new directory,
+// with its scope; plan --changed shows the move of its state in the review
+// (N resources, no changes) and plans no destroy; apply --changed on main
+// after the merge moves the state to the new stack before planning it, so
+// that its plan changes nothing: the new stack's state holds the same
+// objects (the same ids, random_id's hex unchanged), nothing was destroyed
+// or created, the old stack's scope holds nothing, status names no stack
+// whose directory is gone, and a plan under the old name is refused. A
+// second apply finds the move done.
 func TestE2ERenamedStack(t *testing.T) {
 	h := e2e(t)
 	env, out := removedStacksEnv(t)
@@ -263,6 +272,11 @@ func TestE2ERenamedStack(t *testing.T) {
 			oldName = m["stack"].(string)
 		}
 	}
+	newName := strings.TrimSuffix(oldName, "stacks/docs") + "stacks/documentation"
+	oldObjects := movedStateObjects(t, env, "preview", oldName)
+	if len(oldObjects) != 3 || !strings.Contains(before, oldObjects["random_id.tag"]) {
+		t.Fatalf("docs' state before the move: %v (file %q)", oldObjects, before)
+	}
 
 	gitIn(t, root, "checkout", "--quiet", "-b", "move-docs")
 	gitIn(t, root, "mv", "stacks/docs", "stacks/documentation")
@@ -273,45 +287,209 @@ func TestE2ERenamedStack(t *testing.T) {
 	if d["renamedDirectory"] != "stacks/documentation" || fmt.Sprint(d["scopes"]) != "[main]" {
 		t.Errorf("stacks --changed lists docs as %v, want renamed to stacks/documentation, its state in main", d)
 	}
-	r = h.run(root, env, "plan", "--changed", "--json")
-	if r.exit == 0 || r.code(t) != "USAGE" || !strings.Contains(r.stdout, "stacks/docs → stacks/documentation") || !strings.Contains(r.stdout, `stack = \"`+oldName+`\"`) {
-		t.Fatalf("plan --changed of a moved stack: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+
+	// The pull request's review shows the move, and no destroy.
+	review := filepath.Join(t.TempDir(), "review.md")
+	r = h.mustRunEnv(root, env, "plan", "--changed", "--json", "--summary", review)
+	dr := stackEntry(t, r, "stacks/docs")
+	moved, _ := dr["moved"].(map[string]any)
+	if dr["removed"] != true || dr["status"] != "succeeded" || dr["result"] != nil || moved["applied"] != false || moved["to"] != newName ||
+		fmt.Sprint(moved["scopes"]) != "[map[action:planned resources:3 scope:main]]" {
+		t.Errorf("plan --changed ran docs as %v, want its move shown (3 resources of main), no run", dr)
+	}
+	md := string(readFile(t, review))
+	if !strings.Contains(md, "| `stacks/docs` | succeeded | moved from stacks/docs to stacks/documentation: 3 resources, no changes") || regexp.MustCompile(`[1-9][0-9]* to destroy`).MatchString(md) {
+		t.Errorf("the review does not show docs' move, or shows a destroy:\n%s", md)
+	}
+	if strings.Contains(r.stderr, "plan -destroy") || strings.Contains(r.stderr, "docs: destroy") {
+		t.Errorf("plan --changed planned docs' destroy:\n%s", r.stderr)
+	}
+	if got := movedStateObjects(t, env, "preview", oldName); !maps.Equal(got, oldObjects) {
+		t.Errorf("the plan moved docs' state: %v", got)
 	}
 
-	// The new directory keeps the old name: its state is found there.
-	main := filepath.Join(root, "stacks/documentation/main.tf")
-	keep := strings.Replace(removedStacksRepo["stacks/docs/main.tf"], `resource "sponson_scope" "this" {`, `resource "sponson_scope" "this" {
-  stack = "`+oldName+`"`, 1)
-	if err := os.WriteFile(main, []byte(keep), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, root, "commit", "--quiet", "-am", "keep docs' name")
-	r = h.mustRunEnv(root, env, "plan", "--changed", "--json")
-	if res, _ := r.envelope(t)["result"].(map[string]any); res["removed"] != nil {
-		t.Errorf("with its name kept, docs is still removed: %v", res["removed"])
-	}
-	// The pull request's plan is its own scope's (a preview of the
-	// branch); what the merge does is main's.
-	if plan := stackResult(t, r, "stacks/documentation"); plan["stack"] != oldName {
-		t.Errorf("the moved stack's plan is of stack %v, want its old name %s", plan["stack"], oldName)
-	}
-	mainPlan := h.mustRunEnv(root, env, "plan", "--chdir", "stacks/documentation", "--scope", "main", "--json").envelope(t)["result"].(map[string]any)
-	if mainPlan["status"] != "unchanged" {
-		t.Errorf("the moved stack's plan in main = %v %v, want no change", mainPlan["status"], mainPlan["changes"])
-	}
-
+	// The merge, on main: the move, then the new stack's apply.
 	gitIn(t, root, "checkout", "--quiet", "main")
 	gitIn(t, root, "merge", "--quiet", "--no-ff", "-m", "merge move-docs", "move-docs")
 	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--json")
+	dr = stackEntry(t, r, "stacks/docs")
+	if moved, _ := dr["moved"].(map[string]any); dr["status"] != "succeeded" || moved["applied"] != true || fmt.Sprint(moved["scopes"]) != "[map[action:start resources:3 scope:main]]" {
+		t.Errorf("apply --changed ran docs as %v, want its main scope moved", dr)
+	}
 	applied := stackResult(t, r, "stacks/documentation")
-	if c := fmt.Sprint(applied["changes"]); applied["scope"] != "main" || strings.Contains(c, "create") || strings.Contains(c, "delete") {
-		t.Errorf("apply --changed after the merge in %v changed %v, want main, nothing destroyed or created", applied["scope"], c)
+	if applied["scope"] != "main" || applied["stack"] != newName || applied["status"] != "unchanged" || (applied["changes"] != nil && fmt.Sprint(applied["changes"]) != "[]") {
+		t.Errorf("the new stack's apply after the move: scope %v stack %v status %v changes %v, want main of %s unchanged", applied["scope"], applied["stack"], applied["status"], applied["changes"], newName)
 	}
 	if after := string(readFile(t, docsFile)); after != before {
 		t.Errorf("docs' file is %q after the move, was %q", after, before)
 	}
-	if strings.Contains(h.mustRunEnv(root, env, "status").stdout, "is gone") {
-		t.Error("status names a gone stack after the move")
+	if got := movedStateObjects(t, env, "preview", newName); !maps.Equal(got, oldObjects) {
+		t.Errorf("the new stack's state holds %v, want the old stack's objects %v", got, oldObjects)
+	}
+	if got := movedStateObjects(t, env, "preview", oldName); len(got) != 0 {
+		t.Errorf("the old stack's state still holds %v", got)
+	}
+	rec := h.mustRunEnv(root, env, "receipt", "--json", "--scope", "main", "--stack", oldName).envelope(t)["result"].(map[string]any)
+	if rec["command"] != "stack move" {
+		t.Errorf("the old stack's last receipt is a %v, want the move", rec["command"])
+	}
+	if st := h.mustRunEnv(root, env, "status"); strings.Contains(st.stdout, "is gone") {
+		t.Errorf("status names a gone stack after the move:\n%s", st.stdout)
+	}
+	// The old name owns nothing any more: a run under it is refused
+	// rather than creating the resources again.
+	if r := h.run(root, env, "plan", "--chdir", "stacks/documentation", "--stack", oldName, "--scope", "main", "--json"); r.exit == 0 || r.code(t) != "USAGE" || !strings.Contains(r.stdout, "was moved to stack "+newName) {
+		t.Errorf("a plan under the old name after the move: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	if r := h.mustRunEnv(root, env, "plan", "--all", "--json"); strings.Contains(r.stdout, "is gone") {
+		t.Errorf("plan --all warns of a gone stack after the move:\n%s", r.stdout)
+	}
+	// Run again, the change finds nothing left to move.
+	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--json")
+	if moved, _ := stackEntry(t, r, "stacks/docs")["moved"].(map[string]any); fmt.Sprint(moved["scopes"]) != "[]" {
+		t.Errorf("the second apply --changed moved %v, want nothing", moved["scopes"])
+	}
+	if got := movedStateObjects(t, env, "preview", newName); !maps.Equal(got, oldObjects) {
+		t.Errorf("after a second apply the new stack's state holds %v", got)
+	}
+}
+
+// movedStateObjects reads, from the store of env (SPONSON_STORE), the state of
+// stack's main scope in environment: the id of each object by address (for
+// random_id its hex).
+func movedStateObjects(t *testing.T, env []string, environment, stack string) map[string]string {
+	t.Helper()
+	var url string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "SPONSON_STORE="); ok {
+			url = v
+		}
+	}
+	st, _, err := storeurl.OpenFor(url, t.TempDir(), environment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	state, err := st.ReadState(t.Context(), store.Key{Stack: stack, Environment: environment, Scope: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := ownership.StateObjects(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, o := range objs {
+		out[o.Address] = o.ID
+		if hex, ok := o.Attributes["hex"].(string); ok {
+			out[o.Address] = hex
+		}
+	}
+	return out
+}
+
+// TestE2ERenamedStackApproval: the move of a renamed stack's state in a
+// protected environment (production) needs its approver as a destroy there
+// does: apply --changed after the merge without one fails for the stack
+// (ENV_NOT_APPROVED), moves nothing and does not run the new stack; with
+// --approved-by it moves the state, the new stack plans no change, and the
+// move's receipt names the approver.
+func TestE2ERenamedStackApproval(t *testing.T) {
+	h := e2e(t)
+	env, out := removedStacksEnv(t)
+	root := monorepo(t, removedStacksRepo)
+	h.mustRunEnv(root, env, "apply", "--all", "--env", "production", "--approved-by", "Ada Lovelace", "--json")
+	docsFile := filepath.Join(out, "docs-main.txt")
+	before := string(readFile(t, docsFile))
+	var oldName string
+	for _, s := range h.mustRunEnv(root, env, "stacks", "--json").envelope(t)["result"].(map[string]any)["stacks"].([]any) {
+		if m := s.(map[string]any); m["directory"] == "stacks/docs" {
+			oldName = m["stack"].(string)
+		}
+	}
+	newName := strings.TrimSuffix(oldName, "stacks/docs") + "stacks/documentation"
+	oldObjects := movedStateObjects(t, env, "production", oldName)
+	gitIn(t, root, "mv", "stacks/docs", "stacks/documentation")
+	gitIn(t, root, "commit", "--quiet", "-m", "move docs")
+
+	r := h.run(root, env, "apply", "--changed", "--base", "HEAD~1", "--env", "production", "--json")
+	if e := stackEntry(t, r, "stacks/docs"); r.exit == 0 || e["status"] != "failed" || !strings.Contains(fmt.Sprint(e["error"]), "ENV_NOT_APPROVED") {
+		t.Errorf("the move of docs in production without an approver: exit %d, %v", r.exit, e)
+	}
+	if e := stackEntry(t, r, "stacks/documentation"); e["status"] != "failed" || e["result"] != nil {
+		t.Errorf("the new stack ran although its state was not moved: %v", e)
+	}
+	if got := movedStateObjects(t, env, "production", oldName); !maps.Equal(got, oldObjects) {
+		t.Errorf("an unapproved run moved docs' state: %v, was %v", got, oldObjects)
+	}
+	if got := movedStateObjects(t, env, "production", newName); len(got) != 0 {
+		t.Errorf("an unapproved run wrote the new stack's state: %v", got)
+	}
+
+	r = h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--env", "production", "--approved-by", "Ada Lovelace", "--json")
+	if res := stackResult(t, r, "stacks/documentation"); res["status"] != "unchanged" || res["environment"] != "production" {
+		t.Errorf("the new stack's run with the approver = %v", res)
+	}
+	if got := movedStateObjects(t, env, "production", newName); !maps.Equal(got, oldObjects) {
+		t.Errorf("the new stack's state holds %v, want %v", got, oldObjects)
+	}
+	if after := string(readFile(t, docsFile)); after != before {
+		t.Errorf("docs' file is %q after the move, was %q", after, before)
+	}
+	rec := h.mustRunEnv(root, env, "receipt", "--json", "--env", "production", "--scope", "main", "--stack", oldName).envelope(t)["result"].(map[string]any)
+	if rec["approvedBy"] != "Ada Lovelace" || rec["command"] != "stack move" {
+		t.Errorf("the old stack's receipt: command %v approvedBy %v, want the move approved by Ada Lovelace", rec["command"], rec["approvedBy"])
+	}
+}
+
+// TestE2ERenamedStackKilledAtEveryStep kills apply --changed (SIGKILL, a
+// failpoints build) at each step of the move of a renamed stack's state.
+// After each, the old stack's receipt has promised the resources to the
+// new stack and one of the two states holds them (never neither); a rerun
+// waits for the dead run's leases and finishes the move: the new stack
+// holds the same objects, plans no change, and the old one holds nothing.
+func TestE2ERenamedStackKilledAtEveryStep(t *testing.T) {
+	h := e2eFailpoints(t)
+	for _, step := range []string{stackmove.StepPromised, stackmove.StepCopied, stackmove.StepClaimed, stackmove.StepRetired} {
+		t.Run(step, func(t *testing.T) {
+			var env []string
+			var root, oldName, newName string
+			var oldObjects map[string]string
+			untilKilled(t, step, func() result {
+				env, _ = removedStacksEnv(t)
+				root = monorepo(t, removedStacksRepo)
+				h.mustRunEnv(root, env, "apply", "--all", "--json")
+				for _, s := range h.mustRunEnv(root, env, "stacks", "--json").envelope(t)["result"].(map[string]any)["stacks"].([]any) {
+					if m := s.(map[string]any); m["directory"] == "stacks/docs" {
+						oldName = m["stack"].(string)
+					}
+				}
+				newName = strings.TrimSuffix(oldName, "stacks/docs") + "stacks/documentation"
+				oldObjects = movedStateObjects(t, env, "preview", oldName)
+				gitIn(t, root, "mv", "stacks/docs", "stacks/documentation")
+				gitIn(t, root, "commit", "--quiet", "-m", "move docs")
+				return h.run(root, append(env, "SPONSON_FAILPOINT="+step), "apply", "--changed", "--base", "HEAD~1", "--lease-ttl", "2s", "--json")
+			})
+			rec := h.mustRunEnv(root, env, "receipt", "--json", "--scope", "main", "--stack", oldName).envelope(t)["result"].(map[string]any)
+			if rec["movedTo"] != newName {
+				t.Errorf("killed at %s, the old stack's receipt promises nothing: %v", step, rec)
+			}
+			oldHas, newHas := movedStateObjects(t, env, "preview", oldName), movedStateObjects(t, env, "preview", newName)
+			if !maps.Equal(oldHas, oldObjects) && !maps.Equal(newHas, oldObjects) {
+				t.Errorf("killed at %s, neither state holds the objects: old %v, new %v", step, oldHas, newHas)
+			}
+
+			r := h.mustRunEnv(root, env, "apply", "--changed", "--base", "HEAD~1", "--wait", "--wait-timeout", "1m", "--json")
+			if res := stackResult(t, r, "stacks/documentation"); res["status"] != "unchanged" {
+				t.Errorf("after the rerun the new stack's apply = %v %v, want unchanged", res["status"], res["changes"])
+			}
+			if got := movedStateObjects(t, env, "preview", newName); !maps.Equal(got, oldObjects) {
+				t.Errorf("after the rerun the new stack's state holds %v, want %v", got, oldObjects)
+			}
+			if got := movedStateObjects(t, env, "preview", oldName); len(got) != 0 {
+				t.Errorf("after the rerun the old stack's state holds %v", got)
+			}
+		})
 	}
 }
 

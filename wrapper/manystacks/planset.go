@@ -39,8 +39,8 @@ func prepareOut(sel *StackSelection, res *StacksResult) error {
 		for _, r := range res.Removed {
 			dirs = append(dirs, r.Stack.Directory)
 		}
-		return errcode.New(errcode.Usage, "-out cannot save the destroy of a removed stack (%s): its plan runs in a checkout of the base, which the apply would not have", strings.Join(dirs, ", ")).
-			WithHint("Plan without -out; after the merge `apply --changed` destroys it.")
+		return errcode.New(errcode.Usage, "-out cannot save what the merge does to a removed or renamed stack (%s): a removed stack's destroy is planned in a checkout of the base, which the apply would not have, and a renamed stack's state moves before its new stack's plan", strings.Join(dirs, ", ")).
+			WithHint("Plan without -out; after the merge `apply --changed` destroys or moves it.")
 	}
 	abs, err := filepath.Abs(sel.out)
 	if err != nil {

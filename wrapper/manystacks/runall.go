@@ -153,6 +153,9 @@ type StackRunResult struct {
 	// was a destroy (apply) or the plan of one (plan), in a checkout of the
 	// base (docs/design.md §4.7 "Many stacks", removed stacks).
 	Removed bool `json:"removed,omitempty"`
+	// Moved is set on a removed stack whose directory the change moved:
+	// its state moves to the new stack instead of being destroyed.
+	Moved *StackMove `json:"moved,omitempty"`
 	// Status is succeeded, failed or skipped; Because says why a stack was
 	// skipped.
 	Status   stackrun.Status `json:"status"`
@@ -222,6 +225,10 @@ type manyRun struct {
 	// order) with removedArgs: the plan of their destroy, or their destroy.
 	removed     []*stackgraph.Stack
 	removedArgs []string
+	// renamed are the removed stacks whose directory moved: their state
+	// moves to the new stack (stackmoved.go), before its run.
+	renamed []*RemovedStack
+	mover   *mover
 
 	// out is the directory of a plan's saved plans (-out); set the plans
 	// an apply applies (apply DIR). See planset.go.
@@ -246,6 +253,7 @@ func prepareMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags
 		res.Close()
 		return nil, warnings, err
 	}
+	m.mover = &mover{getenv: f.Getenv, storeFlag: flags.Store, approvedBy: flags.ApprovedBy, wait: flags.Wait, waitTimeout: flags.WaitTimeout, leaseTTL: flags.LeaseTTL}
 	m.startLines(cmd, warnings)
 	return m, warnings, nil
 }
@@ -290,9 +298,11 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 	if sel.All && len(res.Stacks) == 0 {
 		return nil, warnings, NoStacks(string(command), res)
 	}
-	if err := checkRenamed(res); err != nil {
-		res.Close()
-		return nil, warnings, err
+	if command != scoperun.Plan && command != scoperun.Apply {
+		if err := checkRenamed(res); err != nil {
+			res.Close()
+			return nil, warnings, err
+		}
 	}
 	if sel.out != "" {
 		if err := prepareOut(sel, res); err != nil {
@@ -348,6 +358,10 @@ func newManyRun(cmd *cobra.Command, f *cmdutil.Factory, review *cmdutil.ReviewFl
 			return nil, err
 		}
 		for _, r := range res.Removed {
+			if r.RenamedTo != "" {
+				m.renamed = append(m.renamed, r)
+				continue
+			}
 			m.removed = append(m.removed, r.Stack)
 		}
 	}
@@ -385,6 +399,13 @@ func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
 		}
 		m.lines.Line("%s: removed since %s (%s): %s from the base's configuration (%s), before the other stacks", s.Directory, m.res.Base, strings.Join(s.Reasons, "; "), what, m.res.BaseCommit())
 	}
+	for _, r := range m.renamed {
+		what := "its state moves to the new stack when the merge is applied"
+		if m.command == scoperun.Apply {
+			what = "its state is moved to the new stack before that stack runs"
+		}
+		m.lines.Line("%s: renamed to %s since %s: %s; nothing is destroyed or created", r.Directory, r.RenamedDirectory, m.res.Base, what)
+	}
 	if m.io.IsTerminal != nil && m.io.IsTerminal(p.W) {
 		m.lines.live(append(append([]*stackgraph.Stack{}, m.removed...), m.res.Stacks...))
 	}
@@ -394,6 +415,9 @@ func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
 // removed stacks, dependents first, then the others.
 func (m *manyRun) run(ctx context.Context) map[string]stackrun.Status {
 	status := map[string]stackrun.Status{}
+	if m.command == scoperun.Plan {
+		m.previewMoves(ctx, status)
+	}
 	if len(m.removed) > 0 {
 		status = stackrun.Run(ctx, m.removed, stackrun.Options{
 			Reverse:     true,
@@ -438,8 +462,12 @@ func (m *manyRun) runRemoved(ctx context.Context, s *stackgraph.Stack) bool {
 	return r.Status == stackrun.Succeeded
 }
 
-// runStack runs one stack's sponson process.
+// runStack runs one stack's sponson process; in an apply, the move of the
+// state of a stack renamed to it first.
 func (m *manyRun) runStack(ctx context.Context, s *stackgraph.Stack) bool {
+	if m.command == scoperun.Apply && !m.applyMoves(ctx, s) {
+		return false
+	}
 	args := append(append([]string{}, m.args...), m.stackArgs(s)...)
 	if m.wantReview {
 		args = append(args, "--summary="+StackSummaryFile(m.tmp, s.Directory))
@@ -505,14 +533,21 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 	counts := map[stackrun.Status]int{}
 	var worst *StackRunResult
 	var failed, skipped []string
-	for _, s := range append(append([]*stackgraph.Stack{}, m.res.Stacks...), m.removed...) {
+	all := append(append([]*stackgraph.Stack{}, m.res.Stacks...), m.removed...)
+	for _, r := range m.renamed {
+		all = append(all, r.Stack)
+	}
+	for _, s := range all {
 		r := m.result(s.Directory)
 		if r == nil {
 			r = &StackRunResult{Status: status[s.Directory]}
+			if m.isRenamed(s) {
+				r.Status, r.Because = stackrun.Skipped, "the stack it was renamed to did not run"
+			}
 		}
 		r.Stack, r.Directory, r.Depth, r.Needs, r.Reasons = s.Name, s.Directory, s.Depth, s.Needs, s.Reasons
-		r.Removed = slices.Contains(m.removed, s)
-		if r.Status == stackrun.Skipped {
+		r.Removed = slices.Contains(m.removed, s) || m.isRenamed(s)
+		if r.Status == stackrun.Skipped && m.because[s.Directory] != "" {
 			r.Because = m.because[s.Directory]
 			skipped = append(skipped, s.Directory)
 		}

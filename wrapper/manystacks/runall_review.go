@@ -66,7 +66,10 @@ func publishMany(ctx context.Context, f *cmdutil.IO, hc *http.Client, review *cm
 			first, _, _ := strings.Cut(r.Error.Message, "\n")
 			s.Outcome = string(r.Error.Code) + ": " + first
 		}
-		if r.Removed && len(r.Reasons) > 0 {
+		if r.Moved != nil && r.Error == nil {
+			// A renamed stack's state moves: nothing is destroyed.
+			s.Outcome = r.Moved.Outcome()
+		} else if r.Removed && len(r.Reasons) > 0 {
 			// A removed stack's run is the destroy (or its plan) of what
 			// it holds, from the base's configuration: the review says so.
 			s.Outcome = r.Reasons[0] + "; destroy, from the base's configuration: " + s.Outcome

@@ -172,12 +172,16 @@ func scopesWithState(ctx context.Context, getenv func(string) string, storeFlag,
 	}
 	scopes = []string{}
 	for _, s := range all {
-		if s.Latest != nil && s.Latest.Status != receipt.StatusDestroyed && s.Latest.SupersededBy == "" {
+		if s.Latest != nil && s.Latest.Status != receipt.StatusDestroyed && s.Latest.SupersededBy == "" && !movedAway(s.Latest) {
 			scopes = append(scopes, s.Key.Scope)
 		}
 	}
 	return e.Name, scopes, nil
 }
+
+// movedAway reports whether a scope's latest receipt says its state was
+// moved to another stack, all of it (stackmove): the scope holds nothing.
+func movedAway(r *receipt.Receipt) bool { return r.MovedTo != "" && len(r.Ledger) == 0 }
 
 // orphanStacks lists the stacks of the repository that hold state in the
 // run's environment and have no directory under top: named after the
@@ -222,7 +226,7 @@ func orphanStacks(ctx context.Context, getenv func(string) string, storeFlag str
 	for _, s := range all {
 		n := s.Key.Stack
 		d, ok := strings.CutPrefix(n, identity+"//")
-		if known[n] || !ok || s.Latest == nil || s.Latest.Status == receipt.StatusDestroyed || s.Latest.SupersededBy != "" {
+		if known[n] || !ok || s.Latest == nil || s.Latest.Status == receipt.StatusDestroyed || s.Latest.SupersededBy != "" || movedAway(s.Latest) {
 			continue
 		}
 		if hasConfiguration(filepath.Join(top, filepath.FromSlash(d))) {
@@ -238,10 +242,10 @@ func orphanStacks(ctx context.Context, getenv func(string) string, storeFlag str
 	return out, nil
 }
 
-// checkRenamed refuses a run whose change moved a stack's directory: its
-// state is kept under the old name, so the run would destroy it there and
-// create it again under the new one. Until sponson moves a stack's state,
-// the new directory keeps the old name (docs/design.md
+// checkRenamed refuses a run other than plan and apply (which show and
+// make the move of its state, stackmoved.go) whose change moved a stack's
+// directory: its state is kept under the old name, so the run would
+// destroy it there and create it again under the new one (docs/design.md
 // §4.7 "Many stacks", removed stacks).
 func checkRenamed(res *StacksResult) error {
 	var moved []string

@@ -218,7 +218,7 @@ func writeRemoved(w io.Writer, res *manystacks.StacksResult) {
 	if len(res.Removed) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nremoved since %s (plan --changed plans their destroy from the base's configuration; apply --changed destroys them, dependents first):\n", res.Base)
+	fmt.Fprintf(w, "\nremoved since %s (plan --changed plans their destroy from the base's configuration; apply --changed destroys them, dependents first; the state of a renamed one moves to its new stack instead, nothing destroyed):\n", res.Base)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  DIRECTORY\tSTACK\tSCOPES\tWHY")
 	for _, r := range res.Removed {

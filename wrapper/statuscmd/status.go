@@ -46,6 +46,10 @@ type ScopeStatus struct {
 	// scope they came from (DESIGN §2 "Succession").
 	SupersededBy  string `json:"supersededBy,omitempty"`
 	InheritedFrom string `json:"inheritedFrom,omitempty"`
+	// MovedTo names the stack this scope's state was moved to (a renamed
+	// stack, internal/stackmove), MovedFrom the stack it came from.
+	MovedTo   string `json:"movedTo,omitempty"`
+	MovedFrom string `json:"movedFrom,omitempty"`
 	// Unresolved lists the addresses whose create a killed run may have
 	// made: the scope is not clean until a person resolves them.
 	Unresolved []string `json:"unresolved,omitempty"`
@@ -256,6 +260,7 @@ func StatusRows(scopes []store.ScopeSummary, now time.Time) []ScopeStatus {
 			row.Owns = len(r.Ledger)
 			row.SupersededBy = r.SupersededBy
 			row.InheritedFrom = r.InheritedFrom
+			row.MovedTo, row.MovedFrom = r.MovedTo, r.MovedFrom
 			for _, e := range r.Ledger {
 				if e.CreatedBy == receipt.CreatedByUnresolved {
 					row.Unresolved = append(row.Unresolved, e.Described())
@@ -331,13 +336,14 @@ func WriteStatusTable(w io.Writer, rows []ScopeStatus) {
 }
 
 // goneStacks names, by stack, the directory of each stack of the checkout's
-// repository that holds state (a scope whose last run is not a destroy) and
+// repository that holds state (a scope whose last run is not a destroy,
+// and whose state was not moved to another stack) and
 // whose directory is gone (docs/design.md §4.7 "Many stacks", removed stacks).
 func goneStacks(opts *StatusOptions, rows []ScopeStatus) map[string]string {
 	holding := map[string]bool{}
 	var names []string
 	for _, r := range rows {
-		if r.LastRun != nil && r.LastRun.Status != receipt.StatusDestroyed && r.SupersededBy == "" && !holding[r.Stack] {
+		if r.LastRun != nil && r.LastRun.Status != receipt.StatusDestroyed && r.SupersededBy == "" && (r.MovedTo == "" || r.Owns > 0) && !holding[r.Stack] {
 			holding[r.Stack] = true
 			names = append(names, r.Stack)
 		}

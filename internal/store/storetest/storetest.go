@@ -165,6 +165,10 @@ var parts = []struct {
 	{"Scopes", []test{
 		{"ListOneEnvironment", testList},
 	}},
+	{"Moves", []test{
+		// Every part at once: a stack's scope moved to another stack.
+		{"StackMove", testStackMove},
+	}},
 	{"Names", []test{
 		{"InvalidNames", testInvalidNames},
 		{"StacksAreIndependent", testStacks},
