@@ -89,7 +89,7 @@ func ManyStacksHelp(command scoperun.Command) string {
 		if command == scoperun.Apply {
 			removed = "apply --changed destroys it in the run's scope, with the approvals the\nenvironment needs"
 		}
-		extra = "\nA stack the change removed (its directory deleted) runs first, dependents first,\nfrom a checkout of the merge base: " + removed + ". A stack whose directory\nmoved is refused (USAGE) until its new directory keeps the old stack name."
+		extra = "\nA stack the change removed (its directory deleted) runs first, dependents first,\nfrom a checkout of the merge base: " + removed + ". A stack whose directory\nmoved keeps its state: plan --changed shows the move in the review, and apply\n--changed moves each of its scopes to the new stack (with the approvals the\nenvironment needs) right before the new stack runs; nothing is destroyed."
 	}
 	return which + ",\n" + order + ", stacks without a dependency between them at the same time\n" +
 		"(--parallelism N, default 4). Each stack runs as its own sponson process with\n" +
