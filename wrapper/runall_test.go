@@ -148,16 +148,39 @@ func TestEveryStackArgs(t *testing.T) {
 	}
 }
 
-// plan -out with --all or --changed is refused (issue 49): the engine's
-// -out is read after the selection's own check, and every stack would write
-// its plan to the one FILE.
-func TestOutRefusedWithManyStacks(t *testing.T) {
+// plan -out with --all or --changed names a directory of every stack's
+// plan (issue 49 item 3): a file, or a directory that holds anything, is
+// refused before any stack runs; apply of a directory without its manifest
+// (a plan of many stacks that did not finish) is refused before anything
+// runs.
+func TestOutWithManyStacks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, args := range [][]string{{"plan", "--all", "-out=tfplan"}, {"plan", "--changed", "-out", "tfplan"}, {"plan", "--all", "--chdir", dir, "-out=" + filepath.Join(dir, "p")}} {
+	if err := os.MkdirAll(filepath.Join(dir, "stacks", "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stacks", "app", "main.tf"), []byte("resource \"sponson_scope\" \"this\" {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "tfplan")
+	used := t.TempDir()
+	for _, p := range []string{file, filepath.Join(used, "old.tfplan")} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unfinished := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--all", "--chdir", dir, "-out=" + file}, "error USAGE: -out " + file + " is a file"},
+		{[]string{"plan", "--all", "--chdir", dir, "-out", used}, "error USAGE: -out " + used + " is not empty"},
+		{[]string{"apply", "--chdir", dir, unfinished}, "error PLAN_CORRUPT: " + unfinished + ": no sponson-plans manifest"},
+	} {
 		f, _, errOut := testFactory(map[string]string{"SPONSON_STACK": ""})
-		if code := Run(context.Background(), args, f); code != errcode.ExitRefused || !strings.Contains(errOut.String(), "error USAGE: -out saves the plan of one stack") {
-			t.Errorf("%q: exit %d\n%s", args, code, errOut)
+		if code := Run(context.Background(), tc.args, f); code != errcode.ExitRefused || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%q: exit %d, want 2 and %q\n%s", tc.args, code, tc.want, errOut)
 		}
 	}
 }

@@ -146,9 +146,6 @@ func Read(dir string, key []byte) (*Manifest, error) {
 	if err := json.Unmarshal(signed[len(Format)+1:len(signed)-1], &m); err != nil {
 		return nil, errcode.Wrap(errcode.PlanCorrupt, err, "%s: the manifest cannot be read", dir)
 	}
-	if len(m.Stacks) == 0 {
-		return nil, bad("the manifest lists no stack")
-	}
 	listed := map[string]bool{ManifestName: true}
 	for _, e := range m.Stacks {
 		if e.File != File(e.Directory) {
