@@ -14,10 +14,11 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store/azblobstore/azuritetest"
 )
 
-// The GCS end-to-end tests run sponson with --store gs://... against
-// fake-gcs-server on loopback (gcstest), named by STORAGE_EMULATOR_HOST as
-// Google's libraries read it. The tests read the bucket back through
-// azblobstore. What the emulator does not prove is in gcstest's doc.
+// The Azure end-to-end tests run sponson with --store azblob://... against
+// Azurite on loopback (azuritetest), named by the URL's endpoint, with the
+// emulator's key in AZURE_STORAGE_KEY. The tests read the container back
+// through azblobstore. What the emulator does not prove is in azuritetest's
+// doc.
 
 var azStateKey = bytes.Repeat([]byte{0x41}, 32)
 

@@ -40,22 +40,14 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 		}
 		kills = n
 	}
-	stores := map[string]func(t *testing.T) (flag string, env []string){
-		"file": func(t *testing.T) (string, []string) { return "", nil },
-		"git": func(t *testing.T) (string, []string) {
-			_, flag, env := gitRemote(t)
-			return flag, env
-		},
-		"postgres": func(t *testing.T) (string, []string) { return "--store=" + newPgE2E(t).url, nil },
-	}
-	// The three stores' attacks are independent worlds: they run side by
-	// side, each with its own harness.
-	for _, name := range []string{"file", "git", "postgres"} {
+	// The stores' attacks are independent worlds: they run side by side,
+	// each with its own harness and its own server.
+	for _, name := range []string{"file", "git", "postgres", "gcs", "azblob"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h := e2e(t)
-			flag, storeEnv := stores[name](t)
-			c := newCrashWorld(t, h, flag, storeEnv)
+			s := startStore(t, name, "crash")
+			c := newCrashWorld(t, h, s.flags, s.env)
 			for round := 0; c.kills < kills; round++ {
 				if round >= 3*kills {
 					t.Fatalf("only %d of %d rounds killed their run", c.kills, round)
@@ -105,14 +97,11 @@ type crashWorld struct {
 	recorded map[string]bool
 }
 
-func newCrashWorld(t *testing.T, h *harness, storeFlag string, storeEnv []string) *crashWorld {
+func newCrashWorld(t *testing.T, h *harness, storeFlags, storeEnv []string) *crashWorld {
 	env, world := fixtureEnv(t)
 	env = append(env, storeEnv...)
 	env = append(env, fixtureprovider.EnvCreateDelay+"=800ms")
-	scope := []string{"--scope", "pr-7"}
-	if storeFlag != "" {
-		scope = append(scope, storeFlag)
-	}
+	scope := append([]string{"--scope", "pr-7"}, storeFlags...)
 	flags := scope
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

@@ -40,23 +40,15 @@ func TestE2ERealProvidersRandomKills(t *testing.T) {
 	if strings.Contains(filepath.Base(os.Getenv("SPONSON_TEST_ENGINE")), "terraform") {
 		kills = 3
 	}
-	// The three stores' attacks are independent worlds: they run side by
-	// side, each with its own harness.
-	for _, storeName := range []string{"file", "git", "postgres"} {
+	// The stores' attacks are independent worlds: they run side by side,
+	// each with its own harness and its own server.
+	for _, storeName := range []string{"file", "git", "postgres", "gcs", "azblob"} {
 		t.Run(storeName, func(t *testing.T) {
 			t.Parallel()
 			h := e2e(t)
-			env := []string{"TF_CLI_CONFIG_FILE=" + cfg}
-			var store []string
-			switch storeName {
-			case "git":
-				_, flag, storeEnv := gitRemote(t)
-				store = []string{flag}
-				env = append(env, storeEnv...)
-			case "postgres":
-				store = []string{"--store=" + newPgE2E(t).url}
-			}
-			k := &realKills{t: t, h: h, dir: h.workdir("testdata/realkill"), env: env, store: store, base: t.TempDir()}
+			s := startStore(t, storeName, "realkill")
+			env := append([]string{"TF_CLI_CONFIG_FILE=" + cfg}, s.env...)
+			k := &realKills{t: t, h: h, dir: h.workdir("testdata/realkill"), env: env, store: s.flags, base: t.TempDir()}
 			seed := uint64(time.Now().UnixNano())
 			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, 0))
