@@ -31,7 +31,13 @@ type azE2E struct {
 
 func newAzE2E(t *testing.T, prefix string) *azE2E {
 	t.Helper()
-	srv := azuritetest.Start(t)
+	return azAt(t, azuritetest.Start(t), prefix)
+}
+
+// azAt is the store at prefix on a running Azurite: another prefix is
+// another store.
+func azAt(t *testing.T, srv *azuritetest.Server, prefix string) *azE2E {
+	t.Helper()
 	url := srv.StoreURL(prefix)
 	check, err := azblobstore.Open(t.Context(), url, azblobstore.WithGetenv(srv.Getenv),
 		azblobstore.WithStateKey(azStateKey), azblobstore.WithBudget(30*time.Second))

@@ -42,24 +42,20 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 	}
 	// The stores' attacks are independent worlds: they run side by side,
 	// each with its own harness and its own server.
-	for _, name := range []string{"file", "git", "postgres", "gcs", "azblob"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			h := e2e(t)
-			s := startStore(t, name, "crash")
-			c := newCrashWorld(t, h, s.flags, s.env)
-			for round := 0; c.kills < kills; round++ {
-				if round >= 3*kills {
-					t.Fatalf("only %d of %d rounds killed their run", c.kills, round)
-				}
-				c.round(round)
+	onStores(t, []string{"file", "git", "postgres", "gcs", "azblob"}, "crash", func(t *testing.T, s *e2eStore) {
+		h := e2e(t)
+		c := newCrashWorld(t, h, s.flags, s.env)
+		for round := 0; c.kills < kills; round++ {
+			if round >= 3*kills {
+				t.Fatalf("only %d of %d rounds killed their run", c.kills, round)
 			}
-			c.finish()
-			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted whole, %d not created), %d re-run (with provisioners), %d asked a person (%d found, %d gone, %d of other types; %d shown complete before the kill, %d never shown starting), %d adopted after a person's word; %d lost in the write (shown complete, not in the store); leaks: %d",
-				name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted+c.dropped, c.adopted, c.dropped, c.reran,
-				c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.lostCompletions, c.unshownStarts, c.adoptedGiven, c.lostInWrite, c.leaks)
-		})
-	}
+			c.round(round)
+		}
+		c.finish()
+		t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted whole, %d not created), %d re-run (with provisioners), %d asked a person (%d found, %d gone, %d of other types; %d shown complete before the kill, %d never shown starting), %d adopted after a person's word; %d lost in the write (shown complete, not in the store); leaks: %d",
+			s.name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted+c.dropped, c.adopted, c.dropped, c.reran,
+			c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.lostCompletions, c.unshownStarts, c.adoptedGiven, c.lostInWrite, c.leaks)
+	})
 }
 
 // crashWorld is one store's attack: a fixture configuration in one scope,

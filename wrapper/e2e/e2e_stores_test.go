@@ -5,6 +5,8 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/azblobstore/azuritetest"
+	"github.com/sponson/terraform-provider-sponson/internal/store/gcsstore/gcstest"
 )
 
 // The attacks that run once per store (the crash, kill and succession
@@ -27,6 +29,9 @@ type e2eStore struct {
 	// check reads the store back; nil for the file store (read in the
 	// run's directory) and the git store (read through sponson).
 	check storeReader
+	// at is another store on the same server, at another prefix (nil:
+	// the store has no server of its own to share, or no prefix).
+	at func(t *testing.T, prefix string) *e2eStore
 }
 
 // startStore starts the store a subtest names: file, git, s3, postgres,
@@ -46,15 +51,55 @@ func startStore(t *testing.T, name, prefix string) *e2eStore {
 		p := newPgE2E(t)
 		s.flags, s.check = []string{"--store=" + p.url}, p.check
 	case "gcs":
-		p := newGCSE2E(t, prefix)
-		s.flags, s.env, s.check = []string{"--store=" + p.url}, p.env, p.check
+		srv := gcstest.Start(t)
+		return s.sharing(t, prefix, func(t *testing.T, prefix string) (string, []string, storeReader) {
+			p := gcsAt(t, srv, prefix)
+			return p.url, p.env, p.check
+		})
 	case "azblob":
-		p := newAzE2E(t, prefix)
-		s.flags, s.env, s.check = []string{"--store=" + p.url}, p.env, p.check
+		srv := azuritetest.Start(t)
+		return s.sharing(t, prefix, func(t *testing.T, prefix string) (string, []string, storeReader) {
+			p := azAt(t, srv, prefix)
+			return p.url, p.env, p.check
+		})
 	default:
 		t.Fatalf("no store %q", name)
 	}
 	return s
+}
+
+// sharing makes s a store whose server other stores share (s.at), each at
+// a prefix of its own, and returns the one at prefix. open opens the store
+// at a prefix: its URL, a run's environment and its reader.
+func (s *e2eStore) sharing(t *testing.T, prefix string, open func(t *testing.T, prefix string) (url string, env []string, check storeReader)) *e2eStore {
+	t.Helper()
+	s.at = func(t *testing.T, prefix string) *e2eStore {
+		url, env, check := open(t, prefix)
+		return &e2eStore{name: s.name, flags: []string{"--store=" + url}, env: env, check: check, at: s.at}
+	}
+	return s.at(t, prefix)
+}
+
+// onStores runs test once per store of names, side by side: each in a
+// subtest of its own, with a store of its own at prefix.
+func onStores(t *testing.T, names []string, prefix string, test func(t *testing.T, s *e2eStore)) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, startStore(t, name, prefix))
+		})
+	}
+}
+
+// fresh is a store of its own for one round of a test: on the same server
+// at prefix where the store has one to share (starting Azurite costs
+// seconds), else a new one.
+func (s *e2eStore) fresh(t *testing.T, prefix string) *e2eStore {
+	t.Helper()
+	if s.at != nil {
+		return s.at(t, prefix)
+	}
+	return startStore(t, s.name, prefix)
 }
 
 // latest is the scope's latest receipt; dir is the run's directory, where

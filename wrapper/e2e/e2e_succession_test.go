@@ -28,7 +28,7 @@ func exists(t *testing.T, objects string, names ...string) map[string]bool {
 
 // successionStores are the stores the succession tests run on: the file
 // store, and the two stores of issue 51, whose fenced writes carry the
-// handover's steps (docs/design.md §5.7).
+// handover's steps (docs/design.md §5.7, §5.8).
 var successionStores = []string{"file", "gcs", "azblob"}
 
 // TestE2ESuccession is the journey: work begun on feat/search is taken over
@@ -38,12 +38,7 @@ var successionStores = []string{"file", "gcs", "azblob"}
 // run side by side, each with its own harness.
 func TestE2ESuccession(t *testing.T) {
 	e2e(t)
-	for _, storeName := range successionStores {
-		t.Run(storeName, func(t *testing.T) {
-			t.Parallel()
-			successionJourney(t, e2e(t), startStore(t, storeName, "succession"))
-		})
-	}
+	onStores(t, successionStores, "succession", func(t *testing.T, s *e2eStore) { successionJourney(t, e2e(t), s) })
 }
 
 func successionJourney(t *testing.T, h *harness, s *e2eStore) {
@@ -134,15 +129,13 @@ func TestE2ESuccessionNothingToInherit(t *testing.T) {
 // store's steps run one after the other.
 func TestE2ESuccessionKilledAtEveryStep(t *testing.T) {
 	e2eFailpoints(t)
-	for _, storeName := range successionStores {
-		t.Run(storeName, func(t *testing.T) {
-			t.Parallel()
-			killedAtEveryStep(t, e2eFailpoints(t), storeName)
-		})
-	}
+	onStores(t, successionStores, "succession", func(t *testing.T, s *e2eStore) { killedAtEveryStep(t, e2eFailpoints(t), s) })
 }
 
-func killedAtEveryStep(t *testing.T, h *harness, storeName string) {
+// killedAtEveryStep runs the steps on one store's server, each round in a
+// store of its own (base.fresh).
+func killedAtEveryStep(t *testing.T, h *harness, base *e2eStore) {
+	round := 0
 	for _, step := range []string{succession.StepCopied, succession.StepPromised, succession.StepApplied, succession.StepEmptied, succession.StepDone} {
 		promised := step != succession.StepCopied
 		for _, then := range []string{"destroy", "resume"} {
@@ -152,7 +145,8 @@ func killedAtEveryStep(t *testing.T, h *harness, storeName string) {
 				var s *e2eStore
 				run := func(args ...string) result { return h.mustRunEnv(dir, env, append(args, s.flags...)...) }
 				untilKilled(t, step, func() result {
-					s = startStore(t, storeName, "succession")
+					round++
+					s = base.fresh(t, fmt.Sprintf("succession-%d", round))
 					env, objects = fixtureEnv(t)
 					env = append(env, s.env...)
 					dir = h.workdir("testdata/fixture")
