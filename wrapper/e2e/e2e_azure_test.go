@@ -14,10 +14,11 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/store/azblobstore/azuritetest"
 )
 
-// The GCS end-to-end tests run sponson with --store gs://... against
-// fake-gcs-server on loopback (gcstest), named by STORAGE_EMULATOR_HOST as
-// Google's libraries read it. The tests read the bucket back through
-// azblobstore. What the emulator does not prove is in gcstest's doc.
+// The Azure end-to-end tests run sponson with --store azblob://... against
+// Azurite on loopback (azuritetest), named by the URL's endpoint, with the
+// emulator's key in AZURE_STORAGE_KEY. The tests read the container back
+// through azblobstore. What the emulator does not prove is in azuritetest's
+// doc.
 
 var azStateKey = bytes.Repeat([]byte{0x41}, 32)
 
@@ -30,7 +31,13 @@ type azE2E struct {
 
 func newAzE2E(t *testing.T, prefix string) *azE2E {
 	t.Helper()
-	srv := azuritetest.Start(t)
+	return azAt(t, azuritetest.Start(t), prefix)
+}
+
+// azAt is the store at prefix on a running Azurite: another prefix is
+// another store.
+func azAt(t *testing.T, srv *azuritetest.Server, prefix string) *azE2E {
+	t.Helper()
 	url := srv.StoreURL(prefix)
 	check, err := azblobstore.Open(t.Context(), url, azblobstore.WithGetenv(srv.Getenv),
 		azblobstore.WithStateKey(azStateKey), azblobstore.WithBudget(30*time.Second))

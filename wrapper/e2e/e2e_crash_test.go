@@ -40,34 +40,22 @@ func TestE2ECrashDuringCreatesLeaksNothing(t *testing.T) {
 		}
 		kills = n
 	}
-	stores := map[string]func(t *testing.T) (flag string, env []string){
-		"file": func(t *testing.T) (string, []string) { return "", nil },
-		"git": func(t *testing.T) (string, []string) {
-			_, flag, env := gitRemote(t)
-			return flag, env
-		},
-		"postgres": func(t *testing.T) (string, []string) { return "--store=" + newPgE2E(t).url, nil },
-	}
-	// The three stores' attacks are independent worlds: they run side by
-	// side, each with its own harness.
-	for _, name := range []string{"file", "git", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			h := e2e(t)
-			flag, storeEnv := stores[name](t)
-			c := newCrashWorld(t, h, flag, storeEnv)
-			for round := 0; c.kills < kills; round++ {
-				if round >= 3*kills {
-					t.Fatalf("only %d of %d rounds killed their run", c.kills, round)
-				}
-				c.round(round)
+	// The stores' attacks are independent worlds: they run side by side,
+	// each with its own harness and its own server.
+	onStores(t, []string{"file", "git", "postgres", "gcs", "azblob"}, "crash", func(t *testing.T, s *e2eStore) {
+		h := e2e(t)
+		c := newCrashWorld(t, h, s.flags, s.env)
+		for round := 0; c.kills < kills; round++ {
+			if round >= 3*kills {
+				t.Fatalf("only %d of %d rounds killed their run", c.kills, round)
 			}
-			c.finish()
-			t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted whole, %d not created), %d re-run (with provisioners), %d asked a person (%d found, %d gone, %d of other types; %d shown complete before the kill, %d never shown starting), %d adopted after a person's word; %d lost in the write (shown complete, not in the store); leaks: %d",
-				name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted+c.dropped, c.adopted, c.dropped, c.reran,
-				c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.lostCompletions, c.unshownStarts, c.adoptedGiven, c.lostInWrite, c.leaks)
-		})
-	}
+			c.round(round)
+		}
+		c.finish()
+		t.Logf("%s store: %d kills (%d of sponson alone, %d of the whole tree), %d objects created; recoveries: settled automatically %d (%d adopted whole, %d not created), %d re-run (with provisioners), %d asked a person (%d found, %d gone, %d of other types; %d shown complete before the kill, %d never shown starting), %d adopted after a person's word; %d lost in the write (shown complete, not in the store); leaks: %d",
+			s.name, c.kills, c.killsAlone, c.kills-c.killsAlone, c.created, c.adopted+c.dropped, c.adopted, c.dropped, c.reran,
+			c.resolvedFound+c.resolvedGone+c.resolvedOther, c.resolvedFound, c.resolvedGone, c.resolvedOther, c.lostCompletions, c.unshownStarts, c.adoptedGiven, c.lostInWrite, c.leaks)
+	})
 }
 
 // crashWorld is one store's attack: a fixture configuration in one scope,
@@ -105,14 +93,11 @@ type crashWorld struct {
 	recorded map[string]bool
 }
 
-func newCrashWorld(t *testing.T, h *harness, storeFlag string, storeEnv []string) *crashWorld {
+func newCrashWorld(t *testing.T, h *harness, storeFlags, storeEnv []string) *crashWorld {
 	env, world := fixtureEnv(t)
 	env = append(env, storeEnv...)
 	env = append(env, fixtureprovider.EnvCreateDelay+"=800ms")
-	scope := []string{"--scope", "pr-7"}
-	if storeFlag != "" {
-		scope = append(scope, storeFlag)
-	}
+	scope := append([]string{"--scope", "pr-7"}, storeFlags...)
 	flags := scope
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

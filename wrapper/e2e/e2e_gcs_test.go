@@ -32,7 +32,13 @@ type gcsE2E struct {
 
 func newGCSE2E(t *testing.T, prefix string) *gcsE2E {
 	t.Helper()
-	srv := gcstest.Start(t)
+	return gcsAt(t, gcstest.Start(t), prefix)
+}
+
+// gcsAt is the store at prefix on a running emulator: another prefix is
+// another store.
+func gcsAt(t *testing.T, srv *gcstest.Server, prefix string) *gcsE2E {
+	t.Helper()
 	url := srv.StoreURL(prefix)
 	check, err := gcsstore.Open(t.Context(), url, gcsstore.WithGetenv(srv.Getenv),
 		gcsstore.WithStateKey(gcsStateKey), gcsstore.WithBudget(30*time.Second))

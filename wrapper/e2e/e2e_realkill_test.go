@@ -40,36 +40,24 @@ func TestE2ERealProvidersRandomKills(t *testing.T) {
 	if strings.Contains(filepath.Base(os.Getenv("SPONSON_TEST_ENGINE")), "terraform") {
 		kills = 3
 	}
-	// The three stores' attacks are independent worlds: they run side by
-	// side, each with its own harness.
-	for _, storeName := range []string{"file", "git", "postgres"} {
-		t.Run(storeName, func(t *testing.T) {
-			t.Parallel()
-			h := e2e(t)
-			env := []string{"TF_CLI_CONFIG_FILE=" + cfg}
-			var store []string
-			switch storeName {
-			case "git":
-				_, flag, storeEnv := gitRemote(t)
-				store = []string{flag}
-				env = append(env, storeEnv...)
-			case "postgres":
-				store = []string{"--store=" + newPgE2E(t).url}
+	// The stores' attacks are independent worlds: they run side by side,
+	// each with its own harness and its own server.
+	onStores(t, []string{"file", "git", "postgres", "gcs", "azblob"}, "realkill", func(t *testing.T, s *e2eStore) {
+		h := e2e(t)
+		env := append([]string{"TF_CLI_CONFIG_FILE=" + cfg}, s.env...)
+		k := &realKills{t: t, h: h, dir: h.workdir("testdata/realkill"), env: env, store: s.flags, base: t.TempDir()}
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("seed %d", seed)
+		rng := rand.New(rand.NewPCG(seed, 0))
+		for round := 0; k.kills < kills; round++ {
+			if round >= 3*kills {
+				t.Fatalf("only %d of %d rounds killed their run", k.kills, round)
 			}
-			k := &realKills{t: t, h: h, dir: h.workdir("testdata/realkill"), env: env, store: store, base: t.TempDir()}
-			seed := uint64(time.Now().UnixNano())
-			t.Logf("seed %d", seed)
-			rng := rand.New(rand.NewPCG(seed, 0))
-			for round := 0; k.kills < kills; round++ {
-				if round >= 3*kills {
-					t.Fatalf("only %d of %d rounds killed their run", k.kills, round)
-				}
-				k.round(round, rng)
-			}
-			t.Logf("%s store: %d kills; settled automatically %d (%d adopted whole, %d not created), %d re-run (with provisioners), %d asked a person, %d lost in the write (shown complete, not in the store); leaked %d local_file, %d files of provisioners that ran again",
-				storeName, k.kills, k.adopted+k.dropped, k.adopted, k.dropped, k.reran, k.asked, k.lostInWrite, k.leaked, k.orphans)
-		})
-	}
+			k.round(round, rng)
+		}
+		t.Logf("%s store: %d kills; settled automatically %d (%d adopted whole, %d not created), %d re-run (with provisioners), %d asked a person, %d lost in the write (shown complete, not in the store); leaked %d local_file, %d files of provisioners that ran again",
+			s.name, k.kills, k.adopted+k.dropped, k.adopted, k.dropped, k.reran, k.asked, k.lostInWrite, k.leaked, k.orphans)
+	})
 }
 
 type realKills struct {

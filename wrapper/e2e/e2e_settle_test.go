@@ -41,20 +41,9 @@ var chainObjects = []string{"c-a", "c-x", "c-y", "c-later-0", "c-m"}
 func newChainWorld(t *testing.T, h *harness, storeName string) *chainWorld {
 	t.Helper()
 	env, world := fixtureEnv(t)
-	where := []string{"--scope", "pr-25"}
-	switch storeName {
-	case "git":
-		_, flag, storeEnv := gitRemote(t)
-		where = append(where, flag)
-		env = append(env, storeEnv...)
-	case "s3":
-		p := newS3E2E(t, "chain")
-		where = append(where, "--store", p.url)
-		env = append(env, p.env...)
-	case "postgres":
-		p := newPgE2E(t)
-		where = append(where, "--store", p.url)
-	}
+	s := startStore(t, storeName, "chain")
+	where := append([]string{"--scope", "pr-25"}, s.flags...)
+	env = append(env, s.env...)
 	dir := h.workdir("testdata/chain")
 	copyTree(t, "testdata/chain/m", filepath.Join(dir, "m"))
 	marks := t.TempDir()
@@ -233,11 +222,13 @@ func outcomes(settled []receipt.Settlement) map[string]receipt.Settlement {
 // provisioner runs. The next apply needs no person: fixture_object.a had
 // completed (adopted or claimed), the gate is terraform_data (state only:
 // not created, created again), and its four dependents cannot have started
-// (not created). It creates what is missing and nothing twice.
+// (not created). It creates what is missing and nothing twice. The stores'
+// worlds are independent: they run side by side, each with its own harness.
 func TestE2EKilledChainSettlesItself(t *testing.T) {
 	e2e(t)
-	for _, storeName := range []string{"file", "git", "s3", "postgres"} {
+	for _, storeName := range []string{"file", "git", "s3", "postgres", "gcs", "azblob"} {
 		t.Run(storeName, func(t *testing.T) {
+			t.Parallel()
 			h := e2e(t)
 			c, v := victimAtGate(t, func() *chainWorld { return newChainWorld(t, h, storeName) }, "--lease-ttl", "2s")
 			if err := syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL); err != nil {

@@ -26,25 +26,37 @@ func exists(t *testing.T, objects string, names ...string) map[string]bool {
 	return out
 }
 
+// successionStores are the stores the succession tests run on: the file
+// store, and the two stores of issue 51, whose fenced writes carry the
+// handover's steps (docs/design.md §5.7, §5.8).
+var successionStores = []string{"file", "gcs", "azblob"}
+
 // TestE2ESuccession is the journey: work begun on feat/search is taken over
 // by pull request 42, which adds C; afterwards pr-42 owns A, B and C, the
 // branch scope is superseded with an empty ledger, destroying it deletes
-// nothing and destroying pr-42 deletes everything.
+// nothing and destroying pr-42 deletes everything. The stores' journeys
+// run side by side, each with its own harness.
 func TestE2ESuccession(t *testing.T) {
-	h := e2e(t)
+	e2e(t)
+	onStores(t, successionStores, "succession", func(t *testing.T, s *e2eStore) { successionJourney(t, e2e(t), s) })
+}
+
+func successionJourney(t *testing.T, h *harness, s *e2eStore) {
 	env, objects := fixtureEnv(t)
+	env = append(env, s.env...)
 	dir := h.workdir("testdata/fixture")
-	h.mustRunEnv(dir, env, "apply", "--branch", "feat/search", "-var", branchObjects)
+	run := func(args ...string) result { return h.mustRunEnv(dir, env, append(args, s.flags...)...) }
+	run("apply", "--branch", "feat/search", "-var", branchObjects)
 	branchIDs := map[string]string{}
-	for _, e := range latestReceipt(t, dir, "preview", "branch-feat-search").Ledger {
+	for _, e := range s.latest(t, dir, "preview", "branch-feat-search").Ledger {
 		branchIDs[e.Identity] = e.ID
 	}
 
-	r := h.mustRunEnv(dir, env, "apply", "--pr", "42", "--branch", "feat/search", "-var", prObjects)
+	r := run("apply", "--pr", "42", "--branch", "feat/search", "-var", prObjects)
 	if !strings.Contains(r.stderr, "inherited 3 resources from branch-feat-search") {
 		t.Errorf("no inheritance warning:\n%s", r.stderr)
 	}
-	pr := latestReceipt(t, dir, "preview", "pr-42")
+	pr := s.latest(t, dir, "preview", "pr-42")
 	if pr.InheritedFrom != "branch-feat-search" || pr.Inheriting != "" || pr.Status != receipt.StatusApplied {
 		t.Errorf("pr-42 receipt: inheritedFrom %q inheriting %q status %q", pr.InheritedFrom, pr.Inheriting, pr.Status)
 	}
@@ -63,31 +75,31 @@ func TestE2ESuccession(t *testing.T) {
 	if owned[`fixture_object.o["c"]`] != receipt.CreatedBySponson {
 		t.Errorf("C: createdBy %q, want created", owned[`fixture_object.o["c"]`])
 	}
-	br := latestReceipt(t, dir, "preview", "branch-feat-search")
+	br := s.latest(t, dir, "preview", "branch-feat-search")
 	if br.SupersededBy != "pr-42" || len(br.Ledger) != 0 || br.Handover != nil {
 		t.Errorf("branch receipt: supersededBy %q, %d entries, handover %+v", br.SupersededBy, len(br.Ledger), br.Handover)
 	}
-	if res := stateResources(t, dir, "preview", "branch-feat-search"); len(res) != 0 {
+	if res := s.stateResources(t, dir, "preview", "branch-feat-search"); len(res) != 0 {
 		t.Errorf("the branch's state still holds %v", res)
 	}
-	status := h.mustRunEnv(dir, env, "status")
+	status := run("status")
 	if !strings.Contains(status.stdout, "pr-42") {
 		t.Errorf("status:\n%s", status.stdout)
 	}
 
-	h.mustRunEnv(dir, env, "destroy", "--branch", "feat/search", "-var", branchObjects)
+	run("destroy", "--branch", "feat/search", "-var", branchObjects)
 	if got := exists(t, objects, "A", "B", "C"); !got["A"] || !got["B"] || !got["C"] {
 		t.Fatalf("destroying the superseded branch deleted pr-42's objects: %v", got)
 	}
-	h.mustRunEnv(dir, env, "destroy", "--pr", "42", "--branch", "feat/search", "-var", prObjects)
+	run("destroy", "--pr", "42", "--branch", "feat/search", "-var", prObjects)
 	if got := exists(t, objects, "A", "B", "C"); got["A"] || got["B"] || got["C"] {
 		t.Fatalf("destroying pr-42 left objects: %v", got)
 	}
 
 	// The branch applied again starts fresh, and nothing is inherited twice.
-	h.mustRunEnv(dir, env, "apply", "--branch", "feat/search", "-var", objectsVar("d", "D"))
-	h.mustRunEnv(dir, env, "apply", "--pr", "42", "--branch", "feat/search", "-var", objectsVar("e", "E"))
-	for _, e := range latestReceipt(t, dir, "preview", "pr-42").Ledger {
+	run("apply", "--branch", "feat/search", "-var", objectsVar("d", "D"))
+	run("apply", "--pr", "42", "--branch", "feat/search", "-var", objectsVar("e", "E"))
+	for _, e := range s.latest(t, dir, "preview", "pr-42").Ledger {
 		if strings.Contains(e.Identity, `"D"`) {
 			t.Errorf("pr-42 inherited the branch's new object: %+v", e)
 		}
@@ -113,32 +125,46 @@ func TestE2ESuccessionNothingToInherit(t *testing.T) {
 // named step of the handover. After each, exactly one scope's destroy
 // deletes the branch's objects: the branch's before the promise, the pull
 // request's after it; and a rerun of the pull request finishes the handover.
+// The stores' steps run side by side, each store with its own harness; a
+// store's steps run one after the other.
 func TestE2ESuccessionKilledAtEveryStep(t *testing.T) {
-	h := e2eFailpoints(t)
+	e2eFailpoints(t)
+	onStores(t, successionStores, "succession", func(t *testing.T, s *e2eStore) { killedAtEveryStep(t, e2eFailpoints(t), s) })
+}
+
+// killedAtEveryStep runs the steps on one store's server, each round in a
+// store of its own (base.fresh).
+func killedAtEveryStep(t *testing.T, h *harness, base *e2eStore) {
+	round := 0
 	for _, step := range []string{succession.StepCopied, succession.StepPromised, succession.StepApplied, succession.StepEmptied, succession.StepDone} {
 		promised := step != succession.StepCopied
 		for _, then := range []string{"destroy", "resume"} {
 			t.Run(step+"/"+then, func(t *testing.T) {
 				var env []string
 				var objects, dir string
+				var s *e2eStore
+				run := func(args ...string) result { return h.mustRunEnv(dir, env, append(args, s.flags...)...) }
 				untilKilled(t, step, func() result {
+					round++
+					s = base.fresh(t, fmt.Sprintf("succession-%d", round))
 					env, objects = fixtureEnv(t)
+					env = append(env, s.env...)
 					dir = h.workdir("testdata/fixture")
-					h.mustRunEnv(dir, env, "apply", "--branch", "feat/search", "-var", branchObjects)
-					return h.run(dir, append(env, "SPONSON_FAILPOINT="+step), "apply", "--pr", "42", "--branch", "feat/search", "--lease-ttl", "2s", "-var", prObjects)
+					run("apply", "--branch", "feat/search", "-var", branchObjects)
+					return h.run(dir, append(env, "SPONSON_FAILPOINT="+step), append([]string{"apply", "--pr", "42", "--branch", "feat/search", "--lease-ttl", "2s", "-var", prObjects}, s.flags...)...)
 				})
 				wait := []string{"--wait", "--wait-timeout", "1m"}
 				if then == "resume" {
-					h.mustRunEnv(dir, env, append([]string{"apply", "--pr", "42", "--branch", "feat/search", "-var", prObjects}, wait...)...)
-					if br := latestReceipt(t, dir, "preview", "branch-feat-search"); br.SupersededBy != "pr-42" || len(br.Ledger) != 0 {
+					run(append([]string{"apply", "--pr", "42", "--branch", "feat/search", "-var", prObjects}, wait...)...)
+					if br := s.latest(t, dir, "preview", "branch-feat-search"); br.SupersededBy != "pr-42" || len(br.Ledger) != 0 {
 						t.Errorf("after the resume the branch is not superseded: %+v", br)
 					}
-					if pr := latestReceipt(t, dir, "preview", "pr-42"); pr.Inheriting != "" || len(pr.Ledger) < 4 {
+					if pr := s.latest(t, dir, "preview", "pr-42"); pr.Inheriting != "" || len(pr.Ledger) < 4 {
 						t.Errorf("after the resume pr-42: inheriting %q, %d entries", pr.Inheriting, len(pr.Ledger))
 					}
 					promised = true
 				}
-				h.mustRunEnv(dir, env, append([]string{"destroy", "--branch", "feat/search", "-var", branchObjects}, wait...)...)
+				run(append([]string{"destroy", "--branch", "feat/search", "-var", branchObjects}, wait...)...)
 				got := exists(t, objects, "A", "B")
 				if promised && (!got["A"] || !got["B"]) {
 					t.Fatalf("after the promise the branch's destroy deleted pr-42's objects: %v", got)
@@ -146,7 +172,7 @@ func TestE2ESuccessionKilledAtEveryStep(t *testing.T) {
 				if !promised && (got["A"] || got["B"]) {
 					t.Fatalf("before the promise the branch's destroy left its own objects: %v", got)
 				}
-				h.mustRunEnv(dir, env, append([]string{"destroy", "--pr", "42", "--branch", "feat/search", "-var", prObjects}, wait...)...)
+				run(append([]string{"destroy", "--pr", "42", "--branch", "feat/search", "-var", prObjects}, wait...)...)
 				if got := exists(t, objects, "A", "B", "C"); got["A"] || got["B"] || got["C"] {
 					t.Fatalf("after both destroys objects remain: %v", got)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/verify"
 )
 
 // Layout is the version of the object layout this package writes and reads
@@ -110,7 +111,5 @@ func (s *Store) checkConditions(ctx context.Context, write bool) error {
 	case err != nil:
 		return err
 	}
-	return errcode.New(errcode.StoreNotConforming, "the server of the Azure store %s accepted a create of an object that exists (azblob://%s/%s, If-None-Match: *): it ignores the condition that keeps two runs from both taking a new scope's lease, so the store refuses to write on it", s.display, s.bucket, key).
-		With("store", s.display).
-		WithHint("Run `sponson store verify --store " + s.display + "` to see which conditions the server ignores; use a server that honours them (AWS S3, GCS, Azure, versitygw) or another store.")
+	return verify.NotConforming("Azure", s.display, "azblob://"+s.bucket+"/"+key, "If-None-Match: *")
 }

@@ -24,7 +24,8 @@ func (s *Store) Verify(ctx context.Context, writers int) (verify.Report, error) 
 // ETags as versions.
 type verifyObjects struct{ s *Store }
 
-func (v verifyObjects) write(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
+// Write is an upload with If-None-Match: * (ifMatch "") or If-Match.
+func (v verifyObjects) Write(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
 	defer cancel()
 	etag, err := v.s.upload(ctx, key, data, true, ifMatch)
@@ -37,21 +38,8 @@ func (v verifyObjects) write(ctx context.Context, key string, data []byte, ifMat
 	return etag, nil
 }
 
-func (v verifyObjects) Create(ctx context.Context, key string, data []byte) (string, error) {
-	return v.write(ctx, key, data, "")
-}
-
-func (v verifyObjects) Replace(ctx context.Context, key string, data []byte, version string) (string, error) {
-	if version == "" {
-		return "", verify.ErrConflict
-	}
-	return v.write(ctx, key, data, version)
-}
-
-func (v verifyObjects) Delete(ctx context.Context, key, version string) error {
-	if version == "" {
-		return verify.ErrConflict
-	}
+// DeleteIf is a delete with If-Match.
+func (v verifyObjects) DeleteIf(ctx context.Context, key, version string) error {
 	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
 	defer cancel()
 	c, err := v.s.clientFor(ctx)
@@ -73,7 +61,10 @@ func (v verifyObjects) Delete(ctx context.Context, key, version string) error {
 func (v verifyObjects) Remove(ctx context.Context, key string) error { return v.s.del(ctx, key) }
 
 func (v verifyObjects) List(ctx context.Context, prefix string) ([]string, error) {
-	l, err := v.s.list(ctx, prefix)
+	return listedKeys(v.s.list(ctx, prefix))
+}
+
+func listedKeys(l []listed, err error) ([]string, error) {
 	keys := make([]string, 0, len(l))
 	for _, o := range l {
 		keys = append(keys, o.Key)

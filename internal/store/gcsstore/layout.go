@@ -8,6 +8,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/verify"
 )
 
 // Layout is the version of the object layout this package writes and reads
@@ -111,7 +112,5 @@ func (s *Store) checkConditions(ctx context.Context, write bool) error {
 	case err != nil:
 		return err
 	}
-	return errcode.New(errcode.StoreNotConforming, "the server of the GCS store %s accepted a create of an object that exists (gs://%s/%s, ifGenerationMatch=0): it ignores the condition that keeps two runs from both taking a new scope's lease, so the store refuses to write on it", s.display, s.bucket, key).
-		With("store", s.display).
-		WithHint("Run `sponson store verify --store " + s.display + "` to see which conditions the server ignores; use a server that honours them (AWS S3, GCS, Azure, versitygw) or another store.")
+	return verify.NotConforming("GCS", s.display, "gs://"+s.bucket+"/"+key, "ifGenerationMatch=0")
 }

@@ -21,7 +21,16 @@ func (s *Store) Verify(ctx context.Context, writers int) (verify.Report, error) 
 // generations as versions.
 type verifyObjects struct{ s *Store }
 
-func (v verifyObjects) write(ctx context.Context, key string, data []byte, gen int64) (string, error) {
+// Write is an upload with ifGenerationMatch: 0 (ifMatch "") or the
+// generation ifMatch names; one that names none is refused unsent.
+func (v verifyObjects) Write(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
+	var gen int64 // only if absent
+	if ifMatch != "" {
+		var ok bool
+		if gen, ok = generationOf(ifMatch); !ok {
+			return "", verify.ErrConflict
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
 	defer cancel()
 	g, err := v.s.upload(ctx, key, data, &gen)
@@ -34,21 +43,10 @@ func (v verifyObjects) write(ctx context.Context, key string, data []byte, gen i
 	return generation(g), nil
 }
 
-func (v verifyObjects) Create(ctx context.Context, key string, data []byte) (string, error) {
-	return v.write(ctx, key, data, 0)
-}
-
-func (v verifyObjects) Replace(ctx context.Context, key string, data []byte, version string) (string, error) {
-	g, err := strconv.ParseInt(version, 10, 64)
-	if err != nil || g <= 0 {
-		return "", verify.ErrConflict
-	}
-	return v.write(ctx, key, data, g)
-}
-
-func (v verifyObjects) Delete(ctx context.Context, key, version string) error {
-	g, err := strconv.ParseInt(version, 10, 64)
-	if err != nil || g <= 0 {
+// DeleteIf is a delete with ifGenerationMatch.
+func (v verifyObjects) DeleteIf(ctx context.Context, key, version string) error {
+	g, ok := generationOf(version)
+	if !ok {
 		return verify.ErrConflict
 	}
 	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
@@ -65,6 +63,12 @@ func (v verifyObjects) Delete(ctx context.Context, key, version string) error {
 		return v.s.permanent("delete "+key, err)
 	}
 	return nil
+}
+
+// generationOf is the generation a version names: a positive number.
+func generationOf(version string) (int64, bool) {
+	g, err := strconv.ParseInt(version, 10, 64)
+	return g, err == nil && g > 0
 }
 
 func (v verifyObjects) Remove(ctx context.Context, key string) error {

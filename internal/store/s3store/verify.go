@@ -31,7 +31,8 @@ func refused(err error) bool {
 	return status(err) == http.StatusPreconditionFailed || apiCode(err) == "PreconditionFailed" || conflict(err)
 }
 
-func (v verifyObjects) write(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
+// Write is a PutObject with If-None-Match: * (ifMatch "") or If-Match.
+func (v verifyObjects) Write(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
 	defer cancel()
 	in := &s3.PutObjectInput{Bucket: &v.s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
@@ -50,21 +51,8 @@ func (v verifyObjects) write(ctx context.Context, key string, data []byte, ifMat
 	return normETag(out.ETag), nil
 }
 
-func (v verifyObjects) Create(ctx context.Context, key string, data []byte) (string, error) {
-	return v.write(ctx, key, data, "")
-}
-
-func (v verifyObjects) Replace(ctx context.Context, key string, data []byte, version string) (string, error) {
-	if version == "" {
-		return "", verify.ErrConflict
-	}
-	return v.write(ctx, key, data, version)
-}
-
-func (v verifyObjects) Delete(ctx context.Context, key, version string) error {
-	if version == "" {
-		return verify.ErrConflict
-	}
+// DeleteIf is a DeleteObject with If-Match.
+func (v verifyObjects) DeleteIf(ctx context.Context, key, version string) error {
 	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
 	defer cancel()
 	_, err := v.s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &v.s.bucket, Key: &key, IfMatch: aws.String(`"` + version + `"`)})
@@ -80,7 +68,10 @@ func (v verifyObjects) Delete(ctx context.Context, key, version string) error {
 func (v verifyObjects) Remove(ctx context.Context, key string) error { return v.s.del(ctx, key) }
 
 func (v verifyObjects) List(ctx context.Context, prefix string) ([]string, error) {
-	l, err := v.s.list(ctx, prefix)
+	return listedKeys(v.s.list(ctx, prefix))
+}
+
+func listedKeys(l []listed, err error) ([]string, error) {
 	keys := make([]string, 0, len(l))
 	for _, o := range l {
 		keys = append(keys, o.Key)

@@ -6,14 +6,18 @@
 // property is checked on its own objects; everything written is removed at
 // the end, whatever the outcome, and the prefix is listed to prove it empty.
 //
-// A store offers the check through Objects, the four conditional operations
-// of its backend on raw keys, with the backend's own version token (an S3
-// ETag, a GCS generation). Each request is made once, never retried, so a
-// retry cannot hide a refusal. The file, git and PostgreSQL stores offer no
-// Objects: their fencing is the file lock, the ref's compare-and-swap and
-// the row lock, which the conformance suite proves (`store verify` refuses
-// them with USAGE). wrapper/e2e/e2e_storeverify_test.go runs the check
-// against every emulator and through a proxy that strips the conditions.
+// A store offers the check through Objects, the two conditional operations
+// of its backend on raw keys (a write, a delete) with the backend's own
+// version token (an S3 ETag, a GCS generation), and an unconditional removal
+// and a listing; the check builds its creates and replaces on the write.
+// Each request is made once, never retried, so a retry cannot hide a
+// refusal. The file, git and PostgreSQL stores offer no Objects: their
+// fencing is the file lock, the ref's compare-and-swap and the row lock,
+// which the conformance suite proves (`store verify` refuses them with
+// USAGE). wrapper/e2e/e2e_storeverify_test.go runs the check against every
+// emulator and through a proxy that strips the conditions. NotConforming is
+// the error the object stores' opening paths return when their server
+// accepted a create of an object that exists.
 package verify
 
 import (
@@ -25,26 +29,38 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 )
 
 // ErrConflict is what Objects returns when a condition did not hold: the
-// object exists (Create), or its version is not the one given (Replace,
-// Delete).
+// object exists (a write without a version), or its version is not the one
+// given (a write or a delete with one).
 var ErrConflict = errors.New("condition not met")
 
 // Objects is the part of a backend the check needs, on keys under the
 // check's prefix.
 type Objects interface {
-	// Create writes key only if it does not exist, and returns its version.
-	Create(ctx context.Context, key string, data []byte) (version string, err error)
-	// Replace writes key only if its version is still version.
-	Replace(ctx context.Context, key string, data []byte, version string) (string, error)
-	// Delete removes key only if its version is still version.
-	Delete(ctx context.Context, key, version string) error
+	// Write writes key and returns its new version: only if it does not
+	// exist when ifMatch is "", otherwise only if its version is still
+	// ifMatch.
+	Write(ctx context.Context, key string, data []byte, ifMatch string) (version string, err error)
+	// DeleteIf removes key only if its version is still version (never "").
+	DeleteIf(ctx context.Context, key, version string) error
 	// Remove removes key whatever its version; a missing key is no error.
 	Remove(ctx context.Context, key string) error
 	// List returns the keys under prefix.
 	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// NotConforming is the STORE_NOT_CONFORMING error of a store whose server
+// accepted a create of an object that exists: kind names the store ("S3"),
+// display its URL as the user gave it, object the object written (its URL)
+// and condition the condition the server ignored ("If-None-Match: *").
+func NotConforming(kind, display, object, condition string) error {
+	return errcode.New(errcode.StoreNotConforming, "the server of the %s store %s accepted a create of an object that exists (%s, %s): it ignores the condition that keeps two runs from both taking a new scope's lease, so the store refuses to write on it", kind, display, object, condition).
+		With("store", display).
+		WithHint("Run `sponson store verify --store " + display + "` to see which conditions the server ignores; use a server that honours them (AWS S3, GCS, Azure, versitygw) or another store.")
 }
 
 // Property is one result of the check.
@@ -111,6 +127,30 @@ func (c *checker) key(name string) string {
 	return k
 }
 
+// create writes key only if it does not exist.
+func (c *checker) create(ctx context.Context, key string, data []byte) (string, error) {
+	return c.o.Write(ctx, key, data, "")
+}
+
+// replace writes key only if its version is still version. An empty version
+// (a server that answered a write with none) is refused before a request:
+// as a write's condition it would mean "only if absent".
+func (c *checker) replace(ctx context.Context, key string, data []byte, version string) (string, error) {
+	if version == "" {
+		return "", ErrConflict
+	}
+	return c.o.Write(ctx, key, data, version)
+}
+
+// deleteIf removes key only if its version is still version; an empty
+// version is refused before a request, as it is by replace.
+func (c *checker) deleteIf(ctx context.Context, key, version string) error {
+	if version == "" {
+		return ErrConflict
+	}
+	return c.o.DeleteIf(ctx, key, version)
+}
+
 func (c *checker) cleanup(ctx context.Context) []string {
 	left := map[string]bool{}
 	for k := range c.keys {
@@ -133,10 +173,10 @@ func (c *checker) cleanup(ctx context.Context) []string {
 func (c *checker) createIfAbsent(ctx context.Context) (Property, error) {
 	p := Property{Name: "create-if-absent"}
 	k := c.key("create")
-	if _, err := c.o.Create(ctx, k, []byte("first")); err != nil {
+	if _, err := c.create(ctx, k, []byte("first")); err != nil {
 		return p, fmt.Errorf("the first write of the check failed: %w", err)
 	}
-	_, err := c.o.Create(ctx, k, []byte("second"))
+	_, err := c.create(ctx, k, []byte("second"))
 	switch {
 	case errors.Is(err, ErrConflict):
 		p.OK, p.Detail = true, "a create of an existing object was refused"
@@ -152,12 +192,12 @@ func (c *checker) createIfAbsent(ctx context.Context) (Property, error) {
 func (c *checker) staleReplace(ctx context.Context) Property {
 	p := Property{Name: "stale-version-refused"}
 	k := c.key("replace")
-	v1, err := c.o.Create(ctx, k, []byte("v1"))
+	v1, err := c.create(ctx, k, []byte("v1"))
 	if err != nil {
 		p.Detail = "could not write the object: " + err.Error()
 		return p
 	}
-	v2, err := c.o.Replace(ctx, k, []byte("v2"), v1)
+	v2, err := c.replace(ctx, k, []byte("v2"), v1)
 	if err != nil {
 		p.Detail = "a write on the current version failed: " + err.Error()
 		return p
@@ -166,7 +206,7 @@ func (c *checker) staleReplace(ctx context.Context) Property {
 		p.Detail = "a write did not change the object's version"
 		return p
 	}
-	_, err = c.o.Replace(ctx, k, []byte("v3"), v1)
+	_, err = c.replace(ctx, k, []byte("v3"), v1)
 	switch {
 	case errors.Is(err, ErrConflict):
 		p.OK, p.Detail = true, "a write on a stale version was refused"
@@ -183,7 +223,7 @@ func (c *checker) staleReplace(ctx context.Context) Property {
 func (c *checker) race(ctx context.Context, writers int) Property {
 	p := Property{Name: "one-winner"}
 	k := c.key("race")
-	v, err := c.o.Create(ctx, k, []byte("start"))
+	v, err := c.create(ctx, k, []byte("start"))
 	if err != nil {
 		p.Detail = "could not write the object: " + err.Error()
 		return p
@@ -196,7 +236,7 @@ func (c *checker) race(ctx context.Context, writers int) Property {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = c.o.Replace(ctx, k, fmt.Appendf(nil, "writer %d", i), v)
+			_, errs[i] = c.replace(ctx, k, fmt.Appendf(nil, "writer %d", i), v)
 		}()
 	}
 	close(start)
@@ -219,16 +259,16 @@ func (c *checker) race(ctx context.Context, writers int) Property {
 func (c *checker) staleDelete(ctx context.Context) Property {
 	p := Property{Name: "conditional-delete"}
 	k := c.key("delete")
-	v1, err := c.o.Create(ctx, k, []byte("v1"))
+	v1, err := c.create(ctx, k, []byte("v1"))
 	if err != nil {
 		p.Detail = "could not write the object: " + err.Error()
 		return p
 	}
-	if _, err := c.o.Replace(ctx, k, []byte("v2"), v1); err != nil {
+	if _, err := c.replace(ctx, k, []byte("v2"), v1); err != nil {
 		p.Detail = "a write on the current version failed: " + err.Error()
 		return p
 	}
-	err = c.o.Delete(ctx, k, v1)
+	err = c.deleteIf(ctx, k, v1)
 	switch {
 	case errors.Is(err, ErrConflict):
 		p.OK, p.Detail = true, "a delete on a stale version was refused"

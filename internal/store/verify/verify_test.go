@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store/verify"
 )
 
@@ -19,12 +20,22 @@ type memory struct {
 	ignoreWrites, ignoreDeletes bool
 	// keep makes Remove answer success and keep the object.
 	keep bool
+	// noVersions makes a write answer no version, as a server that sends
+	// no ETag would; creates counts the writes without a version per key,
+	// and emptyDeletes the deletes whose version was empty.
+	noVersions   bool
+	creates      map[string]int
+	emptyDeletes int
 }
 
-func (m *memory) put(key string, want int, check bool) (string, error) {
+func (m *memory) Write(_ context.Context, key string, _ []byte, ifMatch string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if check && !m.ignoreWrites {
+	want, _ := strconv.Atoi(ifMatch)
+	if ifMatch == "" && m.creates != nil {
+		m.creates[key]++
+	}
+	if !m.ignoreWrites {
 		cur, ok := m.objs[key]
 		if (want == 0 && ok) || (want != 0 && cur != want) {
 			return "", verify.ErrConflict
@@ -32,21 +43,18 @@ func (m *memory) put(key string, want int, check bool) (string, error) {
 	}
 	m.next++
 	m.objs[key] = m.next
+	if m.noVersions {
+		return "", nil
+	}
 	return strconv.Itoa(m.next), nil
 }
 
-func (m *memory) Create(_ context.Context, key string, _ []byte) (string, error) {
-	return m.put(key, 0, true)
-}
-
-func (m *memory) Replace(_ context.Context, key string, _ []byte, version string) (string, error) {
-	v, _ := strconv.Atoi(version)
-	return m.put(key, v, true)
-}
-
-func (m *memory) Delete(_ context.Context, key, version string) error {
+func (m *memory) DeleteIf(_ context.Context, key, version string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if version == "" {
+		m.emptyDeletes++
+	}
 	if v, _ := strconv.Atoi(version); !m.ignoreDeletes && m.objs[key] != v {
 		return verify.ErrConflict
 	}
@@ -129,5 +137,56 @@ func TestRunListsThePrefixEmpty(t *testing.T) {
 		if !strings.HasPrefix(k, r.Prefix) {
 			t.Errorf("leftover %s is not under the check's prefix %s", k, r.Prefix)
 		}
+	}
+}
+
+// TestRunSendsNoEmptyVersion: on a server that answers writes with no
+// version, a replace or a delete has no version to be conditional on. The
+// check refuses them itself rather than send a write that would mean "only
+// if absent" or a delete whose condition is empty: the properties that need
+// a version fail, and the report says so.
+func TestRunSendsNoEmptyVersion(t *testing.T) {
+	t.Parallel()
+	m := &memory{objs: map[string]int{}, noVersions: true, creates: map[string]int{}}
+	r, err := verify.Run(t.Context(), m, "team/", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"create-if-absent": true, "stale-version-refused": false, "one-winner": false, "conditional-delete": false}
+	for _, p := range r.Properties {
+		if p.OK != want[p.Name] {
+			t.Errorf("%s: OK %v, want %v (%s)", p.Name, p.OK, want[p.Name], p.Detail)
+		}
+	}
+	if r.OK() || m.emptyDeletes != 0 {
+		t.Errorf("OK %v, %d deletes sent with an empty version; want not OK and none", r.OK(), m.emptyDeletes)
+	}
+	// Only create-if-absent writes its object twice without a version;
+	// another second such write was a replace sent as "only if absent".
+	for k, n := range m.creates {
+		if n > 1 && !strings.HasSuffix(k, "/create") {
+			t.Errorf("%s was written %d times without a version", k, n)
+		}
+	}
+}
+
+// TestNotConforming: the error names the store, the object written and the
+// condition the server ignored, and its hint the check to run.
+func TestNotConforming(t *testing.T) {
+	t.Parallel()
+	err := verify.NotConforming("GCS", "gs://b/team", "gs://b/team/.sponson-layout", "ifGenerationMatch=0")
+	e := errcode.As(err)
+	if e == nil || e.Code != errcode.StoreNotConforming {
+		t.Fatalf("NotConforming = %v, want STORE_NOT_CONFORMING", err)
+	}
+	want := "the server of the GCS store gs://b/team accepted a create of an object that exists (gs://b/team/.sponson-layout, ifGenerationMatch=0): it ignores the condition that keeps two runs from both taking a new scope's lease, so the store refuses to write on it"
+	if e.Message != want {
+		t.Errorf("message\n%s\nwant\n%s", e.Message, want)
+	}
+	if e.Details["store"] != "gs://b/team" {
+		t.Errorf("details %v, want the store's URL under store", e.Details)
+	}
+	if !strings.Contains(e.Hint, "sponson store verify --store gs://b/team") {
+		t.Errorf("hint %q does not name the check", e.Hint)
 	}
 }

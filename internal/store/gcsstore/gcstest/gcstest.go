@@ -10,7 +10,9 @@
 // What the emulator does not prove (docs/design.md §5.7): it checks
 // ifGenerationMatch on uploads (0 included), which is every conditional
 // write of the store, but not on deletes, rewrites or compose, which the
-// store does not use; it ignores ifGenerationNotMatch on reads (200, not
+// store does not use (v1.56.1, the newest release on the Go module proxy:
+// its DELETE handler reads only the generation parameter, so `sponson store
+// verify` finds its conditional delete not held); it ignores ifGenerationNotMatch on reads (200, not
 // 304), so the store's own comparison of generations is what is tested
 // there; it has no IAM, so a 403 is never seen from it; and it takes any
 // token, so a refused credential is proved against a token endpoint of the
