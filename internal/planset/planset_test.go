@@ -34,6 +34,13 @@ func written(t *testing.T, key []byte) (string, *planset.Manifest) {
 	return dir, m
 }
 
+func mustWrite(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func wantCorrupt(t *testing.T, err error, part string) {
 	t.Helper()
 	if err == nil || errcode.As(err).Code != errcode.PlanCorrupt || !strings.Contains(err.Error(), part) {
@@ -58,7 +65,7 @@ func TestRefusals(t *testing.T) {
 	key := []byte("0123456789abcdef")
 	t.Run("swapped plan", func(t *testing.T) {
 		dir, _ := written(t, nil)
-		os.WriteFile(filepath.Join(dir, planset.File("stacks/app")), []byte("another plan"), 0o600)
+		mustWrite(t, filepath.Join(dir, planset.File("stacks/app")), "another plan")
 		_, err := planset.Read(dir, nil)
 		wantCorrupt(t, err, "the plan of stacks/app (stacks_2fapp.tfplan) is not the one the manifest lists")
 	})
@@ -70,7 +77,7 @@ func TestRefusals(t *testing.T) {
 	})
 	t.Run("added file", func(t *testing.T) {
 		dir, _ := written(t, nil)
-		os.WriteFile(filepath.Join(dir, "stacks-extra.tfplan"), []byte("x"), 0o600)
+		mustWrite(t, filepath.Join(dir, "stacks-extra.tfplan"), "x")
 		_, err := planset.Read(dir, nil)
 		wantCorrupt(t, err, "holds files the manifest does not list (stacks-extra.tfplan)")
 	})
@@ -78,7 +85,7 @@ func TestRefusals(t *testing.T) {
 		dir, _ := written(t, nil)
 		p := filepath.Join(dir, planset.ManifestName)
 		b, _ := os.ReadFile(p)
-		os.WriteFile(p, []byte(strings.Replace(string(b), `"commit":"abc"`, `"commit":"abd"`, 1)), 0o600)
+		mustWrite(t, p, strings.Replace(string(b), `"commit":"abc"`, `"commit":"abd"`, 1))
 		_, err := planset.Read(dir, nil)
 		wantCorrupt(t, err, "does not match its seal")
 	})
@@ -106,7 +113,7 @@ func TestPrepare(t *testing.T) {
 		t.Errorf("Prepare of a used directory: %v", err)
 	}
 	file := filepath.Join(t.TempDir(), "f")
-	os.WriteFile(file, nil, 0o600)
+	mustWrite(t, file, "")
 	if err := planset.Prepare(file); err == nil || !strings.Contains(err.Error(), "is a file") {
 		t.Errorf("Prepare of a file: %v", err)
 	}

@@ -37,7 +37,7 @@ func prepareOut(sel *StackSelection, res *StacksResult) error {
 	if len(res.Removed) > 0 {
 		var dirs []string
 		for _, r := range res.Removed {
-			dirs = append(dirs, r.Stack.Directory)
+			dirs = append(dirs, r.Directory)
 		}
 		return errcode.New(errcode.Usage, "-out cannot save what the merge does to a removed or renamed stack (%s): a removed stack's destroy is planned in a checkout of the base, which the apply would not have, and a renamed stack's state moves before its new stack's plan", strings.Join(dirs, ", ")).
 			WithHint("Plan without -out; after the merge `apply --changed` destroys or moves it.")

@@ -298,22 +298,9 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 	if sel.All && len(res.Stacks) == 0 {
 		return nil, warnings, NoStacks(string(command), res)
 	}
-	if command != scoperun.Plan && command != scoperun.Apply {
-		if err := checkRenamed(res); err != nil {
-			res.Close()
-			return nil, warnings, err
-		}
-	}
-	if sel.out != "" {
-		if err := prepareOut(sel, res); err != nil {
-			res.Close()
-			return nil, warnings, err
-		}
-	}
-	if command == scoperun.Destroy {
-		if err := checkDestroyDependents(cmd.Context(), f, flags, res); err != nil {
-			return nil, warnings, err
-		}
+	if err := checkSelected(cmd, f, flags, sel, command, res); err != nil {
+		res.Close()
+		return nil, warnings, err
 	}
 	if sel.All {
 		warnings = append(warnings, AllWarnings(cmd.Context(), f.Getenv, string(command), flags.Store, sel.context, res)...)
@@ -322,6 +309,26 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 		warnings = append(warnings, w)
 	}
 	return res, warnings, nil
+}
+
+// checkSelected refuses what cannot run on the stacks found: a renamed
+// stack outside plan and apply, an -out that cannot hold their plans, a
+// destroy that would strand a dependent.
+func checkSelected(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, sel *StackSelection, command scoperun.Command, res *StacksResult) error {
+	if command != scoperun.Plan && command != scoperun.Apply {
+		if err := checkRenamed(res); err != nil {
+			return err
+		}
+	}
+	if sel.out != "" {
+		if err := prepareOut(sel, res); err != nil {
+			return err
+		}
+	}
+	if command == scoperun.Destroy {
+		return checkDestroyDependents(cmd.Context(), f, flags, res)
+	}
+	return nil
 }
 
 // storePerStackWarning warns when stacks that read each other's outputs
@@ -538,17 +545,8 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 		all = append(all, r.Stack)
 	}
 	for _, s := range all {
-		r := m.result(s.Directory)
-		if r == nil {
-			r = &StackRunResult{Status: status[s.Directory]}
-			if m.isRenamed(s) {
-				r.Status, r.Because = stackrun.Skipped, "the stack it was renamed to did not run"
-			}
-		}
-		r.Stack, r.Directory, r.Depth, r.Needs, r.Reasons = s.Name, s.Directory, s.Depth, s.Needs, s.Reasons
-		r.Removed = slices.Contains(m.removed, s) || m.isRenamed(s)
+		r := m.stackResult(s, status)
 		if r.Status == stackrun.Skipped && m.because[s.Directory] != "" {
-			r.Because = m.because[s.Directory]
 			skipped = append(skipped, s.Directory)
 		}
 		counts[r.Status]++
@@ -558,11 +556,8 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 				worst = r
 			}
 		}
-		if r.Error == nil && r.Result != nil && m.command == scoperun.Plan {
-			var rr runner.RunResult
-			if json.Unmarshal(r.Result, &rr) == nil && rr.Status == "changes" {
-				o.Changes = true
-			}
+		if m.command == scoperun.Plan && planChanges(r) {
+			o.Changes = true
 		}
 		for _, w := range r.Warnings {
 			o.Warnings = append(o.Warnings, s.Directory+": "+w)
@@ -584,6 +579,30 @@ func (m *manyRun) report(ctx context.Context, o *cmdutil.Outcome, status map[str
 	case len(skipped) > 0:
 		o.Err = errcode.New(errcode.Interrupted, "the run was interrupted before %s", strings.Join(skipped, ", ")).With("skipped", skipped)
 	}
+}
+
+// stackResult is s's part of the run's result: how its run ended, or why
+// it did not run.
+func (m *manyRun) stackResult(s *stackgraph.Stack, status map[string]stackrun.Status) *StackRunResult {
+	r := m.result(s.Directory)
+	if r == nil {
+		r = &StackRunResult{Status: status[s.Directory]}
+		if m.isRenamed(s) {
+			r.Status, r.Because = stackrun.Skipped, "the stack it was renamed to did not run"
+		}
+	}
+	r.Stack, r.Directory, r.Depth, r.Needs, r.Reasons = s.Name, s.Directory, s.Depth, s.Needs, s.Reasons
+	r.Removed = slices.Contains(m.removed, s) || m.isRenamed(s)
+	if r.Status == stackrun.Skipped && m.because[s.Directory] != "" {
+		r.Because = m.because[s.Directory]
+	}
+	return r
+}
+
+// planChanges reports whether a stack's plan found changes.
+func planChanges(r *StackRunResult) bool {
+	var rr runner.RunResult
+	return r.Error == nil && r.Result != nil && json.Unmarshal(r.Result, &rr) == nil && rr.Status == "changes"
 }
 
 // CheckOne refuses the selection's flags on a run of one stack: before
