@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,35 +95,6 @@ func (h *harness) ciOutputs(t *testing.T, root string, vars map[string]string, d
 	return got
 }
 
-// layersOf reads result.layers of `sponson stacks --json` as directories.
-func layersOf(t *testing.T, doc []byte) [][]string {
-	t.Helper()
-	var env struct {
-		OK     bool `json:"ok"`
-		Result struct {
-			Layers [][]struct {
-				Directory string `json:"directory"`
-				Depth     int    `json:"depth"`
-			} `json:"layers"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(doc, &env); err != nil || !env.OK {
-		t.Fatalf("sponson stacks --json: %v\n%s", err, doc)
-	}
-	var out [][]string
-	for d, layer := range env.Result.Layers {
-		var dirs []string
-		for _, s := range layer {
-			if s.Depth != d {
-				t.Errorf("layer %d holds %s of depth %d", d, s.Directory, s.Depth)
-			}
-			dirs = append(dirs, s.Directory)
-		}
-		out = append(out, dirs)
-	}
-	return out
-}
-
 // inParallel runs each job at once and waits for all: one depth's jobs.
 func inParallel(n int, job func(i int)) {
 	var wg sync.WaitGroup
@@ -138,252 +108,273 @@ func inParallel(n int, job func(i int)) {
 	wg.Wait()
 }
 
-// ghMonoWorkflow is what the test reads of the monorepo workflow: its jobs
-// with the keys of a job that calls the stack's workflow.
-type ghMonoWorkflow struct {
-	Env  stringMap            `yaml:"env"`
-	Jobs map[string]ghMonoJob `yaml:"jobs"`
-}
+// ghArtifacts are the artifacts of one workflow run, by name, as
+// actions/upload-artifact keeps them and actions/download-artifact gives
+// them to a later job of the same run.
+type ghArtifacts string
 
-type ghMonoJob struct {
-	If       string     `yaml:"if"`
-	Needs    stringList `yaml:"needs"`
-	Uses     string     `yaml:"uses"`
-	With     stringMap  `yaml:"with"`
-	Secrets  string     `yaml:"secrets"`
-	Strategy struct {
-		FailFast *bool     `yaml:"fail-fast"`
-		Matrix   stringMap `yaml:"matrix"`
-	} `yaml:"strategy"`
-	Env   stringMap `yaml:"env"`
-	Steps []ghStep  `yaml:"steps"`
-}
-
-func loadMonoWorkflow(t *testing.T, file string) *ghMonoWorkflow {
+// ghRunJob runs a job of w the way a runner would: its steps in order, each
+// run: script under bash -e (with pipefail for shell: bash) with the
+// workflow's, job's and step's env, upload-artifact and download-artifact
+// as copies through run's artifacts. Other uses: steps (checkout, cloud
+// credentials, the install action) have nothing to do here: the checkout is
+// root, HEAD where the test put it, and sponson is on PATH. A step with an
+// if: (the alert, which needs failure()) is not run. It returns the first
+// failed step's result, or the last step's.
+func (h *harness) ghRunJob(t *testing.T, root string, w *ghWorkflow, job string, e ghEvent, values, host map[string]string, run ghArtifacts) (result, map[string]string) {
 	t.Helper()
-	var w ghMonoWorkflow
-	if err := yaml.Unmarshal(readFile(t, file), &w); err != nil {
-		t.Fatalf("%s: %v", file, err)
+	j := w.Jobs.byKey[job]
+	vals := map[string]string{}
+	for k, v := range values {
+		vals[k] = v
 	}
-	return &w
+	temp := t.TempDir() // each job's own runner
+	vals["runner.temp"] = temp
+	base := map[string]string{}
+	for k, v := range host {
+		base[k] = v
+	}
+	for k, v := range e.vars {
+		base[k] = v
+	}
+	base["RUNNER_TEMP"] = temp
+	base["GITHUB_STEP_SUMMARY"] = filepath.Join(temp, "step-summary.md")
+	var last result
+	var lastVars map[string]string
+	for _, s := range j.Steps {
+		switch {
+		case strings.HasPrefix(s.Uses, "actions/upload-artifact@"), strings.HasPrefix(s.Uses, "actions/download-artifact@"):
+			path, err := ghSubstitute(s.With["path"], vals)
+			if err != nil {
+				t.Fatalf("job %s: %v", job, err)
+			}
+			stored := filepath.Join(string(run), s.With["name"])
+			from, to := path, stored
+			if strings.HasPrefix(s.Uses, "actions/download-artifact@") {
+				from, to = stored, path
+			}
+			if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+				t.Fatalf("job %s: %s: %v", job, s.Uses, err)
+			}
+		case s.Run != "" && s.If == "":
+			script, vars := stepScript(t, w, job, s, vals, base)
+			prefix := "set -e\n"
+			if s.Shell == "bash" {
+				prefix = "set -eo pipefail\n"
+			}
+			last, lastVars = h.ciRun(root, prefix+script, vars), vars
+			if last.exit != 0 {
+				return last, lastVars
+			}
+		}
+	}
+	return last, lastVars
 }
 
 // stepScript is the script of a step and the variables it sees: the
 // workflow's, the job's and the step's env over base, ${{ }} replaced with
 // values.
-func stepScript(t *testing.T, w *ghMonoWorkflow, j ghMonoJob, s ghStep, values, base map[string]string) (string, map[string]string) {
+func stepScript(t *testing.T, w *ghWorkflow, job string, s ghStep, values, base map[string]string) (string, map[string]string) {
 	t.Helper()
 	vars := map[string]string{}
 	for k, v := range base {
 		vars[k] = v
 	}
-	for _, m := range []map[string]string{w.Env, j.Env, s.Env} {
+	for _, m := range []map[string]string{w.Env, w.Jobs.byKey[job].Env, s.Env} {
 		for k, v := range m {
 			sv, err := ghSubstitute(v, values)
 			if err != nil {
-				t.Fatalf("env %s: %v", k, err)
+				t.Fatalf("job %s: env %s: %v", job, k, err)
 			}
 			vars[k] = sv
 		}
 	}
 	script, err := ghSubstitute(s.Run, values)
 	if err != nil {
-		t.Fatalf("step %s: %v", s.Name, err)
+		t.Fatalf("job %s: step %s: %v", job, s.Name, err)
 	}
 	return script, vars
 }
 
-var layerIf = regexp.MustCompile(`^fromJSON\(needs\.stacks\.outputs\.stacks\)\.result\.layers\[(\d+)\] != null$`)
-
-// ghLayerJobs returns the layer jobs in depth order, checking the form the
-// test evaluates: layer-d needs the stacks job and layer-(d-1), runs when
-// result.layers[d] exists, takes it as its matrix and calls the stack's
-// workflow with each entry's directory.
-func ghLayerJobs(t *testing.T, w *ghMonoWorkflow) []ghMonoJob {
+func loadGitHubFile(t *testing.T, file string) *ghWorkflow {
 	t.Helper()
-	var out []ghMonoJob
-	for d := 0; ; d++ {
-		j, ok := w.Jobs[fmt.Sprintf("layer-%d", d)]
-		if !ok {
-			break
-		}
-		m := layerIf.FindStringSubmatch(j.If)
-		wantNeeds := []string{"stacks"}
-		if d > 0 {
-			wantNeeds = append(wantNeeds, fmt.Sprintf("layer-%d", d-1))
-		}
-		switch {
-		case m == nil || m[1] != fmt.Sprint(d):
-			t.Fatalf("layer-%d: if %q, want fromJSON(needs.stacks.outputs.stacks).result.layers[%d] != null", d, j.If, d)
-		case j.Strategy.Matrix["stack"] != fmt.Sprintf("${{ fromJSON(needs.stacks.outputs.stacks).result.layers[%d] }}", d):
-			t.Fatalf("layer-%d: matrix %v, want stack: result.layers[%d]", d, j.Strategy.Matrix, d)
-		case !slices.Equal([]string(j.Needs), wantNeeds):
-			t.Fatalf("layer-%d: needs %v, want %v", d, j.Needs, wantNeeds)
-		case j.Uses != "./.github/workflows/sponson-stack.yml" || j.With["directory"] != "${{ matrix.stack.directory }}" || j.Secrets != "inherit":
-			t.Fatalf("layer-%d: uses %q with %v secrets %q", d, j.Uses, j.With, j.Secrets)
-		case j.Strategy.FailFast == nil || *j.Strategy.FailFast:
-			t.Fatalf("layer-%d: fail-fast must be off, so that a failed stack lets its layer finish", d)
-		}
-		out = append(out, j)
+	var w ghWorkflow
+	if err := yaml.Unmarshal(readFile(t, file), &w); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
-	if len(out) == 0 {
-		t.Fatal("the workflow has no layer-0 job")
-	}
-	return out
+	return &w
 }
 
+// atHead is a pull request event of the commit the checkout holds.
+func atHead(t *testing.T, root string, e ghEvent, name string) ghEvent {
+	t.Helper()
+	e.name = name
+	head := e.payload["pull_request"].(map[string]any)["head"].(map[string]any)
+	head["sha"] = gitIn(t, root, "rev-parse", "HEAD")
+	return e
+}
+
+// TestE2ECITemplatesMonorepoGitHub replays the monorepo workflow's jobs as
+// GitHub runs them: a push to main plans every stack into one saved plan and
+// the next job applies it; a pull request that changes the network plans it
+// and the app (its dependent) with one review, and the apply job applies
+// the artifact (the app's plan read the network's replaced vpc_id, known
+// only after the network's apply: it is stale, and the job plans again once
+// and applies); a push during an apply (the newer commit's plan runs while
+// the older commit's apply runs, as the concurrency groups allow) ends
+// with the newer commit applied without a re-run; the pull request's end
+// destroys every stack's preview; the nightly gc and drift run clean.
 func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 	t.Parallel()
 	h := e2e(t)
-	w := loadMonoWorkflow(t, githubMonorepo)
-	sw := loadMonoWorkflow(t, githubMonorepoStack)
-	layers := ghLayerJobs(t, w)
+	w := loadGitHubFile(t, githubMonorepo)
 	root, first := monorepoCheckout(t, nil)
 	srv := commenttest.New("test-token")
 	defer srv.Close()
 
 	values := map[string]string{
-		"secrets.SPONSON_STATE_KEY": ciStateKey,
-		"secrets.SPONSON_PLAN_KEY":  strings.Repeat("17", 32),
-		"github.token":              "test-token",
+		"secrets.SPONSON_STATE_KEY_PREVIEW": ciStateKey,
+		"secrets.SPONSON_PLAN_KEY":          strings.Repeat("17", 32),
+		"github.token":                      "test-token",
+		"github.event.before":               "",
 	}
 	events := t.TempDir()
-	var last map[string]string
-	// run runs the event's jobs: the stacks job, then each layer's matrix,
-	// or the other jobs whose if holds.
-	run := func(i int, e ghEvent) [][]string {
-		t.Helper()
+	runs := 0
+	// start is a new workflow run of e: its event file, host variables and
+	// artifact store.
+	start := func(e ghEvent) (map[string]string, ghArtifacts) {
+		runs++
 		payload, _ := json.Marshal(e.payload)
-		eventPath := filepath.Join(events, fmt.Sprintf("event-%d.json", i))
+		eventPath := filepath.Join(events, fmt.Sprintf("event-%d.json", runs))
 		if err := os.WriteFile(eventPath, payload, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		host := map[string]string{
 			"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": e.event, "GITHUB_EVENT_PATH": eventPath,
-			"GITHUB_REPOSITORY": "acme/infra", "GITHUB_RUN_ID": fmt.Sprint(5100 + i), "GITHUB_WORKSPACE": root,
-			"GITHUB_API_URL": srv.URL, "RUNNER_TEMP": t.TempDir(),
+			"GITHUB_REPOSITORY": "acme/app", "GITHUB_RUN_ID": fmt.Sprint(5100 + runs), "GITHUB_WORKSPACE": root,
+			"GITHUB_API_URL": srv.URL, "GITHUB_SERVER_URL": "https://github.com",
 			// Each stack's name is derived, as on a real runner.
 			"SPONSON_STACK": "",
 		}
-		for k, v := range e.vars {
-			host[k] = v
+		return host, ghArtifacts(t.TempDir())
+	}
+	var last map[string]string
+	job := func(e ghEvent, host map[string]string, run ghArtifacts, name string) result {
+		t.Helper()
+		r, vars := h.ghRunJob(t, root, w, name, e, values, host, run)
+		t.Logf("%s: job %s: exit %d\n%s", e.name, name, r.exit, r.stdout)
+		if r.exit != 0 {
+			t.Fatalf("%s: job %s: exit %d\n%s\n%s", e.name, name, r.exit, r.stdout, r.stderr)
 		}
-		runs := func(job string) bool {
-			cond := w.Jobs[job].If
-			v, err := evalExpr(cond, ghLookup(e.context()), true)
-			if err != nil {
-				t.Fatalf("job %s: if %q: %v", job, cond, err)
-			}
-			return truthy(v)
+		last = vars
+		return r
+	}
+	// all runs the jobs of e that GitHub runs, in order.
+	all := func(e ghEvent, want []string) {
+		t.Helper()
+		got := ghRunningJobs(t, w, e)
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("%s: jobs (-want +got):\n%s", e.name, d)
 		}
-		var got [][]string
-		if runs("stacks") {
-			j := w.Jobs["stacks"]
-			var step ghStep
-			for _, s := range j.Steps {
-				if s.ID == "stacks" {
-					step = s
-				}
-			}
-			out := filepath.Join(t.TempDir(), "github-output")
-			script, vars := stepScript(t, w, j, step, values, host)
-			vars["GITHUB_OUTPUT"] = out
-			r := h.ciRun(root, script, vars)
-			if r.exit != 0 {
-				t.Fatalf("%s: job stacks: exit %d\n%s\n%s", e.name, r.exit, r.stdout, r.stderr)
-			}
-			t.Logf("%s: sponson stacks:\n%s", e.name, readFile(t, filepath.Join(root, "stacks.json")))
-			// The step output, written the way GitHub reads a multi-line one.
-			text := string(readFile(t, out))
-			body, ok := strings.CutPrefix(text, "stacks<<SPONSON_STACKS_EOF\n")
-			body, ok2 := strings.CutSuffix(body, "SPONSON_STACKS_EOF\n")
-			if !ok || !ok2 {
-				t.Fatalf("%s: $GITHUB_OUTPUT is not one stacks<<DELIMITER value:\n%s", e.name, text)
-			}
-			got = layersOf(t, []byte(body))
-			if len(got) > len(layers) {
-				t.Fatalf("%s: %d layers, the workflow has %d", e.name, len(got), len(layers))
-			}
-			for d, dirs := range got {
-				stack := sw.Jobs["stack"]
-				inParallel(len(dirs), func(k int) {
-					vals := map[string]string{"inputs.directory": dirs[k]}
-					for key, v := range values {
-						vals[key] = v
-					}
-					var script string
-					var vars map[string]string
-					for _, s := range stack.Steps {
-						if strings.Contains(s.Run, "sponson") {
-							script, vars = stepScript(t, sw, stack, s, vals, host)
-						}
-					}
-					vars["RUNNER_TEMP"] = t.TempDir() // each job's own runner
-					r := h.ciRun(root, script, vars)
-					if r.exit != 0 {
-						t.Errorf("%s: layer-%d: %s: exit %d\n%s\n%s", e.name, d, dirs[k], r.exit, r.stdout, r.stderr)
-					}
-					last = vars
-				})
-				if t.Failed() {
-					t.FailNow()
-				}
-			}
+		host, run := start(e)
+		for _, name := range got {
+			job(e, host, run, name)
 		}
-		for _, job := range []string{"preview-destroy", "gc", "drift"} {
-			if !runs(job) {
-				continue
-			}
-			line, vars := ghJobRun(t, &ghWorkflow{Env: w.Env, Jobs: orderedJobs{names: []string{job}, byKey: map[string]*ghJob{job: {Env: w.Jobs[job].Env, Steps: w.Jobs[job].Steps}}}}, job, values, host)
-			r := h.ciRun(root, line, vars)
-			if r.exit != 0 {
-				t.Fatalf("%s: job %s: %s: exit %d\n%s\n%s", e.name, job, line, r.exit, r.stdout, r.stderr)
-			}
-			last = vars
-		}
-		return got
 	}
 
-	// The push that brought the stacks: all three, network before app.
+	// The push that brought the stacks: every stack planned into one saved
+	// plan, then applied.
 	push := ghOnMain("push", map[string]any{"ref": "refs/heads/main", "before": first})
 	push.name = "push to main"
 	values["github.event.before"] = first
-	if d := cmp.Diff([][]string{{"stacks/docs", "stacks/network"}, {"stacks/app"}}, run(0, push)); d != "" {
-		t.Errorf("push to main: layers (-want +got):\n%s", d)
-	}
+	all(push, []string{"main-plan", "main"})
 	if got := h.ciOutputs(t, root, last, "stacks/app", "main"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
 		t.Errorf("app's outputs in main = %v, want main's network", got)
 	}
-
-	// A pull request that changes the network: network, then app, which
-	// plans and applies against the pull request's network.
-	changeNetwork(t, root, "10.3.0.0/16")
 	values["github.event.before"] = ""
-	pr := ghPullRequest("opened", 3, "feat", false)
-	pr.name = "pull request 3 opened"
-	if d := cmp.Diff([][]string{{"stacks/network"}, {"stacks/app"}}, run(1, pr)); d != "" {
-		t.Errorf("pull request 3: layers (-want +got):\n%s", d)
-	}
+
+	// A pull request that changes the network: network and app planned in
+	// one review, the artifact applied; app's plan read a provisional
+	// vpc_id, so the apply job plans again once.
+	changeNetwork(t, root, "10.3.0.0/16")
+	pr := atHead(t, root, ghPullRequest("opened", 3, "feat", false), "pull request 3 opened")
+	all(pr, []string{"preview-plan", "preview"})
 	if got := h.ciOutputs(t, root, last, "stacks/app", "pr-3"); got["vpc"] != "vpc-pr-3-10.3.0.0/16" || got["from"] != "pr-3" {
 		t.Errorf("app's outputs in pr-3 = %v, want pr-3's network", got)
 	}
 	if got := h.ciOutputs(t, root, last, "stacks/docs", "pr-3"); len(got) != 0 {
 		t.Errorf("docs ran in pr-3 although nothing it uses changed: %v", got)
 	}
-	if cs := srv.Comments("acme/infra#3"); len(cs) != 2 {
-		t.Errorf("%d comments on pull request 3, want one per stack that ran (network, app)", len(cs))
+	if cs := srv.Comments("acme/app#3"); len(cs) == 0 {
+		t.Errorf("no comment on pull request 3")
 	}
 
-	// The pull request closes: every stack's pr-3 goes, app first.
-	closed := ghPullRequest("closed", 3, "feat", true)
-	closed.name = "pull request 3 merged"
-	if got := run(2, closed); got != nil {
-		t.Errorf("the closed pull request ran the stacks job: %v", got)
+	// A push during an apply. Commit A's plan and apply, commit B pushed
+	// while A's apply runs: GitHub's groups decide the order, which the
+	// model below plays from the workflow's own groups; the jobs then run
+	// in that order, each at its commit.
+	c := newGHConcurrency()
+	group := func(job string, e ghEvent) (string, bool) { return ghGroup(t, w, job, e) }
+	commit := func(cidr string) string {
+		p := filepath.Join(root, "stacks/network/main.tf")
+		src := regexp.MustCompile(`default = "10\.\d+\.0\.0/16"`).ReplaceAllString(string(readFile(t, p)), `default = "`+cidr+`"`)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, root, "commit", "--quiet", "-am", "network: "+cidr)
+		gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/feat")
+		return gitIn(t, root, "rev-parse", "HEAD")
 	}
+	shaA := commit("10.4.0.0/16")
+	evA := atHead(t, root, ghPullRequest("synchronize", 3, "feat", false), "push A")
+	hostA, runA := start(evA)
+	job(evA, hostA, runA, "preview-plan")
+	shaB := commit("10.5.0.0/16")
+	evB := atHead(t, root, ghPullRequest("synchronize", 3, "feat", false), "push B")
+	hostB, runB := start(evB)
+	ag, acancel := group("preview", evA)
+	c.queue("apply A", ag, acancel)
+	pg, pcancel := group("preview-plan", evB)
+	c.queue("plan B", pg, pcancel)
+	if c.running[strings.ToLower(pg)] != "plan B" || c.running[strings.ToLower(ag)] != "apply A" {
+		t.Fatalf("plan B does not run beside apply A: running %v, pending %v", c.running, c.pending)
+	}
+	// Plan B reads pr-3's state before apply A writes it.
+	job(evB, hostB, runB, "preview-plan")
+	c.finish(pg)
+	bg, bcancel := group("preview", evB)
+	c.queue("apply B", bg, bcancel)
+	if c.pending[strings.ToLower(bg)] != "apply B" {
+		t.Fatalf("apply B does not wait for apply A: running %v, pending %v", c.running, c.pending)
+	}
+	gitIn(t, root, "checkout", "--quiet", shaA)
+	job(evA, hostA, runA, "preview")
+	c.finish(ag)
+	if c.running[strings.ToLower(bg)] != "apply B" {
+		t.Fatalf("apply B did not start after apply A: running %v", c.running)
+	}
+	gitIn(t, root, "checkout", "--quiet", shaB)
+	r := job(evB, hostB, runB, "preview")
+	if !strings.Contains(r.stdout, "PLAN_STALE") || !strings.Contains(r.stderr+r.stdout, "planning again") {
+		t.Errorf("apply B did not meet its stale plan and plan again:\n%s", r.stdout)
+	}
+	if got := h.ciOutputs(t, root, last, "stacks/app", "pr-3"); got["vpc"] != "vpc-pr-3-10.5.0.0/16" {
+		t.Errorf("after apply B, app's outputs in pr-3 = %v, want commit B's network (10.5.0.0/16)", got)
+	}
+	gitIn(t, root, "checkout", "--quiet", "feat")
+
+	// The pull request closes: every stack's pr-3 goes, app first.
+	closed := atHead(t, root, ghPullRequest("closed", 3, "feat", true), "pull request 3 merged")
+	all(closed, []string{"preview-destroy"})
 	for _, dir := range []string{"stacks/app", "stacks/network"} {
 		if got := h.ciOutputs(t, root, last, dir, "pr-3"); len(got) != 0 {
 			t.Errorf("%s still has outputs in pr-3 after the pull request closed: %v", dir, got)
 		}
+	}
+
+	// A fork's pull request runs nothing.
+	if got := ghRunningJobs(t, w, ghFork(ghPullRequest("opened", 4, "x", false))); len(got) != 0 {
+		t.Errorf("a fork's pull request runs %v", got)
 	}
 
 	// The nightly run: gc --all finds nothing, drift --all main of the three
@@ -391,7 +382,7 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 	gitIn(t, root, "checkout", "--quiet", "main")
 	nightly := ghOnMain("schedule", map[string]any{"schedule": "23 3 * * *"})
 	nightly.name = "nightly"
-	run(3, nightly)
+	all(nightly, []string{"gc", "drift"})
 }
 
 func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
