@@ -622,6 +622,7 @@ type glJob struct {
 	Environment   glEnvironment `yaml:"environment"`
 	ResourceGroup string        `yaml:"resource_group"`
 	Artifacts     struct {
+		Paths   []string          `yaml:"paths"`
 		Reports map[string]string `yaml:"reports"`
 	} `yaml:"artifacts"`
 }

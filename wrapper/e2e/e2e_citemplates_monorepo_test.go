@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,26 +17,25 @@ import (
 
 // The monorepo templates of examples/ci, run: the three-stack repository
 // lives a push to main, a pull request that changes the network (so the
-// app, which reads it, is listed as its dependent), the pull request's end
-// and a nightly run. The first job's `sponson stacks --changed` line runs as
-// written; its matrix JSON (GitHub: result.layers) or its child pipeline
-// (GitLab: --gitlab-pipeline) then drives the next jobs: each entry runs as
-// its own sponson process, the entries of one depth at the same time, the
-// depths in order, as the CI system's runners would. The app of the pull
-// request reading the network of the pull request proves the order.
+// app, which reads it, is listed as its dependent), a push during an apply,
+// the pull request's end and a nightly run. Each job runs as the CI system
+// would run it (its script under the host's shell, with its env, on the
+// commit of its pipeline), artifacts handed from the plan job to the apply
+// job; the order of overlapping jobs comes from the template's own
+// concurrency groups (GitHub) or resource_group (GitLab). The app of the
+// pull request reading the network of the pull request proves the order of
+// the stacks inside one job.
 
 const (
-	githubMonorepo      = "../../examples/ci/github-actions-monorepo.yml"
-	githubMonorepoStack = "../../examples/ci/github-actions-monorepo-stack.yml"
-	gitlabMonorepo      = "../../examples/ci/gitlab-ci-monorepo.yml"
-	gitlabMonorepoStack = "../../examples/ci/gitlab-ci-monorepo-stack.yml"
+	githubMonorepo = "../../examples/ci/github-actions-monorepo.yml"
+	gitlabMonorepo = "../../examples/ci/gitlab-ci-monorepo.yml"
 )
 
 // monorepoCheckout is the checkout of a CI job: a first commit without
 // stacks, then the three stacks, pushed as main to origin, a bare
 // repository (the git store's). It returns the first commit, the "before"
 // of the push that brought the stacks.
-func monorepoCheckout(t *testing.T, extra map[string]string) (root, first string) {
+func monorepoCheckout(t *testing.T) (root, first string) {
 	t.Helper()
 	root = t.TempDir()
 	bare := filepath.Join(t.TempDir(), "origin.git")
@@ -48,9 +46,6 @@ func monorepoCheckout(t *testing.T, extra map[string]string) (root, first string
 	first = gitIn(t, root, "rev-parse", "HEAD")
 	files := map[string]string{".gitignore": ".sponson/\n.terraform/\n*.tfplan\nstacks.json\nstacks-pipeline.yml\n"}
 	for k, v := range multiStack {
-		files[k] = v
-	}
-	for k, v := range extra {
 		files[k] = v
 	}
 	for name, content := range files {
@@ -93,19 +88,6 @@ func (h *harness) ciOutputs(t *testing.T, root string, vars map[string]string, d
 		got[k] = v.(map[string]any)["value"]
 	}
 	return got
-}
-
-// inParallel runs each job at once and waits for all: one depth's jobs.
-func inParallel(n int, job func(i int)) {
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			job(i)
-		}()
-	}
-	wg.Wait()
 }
 
 // ghArtifacts are the artifacts of one workflow run, by name, as
@@ -228,7 +210,7 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 	t.Parallel()
 	h := e2e(t)
 	w := loadGitHubFile(t, githubMonorepo)
-	root, first := monorepoCheckout(t, nil)
+	root, first := monorepoCheckout(t)
 	srv := commenttest.New("test-token")
 	defer srv.Close()
 
@@ -385,17 +367,76 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 	all(nightly, []string{"gc", "drift"})
 }
 
+// glRunJob runs a job of p the way a runner would, in the checkout root:
+// the artifacts:paths of the jobs it needs (kept in store, by pipeline)
+// copied in first, its script lines in order under bash -eo pipefail (as
+// GitLab Runner's bash shell runs them), its own artifacts:paths moved to
+// store afterwards and the checkout cleaned, as the next job's fresh
+// runner would find it.
+func (h *harness) glRunJob(t *testing.T, root string, p *glPipeline, job string, vars map[string]string, store string) result {
+	t.Helper()
+	j := p.byName[job]
+	clean := func() {
+		for _, path := range []string{"plans", "replanned"} {
+			if err := os.RemoveAll(filepath.Join(root, path)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gitIn(t, root, "clean", "-fdq")
+	}
+	clean()
+	for _, need := range j.Needs {
+		for _, path := range p.byName[need].Artifacts.Paths {
+			from := filepath.Join(store, need, path)
+			if _, err := os.Stat(from); err != nil {
+				t.Fatalf("job %s needs %s's artifact %s, which it did not keep: %v", job, need, path, err)
+			}
+			if err := os.CopyFS(filepath.Join(root, path), os.DirFS(from)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var r result
+	for _, line := range j.Script {
+		r = h.ciRun(root, "set -eo pipefail\n"+line, vars)
+		if r.exit != 0 {
+			break
+		}
+	}
+	for _, path := range j.Artifacts.Paths {
+		if _, err := os.Stat(filepath.Join(root, path)); err != nil {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(store, job), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.CopyFS(filepath.Join(store, job, path), os.DirFS(filepath.Join(root, path))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clean()
+	return r
+}
+
+// TestE2ECITemplatesMonorepoGitLab replays the GitLab monorepo pipeline's
+// jobs as GitLab runs them, as TestE2ECITemplatesMonorepoGitHub does for
+// GitHub: main-plan's saved plan of every stack applied by main, a merge
+// request's plan of the stacks it changes applied by preview from the
+// artifact, a push during an apply (the newer pipeline's plan, outside the
+// resource_group, runs while the older pipeline's apply holds it; its apply
+// waits, meets a stale plan and plans again), no pipeline for a fork's
+// merge request, the stop job, and the scheduled gc and drift.
 func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 	t.Parallel()
 	h := e2e(t)
 	p := loadGitLabFile(t, gitlabMonorepo)
-	root, first := monorepoCheckout(t, map[string]string{".gitlab/sponson-stack.yml": string(readFile(t, gitlabMonorepoStack))})
+	root, first := monorepoCheckout(t)
 	main := gitIn(t, root, "rev-parse", "HEAD")
-	project := map[string]string{"SPONSON_STACK": "", "SPONSON_STATE_KEY": ciStateKey, "SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
+	project := map[string]string{"SPONSON_STACK": "", "SPONSON_STATE_KEY_PREVIEW": ciStateKey, "SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
 	var last map[string]string
 
 	// jobVars are the variables of a job of the pipeline of vars.
-	jobVars := func(p *glPipeline, vars map[string]string, job string) map[string]string {
+	jobVars := func(vars map[string]string, job string) map[string]string {
 		all := glEvent{vars: vars}.allVars(p)
 		for k, v := range project {
 			all[k] = v
@@ -406,116 +447,128 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 		all["CI_JOB_NAME"] = job
 		return all
 	}
-	script := func(name string, p *glPipeline, vars map[string]string, job string) {
+	type pipeline struct {
+		name  string
+		vars  map[string]string
+		store string
+	}
+	start := func(name string, vars map[string]string) pipeline {
+		vars["CI_PROJECT_ID"] = "7"
+		return pipeline{name: name, vars: vars, store: t.TempDir()}
+	}
+	job := func(pl pipeline, name string) result {
 		t.Helper()
-		jv := jobVars(p, vars, job)
-		for _, line := range p.byName[job].Script {
-			r := h.ciRun(root, line, jv)
-			if r.exit != 0 {
-				t.Errorf("%s: job %s: %s: exit %d\n%s\n%s", name, job, line, r.exit, r.stdout, r.stderr)
-				return
-			}
+		jv := jobVars(pl.vars, name)
+		r := h.glRunJob(t, root, p, name, jv, pl.store)
+		t.Logf("%s: job %s: exit %d\n%s", pl.name, name, r.exit, r.stdout)
+		if r.exit != 0 {
+			t.Fatalf("%s: job %s: exit %d\n%s\n%s", pl.name, name, r.exit, r.stdout, r.stderr)
 		}
 		last = jv
+		return r
 	}
-	// pipeline runs the jobs of the event's pipeline: the stacks job, then
-	// the child pipeline it wrote, stage by stage; returns the child's jobs
-	// by stage.
-	pipeline := func(name string, vars map[string]string) [][]string {
+	// all runs the jobs GitLab creates for the pipeline, stage by stage.
+	all := func(pl pipeline, want []string) {
 		t.Helper()
-		jobs := glPipelineJobs(t, p, glEvent{vars: vars})
-		if jobs["stacks"] == "" {
-			return nil
-		}
-		if jobs["stacks-run"] == "" {
-			t.Fatalf("%s: the stacks job runs without stacks-run (%v)", name, jobs)
-		}
-		script(name, p, vars, "stacks")
-		if t.Failed() {
-			t.FailNow()
-		}
-		child := filepath.Join(root, "stacks-pipeline.yml")
-		t.Logf("%s: the child pipeline:\n%s", name, readFile(t, child))
-		var stages struct {
-			Stages []string `yaml:"stages"`
-		}
-		if err := yaml.Unmarshal(readFile(t, child), &stages); err != nil {
-			t.Fatal(err)
-		}
-		cp := loadGitLabFile(t, child)
-		childVars := map[string]string{}
-		for k, v := range vars {
-			childVars[k] = v
-		}
-		// A child pipeline of a merge request pipeline keeps its variables.
-		childVars["CI_PIPELINE_SOURCE"] = "parent_pipeline"
-		var got [][]string
-		for _, stage := range stages.Stages {
-			var inStage []string
-			for _, j := range cp.jobs {
-				if cp.byName[j].Stage == stage {
-					inStage = append(inStage, j)
-				}
-			}
-			got = append(got, inStage)
-			inParallel(len(inStage), func(i int) { script(name, cp, childVars, inStage[i]) })
-			if t.Failed() {
-				t.FailNow()
+		jobs := glPipelineJobs(t, p, glEvent{vars: pl.vars})
+		var got []string
+		for _, name := range p.jobs {
+			if w := jobs[name]; w != "" && w != "manual" {
+				got = append(got, name)
 			}
 		}
-		return got
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("%s: jobs (-want +got):\n%s", pl.name, d)
+		}
+		for _, name := range got {
+			job(pl, name)
+		}
+	}
+	mergeRequest := func(name string) pipeline {
+		mr := glMergeRequest(4, "feat")
+		mr["CI_MERGE_REQUEST_DIFF_BASE_SHA"] = main
+		mr["CI_MERGE_REQUEST_SOURCE_PROJECT_ID"] = "7"
+		mr["CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"] = gitIn(t, root, "rev-parse", "HEAD")
+		return start(name, mr)
 	}
 
 	push := glOnMain("push")
 	push["CI_COMMIT_BEFORE_SHA"] = first
-	if d := cmp.Diff([][]string{{"stack stacks/docs", "stack stacks/network"}, {"stack stacks/app"}}, pipeline("push to main", push)); d != "" {
-		t.Errorf("push to main: child pipeline (-want +got):\n%s", d)
-	}
+	all(start("push to main", push), []string{"main-plan", "main"})
 	if got := h.ciOutputs(t, root, last, "stacks/app", "main"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
 		t.Errorf("app's outputs in main = %v, want main's network", got)
 	}
 
 	changeNetwork(t, root, "10.4.0.0/16")
-	mr := glMergeRequest(4, "feat")
-	mr["CI_MERGE_REQUEST_DIFF_BASE_SHA"] = main
-	if d := cmp.Diff([][]string{{"stack stacks/network"}, {"stack stacks/app"}}, pipeline("merge request 4", mr)); d != "" {
-		t.Errorf("merge request 4: child pipeline (-want +got):\n%s", d)
-	}
+	all(mergeRequest("merge request 4"), []string{"preview-plan", "preview"})
 	if got := h.ciOutputs(t, root, last, "stacks/app", "pr-4"); got["vpc"] != "vpc-pr-4-10.4.0.0/16" || got["from"] != "pr-4" {
 		t.Errorf("app's outputs in pr-4 = %v, want pr-4's network", got)
 	}
+	if got := h.ciOutputs(t, root, last, "stacks/docs", "pr-4"); len(got) != 0 {
+		t.Errorf("docs ran in pr-4 although nothing it uses changed: %v", got)
+	}
+
+	// A push during an apply: pipeline A's apply holds the merge request's
+	// resource_group; pipeline B's plan has none and runs meanwhile; B's
+	// apply waits for the group, then meets its stale plan and plans again.
+	commit := func(cidr string) string {
+		p := filepath.Join(root, "stacks/network/main.tf")
+		src := regexp.MustCompile(`default = "10\.\d+\.0\.0/16"`).ReplaceAllString(string(readFile(t, p)), `default = "`+cidr+`"`)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, root, "commit", "--quiet", "-am", "network: "+cidr)
+		gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/feat")
+		return gitIn(t, root, "rev-parse", "HEAD")
+	}
+	shaA := commit("10.5.0.0/16")
+	plA := mergeRequest("pipeline A")
+	job(plA, "preview-plan")
+	shaB := commit("10.6.0.0/16")
+	plB := mergeRequest("pipeline B")
+	if rg := p.byName["preview-plan"].ResourceGroup; rg != "" {
+		t.Fatalf("preview-plan is in resource_group %q: it would wait for the apply", rg)
+	}
+	groupA := os.Expand(p.byName["preview"].ResourceGroup, func(n string) string { return jobVars(plA.vars, "preview")[n] })
+	groupB := os.Expand(p.byName["preview"].ResourceGroup, func(n string) string { return jobVars(plB.vars, "preview")[n] })
+	if groupA == "" || groupA != groupB {
+		t.Fatalf("the applies of pipelines A and B are in resource_groups %q and %q: they would not wait for each other", groupA, groupB)
+	}
+	// B plans while A's apply holds the group: it reads pr-4's state before
+	// A's apply writes it.
+	job(plB, "preview-plan")
+	gitIn(t, root, "checkout", "--quiet", shaA)
+	job(plA, "preview")
+	gitIn(t, root, "checkout", "--quiet", shaB)
+	r := job(plB, "preview")
+	if !strings.Contains(r.stdout, "PLAN_STALE") || !strings.Contains(r.stderr, "planning again") {
+		t.Errorf("apply B did not meet its stale plan and plan again:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if got := h.ciOutputs(t, root, last, "stacks/app", "pr-4"); got["vpc"] != "vpc-pr-4-10.6.0.0/16" {
+		t.Errorf("after apply B, app's outputs in pr-4 = %v, want pipeline B's network (10.6.0.0/16)", got)
+	}
+	gitIn(t, root, "checkout", "--quiet", "feat")
+
+	// A fork's merge request run in this project gets no pipeline.
+	fork := glMergeRequest(5, "x")
+	fork["CI_PROJECT_ID"], fork["CI_MERGE_REQUEST_SOURCE_PROJECT_ID"] = "7", "8"
+	if jobs := glPipelineJobs(t, p, glEvent{vars: fork}); jobs != nil {
+		t.Errorf("a fork's merge request gets a pipeline: %v", jobs)
+	}
 
 	// Merged: GitLab runs the preview's stop job.
-	stop := glPipelineJobs(t, p, glEvent{vars: mr, stopOf: "preview"})
+	stopPl := mergeRequest("merge request 4 merged")
+	stop := glPipelineJobs(t, p, glEvent{vars: stopPl.vars, stopOf: "preview"})
 	if stop["preview-destroy"] != "stop" {
 		t.Fatalf("the preview's stop job is %v, want preview-destroy", stop)
 	}
-	script("merge request 4 merged", p, mr, "preview-destroy")
+	job(stopPl, "preview-destroy")
 	for _, dir := range []string{"stacks/app", "stacks/network"} {
 		if got := h.ciOutputs(t, root, last, dir, "pr-4"); len(got) != 0 {
 			t.Errorf("%s still has outputs in pr-4 after the merge: %v", dir, got)
 		}
 	}
 
-	// A push of nothing that touches a stack writes a child pipeline with
-	// the one job that says so.
 	gitIn(t, root, "checkout", "--quiet", "main")
-	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("docs\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, root, "add", "README.md")
-	gitIn(t, root, "commit", "--quiet", "-m", "readme")
-	push["CI_COMMIT_BEFORE_SHA"] = main
-	if d := cmp.Diff([][]string{{"no stack"}}, pipeline("push of a README", push)); d != "" {
-		t.Errorf("push of a README: child pipeline (-want +got):\n%s", d)
-	}
-
-	nightly := glOnMain("schedule")
-	jobs := glPipelineJobs(t, p, glEvent{vars: nightly})
-	for _, job := range []string{"gc", "drift"} {
-		if jobs[job] == "" {
-			t.Fatalf("nightly: job %s does not run (%v)", job, jobs)
-		}
-		script("nightly", p, nightly, job)
-	}
+	all(start("scheduled", glOnMain("schedule")), []string{"gc", "drift"})
 }
