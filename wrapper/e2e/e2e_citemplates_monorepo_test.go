@@ -252,16 +252,18 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 		return r
 	}
 	// all runs the jobs of e that GitHub runs, in order.
-	all := func(e ghEvent, want []string) {
+	all := func(e ghEvent, want []string) map[string]result {
 		t.Helper()
 		got := ghRunningJobs(t, w, e)
 		if d := cmp.Diff(want, got); d != "" {
 			t.Fatalf("%s: jobs (-want +got):\n%s", e.name, d)
 		}
 		host, run := start(e)
+		out := map[string]result{}
 		for _, name := range got {
-			job(e, host, run, name)
+			out[name] = job(e, host, run, name)
 		}
+		return out
 	}
 
 	// The push that brought the stacks: every stack planned into one saved
@@ -359,9 +361,25 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 		t.Errorf("a fork's pull request runs %v", got)
 	}
 
-	// The nightly run: gc --all finds nothing, drift --all main of the three
-	// stacks is in sync.
+	// A push to main that deletes a stack: -out cannot carry its destroy,
+	// so main-plan plans --changed and main applies --changed, which
+	// destroys docs' main scope.
 	gitIn(t, root, "checkout", "--quiet", "main")
+	before := gitIn(t, root, "rev-parse", "HEAD")
+	gitIn(t, root, "rm", "--quiet", "-r", "stacks/docs")
+	gitIn(t, root, "commit", "--quiet", "-m", "docs: gone")
+	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+	removal := ghOnMain("push", map[string]any{"ref": "refs/heads/main", "before": before})
+	removal.name = "push to main removing stacks/docs"
+	values["github.event.before"] = before
+	res := all(removal, []string{"main-plan", "main"})
+	values["github.event.before"] = ""
+	if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res["main"].stdout) {
+		t.Errorf("the main job did not destroy the removed stack docs:\n%s", res["main"].stdout)
+	}
+
+	// The nightly run: gc --all finds nothing, drift --all main of the two
+	// stacks left is in sync.
 	nightly := ghOnMain("schedule", map[string]any{"schedule": "23 3 * * *"})
 	nightly.name = "nightly"
 	all(nightly, []string{"gc", "drift"})
@@ -468,7 +486,7 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 		return r
 	}
 	// all runs the jobs GitLab creates for the pipeline, stage by stage.
-	all := func(pl pipeline, want []string) {
+	all := func(pl pipeline, want []string) map[string]result {
 		t.Helper()
 		jobs := glPipelineJobs(t, p, glEvent{vars: pl.vars})
 		var got []string
@@ -480,9 +498,11 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Fatalf("%s: jobs (-want +got):\n%s", pl.name, d)
 		}
+		out := map[string]result{}
 		for _, name := range got {
-			job(pl, name)
+			out[name] = job(pl, name)
 		}
+		return out
 	}
 	mergeRequest := func(name string) pipeline {
 		mr := glMergeRequest(4, "feat")
@@ -569,6 +589,20 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 		}
 	}
 
+	// A push to main that deletes a stack: main-plan plans --changed
+	// --base CI_COMMIT_BEFORE_SHA, main applies --changed, which destroys
+	// docs' main scope.
 	gitIn(t, root, "checkout", "--quiet", "main")
+	before := gitIn(t, root, "rev-parse", "HEAD")
+	gitIn(t, root, "rm", "--quiet", "-r", "stacks/docs")
+	gitIn(t, root, "commit", "--quiet", "-m", "docs: gone")
+	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+	removal := glOnMain("push")
+	removal["CI_COMMIT_BEFORE_SHA"] = before
+	res := all(start("push to main removing stacks/docs", removal), []string{"main-plan", "main"})
+	if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res["main"].stdout) {
+		t.Errorf("the main job did not destroy the removed stack docs:\n%s", res["main"].stdout)
+	}
+
 	all(start("scheduled", glOnMain("schedule")), []string{"gc", "drift"})
 }
