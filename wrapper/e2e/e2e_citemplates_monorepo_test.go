@@ -361,6 +361,20 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 		t.Errorf("a fork's pull request runs %v", got)
 	}
 
+	// A pull request that touches no stack: its plan saves an empty plan
+	// of many stacks, and the apply job applies nothing, green.
+	gitIn(t, root, "checkout", "--quiet", "-b", "readme", "main")
+	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("docs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, root, "add", "README.md")
+	gitIn(t, root, "commit", "--quiet", "-m", "readme")
+	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/readme")
+	res := all(atHead(t, root, ghPullRequest("opened", 6, "readme", false), "pull request 6 (no stack)"), []string{"preview-plan", "preview"})
+	if !strings.Contains(res["preview"].stdout, "no stack to apply") {
+		t.Errorf("the apply job of a pull request that touches no stack did not say it had nothing to apply:\n%s", res["preview"].stdout)
+	}
+
 	// A push to main that deletes a stack: -out cannot carry its destroy,
 	// so main-plan plans --changed and main applies --changed, which
 	// destroys docs' main scope.
@@ -372,7 +386,7 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 	removal := ghOnMain("push", map[string]any{"ref": "refs/heads/main", "before": before})
 	removal.name = "push to main removing stacks/docs"
 	values["github.event.before"] = before
-	res := all(removal, []string{"main-plan", "main"})
+	res = all(removal, []string{"main-plan", "main"})
 	values["github.event.before"] = ""
 	if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res["main"].stdout) {
 		t.Errorf("the main job did not destroy the removed stack docs:\n%s", res["main"].stdout)
@@ -589,6 +603,24 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 		}
 	}
 
+	// A merge request that touches no stack: an empty plan of many stacks,
+	// and an apply job that applies nothing, green.
+	gitIn(t, root, "checkout", "--quiet", "-b", "readme", "main")
+	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("docs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, root, "add", "README.md")
+	gitIn(t, root, "commit", "--quiet", "-m", "readme")
+	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/readme")
+	readme := glMergeRequest(6, "readme")
+	readme["CI_MERGE_REQUEST_DIFF_BASE_SHA"] = main
+	readme["CI_MERGE_REQUEST_SOURCE_PROJECT_ID"] = "7"
+	readme["CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"] = gitIn(t, root, "rev-parse", "HEAD")
+	res := all(start("merge request 6 (no stack)", readme), []string{"preview-plan", "preview"})
+	if !strings.Contains(res["preview"].stdout, "no stack to apply") {
+		t.Errorf("the apply job of a merge request that touches no stack did not say it had nothing to apply:\n%s", res["preview"].stdout)
+	}
+
 	// A push to main that deletes a stack: main-plan plans --changed
 	// --base CI_COMMIT_BEFORE_SHA, main applies --changed, which destroys
 	// docs' main scope.
@@ -599,7 +631,7 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/main")
 	removal := glOnMain("push")
 	removal["CI_COMMIT_BEFORE_SHA"] = before
-	res := all(start("push to main removing stacks/docs", removal), []string{"main-plan", "main"})
+	res = all(start("push to main removing stacks/docs", removal), []string{"main-plan", "main"})
 	if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res["main"].stdout) {
 		t.Errorf("the main job did not destroy the removed stack docs:\n%s", res["main"].stdout)
 	}
