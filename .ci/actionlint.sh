@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the repository's GitHub Actions files before GitHub sees them:
-#   actionlint   the workflows (.github/workflows) and the GitHub template
-#                (examples/ci/github-actions.yml): expressions, contexts,
+#   actionlint   the workflows (.github/workflows) and the GitHub templates
+#                (examples/ci/github-actions.yml, github-actions-monorepo.yml): expressions, contexts,
 #                inputs of known actions, and (when it is on PATH) the
 #                run: scripts through shellcheck;
 #   action-validator  action.yml and the same workflows against GitHub's
@@ -36,26 +36,11 @@ if ! command -v shellcheck >/dev/null 2>&1; then
 	echo "shellcheck is not installed (Debian: apt-get install shellcheck); actionlint skips the run: scripts" >&2
 fi
 
-workflows=(.github/workflows/*.yml examples/ci/github-actions.yml "$@")
+workflows=(.github/workflows/*.yml examples/ci/github-actions.yml examples/ci/github-actions-monorepo.yml "$@")
 status=0
 echo "actionlint ${workflows[*]}"
 "$actionlint" -no-color "${workflows[@]}" || status=1
 for f in action.yml "${workflows[@]}"; do
-	echo "action-validator $f"
-	"$validator" "$f" || status=1
-done
-# The monorepo workflow calls its stack's job as
-# ./.github/workflows/sponson-stack.yml: both are checked where a user puts
-# them, so that actionlint reads the call's inputs from the called file.
-mono="$(mktemp -d)"
-trap 'rm -rf "$mono"' EXIT
-mkdir -p "$mono/.github/workflows"
-cp examples/ci/github-actions-monorepo.yml "$mono/.github/workflows/sponson.yml"
-cp examples/ci/github-actions-monorepo-stack.yml "$mono/.github/workflows/sponson-stack.yml"
-git init --quiet "$mono"
-echo "actionlint examples/ci/github-actions-monorepo.yml examples/ci/github-actions-monorepo-stack.yml (as .github/workflows/sponson.yml, sponson-stack.yml)"
-(cd "$mono" && "$actionlint" -no-color .github/workflows/sponson.yml .github/workflows/sponson-stack.yml) || status=1
-for f in examples/ci/github-actions-monorepo.yml examples/ci/github-actions-monorepo-stack.yml; do
 	echo "action-validator $f"
 	"$validator" "$f" || status=1
 done

@@ -190,3 +190,108 @@ func TestCITemplatesGitHubConcurrency(t *testing.T) {
 		t.Errorf("production: cancelled %v; want plan 2 cancelled and apply 1 never", c.cancelled)
 	}
 }
+
+// TestCITemplatesGitHubMonorepoConcurrency: in the monorepo workflow, the
+// jobs that plan cancel a superseded plan of their scope, the jobs that
+// apply or destroy never cancel and share one group per scope (the destroy
+// of a closed pull request waits behind its apply), and no plan shares a
+// group with an apply, so that a newer push's plan runs beside an apply in
+// progress (its apply then waits and plans again on PLAN_STALE, which the
+// e2e replay runs).
+func TestCITemplatesGitHubMonorepoConcurrency(t *testing.T) {
+	t.Parallel()
+	w := loadGitHubFile(t, githubMonorepo)
+	pr := ghPullRequest("synchronize", 12, "feat/x", false)
+	closed := ghPullRequest("closed", 12, "feat/x", true)
+	push := ghOnMain("push", map[string]any{"ref": "refs/heads/main"})
+	type want struct {
+		job    string
+		e      ghEvent
+		cancel bool
+	}
+	groups := map[string]string{}
+	for _, x := range []want{
+		{"preview-plan", pr, true}, {"preview", pr, false}, {"preview-destroy", closed, false},
+		{"main-plan", push, true}, {"main", push, false},
+	} {
+		if !slices.Contains(ghRunningJobs(t, w, x.e), x.job) {
+			t.Errorf("job %s does not run on its event", x.job)
+			continue
+		}
+		g, cancel := ghGroup(t, w, x.job, x.e)
+		if g == "" || cancel != x.cancel {
+			t.Errorf("job %s: group %q cancel-in-progress %v, want a group with cancel-in-progress %v", x.job, g, cancel, x.cancel)
+		}
+		groups[x.job] = strings.ToLower(g)
+	}
+	if groups["preview-destroy"] != groups["preview"] {
+		t.Errorf("preview-destroy's group %q is not the preview's apply group %q", groups["preview-destroy"], groups["preview"])
+	}
+	for _, plan := range []string{"preview-plan", "main-plan"} {
+		for _, apply := range []string{"preview", "preview-destroy", "main"} {
+			if groups[plan] == groups[apply] {
+				t.Errorf("%s and %s share group %q: the plan's cancel-in-progress would stop the apply", plan, apply, groups[plan])
+			}
+		}
+	}
+	if groups["preview"] == groups["main"] {
+		t.Errorf("pull request 12 and main share the apply group %q: scopes would wait for each other", groups["main"])
+	}
+	// Two pushes during an apply: the apply in progress is never cancelled,
+	// the older pending apply is replaced by the newer (which plans again).
+	c := newGHConcurrency()
+	c.queue("apply 1", groups["preview"], false)
+	c.queue("plan 2", groups["preview-plan"], true)
+	c.queue("plan 3", groups["preview-plan"], true)
+	c.queue("apply 3", groups["preview"], false)
+	if slices.Contains(c.cancelled, "apply 1") || !slices.Contains(c.cancelled, "plan 2") || c.pending[groups["preview"]] != "apply 3" {
+		t.Errorf("cancelled %v, pending %v: want plan 2 cancelled, apply 1 running, apply 3 pending", c.cancelled, c.pending)
+	}
+}
+
+// TestCITemplatesGitLabMonorepoKeys: in the GitLab monorepo pipeline every
+// job names the preview environment whose key it needs, the jobs that
+// apply or destroy hold one resource_group per scope (the stop job the
+// preview's), the plans, gc and drift none (so a newer pipeline's plan runs
+// beside an apply in progress, whose successor then plans again on
+// PLAN_STALE, as the e2e replay runs) and deploy nothing, and no job is
+// interruptible.
+func TestCITemplatesGitLabMonorepoKeys(t *testing.T) {
+	t.Parallel()
+	p := loadGitLabFile(t, gitlabMonorepo)
+	writers := map[string]bool{"preview": true, "preview-destroy": true, "main": true}
+	readers := map[string]bool{"preview-plan": true, "main-plan": true, "gc": true, "drift": true}
+	groups := map[string]string{}
+	for _, name := range p.jobs {
+		j := p.byName[name]
+		if !writers[name] && !readers[name] {
+			t.Errorf("job %s is new to this test: say whether it writes a scope", name)
+			continue
+		}
+		if got := glEnvironmentKey(j); got != "SPONSON_STATE_KEY_PREVIEW" {
+			t.Errorf("job %s (environment %q) gets %q, want SPONSON_STATE_KEY_PREVIEW", name, j.Environment.Name, got)
+		}
+		if j.Interruptible {
+			t.Errorf("job %s is interruptible: auto-cancel would stop an apply half-way", name)
+		}
+		switch {
+		case writers[name]:
+			if j.ResourceGroup == "" || j.Environment.Action == "prepare" {
+				t.Errorf("job %s writes a scope: resource_group %q, environment action %q", name, j.ResourceGroup, j.Environment.Action)
+			}
+			groups[name] = j.ResourceGroup
+		default:
+			if j.ResourceGroup != "" || j.Environment.Action != "prepare" {
+				t.Errorf("job %s writes nothing: resource_group %q, environment action %q (want none, prepare)", name, j.ResourceGroup, j.Environment.Action)
+			}
+		}
+	}
+	if groups["preview"] != groups["preview-destroy"] || !strings.Contains(groups["preview"], "$CI_MERGE_REQUEST_IID") || groups["main"] == groups["preview"] {
+		t.Errorf("resource groups %v: one per scope, the preview's shared with its stop job", groups)
+	}
+	for _, apply := range []string{"preview", "main"} {
+		if needs := p.byName[apply].Needs; len(needs) != 1 || !strings.HasSuffix(needs[0], "-plan") || !slices.Contains(p.byName[needs[0]].Artifacts.Paths, "plans/") {
+			t.Errorf("job %s needs %v: want its plan job, whose artifact is plans/", apply, needs)
+		}
+	}
+}

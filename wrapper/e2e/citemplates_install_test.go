@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"crypto/sha256"
 	"fmt"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -119,4 +121,38 @@ func cmpLines(want, got []string) string {
 		return ""
 	}
 	return "-" + strings.Join(want, "\n-") + "\n+" + strings.Join(got, "\n+")
+}
+
+// installPin is a pinned SHA-256 of install.sh in a CI file.
+var installPin = regexp.MustCompile(`SPONSON_INSTALL_SHA256:\s*"?([0-9a-fA-F]*)"?`)
+
+// TestCITemplatesInstallPins: every file of examples/ci/ and action.yml that
+// fetches install.sh pins it, and every pin is the SHA-256 of the
+// repository's install.sh: a stale pin fails every job of its pipeline at
+// `sha256sum -c` on its first line.
+func TestCITemplatesInstallPins(t *testing.T) {
+	t.Parallel()
+	sum := fmt.Sprintf("%x", sha256.Sum256(readFile(t, installScript)))
+	files, err := filepath.Glob("../../examples/ci/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, actionFile)
+	pinned := 0
+	for _, f := range files {
+		text := string(readFile(t, f))
+		pins := installPin.FindAllStringSubmatch(text, -1)
+		if strings.Contains(text, "/install.sh\" -o ") && len(pins) == 0 {
+			t.Errorf("%s downloads install.sh without pinning its SHA-256 (SPONSON_INSTALL_SHA256)", f)
+		}
+		for _, m := range pins {
+			pinned++
+			if !strings.EqualFold(m[1], sum) {
+				t.Errorf("%s pins SPONSON_INSTALL_SHA256 %q, but install.sh's SHA-256 is %s: update the pin with the script", f, m[1], sum)
+			}
+		}
+	}
+	if pinned < 2 {
+		t.Errorf("%d pins of install.sh in %v: want at least gitlab-ci.yml's and gitlab-ci-monorepo.yml's", pinned, files)
+	}
 }

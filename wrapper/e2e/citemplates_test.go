@@ -89,12 +89,14 @@ type ghJob struct {
 }
 
 type ghStep struct {
-	ID   string    `yaml:"id"`
-	Name string    `yaml:"name"`
-	Uses string    `yaml:"uses"`
-	With stringMap `yaml:"with"`
-	Env  stringMap `yaml:"env"`
-	Run  string    `yaml:"run"`
+	ID    string    `yaml:"id"`
+	Name  string    `yaml:"name"`
+	If    string    `yaml:"if"`
+	Shell string    `yaml:"shell"`
+	Uses  string    `yaml:"uses"`
+	With  stringMap `yaml:"with"`
+	Env   stringMap `yaml:"env"`
+	Run   string    `yaml:"run"`
 }
 
 // stringMap is a mapping of names to values as CI files write them:
@@ -620,6 +622,7 @@ type glJob struct {
 	Environment   glEnvironment `yaml:"environment"`
 	ResourceGroup string        `yaml:"resource_group"`
 	Artifacts     struct {
+		Paths   []string          `yaml:"paths"`
 		Reports map[string]string `yaml:"reports"`
 	} `yaml:"artifacts"`
 }

@@ -6,9 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,26 +17,25 @@ import (
 
 // The monorepo templates of examples/ci, run: the three-stack repository
 // lives a push to main, a pull request that changes the network (so the
-// app, which reads it, is listed as its dependent), the pull request's end
-// and a nightly run. The first job's `sponson stacks --changed` line runs as
-// written; its matrix JSON (GitHub: result.layers) or its child pipeline
-// (GitLab: --gitlab-pipeline) then drives the next jobs: each entry runs as
-// its own sponson process, the entries of one depth at the same time, the
-// depths in order, as the CI system's runners would. The app of the pull
-// request reading the network of the pull request proves the order.
+// app, which reads it, is listed as its dependent), a push during an apply,
+// the pull request's end and a nightly run. Each job runs as the CI system
+// would run it (its script under the host's shell, with its env, on the
+// commit of its pipeline), artifacts handed from the plan job to the apply
+// job; the order of overlapping jobs comes from the template's own
+// concurrency groups (GitHub) or resource_group (GitLab). The app of the
+// pull request reading the network of the pull request proves the order of
+// the stacks inside one job.
 
 const (
-	githubMonorepo      = "../../examples/ci/github-actions-monorepo.yml"
-	githubMonorepoStack = "../../examples/ci/github-actions-monorepo-stack.yml"
-	gitlabMonorepo      = "../../examples/ci/gitlab-ci-monorepo.yml"
-	gitlabMonorepoStack = "../../examples/ci/gitlab-ci-monorepo-stack.yml"
+	githubMonorepo = "../../examples/ci/github-actions-monorepo.yml"
+	gitlabMonorepo = "../../examples/ci/gitlab-ci-monorepo.yml"
 )
 
 // monorepoCheckout is the checkout of a CI job: a first commit without
 // stacks, then the three stacks, pushed as main to origin, a bare
 // repository (the git store's). It returns the first commit, the "before"
 // of the push that brought the stacks.
-func monorepoCheckout(t *testing.T, extra map[string]string) (root, first string) {
+func monorepoCheckout(t *testing.T) (root, first string) {
 	t.Helper()
 	root = t.TempDir()
 	bare := filepath.Join(t.TempDir(), "origin.git")
@@ -49,9 +46,6 @@ func monorepoCheckout(t *testing.T, extra map[string]string) (root, first string
 	first = gitIn(t, root, "rev-parse", "HEAD")
 	files := map[string]string{".gitignore": ".sponson/\n.terraform/\n*.tfplan\nstacks.json\nstacks-pipeline.yml\n"}
 	for k, v := range multiStack {
-		files[k] = v
-	}
-	for k, v := range extra {
 		files[k] = v
 	}
 	for name, content := range files {
@@ -96,315 +90,385 @@ func (h *harness) ciOutputs(t *testing.T, root string, vars map[string]string, d
 	return got
 }
 
-// layersOf reads result.layers of `sponson stacks --json` as directories.
-func layersOf(t *testing.T, doc []byte) [][]string {
+// ghArtifacts are the artifacts of one workflow run, by name, as
+// actions/upload-artifact keeps them and actions/download-artifact gives
+// them to a later job of the same run.
+type ghArtifacts string
+
+// ghRunJob runs a job of w the way a runner would: its steps in order, each
+// run: script under bash -e (with pipefail for shell: bash) with the
+// workflow's, job's and step's env, upload-artifact and download-artifact
+// as copies through run's artifacts. Other uses: steps (checkout, cloud
+// credentials, the install action) have nothing to do here: the checkout is
+// root, HEAD where the test put it, and sponson is on PATH. A step with an
+// if: (the alert, which needs failure()) is not run. It returns the first
+// failed step's result, or the last step's.
+func (h *harness) ghRunJob(t *testing.T, root string, w *ghWorkflow, job string, e ghEvent, values, host map[string]string, run ghArtifacts) (result, map[string]string) {
 	t.Helper()
-	var env struct {
-		OK     bool `json:"ok"`
-		Result struct {
-			Layers [][]struct {
-				Directory string `json:"directory"`
-				Depth     int    `json:"depth"`
-			} `json:"layers"`
-		} `json:"result"`
+	j := w.Jobs.byKey[job]
+	vals := map[string]string{}
+	for k, v := range values {
+		vals[k] = v
 	}
-	if err := json.Unmarshal(doc, &env); err != nil || !env.OK {
-		t.Fatalf("sponson stacks --json: %v\n%s", err, doc)
+	temp := t.TempDir() // each job's own runner
+	vals["runner.temp"] = temp
+	base := map[string]string{}
+	for k, v := range host {
+		base[k] = v
 	}
-	var out [][]string
-	for d, layer := range env.Result.Layers {
-		var dirs []string
-		for _, s := range layer {
-			if s.Depth != d {
-				t.Errorf("layer %d holds %s of depth %d", d, s.Directory, s.Depth)
+	for k, v := range e.vars {
+		base[k] = v
+	}
+	base["RUNNER_TEMP"] = temp
+	base["GITHUB_STEP_SUMMARY"] = filepath.Join(temp, "step-summary.md")
+	var last result
+	var lastVars map[string]string
+	for _, s := range j.Steps {
+		switch {
+		case strings.HasPrefix(s.Uses, "actions/upload-artifact@"), strings.HasPrefix(s.Uses, "actions/download-artifact@"):
+			path, err := ghSubstitute(s.With["path"], vals)
+			if err != nil {
+				t.Fatalf("job %s: %v", job, err)
 			}
-			dirs = append(dirs, s.Directory)
+			stored := filepath.Join(string(run), s.With["name"])
+			from, to := path, stored
+			if strings.HasPrefix(s.Uses, "actions/download-artifact@") {
+				from, to = stored, path
+			}
+			if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+				t.Fatalf("job %s: %s: %v", job, s.Uses, err)
+			}
+		case s.Run != "" && s.If == "":
+			script, vars := stepScript(t, w, job, s, vals, base)
+			prefix := "set -e\n"
+			if s.Shell == "bash" {
+				prefix = "set -eo pipefail\n"
+			}
+			last, lastVars = h.ciRun(root, prefix+script, vars), vars
+			if last.exit != 0 {
+				return last, lastVars
+			}
 		}
-		out = append(out, dirs)
 	}
-	return out
-}
-
-// inParallel runs each job at once and waits for all: one depth's jobs.
-func inParallel(n int, job func(i int)) {
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			job(i)
-		}()
-	}
-	wg.Wait()
-}
-
-// ghMonoWorkflow is what the test reads of the monorepo workflow: its jobs
-// with the keys of a job that calls the stack's workflow.
-type ghMonoWorkflow struct {
-	Env  stringMap            `yaml:"env"`
-	Jobs map[string]ghMonoJob `yaml:"jobs"`
-}
-
-type ghMonoJob struct {
-	If       string     `yaml:"if"`
-	Needs    stringList `yaml:"needs"`
-	Uses     string     `yaml:"uses"`
-	With     stringMap  `yaml:"with"`
-	Secrets  string     `yaml:"secrets"`
-	Strategy struct {
-		FailFast *bool     `yaml:"fail-fast"`
-		Matrix   stringMap `yaml:"matrix"`
-	} `yaml:"strategy"`
-	Env   stringMap `yaml:"env"`
-	Steps []ghStep  `yaml:"steps"`
-}
-
-func loadMonoWorkflow(t *testing.T, file string) *ghMonoWorkflow {
-	t.Helper()
-	var w ghMonoWorkflow
-	if err := yaml.Unmarshal(readFile(t, file), &w); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	return &w
+	return last, lastVars
 }
 
 // stepScript is the script of a step and the variables it sees: the
 // workflow's, the job's and the step's env over base, ${{ }} replaced with
 // values.
-func stepScript(t *testing.T, w *ghMonoWorkflow, j ghMonoJob, s ghStep, values, base map[string]string) (string, map[string]string) {
+func stepScript(t *testing.T, w *ghWorkflow, job string, s ghStep, values, base map[string]string) (string, map[string]string) {
 	t.Helper()
 	vars := map[string]string{}
 	for k, v := range base {
 		vars[k] = v
 	}
-	for _, m := range []map[string]string{w.Env, j.Env, s.Env} {
+	for _, m := range []map[string]string{w.Env, w.Jobs.byKey[job].Env, s.Env} {
 		for k, v := range m {
 			sv, err := ghSubstitute(v, values)
 			if err != nil {
-				t.Fatalf("env %s: %v", k, err)
+				t.Fatalf("job %s: env %s: %v", job, k, err)
 			}
 			vars[k] = sv
 		}
 	}
 	script, err := ghSubstitute(s.Run, values)
 	if err != nil {
-		t.Fatalf("step %s: %v", s.Name, err)
+		t.Fatalf("job %s: step %s: %v", job, s.Name, err)
 	}
 	return script, vars
 }
 
-var layerIf = regexp.MustCompile(`^fromJSON\(needs\.stacks\.outputs\.stacks\)\.result\.layers\[(\d+)\] != null$`)
-
-// ghLayerJobs returns the layer jobs in depth order, checking the form the
-// test evaluates: layer-d needs the stacks job and layer-(d-1), runs when
-// result.layers[d] exists, takes it as its matrix and calls the stack's
-// workflow with each entry's directory.
-func ghLayerJobs(t *testing.T, w *ghMonoWorkflow) []ghMonoJob {
+func loadGitHubFile(t *testing.T, file string) *ghWorkflow {
 	t.Helper()
-	var out []ghMonoJob
-	for d := 0; ; d++ {
-		j, ok := w.Jobs[fmt.Sprintf("layer-%d", d)]
-		if !ok {
-			break
-		}
-		m := layerIf.FindStringSubmatch(j.If)
-		wantNeeds := []string{"stacks"}
-		if d > 0 {
-			wantNeeds = append(wantNeeds, fmt.Sprintf("layer-%d", d-1))
-		}
-		switch {
-		case m == nil || m[1] != fmt.Sprint(d):
-			t.Fatalf("layer-%d: if %q, want fromJSON(needs.stacks.outputs.stacks).result.layers[%d] != null", d, j.If, d)
-		case j.Strategy.Matrix["stack"] != fmt.Sprintf("${{ fromJSON(needs.stacks.outputs.stacks).result.layers[%d] }}", d):
-			t.Fatalf("layer-%d: matrix %v, want stack: result.layers[%d]", d, j.Strategy.Matrix, d)
-		case !slices.Equal([]string(j.Needs), wantNeeds):
-			t.Fatalf("layer-%d: needs %v, want %v", d, j.Needs, wantNeeds)
-		case j.Uses != "./.github/workflows/sponson-stack.yml" || j.With["directory"] != "${{ matrix.stack.directory }}" || j.Secrets != "inherit":
-			t.Fatalf("layer-%d: uses %q with %v secrets %q", d, j.Uses, j.With, j.Secrets)
-		case j.Strategy.FailFast == nil || *j.Strategy.FailFast:
-			t.Fatalf("layer-%d: fail-fast must be off, so that a failed stack lets its layer finish", d)
-		}
-		out = append(out, j)
+	var w ghWorkflow
+	if err := yaml.Unmarshal(readFile(t, file), &w); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
-	if len(out) == 0 {
-		t.Fatal("the workflow has no layer-0 job")
-	}
-	return out
+	return &w
 }
 
+// atHead is a pull request event of the commit the checkout holds.
+func atHead(t *testing.T, root string, e ghEvent, name string) ghEvent {
+	t.Helper()
+	e.name = name
+	head := e.payload["pull_request"].(map[string]any)["head"].(map[string]any)
+	head["sha"] = gitIn(t, root, "rev-parse", "HEAD")
+	return e
+}
+
+// TestE2ECITemplatesMonorepoGitHub replays the monorepo workflow's jobs as
+// GitHub runs them: a push to main plans every stack into one saved plan and
+// the next job applies it; a pull request that changes the network plans it
+// and the app (its dependent) with one review, and the apply job applies
+// the artifact (the app's plan read the network's replaced vpc_id, known
+// only after the network's apply: it is stale, and the job plans again once
+// and applies); a push during an apply (the newer commit's plan runs while
+// the older commit's apply runs, as the concurrency groups allow) ends
+// with the newer commit applied without a re-run; the pull request's end
+// destroys every stack's preview; the nightly gc and drift run clean.
 func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 	t.Parallel()
 	h := e2e(t)
-	w := loadMonoWorkflow(t, githubMonorepo)
-	sw := loadMonoWorkflow(t, githubMonorepoStack)
-	layers := ghLayerJobs(t, w)
-	root, first := monorepoCheckout(t, nil)
+	w := loadGitHubFile(t, githubMonorepo)
+	root, first := monorepoCheckout(t)
 	srv := commenttest.New("test-token")
 	defer srv.Close()
 
 	values := map[string]string{
-		"secrets.SPONSON_STATE_KEY": ciStateKey,
-		"secrets.SPONSON_PLAN_KEY":  strings.Repeat("17", 32),
-		"github.token":              "test-token",
+		"secrets.SPONSON_STATE_KEY_PREVIEW": ciStateKey,
+		"secrets.SPONSON_PLAN_KEY":          strings.Repeat("17", 32),
+		"github.token":                      "test-token",
+		"github.event.before":               "",
 	}
 	events := t.TempDir()
-	var last map[string]string
-	// run runs the event's jobs: the stacks job, then each layer's matrix,
-	// or the other jobs whose if holds.
-	run := func(i int, e ghEvent) [][]string {
-		t.Helper()
+	runs := 0
+	// start is a new workflow run of e: its event file, host variables and
+	// artifact store.
+	start := func(e ghEvent) (map[string]string, ghArtifacts) {
+		runs++
 		payload, _ := json.Marshal(e.payload)
-		eventPath := filepath.Join(events, fmt.Sprintf("event-%d.json", i))
+		eventPath := filepath.Join(events, fmt.Sprintf("event-%d.json", runs))
 		if err := os.WriteFile(eventPath, payload, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		host := map[string]string{
 			"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": e.event, "GITHUB_EVENT_PATH": eventPath,
-			"GITHUB_REPOSITORY": "acme/infra", "GITHUB_RUN_ID": fmt.Sprint(5100 + i), "GITHUB_WORKSPACE": root,
-			"GITHUB_API_URL": srv.URL, "RUNNER_TEMP": t.TempDir(),
+			"GITHUB_REPOSITORY": "acme/app", "GITHUB_RUN_ID": fmt.Sprint(5100 + runs), "GITHUB_WORKSPACE": root,
+			"GITHUB_API_URL": srv.URL, "GITHUB_SERVER_URL": "https://github.com",
 			// Each stack's name is derived, as on a real runner.
 			"SPONSON_STACK": "",
 		}
-		for k, v := range e.vars {
-			host[k] = v
+		return host, ghArtifacts(t.TempDir())
+	}
+	var last map[string]string
+	job := func(e ghEvent, host map[string]string, run ghArtifacts, name string) result {
+		t.Helper()
+		r, vars := h.ghRunJob(t, root, w, name, e, values, host, run)
+		t.Logf("%s: job %s: exit %d\n%s", e.name, name, r.exit, r.stdout)
+		if r.exit != 0 {
+			t.Fatalf("%s: job %s: exit %d\n%s\n%s", e.name, name, r.exit, r.stdout, r.stderr)
 		}
-		runs := func(job string) bool {
-			cond := w.Jobs[job].If
-			v, err := evalExpr(cond, ghLookup(e.context()), true)
-			if err != nil {
-				t.Fatalf("job %s: if %q: %v", job, cond, err)
-			}
-			return truthy(v)
+		last = vars
+		return r
+	}
+	// all runs the jobs of e that GitHub runs, in order.
+	all := func(e ghEvent, want []string) map[string]result {
+		t.Helper()
+		got := ghRunningJobs(t, w, e)
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("%s: jobs (-want +got):\n%s", e.name, d)
 		}
-		var got [][]string
-		if runs("stacks") {
-			j := w.Jobs["stacks"]
-			var step ghStep
-			for _, s := range j.Steps {
-				if s.ID == "stacks" {
-					step = s
-				}
-			}
-			out := filepath.Join(t.TempDir(), "github-output")
-			script, vars := stepScript(t, w, j, step, values, host)
-			vars["GITHUB_OUTPUT"] = out
-			r := h.ciRun(root, script, vars)
-			if r.exit != 0 {
-				t.Fatalf("%s: job stacks: exit %d\n%s\n%s", e.name, r.exit, r.stdout, r.stderr)
-			}
-			t.Logf("%s: sponson stacks:\n%s", e.name, readFile(t, filepath.Join(root, "stacks.json")))
-			// The step output, written the way GitHub reads a multi-line one.
-			text := string(readFile(t, out))
-			body, ok := strings.CutPrefix(text, "stacks<<SPONSON_STACKS_EOF\n")
-			body, ok2 := strings.CutSuffix(body, "SPONSON_STACKS_EOF\n")
-			if !ok || !ok2 {
-				t.Fatalf("%s: $GITHUB_OUTPUT is not one stacks<<DELIMITER value:\n%s", e.name, text)
-			}
-			got = layersOf(t, []byte(body))
-			if len(got) > len(layers) {
-				t.Fatalf("%s: %d layers, the workflow has %d", e.name, len(got), len(layers))
-			}
-			for d, dirs := range got {
-				stack := sw.Jobs["stack"]
-				inParallel(len(dirs), func(k int) {
-					vals := map[string]string{"inputs.directory": dirs[k]}
-					for key, v := range values {
-						vals[key] = v
-					}
-					var script string
-					var vars map[string]string
-					for _, s := range stack.Steps {
-						if strings.Contains(s.Run, "sponson") {
-							script, vars = stepScript(t, sw, stack, s, vals, host)
-						}
-					}
-					vars["RUNNER_TEMP"] = t.TempDir() // each job's own runner
-					r := h.ciRun(root, script, vars)
-					if r.exit != 0 {
-						t.Errorf("%s: layer-%d: %s: exit %d\n%s\n%s", e.name, d, dirs[k], r.exit, r.stdout, r.stderr)
-					}
-					last = vars
-				})
-				if t.Failed() {
-					t.FailNow()
-				}
-			}
+		host, run := start(e)
+		out := map[string]result{}
+		for _, name := range got {
+			out[name] = job(e, host, run, name)
 		}
-		for _, job := range []string{"preview-destroy", "gc", "drift"} {
-			if !runs(job) {
-				continue
-			}
-			line, vars := ghJobRun(t, &ghWorkflow{Env: w.Env, Jobs: orderedJobs{names: []string{job}, byKey: map[string]*ghJob{job: {Env: w.Jobs[job].Env, Steps: w.Jobs[job].Steps}}}}, job, values, host)
-			r := h.ciRun(root, line, vars)
-			if r.exit != 0 {
-				t.Fatalf("%s: job %s: %s: exit %d\n%s\n%s", e.name, job, line, r.exit, r.stdout, r.stderr)
-			}
-			last = vars
-		}
-		return got
+		return out
 	}
 
-	// The push that brought the stacks: all three, network before app.
+	// The push that brought the stacks: every stack planned into one saved
+	// plan, then applied.
 	push := ghOnMain("push", map[string]any{"ref": "refs/heads/main", "before": first})
 	push.name = "push to main"
 	values["github.event.before"] = first
-	if d := cmp.Diff([][]string{{"stacks/docs", "stacks/network"}, {"stacks/app"}}, run(0, push)); d != "" {
-		t.Errorf("push to main: layers (-want +got):\n%s", d)
-	}
+	all(push, []string{"main-plan", "main"})
 	if got := h.ciOutputs(t, root, last, "stacks/app", "main"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
 		t.Errorf("app's outputs in main = %v, want main's network", got)
 	}
-
-	// A pull request that changes the network: network, then app, which
-	// plans and applies against the pull request's network.
-	changeNetwork(t, root, "10.3.0.0/16")
 	values["github.event.before"] = ""
-	pr := ghPullRequest("opened", 3, "feat", false)
-	pr.name = "pull request 3 opened"
-	if d := cmp.Diff([][]string{{"stacks/network"}, {"stacks/app"}}, run(1, pr)); d != "" {
-		t.Errorf("pull request 3: layers (-want +got):\n%s", d)
-	}
+
+	// A pull request that changes the network: network and app planned in
+	// one review, the artifact applied; app's plan read a provisional
+	// vpc_id, so the apply job plans again once.
+	changeNetwork(t, root, "10.3.0.0/16")
+	pr := atHead(t, root, ghPullRequest("opened", 3, "feat", false), "pull request 3 opened")
+	all(pr, []string{"preview-plan", "preview"})
 	if got := h.ciOutputs(t, root, last, "stacks/app", "pr-3"); got["vpc"] != "vpc-pr-3-10.3.0.0/16" || got["from"] != "pr-3" {
 		t.Errorf("app's outputs in pr-3 = %v, want pr-3's network", got)
 	}
 	if got := h.ciOutputs(t, root, last, "stacks/docs", "pr-3"); len(got) != 0 {
 		t.Errorf("docs ran in pr-3 although nothing it uses changed: %v", got)
 	}
-	if cs := srv.Comments("acme/infra#3"); len(cs) != 2 {
-		t.Errorf("%d comments on pull request 3, want one per stack that ran (network, app)", len(cs))
+	if cs := srv.Comments("acme/app#3"); len(cs) == 0 {
+		t.Errorf("no comment on pull request 3")
 	}
 
-	// The pull request closes: every stack's pr-3 goes, app first.
-	closed := ghPullRequest("closed", 3, "feat", true)
-	closed.name = "pull request 3 merged"
-	if got := run(2, closed); got != nil {
-		t.Errorf("the closed pull request ran the stacks job: %v", got)
+	// A push during an apply. Commit A's plan and apply, commit B pushed
+	// while A's apply runs: GitHub's groups decide the order, which the
+	// model below plays from the workflow's own groups; the jobs then run
+	// in that order, each at its commit.
+	c := newGHConcurrency()
+	group := func(job string, e ghEvent) (string, bool) { return ghGroup(t, w, job, e) }
+	commit := func(cidr string) string {
+		p := filepath.Join(root, "stacks/network/main.tf")
+		src := regexp.MustCompile(`default = "10\.\d+\.0\.0/16"`).ReplaceAllString(string(readFile(t, p)), `default = "`+cidr+`"`)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, root, "commit", "--quiet", "-am", "network: "+cidr)
+		gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/feat")
+		return gitIn(t, root, "rev-parse", "HEAD")
 	}
+	shaA := commit("10.4.0.0/16")
+	evA := atHead(t, root, ghPullRequest("synchronize", 3, "feat", false), "push A")
+	hostA, runA := start(evA)
+	job(evA, hostA, runA, "preview-plan")
+	shaB := commit("10.5.0.0/16")
+	evB := atHead(t, root, ghPullRequest("synchronize", 3, "feat", false), "push B")
+	hostB, runB := start(evB)
+	ag, acancel := group("preview", evA)
+	c.queue("apply A", ag, acancel)
+	pg, pcancel := group("preview-plan", evB)
+	c.queue("plan B", pg, pcancel)
+	if c.running[strings.ToLower(pg)] != "plan B" || c.running[strings.ToLower(ag)] != "apply A" {
+		t.Fatalf("plan B does not run beside apply A: running %v, pending %v", c.running, c.pending)
+	}
+	// Plan B reads pr-3's state before apply A writes it.
+	job(evB, hostB, runB, "preview-plan")
+	c.finish(pg)
+	bg, bcancel := group("preview", evB)
+	c.queue("apply B", bg, bcancel)
+	if c.pending[strings.ToLower(bg)] != "apply B" {
+		t.Fatalf("apply B does not wait for apply A: running %v, pending %v", c.running, c.pending)
+	}
+	gitIn(t, root, "checkout", "--quiet", shaA)
+	job(evA, hostA, runA, "preview")
+	c.finish(ag)
+	if c.running[strings.ToLower(bg)] != "apply B" {
+		t.Fatalf("apply B did not start after apply A: running %v", c.running)
+	}
+	gitIn(t, root, "checkout", "--quiet", shaB)
+	r := job(evB, hostB, runB, "preview")
+	if !strings.Contains(r.stdout, "PLAN_STALE") || !strings.Contains(r.stderr+r.stdout, "planning again") {
+		t.Errorf("apply B did not meet its stale plan and plan again:\n%s", r.stdout)
+	}
+	if got := h.ciOutputs(t, root, last, "stacks/app", "pr-3"); got["vpc"] != "vpc-pr-3-10.5.0.0/16" {
+		t.Errorf("after apply B, app's outputs in pr-3 = %v, want commit B's network (10.5.0.0/16)", got)
+	}
+	gitIn(t, root, "checkout", "--quiet", "feat")
+
+	// The pull request closes: every stack's pr-3 goes, app first.
+	closed := atHead(t, root, ghPullRequest("closed", 3, "feat", true), "pull request 3 merged")
+	all(closed, []string{"preview-destroy"})
 	for _, dir := range []string{"stacks/app", "stacks/network"} {
 		if got := h.ciOutputs(t, root, last, dir, "pr-3"); len(got) != 0 {
 			t.Errorf("%s still has outputs in pr-3 after the pull request closed: %v", dir, got)
 		}
 	}
 
-	// The nightly run: gc --all finds nothing, drift --all main of the three
-	// stacks is in sync.
+	// A fork's pull request runs nothing.
+	if got := ghRunningJobs(t, w, ghFork(ghPullRequest("opened", 4, "x", false))); len(got) != 0 {
+		t.Errorf("a fork's pull request runs %v", got)
+	}
+
+	// A pull request that touches no stack: its plan saves an empty plan
+	// of many stacks, and the apply job applies nothing, green.
+	gitIn(t, root, "checkout", "--quiet", "-b", "readme", "main")
+	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("docs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, root, "add", "README.md")
+	gitIn(t, root, "commit", "--quiet", "-m", "readme")
+	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/readme")
+	res := all(atHead(t, root, ghPullRequest("opened", 6, "readme", false), "pull request 6 (no stack)"), []string{"preview-plan", "preview"})
+	if !strings.Contains(res["preview"].stdout, "no stack to apply") {
+		t.Errorf("the apply job of a pull request that touches no stack did not say it had nothing to apply:\n%s", res["preview"].stdout)
+	}
+
+	// A push to main that deletes a stack: -out cannot carry its destroy,
+	// so main-plan plans --changed and main applies --changed, which
+	// destroys docs' main scope.
 	gitIn(t, root, "checkout", "--quiet", "main")
+	before := gitIn(t, root, "rev-parse", "HEAD")
+	gitIn(t, root, "rm", "--quiet", "-r", "stacks/docs")
+	gitIn(t, root, "commit", "--quiet", "-m", "docs: gone")
+	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+	removal := ghOnMain("push", map[string]any{"ref": "refs/heads/main", "before": before})
+	removal.name = "push to main removing stacks/docs"
+	values["github.event.before"] = before
+	res = all(removal, []string{"main-plan", "main"})
+	values["github.event.before"] = ""
+	if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res["main"].stdout) {
+		t.Errorf("the main job did not destroy the removed stack docs:\n%s", res["main"].stdout)
+	}
+
+	// The nightly run: gc --all finds nothing, drift --all main of the two
+	// stacks left is in sync.
 	nightly := ghOnMain("schedule", map[string]any{"schedule": "23 3 * * *"})
 	nightly.name = "nightly"
-	run(3, nightly)
+	all(nightly, []string{"gc", "drift"})
 }
 
+// glRunJob runs a job of p the way a runner would, in the checkout root:
+// the artifacts:paths of the jobs it needs (kept in store, by pipeline)
+// copied in first, its script lines in order under bash -eo pipefail (as
+// GitLab Runner's bash shell runs them), its own artifacts:paths moved to
+// store afterwards and the checkout cleaned, as the next job's fresh
+// runner would find it.
+func (h *harness) glRunJob(t *testing.T, root string, p *glPipeline, job string, vars map[string]string, store string) result {
+	t.Helper()
+	j := p.byName[job]
+	clean := func() {
+		for _, path := range []string{"plans", "replanned"} {
+			if err := os.RemoveAll(filepath.Join(root, path)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gitIn(t, root, "clean", "-fdq")
+	}
+	clean()
+	for _, need := range j.Needs {
+		for _, path := range p.byName[need].Artifacts.Paths {
+			from := filepath.Join(store, need, path)
+			if _, err := os.Stat(from); err != nil {
+				t.Fatalf("job %s needs %s's artifact %s, which it did not keep: %v", job, need, path, err)
+			}
+			if err := os.CopyFS(filepath.Join(root, path), os.DirFS(from)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var r result
+	for _, line := range j.Script {
+		r = h.ciRun(root, "set -eo pipefail\n"+line, vars)
+		if r.exit != 0 {
+			break
+		}
+	}
+	for _, path := range j.Artifacts.Paths {
+		if _, err := os.Stat(filepath.Join(root, path)); err != nil {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(store, job), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.CopyFS(filepath.Join(store, job, path), os.DirFS(filepath.Join(root, path))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clean()
+	return r
+}
+
+// TestE2ECITemplatesMonorepoGitLab replays the GitLab monorepo pipeline's
+// jobs as GitLab runs them, as TestE2ECITemplatesMonorepoGitHub does for
+// GitHub: main-plan's saved plan of every stack applied by main, a merge
+// request's plan of the stacks it changes applied by preview from the
+// artifact, a push during an apply (the newer pipeline's plan, outside the
+// resource_group, runs while the older pipeline's apply holds it; its apply
+// waits, meets a stale plan and plans again), no pipeline for a fork's
+// merge request, the stop job, and the scheduled gc and drift.
 func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 	t.Parallel()
 	h := e2e(t)
 	p := loadGitLabFile(t, gitlabMonorepo)
-	root, first := monorepoCheckout(t, map[string]string{".gitlab/sponson-stack.yml": string(readFile(t, gitlabMonorepoStack))})
+	root, first := monorepoCheckout(t)
 	main := gitIn(t, root, "rev-parse", "HEAD")
-	project := map[string]string{"SPONSON_STACK": "", "SPONSON_STATE_KEY": ciStateKey, "SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
+	project := map[string]string{"SPONSON_STACK": "", "SPONSON_STATE_KEY_PREVIEW": ciStateKey, "SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
 	var last map[string]string
 
 	// jobVars are the variables of a job of the pipeline of vars.
-	jobVars := func(p *glPipeline, vars map[string]string, job string) map[string]string {
+	jobVars := func(vars map[string]string, job string) map[string]string {
 		all := glEvent{vars: vars}.allVars(p)
 		for k, v := range project {
 			all[k] = v
@@ -415,116 +479,162 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 		all["CI_JOB_NAME"] = job
 		return all
 	}
-	script := func(name string, p *glPipeline, vars map[string]string, job string) {
+	type pipeline struct {
+		name  string
+		vars  map[string]string
+		store string
+	}
+	start := func(name string, vars map[string]string) pipeline {
+		vars["CI_PROJECT_ID"] = "7"
+		return pipeline{name: name, vars: vars, store: t.TempDir()}
+	}
+	job := func(pl pipeline, name string) result {
 		t.Helper()
-		jv := jobVars(p, vars, job)
-		for _, line := range p.byName[job].Script {
-			r := h.ciRun(root, line, jv)
-			if r.exit != 0 {
-				t.Errorf("%s: job %s: %s: exit %d\n%s\n%s", name, job, line, r.exit, r.stdout, r.stderr)
-				return
-			}
+		jv := jobVars(pl.vars, name)
+		r := h.glRunJob(t, root, p, name, jv, pl.store)
+		t.Logf("%s: job %s: exit %d\n%s", pl.name, name, r.exit, r.stdout)
+		if r.exit != 0 {
+			t.Fatalf("%s: job %s: exit %d\n%s\n%s", pl.name, name, r.exit, r.stdout, r.stderr)
 		}
 		last = jv
+		return r
 	}
-	// pipeline runs the jobs of the event's pipeline: the stacks job, then
-	// the child pipeline it wrote, stage by stage; returns the child's jobs
-	// by stage.
-	pipeline := func(name string, vars map[string]string) [][]string {
+	// all runs the jobs GitLab creates for the pipeline, stage by stage.
+	all := func(pl pipeline, want []string) map[string]result {
 		t.Helper()
-		jobs := glPipelineJobs(t, p, glEvent{vars: vars})
-		if jobs["stacks"] == "" {
-			return nil
-		}
-		if jobs["stacks-run"] == "" {
-			t.Fatalf("%s: the stacks job runs without stacks-run (%v)", name, jobs)
-		}
-		script(name, p, vars, "stacks")
-		if t.Failed() {
-			t.FailNow()
-		}
-		child := filepath.Join(root, "stacks-pipeline.yml")
-		t.Logf("%s: the child pipeline:\n%s", name, readFile(t, child))
-		var stages struct {
-			Stages []string `yaml:"stages"`
-		}
-		if err := yaml.Unmarshal(readFile(t, child), &stages); err != nil {
-			t.Fatal(err)
-		}
-		cp := loadGitLabFile(t, child)
-		childVars := map[string]string{}
-		for k, v := range vars {
-			childVars[k] = v
-		}
-		// A child pipeline of a merge request pipeline keeps its variables.
-		childVars["CI_PIPELINE_SOURCE"] = "parent_pipeline"
-		var got [][]string
-		for _, stage := range stages.Stages {
-			var inStage []string
-			for _, j := range cp.jobs {
-				if cp.byName[j].Stage == stage {
-					inStage = append(inStage, j)
-				}
-			}
-			got = append(got, inStage)
-			inParallel(len(inStage), func(i int) { script(name, cp, childVars, inStage[i]) })
-			if t.Failed() {
-				t.FailNow()
+		jobs := glPipelineJobs(t, p, glEvent{vars: pl.vars})
+		var got []string
+		for _, name := range p.jobs {
+			if w := jobs[name]; w != "" && w != "manual" {
+				got = append(got, name)
 			}
 		}
-		return got
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("%s: jobs (-want +got):\n%s", pl.name, d)
+		}
+		out := map[string]result{}
+		for _, name := range got {
+			out[name] = job(pl, name)
+		}
+		return out
+	}
+	mergeRequest := func(name string) pipeline {
+		mr := glMergeRequest(4, "feat")
+		mr["CI_MERGE_REQUEST_DIFF_BASE_SHA"] = main
+		mr["CI_MERGE_REQUEST_SOURCE_PROJECT_ID"] = "7"
+		mr["CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"] = gitIn(t, root, "rev-parse", "HEAD")
+		return start(name, mr)
 	}
 
 	push := glOnMain("push")
 	push["CI_COMMIT_BEFORE_SHA"] = first
-	if d := cmp.Diff([][]string{{"stack stacks/docs", "stack stacks/network"}, {"stack stacks/app"}}, pipeline("push to main", push)); d != "" {
-		t.Errorf("push to main: child pipeline (-want +got):\n%s", d)
-	}
+	all(start("push to main", push), []string{"main-plan", "main"})
 	if got := h.ciOutputs(t, root, last, "stacks/app", "main"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
 		t.Errorf("app's outputs in main = %v, want main's network", got)
 	}
 
 	changeNetwork(t, root, "10.4.0.0/16")
-	mr := glMergeRequest(4, "feat")
-	mr["CI_MERGE_REQUEST_DIFF_BASE_SHA"] = main
-	if d := cmp.Diff([][]string{{"stack stacks/network"}, {"stack stacks/app"}}, pipeline("merge request 4", mr)); d != "" {
-		t.Errorf("merge request 4: child pipeline (-want +got):\n%s", d)
-	}
+	all(mergeRequest("merge request 4"), []string{"preview-plan", "preview"})
 	if got := h.ciOutputs(t, root, last, "stacks/app", "pr-4"); got["vpc"] != "vpc-pr-4-10.4.0.0/16" || got["from"] != "pr-4" {
 		t.Errorf("app's outputs in pr-4 = %v, want pr-4's network", got)
 	}
+	if got := h.ciOutputs(t, root, last, "stacks/docs", "pr-4"); len(got) != 0 {
+		t.Errorf("docs ran in pr-4 although nothing it uses changed: %v", got)
+	}
+
+	// A push during an apply: pipeline A's apply holds the merge request's
+	// resource_group; pipeline B's plan has none and runs meanwhile; B's
+	// apply waits for the group, then meets its stale plan and plans again.
+	commit := func(cidr string) string {
+		p := filepath.Join(root, "stacks/network/main.tf")
+		src := regexp.MustCompile(`default = "10\.\d+\.0\.0/16"`).ReplaceAllString(string(readFile(t, p)), `default = "`+cidr+`"`)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, root, "commit", "--quiet", "-am", "network: "+cidr)
+		gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/feat")
+		return gitIn(t, root, "rev-parse", "HEAD")
+	}
+	shaA := commit("10.5.0.0/16")
+	plA := mergeRequest("pipeline A")
+	job(plA, "preview-plan")
+	shaB := commit("10.6.0.0/16")
+	plB := mergeRequest("pipeline B")
+	if rg := p.byName["preview-plan"].ResourceGroup; rg != "" {
+		t.Fatalf("preview-plan is in resource_group %q: it would wait for the apply", rg)
+	}
+	groupA := os.Expand(p.byName["preview"].ResourceGroup, func(n string) string { return jobVars(plA.vars, "preview")[n] })
+	groupB := os.Expand(p.byName["preview"].ResourceGroup, func(n string) string { return jobVars(plB.vars, "preview")[n] })
+	if groupA == "" || groupA != groupB {
+		t.Fatalf("the applies of pipelines A and B are in resource_groups %q and %q: they would not wait for each other", groupA, groupB)
+	}
+	// B plans while A's apply holds the group: it reads pr-4's state before
+	// A's apply writes it.
+	job(plB, "preview-plan")
+	gitIn(t, root, "checkout", "--quiet", shaA)
+	job(plA, "preview")
+	gitIn(t, root, "checkout", "--quiet", shaB)
+	r := job(plB, "preview")
+	if !strings.Contains(r.stdout, "PLAN_STALE") || !strings.Contains(r.stderr, "planning again") {
+		t.Errorf("apply B did not meet its stale plan and plan again:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if got := h.ciOutputs(t, root, last, "stacks/app", "pr-4"); got["vpc"] != "vpc-pr-4-10.6.0.0/16" {
+		t.Errorf("after apply B, app's outputs in pr-4 = %v, want pipeline B's network (10.6.0.0/16)", got)
+	}
+	gitIn(t, root, "checkout", "--quiet", "feat")
+
+	// A fork's merge request run in this project gets no pipeline.
+	fork := glMergeRequest(5, "x")
+	fork["CI_PROJECT_ID"], fork["CI_MERGE_REQUEST_SOURCE_PROJECT_ID"] = "7", "8"
+	if jobs := glPipelineJobs(t, p, glEvent{vars: fork}); jobs != nil {
+		t.Errorf("a fork's merge request gets a pipeline: %v", jobs)
+	}
 
 	// Merged: GitLab runs the preview's stop job.
-	stop := glPipelineJobs(t, p, glEvent{vars: mr, stopOf: "preview"})
+	stopPl := mergeRequest("merge request 4 merged")
+	stop := glPipelineJobs(t, p, glEvent{vars: stopPl.vars, stopOf: "preview"})
 	if stop["preview-destroy"] != "stop" {
 		t.Fatalf("the preview's stop job is %v, want preview-destroy", stop)
 	}
-	script("merge request 4 merged", p, mr, "preview-destroy")
+	job(stopPl, "preview-destroy")
 	for _, dir := range []string{"stacks/app", "stacks/network"} {
 		if got := h.ciOutputs(t, root, last, dir, "pr-4"); len(got) != 0 {
 			t.Errorf("%s still has outputs in pr-4 after the merge: %v", dir, got)
 		}
 	}
 
-	// A push of nothing that touches a stack writes a child pipeline with
-	// the one job that says so.
-	gitIn(t, root, "checkout", "--quiet", "main")
+	// A merge request that touches no stack: an empty plan of many stacks,
+	// and an apply job that applies nothing, green.
+	gitIn(t, root, "checkout", "--quiet", "-b", "readme", "main")
 	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("docs\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	gitIn(t, root, "add", "README.md")
 	gitIn(t, root, "commit", "--quiet", "-m", "readme")
-	push["CI_COMMIT_BEFORE_SHA"] = main
-	if d := cmp.Diff([][]string{{"no stack"}}, pipeline("push of a README", push)); d != "" {
-		t.Errorf("push of a README: child pipeline (-want +got):\n%s", d)
+	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/readme")
+	readme := glMergeRequest(6, "readme")
+	readme["CI_MERGE_REQUEST_DIFF_BASE_SHA"] = main
+	readme["CI_MERGE_REQUEST_SOURCE_PROJECT_ID"] = "7"
+	readme["CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"] = gitIn(t, root, "rev-parse", "HEAD")
+	res := all(start("merge request 6 (no stack)", readme), []string{"preview-plan", "preview"})
+	if !strings.Contains(res["preview"].stdout, "no stack to apply") {
+		t.Errorf("the apply job of a merge request that touches no stack did not say it had nothing to apply:\n%s", res["preview"].stdout)
 	}
 
-	nightly := glOnMain("schedule")
-	jobs := glPipelineJobs(t, p, glEvent{vars: nightly})
-	for _, job := range []string{"gc", "drift"} {
-		if jobs[job] == "" {
-			t.Fatalf("nightly: job %s does not run (%v)", job, jobs)
-		}
-		script("nightly", p, nightly, job)
+	// A push to main that deletes a stack: main-plan plans --changed
+	// --base CI_COMMIT_BEFORE_SHA, main applies --changed, which destroys
+	// docs' main scope.
+	gitIn(t, root, "checkout", "--quiet", "main")
+	before := gitIn(t, root, "rev-parse", "HEAD")
+	gitIn(t, root, "rm", "--quiet", "-r", "stacks/docs")
+	gitIn(t, root, "commit", "--quiet", "-m", "docs: gone")
+	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+	removal := glOnMain("push")
+	removal["CI_COMMIT_BEFORE_SHA"] = before
+	res = all(start("push to main removing stacks/docs", removal), []string{"main-plan", "main"})
+	if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res["main"].stdout) {
+		t.Errorf("the main job did not destroy the removed stack docs:\n%s", res["main"].stdout)
 	}
+
+	all(start("scheduled", glOnMain("schedule")), []string{"gc", "drift"})
 }
