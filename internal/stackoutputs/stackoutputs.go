@@ -132,6 +132,25 @@ func derivedFromProvisional(p *tfjson.Plan) []string {
 	return out
 }
 
+// ProvisionalObjects reports, for a resource address of the plan (an
+// instance's included), whether its configuration derives, through the
+// configuration's references, from another stack's output known only after
+// that stack's apply: the review marks its change provisional (issue 49).
+// As for outputs, a reference to a local counts as derived whenever
+// anything was provisional. It is nil when nothing was.
+func ProvisionalObjects(p *tfjson.Plan) func(address string) bool {
+	if p == nil {
+		return nil
+	}
+	tainted := provisionalReads(p)
+	if len(tainted) == 0 || p.Config == nil || p.Config.RootModule == nil {
+		return nil
+	}
+	tainted["local"] = true
+	spread(tainted, dependencies(p.Config.RootModule))
+	return func(address string) bool { return tainted[node(address)] }
+}
+
 // provisionalReads are the sponson_outputs data sources of the plan that
 // read provisional outputs.
 func provisionalReads(p *tfjson.Plan) map[string]bool {

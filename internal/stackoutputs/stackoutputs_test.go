@@ -125,8 +125,16 @@ func TestDerivedFromProvisional(t *testing.T) {
 			t.Errorf("output %s, which owes nothing to network, is not handed on: %v", name, got.Outputs)
 		}
 	}
+	// The review marks the changes of what derives from it.
+	derived := stackoutputs.ProvisionalObjects(&p)
+	if derived == nil || !derived("terraform_data.db") || !derived("terraform_data.db[0]") || derived("terraform_data.other") {
+		t.Errorf("ProvisionalObjects does not mark terraform_data.db alone")
+	}
 	// Without a provisional read nothing is derived.
 	p.PlannedValues.RootModule.Resources[0].AttributeValues["provisional"] = []any{}
+	if stackoutputs.ProvisionalObjects(&p) != nil || stackoutputs.ProvisionalObjects(nil) != nil {
+		t.Errorf("ProvisionalObjects marks changes without a provisional read")
+	}
 	if got, _ := stackoutputs.FromPlan(store.Key{}, &p); len(got.Unknown) != 0 || len(got.Outputs) != 5 {
 		t.Errorf("without a provisional read: unknown %v, outputs %d", got.Unknown, len(got.Outputs))
 	}

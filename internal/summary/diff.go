@@ -34,8 +34,17 @@ func symbol(c Change) string {
 	return ""
 }
 
-// words is what the engine says of each action, in the plan's own terms.
+// words is what the engine says of each action, in the plan's own terms,
+// and whether what it plans is provisional.
 func words(c Change) string {
+	w := actionWords(c)
+	if c.Provisional {
+		w += "; provisional: derives from another stack's output known only after its apply"
+	}
+	return w
+}
+
+func actionWords(c Change) string {
 	switch c.Action {
 	case Create:
 		return "create"

@@ -3,6 +3,7 @@ package summary_test
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -108,4 +109,36 @@ func TestOutputsGolden(t *testing.T) {
 	md := r.Markdown(summary.Options{Marker: true})
 	golden(t, "apply-outputs", md)
 	checkWellFormed(t, md)
+}
+
+// TestProvisionalChangeMarked: a change whose values derive from another
+// stack's output known only after its apply says so on its own line of the
+// diff, and only that change (issue 49 item 2: at the value, not only in a
+// note above).
+func TestProvisionalChangeMarked(t *testing.T) {
+	t.Parallel()
+	r := summary.Run{
+		Command: "plan", Status: "changes", Stack: "acme//stacks/app", Environment: "preview", Scope: "pr-7",
+		Changes: []summary.Change{
+			{Address: "terraform_data.app", Action: summary.Update, Provisional: true},
+			{Address: "terraform_data.docs", Action: summary.Create},
+		},
+		Provisional: []summary.ProvisionalRead{{Stack: "acme//stacks/network", Outputs: []string{"vpc_id"}}},
+	}
+	md := r.Markdown(summary.Options{})
+	var app, docs string
+	for _, l := range strings.Split(md, "\n") {
+		switch {
+		case strings.Contains(l, "terraform_data.app"):
+			app = l
+		case strings.Contains(l, "terraform_data.docs"):
+			docs = l
+		}
+	}
+	if !strings.Contains(app, "update in-place; provisional: derives from another stack's output known only after its apply") {
+		t.Errorf("the provisional change's line: %q\n%s", app, md)
+	}
+	if docs == "" || strings.Contains(docs, "provisional") {
+		t.Errorf("the other change's line: %q", docs)
+	}
 }

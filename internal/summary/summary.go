@@ -52,6 +52,10 @@ type Change struct {
 	// ReplacedBy names the attributes whose change forces a replacement
 	// (the plan's replace_paths), as attribute paths: names, never values.
 	ReplacedBy []string `json:"-"`
+	// Provisional is set when the change's values derive from another
+	// stack's output known only after that stack's apply
+	// (stackoutputs.ProvisionalObjects): the review says so on its line.
+	Provisional bool `json:"-"`
 }
 
 // Refusal is a planned change Sponson refused before the engine wrote.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -283,6 +284,15 @@ func multiStackScenario(t *testing.T, h *harness, storeFlag string) {
 	// The review says so too, in app's section (issue 49).
 	if md := string(readFile(t, review)); !strings.Contains(md, "**Provisional:** `vpc_id` of `github.com/acme/infra//stacks/network` will be known only after that stack's apply") {
 		t.Errorf("the review does not mark app's plan provisional:\n%s", md)
+	}
+	// At the value: app's change, which derives from vpc_id, says so on its
+	// own line of the diff; docs's, which reads nothing, does not.
+	md := string(readFile(t, review))
+	if !regexp.MustCompile(`terraform_data\.app +# update in-place; provisional: derives from another stack's output known only after its apply`).MatchString(md) {
+		t.Errorf("the review's diff does not mark app's change provisional:\n%s", md)
+	}
+	if regexp.MustCompile(`terraform_data\.(docs|vpc) .*provisional`).MatchString(md) {
+		t.Errorf("the review marks a change provisional that derives from nothing provisional:\n%s", md)
 	}
 	if app["status"] != "changes" || fmt.Sprint(app["changes"]) != "[map[action:update address:terraform_data.app]]" {
 		t.Errorf("app's plan in plan --all = %v %v, want the update network's new cidr brings\n%s", app["status"], app["changes"], r.stderr)

@@ -12,6 +12,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
 	"github.com/sponson/terraform-provider-sponson/internal/runctx"
 	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
+	"github.com/sponson/terraform-provider-sponson/internal/stackoutputs"
 	"github.com/sponson/terraform-provider-sponson/internal/summary"
 )
 
@@ -47,6 +48,11 @@ func summaryOf(in *RunInput, res *scoperun.Result, runErr error) summary.Run {
 	for _, read := range scoperun.StackReads(res.Plan) {
 		if len(read.Provisional) > 0 {
 			s.Provisional = append(s.Provisional, summary.ProvisionalRead{Stack: read.Stack, Outputs: read.Provisional})
+		}
+	}
+	if derived := stackoutputs.ProvisionalObjects(res.Plan); derived != nil {
+		for i := range s.Changes {
+			s.Changes[i].Provisional = derived(s.Changes[i].Address)
 		}
 	}
 	if rec := res.Receipt; rec != nil {
