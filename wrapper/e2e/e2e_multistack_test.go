@@ -628,4 +628,26 @@ func TestE2EMultiStackReview(t *testing.T) {
 	if n := len(srv.Comments("acme/infra#7")); n != 3 {
 		t.Errorf("%d comments after a single-stack plan, want the two reviews (apply, plan) and the stack's own", n)
 	}
+
+	// A change to network's cidr makes its vpc_id known only after its
+	// apply: the comment sent to the host marks app's plan provisional, at
+	// app's change, and not docs's (issue 49 item 2).
+	netFile := filepath.Join(root, "stacks/network/main.tf")
+	if err := os.WriteFile(netFile, bytes.Replace(readFile(t, netFile), []byte("10.0.0.0/16"), []byte("10.9.0.0/16"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.mustRunEnv(root, env, "plan", "--all", "--pr", "7", "--comment")
+	body = ""
+	for _, c := range srv.Comments("acme/infra#7") {
+		if strings.Contains(c.Body, "### sponson plan --all") {
+			body = c.Body
+		}
+	}
+	if !strings.Contains(body, "**Provisional:** `vpc_id` of `github.example/acme/infra//stacks/network` will be known only after that stack's apply") ||
+		!regexp.MustCompile(`terraform_data\.app +# update in-place; provisional: derives from another stack's output known only after its apply`).MatchString(body) {
+		t.Errorf("the plan's comment does not mark app's change provisional:\n%s", body)
+	}
+	if regexp.MustCompile(`terraform_data\.(docs|vpc) .*provisional`).MatchString(body) {
+		t.Errorf("the comment marks a change provisional that derives from nothing provisional:\n%s", body)
+	}
 }

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -163,7 +164,15 @@ func TestE2EPlanSetAppliesAsReviewed(t *testing.T) {
 		"stacks/app/main.tf":     planSetAppTF(true),
 	})
 	prov := filepath.Join(t.TempDir(), "plans")
-	h.mustRunEnv(root, env, "plan", "--all", "-out", prov)
+	review := filepath.Join(t.TempDir(), "review.md")
+	h.mustRunEnv(root, env, "plan", "--all", "-out", prov, "--summary", review)
+	// The review marks app's change, which derives from the id, at its line
+	// (issue 49 item 2), and not network's own.
+	md := string(readFile(t, review))
+	if !regexp.MustCompile(`local_file\.app +# [^\n]*; provisional: derives from another stack's output known only after its apply`).MatchString(md) ||
+		regexp.MustCompile(`(random_id|local_file)\.net +# [^\n]*provisional`).MatchString(md) {
+		t.Errorf("the review does not mark app's change alone provisional:\n%s", md)
+	}
 	r = h.run(root, env, "apply", prov, "--json")
 	if r.exit != 2 || r.code(t) != "PLAN_STALE" {
 		t.Fatalf("apply DIR with a provisional read: exit %d code %q, want 2 PLAN_STALE\n%s\n%s", r.exit, r.code(t), r.stdout, r.stderr)
