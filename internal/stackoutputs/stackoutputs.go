@@ -115,15 +115,12 @@ func FromPlan(key store.Key, p *tfjson.Plan) (Planned, error) {
 // leaves locals out: an output that reads a local counts as derived
 // whenever anything was provisional.
 func derivedFromProvisional(p *tfjson.Plan) []string {
-	tainted := provisionalReads(p)
-	if len(tainted) == 0 || p.Config == nil || p.Config.RootModule == nil {
+	tainted := derivedObjects(p)
+	if tainted == nil {
 		return nil
 	}
-	tainted["local"] = true
-	root := p.Config.RootModule
-	spread(tainted, dependencies(root))
 	var out []string
-	for name, o := range root.Outputs {
+	for name, o := range p.Config.RootModule.Outputs {
 		if o != nil && slices.ContainsFunc(references(o.Expression), func(ref string) bool { return tainted[node(ref)] }) {
 			out = append(out, name)
 		}
@@ -139,6 +136,18 @@ func derivedFromProvisional(p *tfjson.Plan) []string {
 // As for outputs, a reference to a local counts as derived whenever
 // anything was provisional. It is nil when nothing was.
 func ProvisionalObjects(p *tfjson.Plan) func(address string) bool {
+	tainted := derivedObjects(p)
+	if tainted == nil {
+		return nil
+	}
+	return func(address string) bool { return tainted[node(address)] }
+}
+
+// derivedObjects are the configuration objects of the root module (and
+// "local", for every local) that derive, through the configuration's
+// references, from a provisional read; nil when the plan read nothing
+// provisional or has no configuration.
+func derivedObjects(p *tfjson.Plan) map[string]bool {
 	if p == nil {
 		return nil
 	}
@@ -148,7 +157,7 @@ func ProvisionalObjects(p *tfjson.Plan) func(address string) bool {
 	}
 	tainted["local"] = true
 	spread(tainted, dependencies(p.Config.RootModule))
-	return func(address string) bool { return tainted[node(address)] }
+	return tainted
 }
 
 // provisionalReads are the sponson_outputs data sources of the plan that

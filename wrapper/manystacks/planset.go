@@ -105,10 +105,8 @@ func PreparePlanSet(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFl
 }
 
 func preparePlanSet(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, review *cmdutil.ReviewFlags, sel *StackSelection, dir string) (*manyRun, error) {
-	for _, env := range []map[string]string{selectionFlagEnv, {"chdir": "SPONSON_CHDIR"}, cmdutil.ReviewFlagEnv} {
-		if err := cmdutil.BindEnv(cmd.Flags(), env, f.Getenv); err != nil {
-			return nil, err
-		}
+	if err := bindSelectionEnv(cmd, f); err != nil {
+		return nil, err
 	}
 	if raw, _ := cmd.Flags().GetStringArray(cmdutil.EngineArgFlag); len(raw) > 0 {
 		return nil, errcode.New(errcode.Usage, "-var and engine flags cannot be given with a saved plan: the plans hold them").

@@ -261,10 +261,8 @@ func prepareMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags
 // selectMany reads the flags and finds the stacks, refusing a destroy that
 // would strand a dependent.
 func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags, sel *StackSelection, command scoperun.Command, args []string) (*StacksResult, []string, error) {
-	for _, env := range []map[string]string{selectionFlagEnv, {"chdir": "SPONSON_CHDIR"}, cmdutil.ReviewFlagEnv} {
-		if err := cmdutil.BindEnv(cmd.Flags(), env, f.Getenv); err != nil {
-			return nil, nil, err
-		}
+	if err := bindSelectionEnv(cmd, f); err != nil {
+		return nil, nil, err
 	}
 	if err := sel.check(f, flags, command, args); err != nil {
 		return nil, nil, err
@@ -309,6 +307,17 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 		warnings = append(warnings, w)
 	}
 	return res, warnings, nil
+}
+
+// bindSelectionEnv reads the variables of the selection's, --chdir's and
+// the review's flags the command line left unset.
+func bindSelectionEnv(cmd *cobra.Command, f *cmdutil.Factory) error {
+	for _, env := range []map[string]string{selectionFlagEnv, {"chdir": "SPONSON_CHDIR"}, cmdutil.ReviewFlagEnv} {
+		if err := cmdutil.BindEnv(cmd.Flags(), env, f.Getenv); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkSelected refuses what cannot run on the stacks found: a renamed
