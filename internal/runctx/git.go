@@ -19,18 +19,20 @@ const gitTimeout = 5 * time.Second
 // configuration directory, which need not be the working directory). The
 // Git func fails when git is not installed, dir is not in a repository, or a
 // command takes longer than 5 s; Detect takes any failure as "no answer".
+// The questions a run of many stacks answered for its stacks' runs
+// (GitAnswersVar) are not asked again.
 func ProcessSources(dir string) Sources {
 	return Sources{
 		Getenv:   os.Getenv,
 		ReadFile: os.ReadFile,
-		Git:      gitCLI(dir),
+		Git:      answered(dir, sharedAnswers(), askGit(dir)),
 	}
 }
 
-// gitCLI runs read-only git commands (package gitcli) and returns their
+// askGit runs read-only git commands (package gitcli) and returns their
 // trimmed standard output. Standard error goes into the error, so that a
 // failure can be explained (CTX_NULL names it).
-func gitCLI(dir string) func(args ...string) (string, error) {
+func askGit(dir string) func(args ...string) (string, error) {
 	return func(args ...string) (string, error) {
 		out, stderr, err := gitcli.Cmd{Dir: dir, Args: args, Timeout: gitTimeout}.Run(context.Background())
 		if err != nil {

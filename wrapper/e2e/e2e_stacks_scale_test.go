@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,24 @@ func TestE2EStacksGitProcesses(t *testing.T) {
 	}
 	var listing, changed [2]int
 	for i, n := range []int{10, 40} {
-		root := stackRepo(t, n)
+		files := map[string]string{}
+		for j := range n {
+			src := `terraform {
+  required_providers {
+    sponson = { source = "sponson/sponson" }
+  }
+}
+
+resource "sponson_scope" "this" {}
+`
+			if j > 0 {
+				// Each stack reads the one before it: the provider's
+				// reading of another stack asks git too.
+				src += fmt.Sprintf("\ndata \"sponson_outputs\" \"up\" {\n  stack = \"stacks/s%d\"\n}\n", j-1)
+			}
+			files[fmt.Sprintf("stacks/s%d/main.tf", j)] = src
+		}
+		root := repoWith(t, files)
 		var dirs []string
 		listing[i], dirs = starts(root)
 		if len(dirs) != n {
@@ -81,5 +99,66 @@ func TestE2EStacksGitProcesses(t *testing.T) {
 	}
 	if listing[0] == 0 || changed[0] <= listing[0] {
 		t.Errorf("git started %d times for stacks, %d for --changed: the shim did not see the starts", listing[0], changed[0])
+	}
+}
+
+// TestE2EPlanAllGitProcesses: a plan of many stacks asks git about the
+// repository once, not once per stack (issue 50 item 2): each stack's run
+// takes the answers its parent shared (runctx.GitAnswersVar), so the git
+// processes of `plan --all` do not grow with the stacks.
+func TestE2EPlanAllGitProcesses(t *testing.T) {
+	t.Parallel()
+	h := e2e(t)
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := t.TempDir()
+	log := filepath.Join(t.TempDir(), "starts")
+	script := "#!/bin/sh\necho \"$*\" >>'" + log + "'\nexec '" + gitPath + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shim, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var starts [2]int
+	var asked [2]string
+	for i, n := range []int{2, 5} {
+		files := map[string]string{}
+		for j := range n {
+			src := `terraform {
+  required_providers {
+    sponson = { source = "sponson/sponson" }
+  }
+}
+
+resource "sponson_scope" "this" {}
+`
+			if j > 0 {
+				// Each stack reads the one before it: the provider's
+				// reading of another stack asks git too.
+				src += fmt.Sprintf("\ndata \"sponson_outputs\" \"up\" {\n  stack = \"stacks/s%d\"\n}\n", j-1)
+			}
+			files[fmt.Sprintf("stacks/s%d/main.tf", j)] = src
+		}
+		root := repoWith(t, files)
+		env := []string{deriveStack, "SPONSON_STORE=file://" + filepath.Join(t.TempDir(), "store"),
+			"PATH=" + shim + string(os.PathListSeparator) + os.Getenv("PATH")}
+		if err := os.WriteFile(log, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := h.mustRunEnv(root, env, "plan", "--all", "--branch", "main", "--parallelism", "2")
+		if !strings.Contains(r.stdout, fmt.Sprintf("%d succeeded, 0 failed", n)) {
+			t.Fatalf("plan --all of %d stacks:\n%s\n%s", n, r.stdout, r.stderr)
+		}
+		data, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts[i], asked[i] = strings.Count(string(data), "\n"), string(data)
+	}
+	if starts[0] == 0 {
+		t.Fatal("the shim saw no git start: the test would pass whatever sponson does")
+	}
+	if starts[0] != starts[1] {
+		t.Errorf("git started %d times for a plan of 2 stacks, %d for 5: want the same\n2 stacks:\n%s\n5 stacks:\n%s", starts[0], starts[1], asked[0], asked[1])
 	}
 }

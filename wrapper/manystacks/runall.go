@@ -385,6 +385,9 @@ func newManyRun(cmd *cobra.Command, f *cmdutil.Factory, review *cmdutil.ReviewFl
 		return nil, errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
 	}
 	m.env = append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"="), reviewEnv...)
+	// What git says of the repository, asked once for every stack's run
+	// (docs/design.md §8).
+	m.env = append(m.env, runctx.GitAnswersVar+"="+runctx.GitAnswers(res.Top))
 	if command == scoperun.Plan {
 		// A stack's plan reads the planned outputs of the stacks it
 		// depends on (docs/design.md §6.4): they planned before it.
@@ -466,7 +469,9 @@ func (m *manyRun) runRemoved(ctx context.Context, s *stackgraph.Stack) bool {
 	if m.wantReview {
 		args = append(append([]string{}, m.removedArgs...), "--summary="+StackSummaryFile(m.tmp, s.Directory))
 	}
-	env := append(append([]string{}, m.env...), stack.EnvVar+"="+s.Name)
+	// The checkout of the base is another worktree: its git answers for
+	// itself.
+	env := append(append([]string{}, m.env...), stack.EnvVar+"="+s.Name, runctx.GitAnswersVar+"=")
 	r, output := runStackProcess(ctx, m.self, s, args, env)
 	r.Removed = true
 	m.mu.Lock()
