@@ -29,7 +29,9 @@
 // load (succession.Handover.UnpromisedCopy); release undoes what each phase
 // registered as it took it (onRelease: parent leases, backend override,
 // state server, the engine's context, the predecessor's lease, the scope
-// lease, the temporary directory), in reverse order.
+// lease, the temporary directory), in reverse order; the scope lease's
+// release is retried (lease.Held.Release), with a warning when it keeps
+// failing.
 //
 // The journal (checkpoint.go; docs/design.md §2.4 "Intent"). During the
 // apply every completion the engine reports (a create with its new id, an

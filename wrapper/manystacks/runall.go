@@ -21,7 +21,9 @@
 // removed stack goes before the upstreams it read). A stack whose files
 // moved byte for byte to a new directory is listed as renamed: plan shows
 // the move and apply makes it (stackmoved.go, internal/stackmove); any
-// other command over it is refused (USAGE, checkRenamed). Every --all run
+// other command over it is refused (USAGE, checkRenamed). A stack named
+// by a literal stack attribute keeps its name wherever its directory goes,
+// so it is neither removed nor renamed and nothing moves. Every --all run
 // warns of each stack named after the repository that holds state in the
 // environment and has no configuration in the checkout (AllWarnings).
 //
