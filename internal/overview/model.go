@@ -13,9 +13,10 @@
 // What the page shows and where it comes from:
 //
 //   - each environment's leases and latest receipts (store.ListScopes); a
-//     scope's earlier receipts where the store keeps them readable
-//     (HistoryReader: the file store; elsewhere the latest alone, said on
-//     the page); the declared environments; the repository's stacks for the
+//     scope's earlier receipts (HistoryReader, which every backend is; a
+//     store that is not one shows the latest alone, said on the page),
+//     read again by serve only when the scope's last run changed
+//     (Timelines); the declared environments; the repository's stacks for the
 //     order and the graph. status --json carries one environment, and
 //     status --stack and --state filter the table.
 //   - links: owners and commits link to the repository when the CI's

@@ -21,6 +21,18 @@
 // what they are: leases.go, ledger.go, receipts.go, plan.go, tfstate.go,
 // succession.go.
 //
+// What the phases do beyond their names (docs/design.md §3.2 lists them): a
+// configuration with its own backend gets a workspace of that backend per
+// scope (Workspace) and its state writes are not fenced, with a warning; a
+// plan takes no lease and only says when an apply of the scope is running
+// (seeRunning); a successor's destroy of a copy not yet promised ends in
+// load (succession.Handover.UnpromisedCopy); release undoes what each phase
+// registered as it took it (onRelease: parent leases, backend override,
+// state server, the engine's context, the predecessor's lease, the scope
+// lease, the temporary directory), in reverse order; the scope lease's
+// release is retried (lease.Held.Release), with a warning when it keeps
+// failing.
+//
 // The journal (checkpoint.go; docs/design.md §2.4 "Intent"). During the
 // apply every completion the engine reports (a create with its new id, an
 // update, a delete, a data source read, a provisioner's start) is written,

@@ -16,6 +16,43 @@
 // the arguments an import cannot read back). A rerun says which resource
 // runs its provisioners again, and whether they had started (the journal's
 // provision records).
+//
+// Dropped as not started: not-started when one of the intent's after has
+// no completion and no new object; replace-not-started when its
+// replacement's delete has no completion. A dependent the engine started
+// before sponson read the completion it waited for (the engine is paused
+// only once sponson reads it) settles as not-started if that completion's
+// write never landed: a pipe smaller than a page, or a proxy before each
+// plugin, could not close that gap. Rewritten in place stays unresolved
+// (in-place) until the state holds the object, so a run that stops there
+// loses nothing.
+//
+// How an object is adopted whole (restores, read by Of; every type was
+// checked against its provider):
+//
+//   - terraform_data: imported, then the plan's input and triggers_replace
+//     written over it (the import restores only the id; output is the
+//     input);
+//   - null_resource, random_pet: written from their arguments (no import;
+//     the id and the arguments are the whole object);
+//   - random_string, random_uuid, time_static: imported, then the plan's
+//     keepers or triggers, and random_string's arguments (the import reads
+//     the value from the id, not the arguments);
+//   - random_integer, random_id: imported by an id built from the plan,
+//     then the plan's keepers and arguments (the id is only the value);
+//   - random_password, random_bytes, random_shuffle, time_offset,
+//     time_rotating, time_sleep, tls_*, cloudinit_config, sponson_scope:
+//     none, dropped (the value is only in the state the engine did not
+//     write);
+//   - local_file, local_sensitive_file: none, rewritten in place (no
+//     import);
+//   - any other type: imported and read by its provider (a cloud
+//     resource's read returns its arguments); a type the scope's policy
+//     declares state-only is dropped.
+//
+// When no way gives a whole object (the plan did not know an argument, or
+// only as sensitive), a state-only object is dropped and any other left
+// unresolved.
 package settle
 
 import (
@@ -34,7 +71,7 @@ import (
 // (its id is known) that the state lacks.
 type Way string
 
-// The ways (docs/design.md §2.4, the table "How an object is adopted").
+// The ways (docs/design.md §2.4; the list in the package documentation).
 const (
 	// ImportRead: an import by the id, whose read by the provider restores
 	// the whole object, configuration included (a cloud resource whose

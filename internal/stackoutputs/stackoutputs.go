@@ -9,6 +9,16 @@
 // values, as a saved plan does), and the provider of a later plan reads the
 // file of the stack it names (Read). The parent removes the directory when
 // the run ends.
+//
+// Provisional values (docs/design.md §6.4): an output known only after its
+// stack's apply is handed on with its applied value and listed as
+// provisional, and so is every output derived from a provisional read
+// (derivedFromProvisional), so no stack down the line takes it as final.
+// The review marks it at the value: each planned change whose configuration
+// derives from a provisional read says so on its own line of the diff
+// (ProvisionalObjects), the reads are named above it, and a change that
+// derives from nothing provisional is not marked. Both follow one walk of
+// the plan's configuration (derivedObjects).
 package stackoutputs
 
 import (

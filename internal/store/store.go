@@ -323,7 +323,10 @@ func HolderFrom(ctx context.Context) HolderInfo {
 // Migrator is a store that can move the layout written before stacks
 // (every record keyed by environment and scope only) into its current one.
 // Stores open in the old layout only with their own option for it; every
-// other Open refuses such a store with STORE_LAYOUT_OLD.
+// other Open refuses such a store with STORE_LAYOUT_OLD. The S3, GCS and
+// Azure stores have no old layout to migrate (a store of an older sponson
+// gets a new prefix); fixtures written by the sponson before stacks are in
+// testdata/layout1.
 type Migrator interface {
 	// Migrate moves every scope of the old layout into stack (parent
 	// leases, which have no stack, stay shared) and records the current

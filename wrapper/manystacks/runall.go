@@ -19,10 +19,13 @@
 // --changed runs destroy in the run's own scope (after the merge, on the
 // default branch: main). They run before the others, dependents first (a
 // removed stack goes before the upstreams it read). A stack whose files
-// moved byte for byte to a new directory is listed as renamed and the run
-// is refused (USAGE). Every --all run warns of each stack named after the
-// repository that holds state in the environment and has no configuration
-// in the checkout (AllWarnings).
+// moved byte for byte to a new directory is listed as renamed: plan shows
+// the move and apply makes it (stackmoved.go, internal/stackmove); any
+// other command over it is refused (USAGE, checkRenamed). A stack named
+// by a literal stack attribute keeps its name wherever its directory goes,
+// so it is neither removed nor renamed and nothing moves. Every --all run
+// warns of each stack named after the repository that holds state in the
+// environment and has no configuration in the checkout (AllWarnings).
 //
 // Under a --chdir that leaves out a dependent, destroy --all (when the
 // dependent still holds state in the scope) and gc --all --yes (which

@@ -34,6 +34,8 @@
 // fake-gcs-server `sponson store verify` holds for all but the conditional
 // delete (TestVerifyOnTheEmulator); through a stand-in that drops
 // ifGenerationMatch the writes fail (TestVerifyFailsWhereConditionsAreIgnored).
+// The end-to-end crash and succession tests run on this store and on the
+// Azure store's, each in a parallel subtest with its own emulator.
 //
 // The boundary between repositories (PrefixBinding) is an IAM binding of
 // roles/storage.objectUser, under uniform bucket-level access, with the

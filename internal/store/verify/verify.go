@@ -9,7 +9,10 @@
 // A store offers the check through Objects, the two conditional operations
 // of its backend on raw keys (a write, a delete) with the backend's own
 // version token (an S3 ETag, a GCS generation), and an unconditional removal
-// and a listing; the check builds its creates and replaces on the write.
+// and a listing; the check builds its creates and replaces on the write
+// once, and the refusal of an empty version with them, so a store that
+// answers without a version is never sent a replace that would mean "only
+// if absent".
 // Each request is made once, never retried, so a retry cannot hide a
 // refusal. The file, git and PostgreSQL stores offer no Objects: their
 // fencing is the file lock, the ref's compare-and-swap and the row lock,
