@@ -16,6 +16,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/azblobstore/azuritetest"
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
 var (
@@ -40,16 +41,16 @@ func open(t *testing.T, raw string, getenv func(string) string, opts ...Option) 
 func objects(t *testing.T, s *Store) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	objs, err := s.list(t.Context(), s.prefix)
+	objs, err := s.b.List(t.Context(), s.b.prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		got, err := s.get(t.Context(), o.Key)
+		got, err := s.b.Get(t.Context(), o.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[strings.TrimPrefix(o.Key, s.prefix)] = got.Data
+		out[strings.TrimPrefix(o.Key, s.b.prefix)] = got.Data
 	}
 	return out
 }
@@ -76,7 +77,7 @@ func TestStateAtRest(t *testing.T) {
 		}
 		if strings.HasPrefix(name, "preview/acme_2fapp/pr-1/state/") {
 			states++
-			if !strings.HasSuffix(name, sealedSuffix) {
+			if !strings.HasSuffix(name, ".tfstate.sealed") {
 				t.Errorf("state body %s is not sealed", name)
 			}
 		}
@@ -95,23 +96,23 @@ func TestStaleETagIsRefused(t *testing.T) {
 	t.Parallel()
 	srv := azuritetest.Start(t)
 	s := open(t, srv.StoreURL("p"), srv.Getenv)
-	key := s.prefix + "cas.json"
+	key := s.b.prefix + "cas.json"
 	never := func([]byte) bool { return false }
-	e1, err := s.putIf(t.Context(), key, []byte("1"), "", never)
+	e1, err := s.b.PutIf(t.Context(), key, []byte("1"), "", never)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.putIf(t.Context(), key, []byte("2"), "", never); !errors.Is(err, errPrecondition) {
+	if _, err := s.b.PutIf(t.Context(), key, []byte("2"), "", never); !errors.Is(err, objectstore.ErrPrecondition) {
 		t.Errorf("create of an existing blob = %v, want a precondition failure", err)
 	}
-	e2, err := s.putIf(t.Context(), key, []byte("3"), e1, never)
+	e2, err := s.b.PutIf(t.Context(), key, []byte("3"), e1, never)
 	if err != nil || e2 == e1 {
 		t.Fatalf("write on the current ETag = %q, %v", e2, err)
 	}
-	if _, err := s.putIf(t.Context(), key, []byte("4"), e1, never); !errors.Is(err, errPrecondition) {
+	if _, err := s.b.PutIf(t.Context(), key, []byte("4"), e1, never); !errors.Is(err, objectstore.ErrPrecondition) {
 		t.Errorf("write on a stale ETag = %v, want a precondition failure", err)
 	}
-	if _, err := s.getIfChanged(t.Context(), key, e2); !errors.Is(err, errNotModified) {
+	if _, err := s.b.GetIfChanged(t.Context(), key, e2); !errors.Is(err, objectstore.ErrNotModified) {
 		t.Errorf("read of an unchanged blob = %v, want not modified", err)
 	}
 }

@@ -21,13 +21,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
-)
-
-// Outcomes of a request that its caller handles itself.
-var (
-	errNotFound     = errors.New("no such object")
-	errPrecondition = errors.New("precondition failed")
-	errNotModified  = errors.New("not modified")
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
 // errNoCredential is a credential that could not be found or loaded.
@@ -42,19 +36,11 @@ const (
 	maxDelay = 2 * time.Second
 )
 
-// object is a blob read from the container with what the server said.
-type object struct {
-	Data []byte
-	ETag string
-	Date time.Time // the server's clock at the answer
-	At   time.Time // Last-Modified
-}
-
 // clientFor returns the container's client, made on first use: with the
 // shared key of AZURE_STORAGE_KEY, else DefaultAzureCredential. The SDK
 // retries nothing (ours are bounded by the budget and resolve the unknown
 // outcome of a conditional write) and sends no telemetry header.
-func (s *Store) clientFor(context.Context) (*container.Client, error) {
+func (s *bucket) clientFor(context.Context) (*container.Client, error) {
 	s.clientMu.Lock()
 	defer s.clientMu.Unlock()
 	if s.client != nil {
@@ -92,7 +78,7 @@ func (s *Store) clientFor(context.Context) (*container.Client, error) {
 // own timeout. retry, when set, is called before every attempt but the
 // first and may end the loop with its own answer (nil or an error): the
 // conditional writes use it to learn whether a lost answer had landed.
-func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
+func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
 	start := time.Now()
 	delay := minDelay
 	for attempt := 0; ; attempt++ {
@@ -114,7 +100,7 @@ func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context
 			return nil
 		}
 		if ctx.Err() != nil {
-			return ctxError(ctx, what)
+			return objectstore.ContextError(ctx, what)
 		}
 		if !transient(err) {
 			return s.permanent(what, err)
@@ -127,7 +113,7 @@ func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctxError(ctx, what)
+			return objectstore.ContextError(ctx, what)
 		case <-t.C:
 		}
 		delay = min(2*delay, maxDelay)
@@ -177,7 +163,7 @@ func credentialError(err error) bool {
 func transient(err error) bool {
 	var ce *errcode.Error
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
+	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
 		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), credentialError(err):
 		return false
 	}
@@ -194,10 +180,10 @@ func transient(err error) bool {
 }
 
 // permanent gives a failure retrying cannot change its code.
-func (s *Store) permanent(what string, err error) error {
+func (s *bucket) permanent(what string, err error) error {
 	var ce *errcode.Error
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
+	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
 		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
 		return err
 	}
@@ -250,14 +236,14 @@ func describe(err error) string {
 	return first
 }
 
-func (s *Store) dateOf(t *time.Time) time.Time {
+func (s *bucket) dateOf(t *time.Time) time.Time {
 	if t != nil && !t.IsZero() {
 		return t.UTC()
 	}
 	return s.now().Round(0).UTC()
 }
 
-func (s *Store) errDate(err error) time.Time {
+func (s *bucket) errDate(err error) time.Time {
 	if re := respErr(err); re != nil && re.RawResponse != nil {
 		if t, perr := http.ParseTime(re.RawResponse.Header.Get("Date")); perr == nil {
 			return t.UTC()
@@ -280,11 +266,11 @@ func quoted(etag string) *azcore.ETag {
 	return &e
 }
 
-// download reads key unless its ETag is still notETag (errNotModified).
-func (s *Store) download(ctx context.Context, key, notETag string) (object, error) {
+// download reads key unless its ETag is still notETag (objectstore.ErrNotModified).
+func (s *bucket) download(ctx context.Context, key, notETag string) (objectstore.Object, error) {
 	c, err := s.clientFor(ctx)
 	if err != nil {
-		return object{}, err
+		return objectstore.Object{}, err
 	}
 	var o blob.DownloadStreamOptions
 	if notETag != "" {
@@ -294,27 +280,27 @@ func (s *Store) download(ctx context.Context, key, notETag string) (object, erro
 	if err != nil {
 		switch {
 		case status(err) == http.StatusNotModified:
-			return object{}, errNotModified
+			return objectstore.Object{}, objectstore.ErrNotModified
 		case status(err) == http.StatusNotFound && errorCode(err) != "ContainerNotFound":
-			return object{Date: s.errDate(err)}, errNotFound
+			return objectstore.Object{Date: s.errDate(err)}, objectstore.ErrNotFound
 		}
-		return object{}, err
+		return objectstore.Object{}, err
 	}
 	if resp.Body == nil {
 		// The SDK answers a 304 without an error and without a body.
 		if notETag != "" {
-			return object{}, errNotModified
+			return objectstore.Object{}, objectstore.ErrNotModified
 		}
-		return object{}, fmt.Errorf("the read of %s answered without a body", key)
+		return objectstore.Object{}, fmt.Errorf("the read of %s answered without a body", key)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return object{}, err
+		return objectstore.Object{}, err
 	}
-	out := object{Data: data, ETag: etagOf(resp.ETag), Date: s.dateOf(resp.Date)}
+	out := objectstore.Object{Data: data, ETag: etagOf(resp.ETag), Date: s.dateOf(resp.Date)}
 	if notETag != "" && out.ETag == notETag {
-		return object{}, errNotModified
+		return objectstore.Object{}, objectstore.ErrNotModified
 	}
 	if resp.LastModified != nil {
 		out.At = resp.LastModified.UTC()
@@ -322,9 +308,9 @@ func (s *Store) download(ctx context.Context, key, notETag string) (object, erro
 	return out, nil
 }
 
-// get reads key; errNotFound if it does not exist, with the server's clock.
-func (s *Store) get(ctx context.Context, key string) (object, error) {
-	var o object
+// Get reads key; objectstore.ErrNotFound if it does not exist, with the server's clock.
+func (s *bucket) Get(ctx context.Context, key string) (objectstore.Object, error) {
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
 		var err error
 		o, err = s.download(ctx, key, "")
@@ -333,9 +319,9 @@ func (s *Store) get(ctx context.Context, key string) (object, error) {
 	return o, err
 }
 
-// getIfChanged reads key unless its ETag is still etag (errNotModified).
-func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, error) {
-	var o object
+// GetIfChanged reads key unless its ETag is still etag (objectstore.ErrNotModified).
+func (s *bucket) GetIfChanged(ctx context.Context, key, etag string) (objectstore.Object, error) {
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
 		var err error
 		o, err = s.download(ctx, key, etag)
@@ -346,7 +332,7 @@ func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, err
 
 // upload writes data to key in one request: only if absent when ifMatch is
 // "" and conditional is set, only if its ETag is ifMatch otherwise.
-func (s *Store) upload(ctx context.Context, key string, data []byte, conditional bool, ifMatch string) (string, error) {
+func (s *bucket) upload(ctx context.Context, key string, data []byte, conditional bool, ifMatch string) (string, error) {
 	c, err := s.clientFor(ctx)
 	if err != nil {
 		return "", err
@@ -365,7 +351,7 @@ func (s *Store) upload(ctx context.Context, key string, data []byte, conditional
 	resp, err := c.NewBlockBlobClient(key).Upload(ctx, nopCloser{bytes.NewReader(data)}, &o)
 	if err != nil {
 		if status(err) == http.StatusPreconditionFailed || errorCode(err) == "BlobAlreadyExists" || errorCode(err) == "ConditionNotMet" {
-			return "", errPrecondition
+			return "", objectstore.ErrPrecondition
 		}
 		return "", err
 	}
@@ -376,18 +362,18 @@ type nopCloser struct{ *bytes.Reader }
 
 func (nopCloser) Close() error { return nil }
 
-// put writes a new body under a fresh name (no condition).
-func (s *Store) put(ctx context.Context, key string, data []byte) error {
+// Put writes a new body under a fresh name (no condition).
+func (s *bucket) Put(ctx context.Context, key string, data []byte) error {
 	return s.do(ctx, "write "+key, func(ctx context.Context) error {
 		_, err := s.upload(ctx, key, data, false, "")
 		return err
 	}, nil)
 }
 
-// putIf writes key only if its ETag is still ifMatch, or only if it does
+// PutIf writes key only if its ETag is still ifMatch, or only if it does
 // not exist when ifMatch is "". See the S3 store's putIf for how a lost
 // answer is resolved by the document's nonce.
-func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
+func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
 	op := func(ctx context.Context) error {
 		e, err := s.upload(ctx, key, data, true, ifMatch)
 		if err != nil {
@@ -399,11 +385,11 @@ func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch stri
 	retry := func(ctx context.Context) (bool, error) {
 		o, err := s.download(ctx, key, "")
 		switch {
-		case errors.Is(err, errNotFound):
+		case errors.Is(err, objectstore.ErrNotFound):
 			if ifMatch == "" {
 				return false, nil // not there yet: send it again
 			}
-			return true, errPrecondition
+			return true, objectstore.ErrPrecondition
 		case err != nil:
 			return false, err
 		case landed(o.Data):
@@ -412,15 +398,15 @@ func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch stri
 		case ifMatch != "" && o.ETag == ifMatch:
 			return false, nil
 		default:
-			return true, errPrecondition
+			return true, objectstore.ErrPrecondition
 		}
 	}
 	err = s.do(ctx, "write "+key, op, retry)
 	return etag, err
 }
 
-// del removes key; a missing key is not an error.
-func (s *Store) del(ctx context.Context, key string) error {
+// Delete removes key; a missing key is not an error.
+func (s *bucket) Delete(ctx context.Context, key string) error {
 	return s.do(ctx, "delete "+key, func(ctx context.Context) error {
 		c, err := s.clientFor(ctx)
 		if err != nil {
@@ -434,16 +420,9 @@ func (s *Store) del(ctx context.Context, key string) error {
 	}, nil)
 }
 
-// listed is one blob of a listing.
-type listed struct {
-	Key  string
-	ETag string
-	At   time.Time
-}
-
-// list returns every blob under prefix, 1,000 a request.
-func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
-	var out []listed
+// List returns every blob under prefix, 1,000 a request.
+func (s *bucket) List(ctx context.Context, prefix string) ([]objectstore.Listed, error) {
+	var out []objectstore.Listed
 	var marker *string
 	for {
 		var page container.ListBlobsFlatResponse
@@ -465,7 +444,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
 				if b == nil || b.Name == nil || b.Properties == nil {
 					continue
 				}
-				l := listed{Key: *b.Name, ETag: etagOf(b.Properties.ETag)}
+				l := objectstore.Listed{Key: *b.Name, ETag: etagOf(b.Properties.ETag)}
 				if b.Properties.LastModified != nil {
 					l.At = b.Properties.LastModified.UTC()
 				}

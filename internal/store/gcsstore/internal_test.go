@@ -24,6 +24,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/gcsstore/gcstest"
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/storetest"
 )
 
@@ -52,16 +53,16 @@ func env(vars map[string]string) func(string) string {
 func objects(t *testing.T, s *Store) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	objs, err := s.list(t.Context(), s.prefix)
+	objs, err := s.b.List(t.Context(), s.b.prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		got, err := s.get(t.Context(), o.Key)
+		got, err := s.b.Get(t.Context(), o.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[strings.TrimPrefix(o.Key, s.prefix)] = got.Data
+		out[strings.TrimPrefix(o.Key, s.b.prefix)] = got.Data
 	}
 	return out
 }
@@ -88,7 +89,7 @@ func TestStateAtRest(t *testing.T) {
 		}
 		if strings.HasPrefix(name, "preview/acme_2fapp/pr-1/state/") {
 			states++
-			if !strings.HasSuffix(name, sealedSuffix) {
+			if !strings.HasSuffix(name, ".tfstate.sealed") {
 				t.Errorf("state body %s is not sealed", name)
 			}
 		}
@@ -334,23 +335,23 @@ func TestParseURL(t *testing.T) {
 func TestStaleGenerationIsRefused(t *testing.T) {
 	t.Parallel()
 	s := open(t, gcstest.Start(t))
-	key := s.prefix + "cas.json"
+	key := s.b.prefix + "cas.json"
 	never := func([]byte) bool { return false }
-	g1, err := s.putIf(t.Context(), key, []byte("1"), "", never)
+	g1, err := s.b.PutIf(t.Context(), key, []byte("1"), "", never)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.putIf(t.Context(), key, []byte("2"), "", never); !errors.Is(err, errPrecondition) {
+	if _, err := s.b.PutIf(t.Context(), key, []byte("2"), "", never); !errors.Is(err, objectstore.ErrPrecondition) {
 		t.Errorf("create of an existing object = %v, want a precondition failure", err)
 	}
-	g2, err := s.putIf(t.Context(), key, []byte("3"), g1, never)
+	g2, err := s.b.PutIf(t.Context(), key, []byte("3"), g1, never)
 	if err != nil || g2 == g1 {
 		t.Fatalf("write on the current generation = %q, %v", g2, err)
 	}
-	if _, err := s.putIf(t.Context(), key, []byte("4"), g1, never); !errors.Is(err, errPrecondition) {
+	if _, err := s.b.PutIf(t.Context(), key, []byte("4"), g1, never); !errors.Is(err, objectstore.ErrPrecondition) {
 		t.Errorf("write on a stale generation = %v, want a precondition failure", err)
 	}
-	if o, err := s.get(t.Context(), key); err != nil || string(o.Data) != "3" || o.ETag != g2 {
+	if o, err := s.b.Get(t.Context(), key); err != nil || string(o.Data) != "3" || o.ETag != g2 {
 		t.Errorf("the object is %q at generation %s (%v), want 3 at %s", o.Data, o.ETag, err, g2)
 	}
 }

@@ -21,13 +21,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
-)
-
-// Outcomes of a request that its caller handles itself.
-var (
-	errNotFound     = errors.New("no such object")
-	errPrecondition = errors.New("precondition failed")
-	errNotModified  = errors.New("not modified")
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
 // errNoCredential is a credential the AWS chain could not find, or that its
@@ -64,20 +58,12 @@ const (
 	maxDelay = 2 * time.Second
 )
 
-// object is a body read from the bucket with what the server said about it.
-type object struct {
-	Data []byte
-	ETag string
-	Date time.Time // the server's clock at the answer
-	At   time.Time // Last-Modified
-}
-
 // do runs op until it succeeds, fails for a reason a retry cannot change, or
 // the budget (from the first attempt) or ctx runs out. Each attempt has its
 // own timeout. retry, when set, is called before every attempt but the
 // first and may end the loop with its own answer (nil or an error): the
 // conditional writes use it to learn whether a lost answer had landed.
-func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
+func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
 	start := time.Now()
 	delay := minDelay
 	for attempt := 0; ; attempt++ {
@@ -99,7 +85,7 @@ func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context
 			return nil
 		}
 		if ctx.Err() != nil {
-			return ctxError(ctx, what)
+			return objectstore.ContextError(ctx, what)
 		}
 		if !transient(err) {
 			return s.permanent(what, err)
@@ -116,7 +102,7 @@ func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctxError(ctx, what)
+			return objectstore.ContextError(ctx, what)
 		case <-t.C:
 		}
 		delay = min(2*delay, maxDelay)
@@ -153,7 +139,7 @@ func transient(err error) bool {
 	var ce *errcode.Error
 	var nc *errNoCredential
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
+	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
 		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), refusedCredential(err):
 		return false
 	case errors.As(err, &nc):
@@ -182,10 +168,10 @@ func transient(err error) bool {
 // permanent gives a failure retrying cannot change its code: 403 is
 // STORE_PERMISSION, a missing bucket STORE_UNAVAILABLE, any other refusal
 // STORE_REJECTED. The caller's own outcomes pass through.
-func (s *Store) permanent(what string, err error) error {
+func (s *bucket) permanent(what string, err error) error {
 	var ce *errcode.Error
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
+	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
 		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
 		return err
 	}
@@ -247,14 +233,14 @@ func describe(err error) string {
 }
 
 // dateOf reads the server's clock from a response.
-func (s *Store) dateOf(md smithymiddleware.Metadata) time.Time {
+func (s *bucket) dateOf(md smithymiddleware.Metadata) time.Time {
 	if raw, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && raw != nil {
 		return s.headerDate(raw.Header)
 	}
 	return s.now().UTC()
 }
 
-func (s *Store) headerDate(h http.Header) time.Time {
+func (s *bucket) headerDate(h http.Header) time.Time {
 	if t, err := http.ParseTime(h.Get("Date")); err == nil {
 		return t.UTC()
 	}
@@ -262,7 +248,7 @@ func (s *Store) headerDate(h http.Header) time.Time {
 }
 
 // errDate reads the server's clock from a failed request's answer.
-func (s *Store) errDate(err error) (time.Time, bool) {
+func (s *bucket) errDate(err error) (time.Time, bool) {
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) && re.Response != nil {
 		if t, perr := http.ParseTime(re.Response.Header.Get("Date")); perr == nil {
@@ -278,10 +264,10 @@ func normETag(e *string) string {
 	return strings.Trim(v, `"`)
 }
 
-// get reads key; errNotFound if it does not exist. The Date of a 404 is
+// get reads key; objectstore.ErrNotFound if it does not exist. The Date of a 404 is
 // returned with it, so an absent pointer still gives the server's clock.
-func (s *Store) get(ctx context.Context, key string) (object, error) {
-	var o object
+func (s *bucket) Get(ctx context.Context, key string) (objectstore.Object, error) {
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
 		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
 		if err != nil {
@@ -293,7 +279,7 @@ func (s *Store) get(ctx context.Context, key string) (object, error) {
 				if o.Date.IsZero() {
 					o.Date = s.now().Round(0).UTC()
 				}
-				return errNotFound
+				return objectstore.ErrNotFound
 			}
 			return err
 		}
@@ -302,15 +288,15 @@ func (s *Store) get(ctx context.Context, key string) (object, error) {
 		if err != nil {
 			return err
 		}
-		o = object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata), At: aws.ToTime(out.LastModified)}
+		o = objectstore.Object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata), At: aws.ToTime(out.LastModified)}
 		return nil
 	}, nil)
 	return o, err
 }
 
-// getIfChanged reads key unless its ETag is still etag (errNotModified).
-func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, error) {
-	var o object
+// GetIfChanged reads key unless its ETag is still etag (objectstore.ErrNotModified).
+func (s *bucket) GetIfChanged(ctx context.Context, key, etag string) (objectstore.Object, error) {
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
 		in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &key}
 		if etag != "" {
@@ -320,9 +306,9 @@ func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, err
 		if err != nil {
 			switch {
 			case status(err) == http.StatusNotModified || apiCode(err) == "NotModified":
-				return errNotModified
+				return objectstore.ErrNotModified
 			case status(err) == http.StatusNotFound && apiCode(err) != "NoSuchBucket":
-				return errNotFound
+				return objectstore.ErrNotFound
 			}
 			return err
 		}
@@ -331,28 +317,28 @@ func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, err
 		if err != nil {
 			return err
 		}
-		o = object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata)}
+		o = objectstore.Object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata)}
 		return nil
 	}, nil)
 	return o, err
 }
 
-// put writes a new body under a fresh name (no condition: nobody else
+// Put writes a new body under a fresh name (no condition: nobody else
 // writes that name). Retrying it after a lost answer is harmless.
-func (s *Store) put(ctx context.Context, key string, data []byte) error {
+func (s *bucket) Put(ctx context.Context, key string, data []byte) error {
 	return s.do(ctx, "write "+key, func(ctx context.Context) error {
 		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))})
 		return err
 	}, nil)
 }
 
-// putIf writes key only if its ETag is still ifMatch, or only if it does
-// not exist when ifMatch is "" (If-None-Match: *). errPrecondition when the
-// condition failed. The document must carry a fresh nonce: after a lost
+// PutIf writes key only if its ETag is still ifMatch, or only if it does
+// not exist when ifMatch is "" (If-None-Match: *). objectstore.ErrPrecondition when the
+// condition failed (ErrPrecondition). The document must carry a fresh nonce: after a lost
 // answer, landed reports whether what is there now is ours (then the write
 // succeeded), and the ETag tells whether nothing happened (then it is sent
-// again) or someone else's write came first (errPrecondition).
-func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
+// again) or someone else's write came first (objectstore.ErrPrecondition).
+func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
 	op := func(ctx context.Context) error {
 		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
 		if ifMatch == "" {
@@ -363,7 +349,7 @@ func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch stri
 		out, err := s.client.PutObject(ctx, in)
 		if err != nil {
 			if status(err) == http.StatusPreconditionFailed || apiCode(err) == "PreconditionFailed" {
-				return errPrecondition
+				return objectstore.ErrPrecondition
 			}
 			return err
 		}
@@ -377,7 +363,7 @@ func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch stri
 				if ifMatch == "" {
 					return false, nil // not there yet: send it again
 				}
-				return true, errPrecondition
+				return true, objectstore.ErrPrecondition
 			}
 			return false, err
 		}
@@ -394,15 +380,15 @@ func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch stri
 		case ifMatch != "" && now == ifMatch:
 			return false, nil
 		default:
-			return true, errPrecondition
+			return true, objectstore.ErrPrecondition
 		}
 	}
 	err = s.do(ctx, "write "+key, op, retry)
 	return etag, err
 }
 
-// del removes key; a missing key is not an error.
-func (s *Store) del(ctx context.Context, key string) error {
+// Delete removes key; a missing key is not an error.
+func (s *bucket) Delete(ctx context.Context, key string) error {
 	return s.do(ctx, "delete "+key, func(ctx context.Context) error {
 		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
 		if status(err) == http.StatusNotFound {
@@ -412,16 +398,9 @@ func (s *Store) del(ctx context.Context, key string) error {
 	}, nil)
 }
 
-// listed is one object of a listing.
-type listed struct {
-	Key  string
-	ETag string
-	At   time.Time
-}
-
-// list returns every object under prefix, 1,000 a request.
-func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
-	var out []listed
+// List returns every object under prefix, 1,000 a request.
+func (s *bucket) List(ctx context.Context, prefix string) ([]objectstore.Listed, error) {
+	var out []objectstore.Listed
 	var token *string
 	for {
 		var page *s3.ListObjectsV2Output
@@ -434,7 +413,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
 			return nil, err
 		}
 		for _, o := range page.Contents {
-			out = append(out, listed{Key: aws.ToString(o.Key), ETag: normETag(o.ETag), At: aws.ToTime(o.LastModified)})
+			out = append(out, objectstore.Listed{Key: aws.ToString(o.Key), ETag: normETag(o.ETag), At: aws.ToTime(o.LastModified)})
 		}
 		if !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
 			return out, nil
