@@ -3,7 +3,6 @@ package azblobstore
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -36,59 +35,6 @@ func open(t *testing.T, raw string, getenv func(string) string, opts ...Option) 
 		t.Fatal(err)
 	}
 	return s
-}
-
-func objects(t *testing.T, s *Store) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	objs, err := s.b.List(t.Context(), s.b.prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		got, err := s.b.Get(t.Context(), o.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[strings.TrimPrefix(o.Key, s.b.prefix)] = got.Data
-	}
-	return out
-}
-
-// State is sealed in the container; without a key it is refused unless
-// plaintext was asked for.
-func TestStateAtRest(t *testing.T) {
-	t.Parallel()
-	srv := azuritetest.Start(t)
-	s := open(t, srv.StoreURL("p"), srv.Getenv)
-	g, err := s.Acquire(t.Context(), k1, "run-a", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if err := s.WriteState(t.Context(), g.Lease, fmt.Appendf(nil, `{"serial":%d,"secret":"hunter2"}`, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	states := 0
-	for name, data := range objects(t, s) {
-		if bytes.Contains(data, []byte("hunter2")) {
-			t.Errorf("%s holds the state in the clear", name)
-		}
-		if strings.HasPrefix(name, "preview/acme_2fapp/pr-1/state/") {
-			states++
-			if !strings.HasSuffix(name, ".tfstate.sealed") {
-				t.Errorf("state body %s is not sealed", name)
-			}
-		}
-	}
-	if states != 1 {
-		t.Errorf("%d state bodies in the container, want 1 (replaced ones are deleted)", states)
-	}
-	noKey := open(t, srv.StoreURL("p"), srv.Getenv, WithStateKey(nil))
-	if _, err := noKey.ReadState(t.Context(), k1); !errcode.Is(err, errcode.Usage) {
-		t.Errorf("ReadState without the key = %v, want USAGE", err)
-	}
 }
 
 // The emulator refuses what fencing needs refused, as Azure does.

@@ -105,6 +105,19 @@ func (m *memBucket) Delete(_ context.Context, key string) error {
 	return nil
 }
 
+// objects is every object under prefix, by its key without the prefix.
+func (m *memBucket) objects(prefix string) map[string][]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]byte{}
+	for k, o := range m.objs {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			out[rest] = o.data
+		}
+	}
+	return out
+}
+
 func (m *memBucket) Ready(context.Context, bool) error { return nil }
 func (m *memBucket) Logged() bool                      { return m.layout >= 3 }
 
@@ -112,13 +125,18 @@ var key32 = bytes.Repeat([]byte{7}, 32)
 
 var k1 = store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-1"}
 
-// open is a Store over m under the prefix p/, sealing state.
-func open(t *testing.T, m *memBucket) *Store {
+// open is a Store over m under the prefix p/, sealing state, with the
+// changes edits make to its Config.
+func open(t *testing.T, m *memBucket, edits ...func(*Config)) *Store {
 	t.Helper()
-	s, err := New(Config{
+	cfg := Config{
 		Name: "test", Scheme: "mem", Bucket: "b", Prefix: "p/", Display: "mem://b/p/",
 		StateKey: key32, Hints: statecrypt.Hints{Key: "set the key"}, Budget: 5 * time.Second, Now: m.now,
-	}, m)
+	}
+	for _, e := range edits {
+		e(&cfg)
+	}
+	s, err := New(cfg, m)
 	if err != nil {
 		t.Fatal(err)
 	}
