@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
@@ -29,12 +27,6 @@ type errNoCredential struct{ err error }
 
 func (e *errNoCredential) Error() string { return e.err.Error() }
 func (e *errNoCredential) Unwrap() error { return e.err }
-
-// Backoff between attempts after a transient failure.
-const (
-	minDelay = 10 * time.Millisecond
-	maxDelay = 2 * time.Second
-)
 
 // clientFor returns the container's client, made on first use: with the
 // shared key of AZURE_STORAGE_KEY, else DefaultAzureCredential. The SDK
@@ -73,51 +65,16 @@ func (s *bucket) clientFor(context.Context) (*container.Client, error) {
 	return c, nil
 }
 
-// do runs op until it succeeds, fails for a reason a retry cannot change, or
-// the budget (from the first attempt) or ctx runs out. Each attempt has its
-// own timeout. retry, when set, is called before every attempt but the
-// first and may end the loop with its own answer (nil or an error): the
-// conditional writes use it to learn whether a lost answer had landed.
-func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
-	start := time.Now()
-	delay := minDelay
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && retry != nil {
-			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-			done, err := retry(actx)
-			cancel()
-			if done {
-				return err
-			}
-			if err != nil && !transient(err) {
-				return s.permanent(what, err)
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-		err := op(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return objectstore.ContextError(ctx, what)
-		}
-		if !transient(err) {
-			return s.permanent(what, err)
-		}
-		wait := delay/2 + rand.N(delay)
-		if time.Since(start)+wait > s.budget {
-			return withCause(errcode.New(errcode.StoreUnavailable, "the Azure store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display), err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return objectstore.ContextError(ctx, what)
-		case <-t.C:
-		}
-		delay = min(2*delay, maxDelay)
-	}
+// do runs op as objectstore.Retry does, within the budget.
+func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, resolve func(ctx context.Context) (done bool, err error)) error {
+	r := objectstore.Retry{Budget: s.budget, AttemptTimeout: s.attemptTimeout, Transient: transient, Permanent: s.permanent, Exhausted: s.exhausted}
+	return r.Do(ctx, what, op, resolve)
+}
+
+// exhausted is the error of an operation whose budget ran out on transient
+// failures, the last err: STORE_UNAVAILABLE.
+func (s *bucket) exhausted(what string, attempts int, err error) error {
+	return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the Azure store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempts, describe(err)).With("store", s.display), err)
 }
 
 func respErr(err error) *azcore.ResponseError {
@@ -161,10 +118,8 @@ func credentialError(err error) bool {
 // transient reports whether a failure may go away by itself: no answer, a
 // 5xx, throttling. A credential that is missing or refused is not.
 func transient(err error) bool {
-	var ce *errcode.Error
 	switch {
-	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), credentialError(err):
+	case objectstore.Decided(err), credentialError(err):
 		return false
 	}
 	switch code := status(err); {
@@ -181,33 +136,26 @@ func transient(err error) bool {
 
 // permanent gives a failure retrying cannot change its code.
 func (s *bucket) permanent(what string, err error) error {
-	var ce *errcode.Error
 	switch {
-	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+	case objectstore.Decided(err):
 		return err
 	}
 	var nc *errNoCredential
 	switch code := status(err); {
 	case errors.As(err, &nc):
-		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s has no Azure credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the Azure store %s has no Azure credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case credentialError(err):
-		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s: Azure refused the credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the Azure store %s: Azure refused the credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case code == http.StatusForbidden:
-		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the Azure store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
 			WithHint("Check the credential and its role on the container: Sponson needs to read, write, delete and list blobs under the prefix (Storage Blob Data Contributor). " + credentialHint)
 	case errorCode(err) == "ContainerNotFound":
-		return withCause(errcode.New(errcode.StoreUnavailable, "the container of the Azure store %s does not exist", s.display).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the container of the Azure store %s does not exist", s.display).With("store", s.display), err).
 			WithHint("Create the container, or correct the account and container in --store.")
 	}
-	return withCause(errcode.New(errcode.StoreRejected, "the Azure store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
-}
-
-func withCause(e *errcode.Error, err error) *errcode.Error {
-	e.Err = err
-	return e
+	return objectstore.WithCause(errcode.New(errcode.StoreRejected, "the Azure store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
 }
 
 // describe is a failure in one line: the service's status and code, or the
@@ -319,7 +267,8 @@ func (s *bucket) Get(ctx context.Context, key string) (objectstore.Object, error
 	return o, err
 }
 
-// GetIfChanged reads key unless its ETag is still etag (objectstore.ErrNotModified).
+// GetIfChanged reads key unless its ETag is still etag
+// (objectstore.ErrNotModified).
 func (s *bucket) GetIfChanged(ctx context.Context, key, etag string) (objectstore.Object, error) {
 	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
@@ -370,9 +319,9 @@ func (s *bucket) Put(ctx context.Context, key string, data []byte) error {
 	}, nil)
 }
 
-// PutIf writes key only if its ETag is still ifMatch, or only if it does
-// not exist when ifMatch is "". See the S3 store's putIf for how a lost
-// answer is resolved by the document's nonce.
+// PutIf writes key only if its ETag is still ifMatch (If-Match), or only if
+// it does not exist when ifMatch is "" (If-None-Match: *); a lost answer is
+// resolved from a read of the key (objectstore.Resolve).
 func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
 	op := func(ctx context.Context) error {
 		e, err := s.upload(ctx, key, data, true, ifMatch)
@@ -382,26 +331,15 @@ func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch str
 		etag = e
 		return nil
 	}
-	retry := func(ctx context.Context) (bool, error) {
+	resolve := func(ctx context.Context) (bool, error) {
 		o, err := s.download(ctx, key, "")
-		switch {
-		case errors.Is(err, objectstore.ErrNotFound):
-			if ifMatch == "" {
-				return false, nil // not there yet: send it again
-			}
-			return true, objectstore.ErrPrecondition
-		case err != nil:
-			return false, err
-		case landed(o.Data):
-			etag = o.ETag
-			return true, nil
-		case ifMatch != "" && o.ETag == ifMatch:
-			return false, nil
-		default:
-			return true, objectstore.ErrPrecondition
+		done, now, err := objectstore.Resolve(o, err, ifMatch, landed)
+		if done && err == nil {
+			etag = now
 		}
+		return done, err
 	}
-	err = s.do(ctx, "write "+key, op, retry)
+	err = s.do(ctx, "write "+key, op, resolve)
 	return etag, err
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -21,7 +20,6 @@ import (
 	htransport "google.golang.org/api/transport/http"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
@@ -30,12 +28,6 @@ type errNoCredential struct{ err error }
 
 func (e *errNoCredential) Error() string { return e.err.Error() }
 func (e *errNoCredential) Unwrap() error { return e.err }
-
-// Backoff between attempts after a transient failure.
-const (
-	minDelay = 10 * time.Millisecond
-	maxDelay = 2 * time.Second
-)
 
 // clientFor returns the client, made on first use: an emulator's
 // (STORAGE_EMULATOR_HOST, no credentials) or one with application default
@@ -79,51 +71,16 @@ func (s *bucket) clientFor(ctx context.Context) (*raw.Service, error) {
 	return c, nil
 }
 
-// do runs op until it succeeds, fails for a reason a retry cannot change, or
-// the budget (from the first attempt) or ctx runs out. Each attempt has its
-// own timeout. retry, when set, is called before every attempt but the
-// first and may end the loop with its own answer (nil or an error): the
-// conditional writes use it to learn whether a lost answer had landed.
-func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
-	start := time.Now()
-	delay := minDelay
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && retry != nil {
-			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-			done, err := retry(actx)
-			cancel()
-			if done {
-				return err
-			}
-			if err != nil && !transient(err) {
-				return s.permanent(what, err)
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-		err := op(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return objectstore.ContextError(ctx, what)
-		}
-		if !transient(err) {
-			return s.permanent(what, err)
-		}
-		wait := delay/2 + rand.N(delay)
-		if time.Since(start)+wait > s.budget {
-			return withCause(errcode.New(errcode.StoreUnavailable, "the GCS store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display), err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return objectstore.ContextError(ctx, what)
-		case <-t.C:
-		}
-		delay = min(2*delay, maxDelay)
-	}
+// do runs op as objectstore.Retry does, within the budget.
+func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, resolve func(ctx context.Context) (done bool, err error)) error {
+	r := objectstore.Retry{Budget: s.budget, AttemptTimeout: s.attemptTimeout, Transient: transient, Permanent: s.permanent, Exhausted: s.exhausted}
+	return r.Do(ctx, what, op, resolve)
+}
+
+// exhausted is the error of an operation whose budget ran out on transient
+// failures, the last err: STORE_UNAVAILABLE.
+func (s *bucket) exhausted(what string, attempts int, err error) error {
+	return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the GCS store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempts, describe(err)).With("store", s.display), err)
 }
 
 // status is the HTTP status of a failed request, 0 without an answer.
@@ -153,10 +110,8 @@ func credentialError(err error) bool {
 // (refused, reset, timed out), a 5xx, throttling, or a token endpoint that
 // failed on its side. A credential that is missing or refused is not.
 func transient(err error) bool {
-	var ce *errcode.Error
 	switch {
-	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), credentialError(err):
+	case objectstore.Decided(err), credentialError(err):
 		return false
 	}
 	switch code := status(err); {
@@ -173,35 +128,26 @@ func transient(err error) bool {
 // STORE_UNAVAILABLE, any other refusal STORE_REJECTED. The caller's own
 // outcomes pass through.
 func (s *bucket) permanent(what string, err error) error {
-	var ce *errcode.Error
 	switch {
-	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+	case objectstore.Decided(err):
 		return err
 	}
 	var nc *errNoCredential
 	switch code := status(err); {
 	case errors.As(err, &nc):
-		return withCause(errcode.New(errcode.StorePermission, "the GCS store %s has no Google credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the GCS store %s has no Google credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case credentialError(err), code == http.StatusUnauthorized:
-		return withCause(errcode.New(errcode.StorePermission, "the GCS store %s: Google refused the credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the GCS store %s: Google refused the credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case code == http.StatusForbidden:
-		return withCause(errcode.New(errcode.StorePermission, "the GCS store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the GCS store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
 			WithHint("Check which principal the credential is (GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default login, the metadata server) and its role on the bucket: Sponson needs storage.objects.get, create, delete and list on the prefix (roles/storage.objectUser).")
 	case code == http.StatusNotFound:
-		return withCause(errcode.New(errcode.StoreUnavailable, "the bucket of the GCS store %s does not exist", s.display).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the bucket of the GCS store %s does not exist", s.display).With("store", s.display), err).
 			WithHint("Create the bucket, or correct the bucket name in --store.")
 	}
-	return withCause(errcode.New(errcode.StoreRejected, "the GCS store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
-}
-
-// withCause keeps err in e's chain (errors.Is, errors.As) without repeating
-// the client's long rendering of it in the message: describe has said it.
-func withCause(e *errcode.Error, err error) *errcode.Error {
-	e.Err = err
-	return e
+	return objectstore.WithCause(errcode.New(errcode.StoreRejected, "the GCS store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
 }
 
 // describe is a failure in one line: the server's code and message, the
@@ -307,8 +253,8 @@ func (s *bucket) Get(ctx context.Context, key string) (objectstore.Object, error
 }
 
 // GetIfChanged reads key unless its generation is still etag
-// (objectstore.ErrNotModified): a read with ifGenerationNotMatch, whose 304 carries no
-// body.
+// (objectstore.ErrNotModified): a read with ifGenerationNotMatch, whose 304
+// carries no body.
 func (s *bucket) GetIfChanged(ctx context.Context, key, etag string) (objectstore.Object, error) {
 	var not int64
 	if etag != "" {
@@ -359,11 +305,8 @@ func (s *bucket) Put(ctx context.Context, key string, data []byte) error {
 }
 
 // PutIf writes key only if its generation is still ifMatch, or only if it
-// does not exist when ifMatch is "" (ifGenerationMatch=0). objectstore.ErrPrecondition
-// when the condition failed. The document must carry a fresh nonce: after a
-// lost answer, landed reports whether what is there now is ours (then the
-// write succeeded), and the generation tells whether nothing happened (then
-// it is sent again) or someone else's write came first (objectstore.ErrPrecondition).
+// does not exist when ifMatch is "" (ifGenerationMatch=0); a lost answer is
+// resolved from a read of the key (objectstore.Resolve).
 func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
 	var cond int64 // 0: only if absent
 	if ifMatch != "" {
@@ -381,26 +324,15 @@ func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch str
 		etag = generation(g)
 		return nil
 	}
-	retry := func(ctx context.Context) (bool, error) {
+	resolve := func(ctx context.Context) (bool, error) {
 		o, err := s.download(ctx, key, 0)
-		switch {
-		case errors.Is(err, objectstore.ErrNotFound):
-			if ifMatch == "" {
-				return false, nil // not there yet: send it again
-			}
-			return true, objectstore.ErrPrecondition
-		case err != nil:
-			return false, err
-		case landed(o.Data):
-			etag = o.ETag
-			return true, nil
-		case ifMatch != "" && o.ETag == ifMatch:
-			return false, nil
-		default:
-			return true, objectstore.ErrPrecondition
+		done, now, err := objectstore.Resolve(o, err, ifMatch, landed)
+		if done && err == nil {
+			etag = now
 		}
+		return done, err
 	}
-	err = s.do(ctx, "write "+key, op, retry)
+	err = s.do(ctx, "write "+key, op, resolve)
 	return etag, err
 }
 

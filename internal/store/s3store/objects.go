@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
@@ -52,61 +50,21 @@ func refusedCredential(err error) bool {
 	return false
 }
 
-// Backoff between attempts after a transient failure.
-const (
-	minDelay = 10 * time.Millisecond
-	maxDelay = 2 * time.Second
-)
+// do runs op as objectstore.Retry does, within the budget.
+func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, resolve func(ctx context.Context) (done bool, err error)) error {
+	r := objectstore.Retry{Budget: s.budget, AttemptTimeout: s.attemptTimeout, Transient: transient, Permanent: s.permanent, Exhausted: s.exhausted}
+	return r.Do(ctx, what, op, resolve)
+}
 
-// do runs op until it succeeds, fails for a reason a retry cannot change, or
-// the budget (from the first attempt) or ctx runs out. Each attempt has its
-// own timeout. retry, when set, is called before every attempt but the
-// first and may end the loop with its own answer (nil or an error): the
-// conditional writes use it to learn whether a lost answer had landed.
-func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
-	start := time.Now()
-	delay := minDelay
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && retry != nil {
-			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-			done, err := retry(actx)
-			cancel()
-			if done {
-				return err
-			}
-			if err != nil && !transient(err) {
-				return s.permanent(what, err)
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-		err := op(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return objectstore.ContextError(ctx, what)
-		}
-		if !transient(err) {
-			return s.permanent(what, err)
-		}
-		wait := delay/2 + rand.N(delay)
-		if time.Since(start)+wait > s.budget {
-			code := errcode.StoreUnavailable
-			if conflict(err) {
-				code = errcode.StoreContended
-			}
-			return withCause(errcode.New(code, "the S3 store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display), err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return objectstore.ContextError(ctx, what)
-		case <-t.C:
-		}
-		delay = min(2*delay, maxDelay)
+// exhausted is the error of an operation whose budget ran out on transient
+// failures, the last err: STORE_CONTENDED when that was a conflict of
+// concurrent conditional writes, else STORE_UNAVAILABLE.
+func (s *bucket) exhausted(what string, attempts int, err error) error {
+	code := errcode.StoreUnavailable
+	if conflict(err) {
+		code = errcode.StoreContended
 	}
+	return objectstore.WithCause(errcode.New(code, "the S3 store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempts, describe(err)).With("store", s.display), err)
 }
 
 // status is the HTTP status of a failed request, 0 without an answer.
@@ -136,11 +94,9 @@ func conflict(err error) bool {
 // (refused, reset, timed out), a 5xx, throttling, or a 409 conflict of
 // concurrent conditional writes.
 func transient(err error) bool {
-	var ce *errcode.Error
 	var nc *errNoCredential
 	switch {
-	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), refusedCredential(err):
+	case objectstore.Decided(err), refusedCredential(err):
 		return false
 	case errors.As(err, &nc):
 		// The credential's source answered with a failure that may pass
@@ -169,36 +125,27 @@ func transient(err error) bool {
 // STORE_PERMISSION, a missing bucket STORE_UNAVAILABLE, any other refusal
 // STORE_REJECTED. The caller's own outcomes pass through.
 func (s *bucket) permanent(what string, err error) error {
-	var ce *errcode.Error
 	switch {
-	case errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrPrecondition), errors.Is(err, objectstore.ErrNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+	case objectstore.Decided(err):
 		return err
 	}
 	code := status(err)
 	var nc *errNoCredential
 	switch {
 	case errors.As(err, &nc):
-		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s has no AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the S3 store %s has no AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case refusedCredential(err):
-		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s: the server refused the AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the S3 store %s: the server refused the AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case code == http.StatusForbidden || apiCode(err) == "AccessDenied":
-		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the S3 store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
 			WithHint("Check the credentials the AWS chain found (AWS_PROFILE, AWS_ACCESS_KEY_ID) and the bucket policy: Sponson needs s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on the prefix.")
 	case apiCode(err) == "NoSuchBucket":
-		return withCause(errcode.New(errcode.StoreUnavailable, "the bucket of the S3 store %s does not exist", s.display).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the bucket of the S3 store %s does not exist", s.display).With("store", s.display), err).
 			WithHint("Create the bucket, or correct the bucket name and the endpoint in --store.")
 	}
-	return withCause(errcode.New(errcode.StoreRejected, "the S3 store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
-}
-
-// withCause keeps err in e's chain (errors.Is, errors.As) without repeating
-// the SDK's long rendering of it in the message: describe has said it.
-func withCause(e *errcode.Error, err error) *errcode.Error {
-	e.Err = err
-	return e
+	return objectstore.WithCause(errcode.New(errcode.StoreRejected, "the S3 store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
 }
 
 // describe is a failure in one line: the server's code and message, or the
@@ -264,37 +211,45 @@ func normETag(e *string) string {
 	return strings.Trim(v, `"`)
 }
 
-// get reads key; objectstore.ErrNotFound if it does not exist. The Date of a 404 is
-// returned with it, so an absent pointer still gives the server's clock.
+// Get reads key; objectstore.ErrNotFound if it does not exist. The Date of
+// a 404 is returned with it, so an absent pointer still gives the server's
+// clock.
 func (s *bucket) Get(ctx context.Context, key string) (objectstore.Object, error) {
 	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
-		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
-		if err != nil {
-			if status(err) == http.StatusNotFound || apiCode(err) == "NoSuchKey" {
-				if apiCode(err) == "NoSuchBucket" {
-					return err
-				}
-				o.Date, _ = s.errDate(err)
-				if o.Date.IsZero() {
-					o.Date = s.now().Round(0).UTC()
-				}
-				return objectstore.ErrNotFound
-			}
-			return err
-		}
-		defer out.Body.Close()
-		data, err := io.ReadAll(out.Body)
-		if err != nil {
-			return err
-		}
-		o = objectstore.Object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata), At: aws.ToTime(out.LastModified)}
-		return nil
+		var err error
+		o, err = s.read(ctx, key)
+		return err
 	}, nil)
 	return o, err
 }
 
-// GetIfChanged reads key unless its ETag is still etag (objectstore.ErrNotModified).
+// read is one attempt of Get.
+func (s *bucket) read(ctx context.Context, key string) (objectstore.Object, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		if status(err) == http.StatusNotFound || apiCode(err) == "NoSuchKey" {
+			if apiCode(err) == "NoSuchBucket" {
+				return objectstore.Object{}, err
+			}
+			date, _ := s.errDate(err)
+			if date.IsZero() {
+				date = s.now().Round(0).UTC()
+			}
+			return objectstore.Object{Date: date}, objectstore.ErrNotFound
+		}
+		return objectstore.Object{}, err
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return objectstore.Object{}, err
+	}
+	return objectstore.Object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata), At: aws.ToTime(out.LastModified)}, nil
+}
+
+// GetIfChanged reads key unless its ETag is still etag
+// (objectstore.ErrNotModified).
 func (s *bucket) GetIfChanged(ctx context.Context, key, etag string) (objectstore.Object, error) {
 	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
@@ -332,12 +287,9 @@ func (s *bucket) Put(ctx context.Context, key string, data []byte) error {
 	}, nil)
 }
 
-// PutIf writes key only if its ETag is still ifMatch, or only if it does
-// not exist when ifMatch is "" (If-None-Match: *). objectstore.ErrPrecondition when the
-// condition failed (ErrPrecondition). The document must carry a fresh nonce: after a lost
-// answer, landed reports whether what is there now is ours (then the write
-// succeeded), and the ETag tells whether nothing happened (then it is sent
-// again) or someone else's write came first (objectstore.ErrPrecondition).
+// PutIf writes key only if its ETag is still ifMatch (If-Match), or only if
+// it does not exist when ifMatch is "" (If-None-Match: *); a lost answer is
+// resolved from a read of the key (objectstore.Resolve).
 func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
 	op := func(ctx context.Context) error {
 		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
@@ -356,34 +308,15 @@ func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch str
 		etag = normETag(out.ETag)
 		return nil
 	}
-	retry := func(ctx context.Context) (bool, error) {
-		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
-		if err != nil {
-			if status(err) == http.StatusNotFound && apiCode(err) != "NoSuchBucket" {
-				if ifMatch == "" {
-					return false, nil // not there yet: send it again
-				}
-				return true, objectstore.ErrPrecondition
-			}
-			return false, err
-		}
-		defer out.Body.Close()
-		cur, err := io.ReadAll(out.Body)
-		if err != nil {
-			return false, err
-		}
-		now := normETag(out.ETag)
-		switch {
-		case landed(cur):
+	resolve := func(ctx context.Context) (bool, error) {
+		o, err := s.read(ctx, key)
+		done, now, err := objectstore.Resolve(o, err, ifMatch, landed)
+		if done && err == nil {
 			etag = now
-			return true, nil
-		case ifMatch != "" && now == ifMatch:
-			return false, nil
-		default:
-			return true, objectstore.ErrPrecondition
 		}
+		return done, err
 	}
-	err = s.do(ctx, "write "+key, op, retry)
+	err = s.do(ctx, "write "+key, op, resolve)
 	return etag, err
 }
 
