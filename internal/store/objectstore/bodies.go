@@ -179,7 +179,7 @@ func (s *Store) readBody(ctx context.Context, k store.Key, what string, pick fun
 		lastMissing = name
 	}
 	return nil, "", errcode.New(errcode.ReceiptCorrupt, "the %s of %s is missing: its pointer names %s, which is not in the bucket", what, k, s.scopeDir(k)+lastMissing).
-		WithHint("Restore the Object from the bucket's versions if it is versioned; nothing deletes a body the pointer still names.")
+		WithHint("Restore the object from the bucket's versions if it is versioned; nothing deletes a body the pointer still names.")
 }
 
 // LatestReceipt returns the scope's latest receipt, nil if it has none. A
@@ -363,7 +363,7 @@ func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) er
 }
 
 // Quarantine stores quarantine/<runId>.tfstate[.sealed] without a fence: the
-// Object is named by the run, so it replaces nothing but its own copy.
+// object is named by the run, so it replaces nothing but its own copy.
 func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, state []byte) error {
 	if err := s.objects.Ready(ctx, true); err != nil {
 		return err

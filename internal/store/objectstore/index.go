@@ -164,7 +164,7 @@ const indexVersion = 1
 // envCache is this process's copy of an environment's index.
 type envCache struct {
 	mu     sync.Mutex        // one refresh at a time
-	etags  map[string]string // of the stored indexes last merged, by Object key
+	etags  map[string]string // of the stored indexes last merged, by object key
 	scopes map[string]*entry
 	log    logState // of the last refresh through the ownership log
 }
