@@ -115,7 +115,7 @@ type GCResult struct {
 }
 
 // garbageCollector is a store that can leave unreferenced objects behind
-// after a crash and collects them (s3store.CollectGarbage).
+// after a crash and collects them (objectstore.Store.CollectGarbage: the S3, GCS and Azure stores).
 type garbageCollector interface {
 	CollectGarbage(ctx context.Context, env string, minAge time.Duration) (int, error)
 }

@@ -1,11 +1,13 @@
 // Package azblobstore is the Azure Blob Storage store backend
 // (`azblob://ACCOUNT/CONTAINER/PREFIX`): leases, receipts and encrypted
 // Terraform state as blobs of a container, with the official Azure SDK for
-// Go (azblob, azidentity). Its layout and its protocol are the S3 store's
-// (package s3store; docs/design.md §5.5 and §5.8), whose ETag preconditions
-// Azure has as they are: the scope's pointer is created with
-// If-None-Match: * and replaced with If-Match: ETAG; Azure refuses either
-// (409 BlobAlreadyExists, 412 ConditionNotMet) when someone wrote first.
+// Go (azblob, azidentity). Its layout and its protocol are the S3 store's,
+// package objectstore's (docs/design.md §5.5 and §5.8), which this package
+// composes with its object operations (objects.go), its layout check
+// (layout.go) and its opener. The ETag preconditions are S3's: the scope's
+// pointer is created with If-None-Match: * and replaced with If-Match: ETAG;
+// Azure refuses either (409 BlobAlreadyExists, 412 ConditionNotMet) when
+// someone wrote first.
 // The server's clock is the Date of each answer. Blob leases are not used:
 // the pointer's conditional writes fence every write, as on S3.
 //
@@ -15,10 +17,6 @@
 // variables, a managed identity, the Azure CLI's login). A key that does
 // not decode, or that the service refuses, is STORE_PERMISSION at once,
 // never retried.
-//
-// The files above the object operations are the S3 store's
-// (TestSharedFilesFollowS3Store fails when a change reaches one and not the
-// other).
 //
 // The boundary between repositories (PrefixAssignment) is a role assignment
 // of Storage Blob Data Contributor on the container with an ABAC condition
@@ -32,9 +30,6 @@ package azblobstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -45,6 +40,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
 )
 
@@ -59,7 +55,7 @@ const (
 	DefaultAttemptTimeout = 15 * time.Second
 	// TakeoverMargin is added to a lease's expiry before another holder may
 	// take it over: the server's Date is rounded down to the second.
-	TakeoverMargin = time.Second
+	TakeoverMargin = objectstore.TakeoverMargin
 )
 
 // KeyEnv is the variable that holds the account's shared key.
@@ -76,19 +72,25 @@ const credentialHint = "Sponson finds Azure credentials in this order: " + KeyEn
 
 var hints = statecrypt.Hints{Key: keyHint, Restore: "Restore an earlier version of the blob if the container keeps versions, or quarantine the scope and re-adopt its state."}
 
-// Store is the Azure Blob Storage store. It is safe for concurrent use; any
-// number of Stores in any number of processes may share one container and
-// prefix.
+// Store is the Azure Blob Storage store: package objectstore's store over
+// a container. It is safe for concurrent use; any number of Stores in any
+// number of processes may share one container and prefix.
 type Store struct {
+	*objectstore.Store
+	b *bucket
+	// cfg is what the options set for the objectstore.Store Open composes.
+	cfg objectstore.Config
+}
+
+// bucket is the object operations on one container and the prefix's
+// layout check: the objectstore.Bucket the Store is composed over.
+type bucket struct {
 	account   string
 	container string
 	endpoint  string // the account's blob service URL, without a trailing slash
 	bucket    string // ACCOUNT/CONTAINER, as messages name it
 	prefix    string // "" or ending in "/"
 	display   string
-
-	key   []byte
-	plain bool
 
 	budget         time.Duration
 	attemptTimeout time.Duration
@@ -99,10 +101,7 @@ type Store struct {
 	clientMu sync.Mutex
 	client   *container.Client
 
-	mu   sync.Mutex
-	envs map[string]*envCache
-
-	// The layout check of ready: layoutChecked once no newer marker was
+	// The layout check of Ready: layoutChecked once no newer marker was
 	// found, layoutWritten once the marker is there.
 	layoutMu      sync.Mutex
 	layoutChecked bool
@@ -115,17 +114,17 @@ type Store struct {
 type Option func(*Store)
 
 // WithStateKey makes the store seal state with key (statecrypt.KeySize bytes).
-func WithStateKey(key []byte) Option { return func(s *Store) { s.key = key } }
+func WithStateKey(key []byte) Option { return func(s *Store) { s.cfg.StateKey = key } }
 
 // WithPlaintextState lets the store write state unencrypted when it has no
 // key. Unsafe: anyone who can read the container reads every secret in it.
-func WithPlaintextState() Option { return func(s *Store) { s.plain = true } }
+func WithPlaintextState() Option { return func(s *Store) { s.cfg.PlaintextState = true } }
 
 // WithBudget sets how long transient failures and contention are retried.
 func WithBudget(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
-			s.budget = d
+			s.cfg.Budget = d
 		}
 	}
 }
@@ -135,7 +134,7 @@ func WithBudget(d time.Duration) Option {
 func WithGetenv(getenv func(string) string) Option {
 	return func(s *Store) {
 		if getenv != nil {
-			s.getenv = getenv
+			s.b.getenv = getenv
 		}
 	}
 }
@@ -224,69 +223,24 @@ func Open(_ context.Context, raw string, opts ...Option) (*Store, error) {
 	if endpoint == "" {
 		endpoint = "https://" + loc.Account + ".blob.core.windows.net"
 	}
-	s := &Store{
+	b := &bucket{
 		account: loc.Account, container: loc.Container, endpoint: endpoint,
 		bucket: loc.Account + "/" + loc.Container, prefix: loc.Prefix, display: loc.Display(),
-		budget: DefaultBudget, attemptTimeout: DefaultAttemptTimeout, now: time.Now, getenv: os.Getenv,
-		envs: map[string]*envCache{},
+		attemptTimeout: DefaultAttemptTimeout, getenv: os.Getenv,
+	}
+	s := &Store{
+		b: b,
+		cfg: objectstore.Config{
+			Name: "Azure", Scheme: "azblob", Bucket: b.bucket, Prefix: loc.Prefix, Display: loc.Display(),
+			Hints: hints, Budget: DefaultBudget, Now: time.Now,
+		},
 	}
 	for _, o := range opts {
 		o(s)
 	}
-	if s.key != nil && len(s.key) != statecrypt.KeySize {
-		return nil, errcode.New(errcode.Usage, "the state key has %d bytes; it must have %d", len(s.key), statecrypt.KeySize).WithHint(keyHint)
+	s.b.budget, s.b.now = s.cfg.Budget, s.cfg.Now
+	if s.Store, err = objectstore.New(s.cfg, s.b); err != nil {
+		return nil, err
 	}
 	return s, nil
-}
-
-// Display returns the store's URL.
-func (s *Store) Display() string { return s.display }
-
-// URL is the azblob:// URL that opens this store again.
-func (s *Store) URL() string { return s.display }
-
-// Close does nothing: the store keeps idle connections only.
-func (s *Store) Close() error { return nil }
-
-// scopeID is the one place a Key becomes a path below its environment:
-// <S>/<scope>, S being the stack encoded by store.StackSegment ("_" for the
-// parent leases every stack shares). keyOf is its inverse.
-func scopeID(k store.Key) string { return store.StackSegment(k.Stack) + "/" + k.Scope }
-
-// keyOf returns the Key of a scope id listed under env's pointers.
-func keyOf(env, id string) (store.Key, bool) {
-	seg, scope, ok := strings.Cut(id, "/")
-	if !ok || strings.Contains(scope, "/") {
-		return store.Key{}, false
-	}
-	stack, ok := store.StackOf(seg)
-	if !ok {
-		return store.Key{}, false
-	}
-	k := store.Key{Stack: stack, Environment: env, Scope: scope}
-	return k, store.CheckKey(k) == nil
-}
-
-func (s *Store) leasesPrefix(env string) string { return s.prefix + env + "/.leases/" }
-func (s *Store) pointerKey(k store.Key) string {
-	return s.leasesPrefix(k.Environment) + scopeID(k) + ".json"
-}
-func (s *Store) scopeDir(k store.Key) string {
-	return s.prefix + k.Environment + "/" + scopeID(k) + "/"
-}
-
-// nonce returns 16 random hex digits.
-func nonce() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes instead
-	return hex.EncodeToString(b[:])
-}
-
-// ctxError is the error of a ctx that ended: STORE_CONTENDED for a deadline,
-// INTERRUPTED for a cancellation, with ctx.Err() in the chain.
-func ctxError(ctx context.Context, what string) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return errcode.Wrap(errcode.StoreContended, ctx.Err(), "gave up waiting to %s", what)
-	}
-	return errcode.Wrap(errcode.Interrupted, ctx.Err(), "interrupted before %s", what)
 }

@@ -3,7 +3,6 @@ package azblobstore
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,6 +15,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/azblobstore/azuritetest"
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
 var (
@@ -37,81 +37,28 @@ func open(t *testing.T, raw string, getenv func(string) string, opts ...Option) 
 	return s
 }
 
-func objects(t *testing.T, s *Store) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	objs, err := s.list(t.Context(), s.prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		got, err := s.get(t.Context(), o.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[strings.TrimPrefix(o.Key, s.prefix)] = got.Data
-	}
-	return out
-}
-
-// State is sealed in the container; without a key it is refused unless
-// plaintext was asked for.
-func TestStateAtRest(t *testing.T) {
-	t.Parallel()
-	srv := azuritetest.Start(t)
-	s := open(t, srv.StoreURL("p"), srv.Getenv)
-	g, err := s.Acquire(t.Context(), k1, "run-a", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if err := s.WriteState(t.Context(), g.Lease, fmt.Appendf(nil, `{"serial":%d,"secret":"hunter2"}`, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	states := 0
-	for name, data := range objects(t, s) {
-		if bytes.Contains(data, []byte("hunter2")) {
-			t.Errorf("%s holds the state in the clear", name)
-		}
-		if strings.HasPrefix(name, "preview/acme_2fapp/pr-1/state/") {
-			states++
-			if !strings.HasSuffix(name, sealedSuffix) {
-				t.Errorf("state body %s is not sealed", name)
-			}
-		}
-	}
-	if states != 1 {
-		t.Errorf("%d state bodies in the container, want 1 (replaced ones are deleted)", states)
-	}
-	noKey := open(t, srv.StoreURL("p"), srv.Getenv, WithStateKey(nil))
-	if _, err := noKey.ReadState(t.Context(), k1); !errcode.Is(err, errcode.Usage) {
-		t.Errorf("ReadState without the key = %v, want USAGE", err)
-	}
-}
-
 // The emulator refuses what fencing needs refused, as Azure does.
 func TestStaleETagIsRefused(t *testing.T) {
 	t.Parallel()
 	srv := azuritetest.Start(t)
 	s := open(t, srv.StoreURL("p"), srv.Getenv)
-	key := s.prefix + "cas.json"
+	key := s.b.prefix + "cas.json"
 	never := func([]byte) bool { return false }
-	e1, err := s.putIf(t.Context(), key, []byte("1"), "", never)
+	e1, err := s.b.PutIf(t.Context(), key, []byte("1"), "", never)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.putIf(t.Context(), key, []byte("2"), "", never); !errors.Is(err, errPrecondition) {
+	if _, err := s.b.PutIf(t.Context(), key, []byte("2"), "", never); !errors.Is(err, objectstore.ErrPrecondition) {
 		t.Errorf("create of an existing blob = %v, want a precondition failure", err)
 	}
-	e2, err := s.putIf(t.Context(), key, []byte("3"), e1, never)
+	e2, err := s.b.PutIf(t.Context(), key, []byte("3"), e1, never)
 	if err != nil || e2 == e1 {
 		t.Fatalf("write on the current ETag = %q, %v", e2, err)
 	}
-	if _, err := s.putIf(t.Context(), key, []byte("4"), e1, never); !errors.Is(err, errPrecondition) {
+	if _, err := s.b.PutIf(t.Context(), key, []byte("4"), e1, never); !errors.Is(err, objectstore.ErrPrecondition) {
 		t.Errorf("write on a stale ETag = %v, want a precondition failure", err)
 	}
-	if _, err := s.getIfChanged(t.Context(), key, e2); !errors.Is(err, errNotModified) {
+	if _, err := s.b.GetIfChanged(t.Context(), key, e2); !errors.Is(err, objectstore.ErrNotModified) {
 		t.Errorf("read of an unchanged blob = %v, want not modified", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -20,14 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/store"
-)
-
-// Outcomes of a request that its caller handles itself.
-var (
-	errNotFound     = errors.New("no such object")
-	errPrecondition = errors.New("precondition failed")
-	errNotModified  = errors.New("not modified")
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
 // errNoCredential is a credential that could not be found or loaded.
@@ -36,25 +28,11 @@ type errNoCredential struct{ err error }
 func (e *errNoCredential) Error() string { return e.err.Error() }
 func (e *errNoCredential) Unwrap() error { return e.err }
 
-// Backoff between attempts after a transient failure.
-const (
-	minDelay = 10 * time.Millisecond
-	maxDelay = 2 * time.Second
-)
-
-// object is a blob read from the container with what the server said.
-type object struct {
-	Data []byte
-	ETag string
-	Date time.Time // the server's clock at the answer
-	At   time.Time // Last-Modified
-}
-
 // clientFor returns the container's client, made on first use: with the
 // shared key of AZURE_STORAGE_KEY, else DefaultAzureCredential. The SDK
 // retries nothing (ours are bounded by the budget and resolve the unknown
 // outcome of a conditional write) and sends no telemetry header.
-func (s *Store) clientFor(context.Context) (*container.Client, error) {
+func (s *bucket) clientFor(context.Context) (*container.Client, error) {
 	s.clientMu.Lock()
 	defer s.clientMu.Unlock()
 	if s.client != nil {
@@ -87,51 +65,16 @@ func (s *Store) clientFor(context.Context) (*container.Client, error) {
 	return c, nil
 }
 
-// do runs op until it succeeds, fails for a reason a retry cannot change, or
-// the budget (from the first attempt) or ctx runs out. Each attempt has its
-// own timeout. retry, when set, is called before every attempt but the
-// first and may end the loop with its own answer (nil or an error): the
-// conditional writes use it to learn whether a lost answer had landed.
-func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
-	start := time.Now()
-	delay := minDelay
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && retry != nil {
-			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-			done, err := retry(actx)
-			cancel()
-			if done {
-				return err
-			}
-			if err != nil && !transient(err) {
-				return s.permanent(what, err)
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-		err := op(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctxError(ctx, what)
-		}
-		if !transient(err) {
-			return s.permanent(what, err)
-		}
-		wait := delay/2 + rand.N(delay)
-		if time.Since(start)+wait > s.budget {
-			return withCause(errcode.New(errcode.StoreUnavailable, "the Azure store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display), err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctxError(ctx, what)
-		case <-t.C:
-		}
-		delay = min(2*delay, maxDelay)
-	}
+// do runs op as objectstore.Retry does, within the budget.
+func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, resolve func(ctx context.Context) (done bool, err error)) error {
+	r := objectstore.Retry{Budget: s.budget, AttemptTimeout: s.attemptTimeout, Transient: transient, Permanent: s.permanent, Exhausted: s.exhausted}
+	return r.Do(ctx, what, op, resolve)
+}
+
+// exhausted is the error of an operation whose budget ran out on transient
+// failures, the last err: STORE_UNAVAILABLE.
+func (s *bucket) exhausted(what string, attempts int, err error) error {
+	return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the Azure store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempts, describe(err)).With("store", s.display), err)
 }
 
 func respErr(err error) *azcore.ResponseError {
@@ -175,10 +118,8 @@ func credentialError(err error) bool {
 // transient reports whether a failure may go away by itself: no answer, a
 // 5xx, throttling. A credential that is missing or refused is not.
 func transient(err error) bool {
-	var ce *errcode.Error
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), credentialError(err):
+	case objectstore.Decided(err), credentialError(err):
 		return false
 	}
 	switch code := status(err); {
@@ -194,34 +135,27 @@ func transient(err error) bool {
 }
 
 // permanent gives a failure retrying cannot change its code.
-func (s *Store) permanent(what string, err error) error {
-	var ce *errcode.Error
+func (s *bucket) permanent(what string, err error) error {
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+	case objectstore.Decided(err):
 		return err
 	}
 	var nc *errNoCredential
 	switch code := status(err); {
 	case errors.As(err, &nc):
-		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s has no Azure credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the Azure store %s has no Azure credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case credentialError(err):
-		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s: Azure refused the credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the Azure store %s: Azure refused the credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case code == http.StatusForbidden:
-		return withCause(errcode.New(errcode.StorePermission, "the Azure store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the Azure store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
 			WithHint("Check the credential and its role on the container: Sponson needs to read, write, delete and list blobs under the prefix (Storage Blob Data Contributor). " + credentialHint)
 	case errorCode(err) == "ContainerNotFound":
-		return withCause(errcode.New(errcode.StoreUnavailable, "the container of the Azure store %s does not exist", s.display).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the container of the Azure store %s does not exist", s.display).With("store", s.display), err).
 			WithHint("Create the container, or correct the account and container in --store.")
 	}
-	return withCause(errcode.New(errcode.StoreRejected, "the Azure store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
-}
-
-func withCause(e *errcode.Error, err error) *errcode.Error {
-	e.Err = err
-	return e
+	return objectstore.WithCause(errcode.New(errcode.StoreRejected, "the Azure store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
 }
 
 // describe is a failure in one line: the service's status and code, or the
@@ -250,14 +184,14 @@ func describe(err error) string {
 	return first
 }
 
-func (s *Store) dateOf(t *time.Time) time.Time {
+func (s *bucket) dateOf(t *time.Time) time.Time {
 	if t != nil && !t.IsZero() {
 		return t.UTC()
 	}
 	return s.now().Round(0).UTC()
 }
 
-func (s *Store) errDate(err error) time.Time {
+func (s *bucket) errDate(err error) time.Time {
 	if re := respErr(err); re != nil && re.RawResponse != nil {
 		if t, perr := http.ParseTime(re.RawResponse.Header.Get("Date")); perr == nil {
 			return t.UTC()
@@ -280,11 +214,11 @@ func quoted(etag string) *azcore.ETag {
 	return &e
 }
 
-// download reads key unless its ETag is still notETag (errNotModified).
-func (s *Store) download(ctx context.Context, key, notETag string) (object, error) {
+// download reads key unless its ETag is still notETag (objectstore.ErrNotModified).
+func (s *bucket) download(ctx context.Context, key, notETag string) (objectstore.Object, error) {
 	c, err := s.clientFor(ctx)
 	if err != nil {
-		return object{}, err
+		return objectstore.Object{}, err
 	}
 	var o blob.DownloadStreamOptions
 	if notETag != "" {
@@ -294,27 +228,27 @@ func (s *Store) download(ctx context.Context, key, notETag string) (object, erro
 	if err != nil {
 		switch {
 		case status(err) == http.StatusNotModified:
-			return object{}, errNotModified
+			return objectstore.Object{}, objectstore.ErrNotModified
 		case status(err) == http.StatusNotFound && errorCode(err) != "ContainerNotFound":
-			return object{Date: s.errDate(err)}, errNotFound
+			return objectstore.Object{Date: s.errDate(err)}, objectstore.ErrNotFound
 		}
-		return object{}, err
+		return objectstore.Object{}, err
 	}
 	if resp.Body == nil {
 		// The SDK answers a 304 without an error and without a body.
 		if notETag != "" {
-			return object{}, errNotModified
+			return objectstore.Object{}, objectstore.ErrNotModified
 		}
-		return object{}, fmt.Errorf("the read of %s answered without a body", key)
+		return objectstore.Object{}, fmt.Errorf("the read of %s answered without a body", key)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return object{}, err
+		return objectstore.Object{}, err
 	}
-	out := object{Data: data, ETag: etagOf(resp.ETag), Date: s.dateOf(resp.Date)}
+	out := objectstore.Object{Data: data, ETag: etagOf(resp.ETag), Date: s.dateOf(resp.Date)}
 	if notETag != "" && out.ETag == notETag {
-		return object{}, errNotModified
+		return objectstore.Object{}, objectstore.ErrNotModified
 	}
 	if resp.LastModified != nil {
 		out.At = resp.LastModified.UTC()
@@ -322,9 +256,9 @@ func (s *Store) download(ctx context.Context, key, notETag string) (object, erro
 	return out, nil
 }
 
-// get reads key; errNotFound if it does not exist, with the server's clock.
-func (s *Store) get(ctx context.Context, key string) (object, error) {
-	var o object
+// Get reads key; objectstore.ErrNotFound if it does not exist, with the server's clock.
+func (s *bucket) Get(ctx context.Context, key string) (objectstore.Object, error) {
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
 		var err error
 		o, err = s.download(ctx, key, "")
@@ -333,9 +267,10 @@ func (s *Store) get(ctx context.Context, key string) (object, error) {
 	return o, err
 }
 
-// getIfChanged reads key unless its ETag is still etag (errNotModified).
-func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, error) {
-	var o object
+// GetIfChanged reads key unless its ETag is still etag
+// (objectstore.ErrNotModified).
+func (s *bucket) GetIfChanged(ctx context.Context, key, etag string) (objectstore.Object, error) {
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
 		var err error
 		o, err = s.download(ctx, key, etag)
@@ -346,7 +281,7 @@ func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, err
 
 // upload writes data to key in one request: only if absent when ifMatch is
 // "" and conditional is set, only if its ETag is ifMatch otherwise.
-func (s *Store) upload(ctx context.Context, key string, data []byte, conditional bool, ifMatch string) (string, error) {
+func (s *bucket) upload(ctx context.Context, key string, data []byte, conditional bool, ifMatch string) (string, error) {
 	c, err := s.clientFor(ctx)
 	if err != nil {
 		return "", err
@@ -365,7 +300,7 @@ func (s *Store) upload(ctx context.Context, key string, data []byte, conditional
 	resp, err := c.NewBlockBlobClient(key).Upload(ctx, nopCloser{bytes.NewReader(data)}, &o)
 	if err != nil {
 		if status(err) == http.StatusPreconditionFailed || errorCode(err) == "BlobAlreadyExists" || errorCode(err) == "ConditionNotMet" {
-			return "", errPrecondition
+			return "", objectstore.ErrPrecondition
 		}
 		return "", err
 	}
@@ -376,18 +311,18 @@ type nopCloser struct{ *bytes.Reader }
 
 func (nopCloser) Close() error { return nil }
 
-// put writes a new body under a fresh name (no condition).
-func (s *Store) put(ctx context.Context, key string, data []byte) error {
+// Put writes a new body under a fresh name (no condition).
+func (s *bucket) Put(ctx context.Context, key string, data []byte) error {
 	return s.do(ctx, "write "+key, func(ctx context.Context) error {
 		_, err := s.upload(ctx, key, data, false, "")
 		return err
 	}, nil)
 }
 
-// putIf writes key only if its ETag is still ifMatch, or only if it does
-// not exist when ifMatch is "". See the S3 store's putIf for how a lost
-// answer is resolved by the document's nonce.
-func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
+// PutIf writes key only if its ETag is still ifMatch (If-Match), or only if
+// it does not exist when ifMatch is "" (If-None-Match: *); a lost answer is
+// resolved from a read of the key (objectstore.Resolve).
+func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
 	op := func(ctx context.Context) error {
 		e, err := s.upload(ctx, key, data, true, ifMatch)
 		if err != nil {
@@ -396,31 +331,20 @@ func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch stri
 		etag = e
 		return nil
 	}
-	retry := func(ctx context.Context) (bool, error) {
+	resolve := func(ctx context.Context) (bool, error) {
 		o, err := s.download(ctx, key, "")
-		switch {
-		case errors.Is(err, errNotFound):
-			if ifMatch == "" {
-				return false, nil // not there yet: send it again
-			}
-			return true, errPrecondition
-		case err != nil:
-			return false, err
-		case landed(o.Data):
-			etag = o.ETag
-			return true, nil
-		case ifMatch != "" && o.ETag == ifMatch:
-			return false, nil
-		default:
-			return true, errPrecondition
+		done, now, err := objectstore.Resolve(o, err, ifMatch, landed)
+		if done && err == nil {
+			etag = now
 		}
+		return done, err
 	}
-	err = s.do(ctx, "write "+key, op, retry)
+	err = s.do(ctx, "write "+key, op, resolve)
 	return etag, err
 }
 
-// del removes key; a missing key is not an error.
-func (s *Store) del(ctx context.Context, key string) error {
+// Delete removes key; a missing key is not an error.
+func (s *bucket) Delete(ctx context.Context, key string) error {
 	return s.do(ctx, "delete "+key, func(ctx context.Context) error {
 		c, err := s.clientFor(ctx)
 		if err != nil {
@@ -434,16 +358,9 @@ func (s *Store) del(ctx context.Context, key string) error {
 	}, nil)
 }
 
-// listed is one blob of a listing.
-type listed struct {
-	Key  string
-	ETag string
-	At   time.Time
-}
-
-// list returns every blob under prefix, 1,000 a request.
-func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
-	var out []listed
+// List returns every blob under prefix, 1,000 a request.
+func (s *bucket) List(ctx context.Context, prefix string) ([]objectstore.Listed, error) {
+	var out []objectstore.Listed
 	var marker *string
 	for {
 		var page container.ListBlobsFlatResponse
@@ -465,7 +382,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
 				if b == nil || b.Name == nil || b.Properties == nil {
 					continue
 				}
-				l := listed{Key: *b.Name, ETag: etagOf(b.Properties.ETag)}
+				l := objectstore.Listed{Key: *b.Name, ETag: etagOf(b.Properties.ETag)}
 				if b.Properties.LastModified != nil {
 					l.At = b.Properties.LastModified.UTC()
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/verify"
 )
 
@@ -17,19 +18,19 @@ import (
 // leases are not checked: the store does not use them (docs/design.md
 // §5.8).
 func (s *Store) Verify(ctx context.Context, writers int) (verify.Report, error) {
-	return verify.Run(ctx, verifyObjects{s}, s.prefix, writers)
+	return verify.Run(ctx, verifyObjects{s.b}, s.b.prefix, writers)
 }
 
 // verifyObjects is the store's conditional operations on raw keys, with
 // ETags as versions.
-type verifyObjects struct{ s *Store }
+type verifyObjects struct{ s *bucket }
 
 // Write is an upload with If-None-Match: * (ifMatch "") or If-Match.
 func (v verifyObjects) Write(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
 	defer cancel()
 	etag, err := v.s.upload(ctx, key, data, true, ifMatch)
-	if errors.Is(err, errPrecondition) {
+	if errors.Is(err, objectstore.ErrPrecondition) {
 		return "", verify.ErrConflict
 	}
 	if err != nil {
@@ -58,13 +59,13 @@ func (v verifyObjects) DeleteIf(ctx context.Context, key, version string) error 
 	return nil
 }
 
-func (v verifyObjects) Remove(ctx context.Context, key string) error { return v.s.del(ctx, key) }
+func (v verifyObjects) Remove(ctx context.Context, key string) error { return v.s.Delete(ctx, key) }
 
 func (v verifyObjects) List(ctx context.Context, prefix string) ([]string, error) {
-	return listedKeys(v.s.list(ctx, prefix))
+	return listedKeys(v.s.List(ctx, prefix))
 }
 
-func listedKeys(l []listed, err error) ([]string, error) {
+func listedKeys(l []objectstore.Listed, err error) ([]string, error) {
 	keys := make([]string, 0, len(l))
 	for _, o := range l {
 		keys = append(keys, o.Key)

@@ -6,8 +6,9 @@
 // make every sponson start pay; docs/design.md §5.7) with credentials as
 // Google's libraries find them (application default credentials,
 // cloud.google.com/go/auth). Its layout and its protocol are the S3
-// store's (package s3store; docs/design.md §5.5); only the
-// compare-and-swap differs:
+// store's, package objectstore's (docs/design.md §5.5), which this package
+// composes with its object operations (objects.go), its layout check
+// (layout.go) and its opener; only the compare-and-swap differs:
 //
 //   - Every write of an object gets a new generation. The scope's pointer
 //     is created with ifGenerationMatch=0 (only if absent) and replaced with
@@ -28,10 +29,7 @@
 // 429, 408) is retried within the budget, then STORE_UNAVAILABLE in the
 // transport's words. Open reads no file and asks no server.
 //
-// The store carries the S3 store's files above the object operations as
-// they are; TestSharedFilesFollowS3Store fails when a change reaches one
-// store and not the other, until the two share one package. On
-// fake-gcs-server `sponson store verify` holds for all but the conditional
+// On fake-gcs-server `sponson store verify` holds for all but the conditional
 // delete (TestVerifyOnTheEmulator); through a stand-in that drops
 // ifGenerationMatch the writes fail (TestVerifyFailsWhereConditionsAreIgnored).
 // The end-to-end crash and succession tests run on this store and on the
@@ -49,9 +47,6 @@ package gcsstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -62,6 +57,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
 )
 
@@ -76,7 +72,7 @@ const (
 	DefaultAttemptTimeout = 15 * time.Second
 	// TakeoverMargin is added to a lease's expiry before another holder may
 	// take it over: the server's Date is rounded down to the second.
-	TakeoverMargin = time.Second
+	TakeoverMargin = objectstore.TakeoverMargin
 )
 
 // EmulatorEnv is the variable the Google client reads to talk to an
@@ -95,15 +91,22 @@ const credentialHint = "Sponson finds Google credentials as Google's libraries d
 
 var hints = statecrypt.Hints{Key: keyHint, Restore: "Restore an earlier generation of the object if the bucket keeps noncurrent versions, or quarantine the scope and re-adopt its state."}
 
-// Store is the GCS store. It is safe for concurrent use; any number of
-// Stores in any number of processes may share one bucket and prefix.
+// Store is the GCS store: package objectstore's store over a GCS bucket. It
+// is safe for concurrent use; any number of Stores in any number of
+// processes may share one bucket and prefix.
 type Store struct {
+	*objectstore.Store
+	b *bucket
+	// cfg is what the options set for the objectstore.Store Open composes.
+	cfg objectstore.Config
+}
+
+// bucket is the object operations on one GCS bucket and the prefix's
+// layout check: the objectstore.Bucket the Store is composed over.
+type bucket struct {
 	bucket  string
 	prefix  string // "" or ending in "/"
 	display string
-
-	key   []byte
-	plain bool
 
 	budget         time.Duration
 	attemptTimeout time.Duration
@@ -116,10 +119,7 @@ type Store struct {
 	clientMu sync.Mutex
 	client   *raw.Service
 
-	mu   sync.Mutex
-	envs map[string]*envCache
-
-	// The layout check of ready: layoutChecked once no newer marker was
+	// The layout check of Ready: layoutChecked once no newer marker was
 	// found, layoutWritten once the marker is there.
 	layoutMu      sync.Mutex
 	layoutChecked bool
@@ -132,17 +132,17 @@ type Store struct {
 type Option func(*Store)
 
 // WithStateKey makes the store seal state with key (statecrypt.KeySize bytes).
-func WithStateKey(key []byte) Option { return func(s *Store) { s.key = key } }
+func WithStateKey(key []byte) Option { return func(s *Store) { s.cfg.StateKey = key } }
 
 // WithPlaintextState lets the store write state unencrypted when it has no
 // key. Unsafe: anyone who can read the bucket reads every secret in it.
-func WithPlaintextState() Option { return func(s *Store) { s.plain = true } }
+func WithPlaintextState() Option { return func(s *Store) { s.cfg.PlaintextState = true } }
 
 // WithBudget sets how long transient failures and contention are retried.
 func WithBudget(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
-			s.budget = d
+			s.cfg.Budget = d
 		}
 	}
 }
@@ -151,7 +151,7 @@ func WithBudget(d time.Duration) Option {
 func WithAttemptTimeout(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
-			s.attemptTimeout = d
+			s.b.attemptTimeout = d
 		}
 	}
 }
@@ -162,7 +162,7 @@ func WithAttemptTimeout(d time.Duration) Option {
 func WithGetenv(getenv func(string) string) Option {
 	return func(s *Store) {
 		if getenv != nil {
-			s.getenv = getenv
+			s.b.getenv = getenv
 		}
 	}
 }
@@ -172,7 +172,7 @@ func WithGetenv(getenv func(string) string) Option {
 func WithClock(now func() time.Time) Option {
 	return func(s *Store) {
 		if now != nil {
-			s.now = now
+			s.cfg.Now = now
 		}
 	}
 }
@@ -242,69 +242,18 @@ func Open(_ context.Context, raw string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		bucket: loc.Bucket, prefix: loc.Prefix, display: loc.Display(),
-		budget: DefaultBudget, attemptTimeout: DefaultAttemptTimeout, now: time.Now, getenv: os.Getenv,
-		envs: map[string]*envCache{},
+		b: &bucket{bucket: loc.Bucket, prefix: loc.Prefix, display: loc.Display(), attemptTimeout: DefaultAttemptTimeout, getenv: os.Getenv},
+		cfg: objectstore.Config{
+			Name: "GCS", Scheme: "gs", Bucket: loc.Bucket, Prefix: loc.Prefix, Display: loc.Display(),
+			Hints: hints, Budget: DefaultBudget, Now: time.Now,
+		},
 	}
 	for _, o := range opts {
 		o(s)
 	}
-	if s.key != nil && len(s.key) != statecrypt.KeySize {
-		return nil, errcode.New(errcode.Usage, "the state key has %d bytes; it must have %d", len(s.key), statecrypt.KeySize).WithHint(keyHint)
+	s.b.budget, s.b.now = s.cfg.Budget, s.cfg.Now
+	if s.Store, err = objectstore.New(s.cfg, s.b); err != nil {
+		return nil, err
 	}
 	return s, nil
-}
-
-// Display returns the store's URL.
-func (s *Store) Display() string { return s.display }
-
-// URL is the gs:// URL that opens this store again.
-func (s *Store) URL() string { return s.display }
-
-// Close does nothing: the store keeps idle connections only.
-func (s *Store) Close() error { return nil }
-
-// scopeID is the one place a Key becomes a path below its environment:
-// <S>/<scope>, S being the stack encoded by store.StackSegment ("_" for the
-// parent leases every stack shares). The pointer is
-// <env>/.leases/<scopeID>.json and the bodies live under <env>/<scopeID>/.
-// keyOf is its inverse.
-func scopeID(k store.Key) string { return store.StackSegment(k.Stack) + "/" + k.Scope }
-
-// keyOf returns the Key of a scope id listed under env's pointers.
-func keyOf(env, id string) (store.Key, bool) {
-	seg, scope, ok := strings.Cut(id, "/")
-	if !ok || strings.Contains(scope, "/") {
-		return store.Key{}, false
-	}
-	stack, ok := store.StackOf(seg)
-	if !ok {
-		return store.Key{}, false
-	}
-	k := store.Key{Stack: stack, Environment: env, Scope: scope}
-	return k, store.CheckKey(k) == nil
-}
-
-func (s *Store) leasesPrefix(env string) string { return s.prefix + env + "/.leases/" }
-func (s *Store) pointerKey(k store.Key) string {
-	return s.leasesPrefix(k.Environment) + scopeID(k) + ".json"
-}
-func (s *Store) scopeDir(k store.Key) string {
-	return s.prefix + k.Environment + "/" + scopeID(k) + "/"
-}
-
-// nonce returns 16 random hex digits.
-func nonce() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes instead
-	return hex.EncodeToString(b[:])
-}
-
-// ctxError is the error of a ctx that ended: STORE_CONTENDED for a deadline,
-// INTERRUPTED for a cancellation, with ctx.Err() in the chain.
-func ctxError(ctx context.Context, what string) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return errcode.Wrap(errcode.StoreContended, ctx.Err(), "gave up waiting to %s", what)
-	}
-	return errcode.Wrap(errcode.Interrupted, ctx.Err(), "interrupted before %s", what)
 }

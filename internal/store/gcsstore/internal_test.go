@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +23,7 @@ import (
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
 	"github.com/sponson/terraform-provider-sponson/internal/store/gcsstore/gcstest"
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/storetest"
 )
 
@@ -52,73 +52,18 @@ func env(vars map[string]string) func(string) string {
 func objects(t *testing.T, s *Store) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	objs, err := s.list(t.Context(), s.prefix)
+	objs, err := s.b.List(t.Context(), s.b.prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		got, err := s.get(t.Context(), o.Key)
+		got, err := s.b.Get(t.Context(), o.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[strings.TrimPrefix(o.Key, s.prefix)] = got.Data
+		out[strings.TrimPrefix(o.Key, s.b.prefix)] = got.Data
 	}
 	return out
-}
-
-// State is sealed in the bucket; without a key it is refused unless
-// plaintext was asked for; bodies the pointer no longer names are gone.
-func TestStateAtRest(t *testing.T) {
-	t.Parallel()
-	srv := gcstest.Start(t)
-	s := open(t, srv)
-	g, err := s.Acquire(t.Context(), k1, "run-a", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if err := s.WriteState(t.Context(), g.Lease, fmt.Appendf(nil, `{"serial":%d,"secret":"hunter2"}`, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	states := 0
-	for name, data := range objects(t, s) {
-		if bytes.Contains(data, []byte("hunter2")) {
-			t.Errorf("%s holds the state in the clear", name)
-		}
-		if strings.HasPrefix(name, "preview/acme_2fapp/pr-1/state/") {
-			states++
-			if !strings.HasSuffix(name, sealedSuffix) {
-				t.Errorf("state body %s is not sealed", name)
-			}
-		}
-	}
-	if states != 1 {
-		t.Errorf("%d state bodies in the bucket, want 1 (replaced ones are deleted)", states)
-	}
-	if got, err := s.ReadState(t.Context(), k1); err != nil || !strings.Contains(string(got), `"serial":2`) {
-		t.Errorf("ReadState = %q, %v", got, err)
-	}
-
-	noKey := open(t, srv, WithStateKey(nil))
-	if _, err := noKey.ReadState(t.Context(), k1); !errcode.Is(err, errcode.Usage) {
-		t.Errorf("ReadState without the key = %v, want USAGE", err)
-	}
-	k2 := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-2"}
-	g2, err := noKey.Acquire(t.Context(), k2, "run-b", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := noKey.WriteState(t.Context(), g2.Lease, []byte("{}")); !errcode.Is(err, errcode.Usage) {
-		t.Errorf("WriteState without a key = %v, want USAGE", err)
-	}
-	plain := open(t, srv, WithStateKey(nil), WithPlaintextState())
-	if err := plain.WriteState(t.Context(), g2.Lease, []byte(`{"clear":true}`)); err != nil {
-		t.Fatalf("WriteState with plaintext allowed: %v", err)
-	}
-	if got, err := s.ReadState(t.Context(), k2); err != nil || string(got) != `{"clear":true}` {
-		t.Errorf("ReadState of a plaintext state = %q, %v", got, err)
-	}
 }
 
 // The pointer is the only object a fenced write changes in place, and every
@@ -334,23 +279,23 @@ func TestParseURL(t *testing.T) {
 func TestStaleGenerationIsRefused(t *testing.T) {
 	t.Parallel()
 	s := open(t, gcstest.Start(t))
-	key := s.prefix + "cas.json"
+	key := s.b.prefix + "cas.json"
 	never := func([]byte) bool { return false }
-	g1, err := s.putIf(t.Context(), key, []byte("1"), "", never)
+	g1, err := s.b.PutIf(t.Context(), key, []byte("1"), "", never)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.putIf(t.Context(), key, []byte("2"), "", never); !errors.Is(err, errPrecondition) {
+	if _, err := s.b.PutIf(t.Context(), key, []byte("2"), "", never); !errors.Is(err, objectstore.ErrPrecondition) {
 		t.Errorf("create of an existing object = %v, want a precondition failure", err)
 	}
-	g2, err := s.putIf(t.Context(), key, []byte("3"), g1, never)
+	g2, err := s.b.PutIf(t.Context(), key, []byte("3"), g1, never)
 	if err != nil || g2 == g1 {
 		t.Fatalf("write on the current generation = %q, %v", g2, err)
 	}
-	if _, err := s.putIf(t.Context(), key, []byte("4"), g1, never); !errors.Is(err, errPrecondition) {
+	if _, err := s.b.PutIf(t.Context(), key, []byte("4"), g1, never); !errors.Is(err, objectstore.ErrPrecondition) {
 		t.Errorf("write on a stale generation = %v, want a precondition failure", err)
 	}
-	if o, err := s.get(t.Context(), key); err != nil || string(o.Data) != "3" || o.ETag != g2 {
+	if o, err := s.b.Get(t.Context(), key); err != nil || string(o.Data) != "3" || o.ETag != g2 {
 		t.Errorf("the object is %q at generation %s (%v), want 3 at %s", o.Data, o.ETag, err, g2)
 	}
 }

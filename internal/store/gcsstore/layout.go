@@ -8,6 +8,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/verify"
 )
 
@@ -25,13 +26,13 @@ type layoutDoc struct {
 	Layout int `json:"layout"`
 }
 
-// ready checks the prefix's layout once per Store, before its first
+// Ready checks the prefix's layout once per Store, before its first
 // operation (Open makes no request): a marker of a newer layout is
 // STORE_LAYOUT_NEWER, never read as an empty prefix. A prefix without a
 // marker is new: the first write records the
 // marker (a read leaves it unwritten, so read-only credentials can look at
 // a new prefix). A failed check is tried again by the next operation.
-func (s *Store) ready(ctx context.Context, write bool) error {
+func (s *bucket) Ready(ctx context.Context, write bool) error {
 	s.layoutMu.Lock()
 	defer s.layoutMu.Unlock()
 	if (s.layoutWritten && (s.conforming || !write)) || (s.layoutChecked && !write) {
@@ -57,23 +58,32 @@ func (s *Store) ready(ctx context.Context, write bool) error {
 			return nil
 		}
 		doc, _ := json.Marshal(layoutDoc{Layout: Layout}) // cannot fail
-		_, err = s.putIf(ctx, s.prefix+layoutObject, doc, "", func(cur []byte) bool { return bytes.Equal(cur, doc) })
+		_, err = s.PutIf(ctx, s.prefix+layoutObject, doc, "", func(cur []byte) bool { return bytes.Equal(cur, doc) })
 		switch {
 		case err == nil:
 			s.layoutWritten, s.layout = true, Layout
 			return s.checkConditions(ctx, write)
-		case !errors.Is(err, errPrecondition):
+		case !errors.Is(err, objectstore.ErrPrecondition):
 			return err
 		}
 		// Another run wrote the marker first: read what it wrote.
 	}
 }
 
+// Logged reports whether ownership writes of this prefix go through the
+// ownership log: prefixes of layout 3 on (objectstore.Layout), which is
+// every prefix whose marker was found or written.
+func (s *bucket) Logged() bool {
+	s.layoutMu.Lock()
+	defer s.layoutMu.Unlock()
+	return s.layout >= 3
+}
+
 // layoutVersion is the version the marker records, 0 without a marker.
-func (s *Store) layoutVersion(ctx context.Context) (int, error) {
+func (s *bucket) layoutVersion(ctx context.Context) (int, error) {
 	key := s.prefix + layoutObject
-	o, err := s.get(ctx, key)
-	if errors.Is(err, errNotFound) {
+	o, err := s.Get(ctx, key)
+	if errors.Is(err, objectstore.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -94,7 +104,7 @@ func (s *Store) layoutVersion(ctx context.Context) (int, error) {
 // is STORE_NOT_CONFORMING. The marker is then rewritten with the layout it
 // records, so nothing changed. It costs one request per process that
 // writes; the other properties take more (`sponson store verify`).
-func (s *Store) checkConditions(ctx context.Context, write bool) error {
+func (s *bucket) checkConditions(ctx context.Context, write bool) error {
 	if !write || s.conforming {
 		return nil
 	}
@@ -106,7 +116,7 @@ func (s *Store) checkConditions(ctx context.Context, write bool) error {
 		return err
 	}, nil)
 	switch {
-	case errors.Is(err, errPrecondition):
+	case errors.Is(err, objectstore.ErrPrecondition):
 		s.conforming = true
 		return nil
 	case err != nil:

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -21,14 +20,7 @@ import (
 	htransport "google.golang.org/api/transport/http"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/store"
-)
-
-// Outcomes of a request that its caller handles itself.
-var (
-	errNotFound     = errors.New("no such object")
-	errPrecondition = errors.New("precondition failed")
-	errNotModified  = errors.New("not modified")
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
 // errNoCredential is a credential that could not be found or loaded.
@@ -37,28 +29,12 @@ type errNoCredential struct{ err error }
 func (e *errNoCredential) Error() string { return e.err.Error() }
 func (e *errNoCredential) Unwrap() error { return e.err }
 
-// Backoff between attempts after a transient failure.
-const (
-	minDelay = 10 * time.Millisecond
-	maxDelay = 2 * time.Second
-)
-
-// object is a body read from the bucket with what the server said about it.
-// ETag is the object's generation in decimal: the name the S3 store's code
-// gives to what a conditional write is conditional on.
-type object struct {
-	Data []byte
-	ETag string
-	Date time.Time // the server's clock at the answer
-	At   time.Time // when this generation was written
-}
-
 // clientFor returns the client, made on first use: an emulator's
 // (STORAGE_EMULATOR_HOST, no credentials) or one with application default
 // credentials. A credential that cannot be found is errNoCredential, never
 // retried. The client does not retry: our retries are bounded by the
 // budget and resolve the unknown outcome of a conditional write.
-func (s *Store) clientFor(ctx context.Context) (*raw.Service, error) {
+func (s *bucket) clientFor(ctx context.Context) (*raw.Service, error) {
 	s.clientMu.Lock()
 	defer s.clientMu.Unlock()
 	if s.client != nil {
@@ -95,51 +71,16 @@ func (s *Store) clientFor(ctx context.Context) (*raw.Service, error) {
 	return c, nil
 }
 
-// do runs op until it succeeds, fails for a reason a retry cannot change, or
-// the budget (from the first attempt) or ctx runs out. Each attempt has its
-// own timeout. retry, when set, is called before every attempt but the
-// first and may end the loop with its own answer (nil or an error): the
-// conditional writes use it to learn whether a lost answer had landed.
-func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
-	start := time.Now()
-	delay := minDelay
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && retry != nil {
-			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-			done, err := retry(actx)
-			cancel()
-			if done {
-				return err
-			}
-			if err != nil && !transient(err) {
-				return s.permanent(what, err)
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-		err := op(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctxError(ctx, what)
-		}
-		if !transient(err) {
-			return s.permanent(what, err)
-		}
-		wait := delay/2 + rand.N(delay)
-		if time.Since(start)+wait > s.budget {
-			return withCause(errcode.New(errcode.StoreUnavailable, "the GCS store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display), err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctxError(ctx, what)
-		case <-t.C:
-		}
-		delay = min(2*delay, maxDelay)
-	}
+// do runs op as objectstore.Retry does, within the budget.
+func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, resolve func(ctx context.Context) (done bool, err error)) error {
+	r := objectstore.Retry{Budget: s.budget, AttemptTimeout: s.attemptTimeout, Transient: transient, Permanent: s.permanent, Exhausted: s.exhausted}
+	return r.Do(ctx, what, op, resolve)
+}
+
+// exhausted is the error of an operation whose budget ran out on transient
+// failures, the last err: STORE_UNAVAILABLE.
+func (s *bucket) exhausted(what string, attempts int, err error) error {
+	return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the GCS store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempts, describe(err)).With("store", s.display), err)
 }
 
 // status is the HTTP status of a failed request, 0 without an answer.
@@ -169,10 +110,8 @@ func credentialError(err error) bool {
 // (refused, reset, timed out), a 5xx, throttling, or a token endpoint that
 // failed on its side. A credential that is missing or refused is not.
 func transient(err error) bool {
-	var ce *errcode.Error
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), credentialError(err):
+	case objectstore.Decided(err), credentialError(err):
 		return false
 	}
 	switch code := status(err); {
@@ -188,36 +127,27 @@ func transient(err error) bool {
 // refused credential and 401/403 are STORE_PERMISSION, a missing bucket
 // STORE_UNAVAILABLE, any other refusal STORE_REJECTED. The caller's own
 // outcomes pass through.
-func (s *Store) permanent(what string, err error) error {
-	var ce *errcode.Error
+func (s *bucket) permanent(what string, err error) error {
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+	case objectstore.Decided(err):
 		return err
 	}
 	var nc *errNoCredential
 	switch code := status(err); {
 	case errors.As(err, &nc):
-		return withCause(errcode.New(errcode.StorePermission, "the GCS store %s has no Google credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the GCS store %s has no Google credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case credentialError(err), code == http.StatusUnauthorized:
-		return withCause(errcode.New(errcode.StorePermission, "the GCS store %s: Google refused the credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the GCS store %s: Google refused the credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case code == http.StatusForbidden:
-		return withCause(errcode.New(errcode.StorePermission, "the GCS store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the GCS store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
 			WithHint("Check which principal the credential is (GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default login, the metadata server) and its role on the bucket: Sponson needs storage.objects.get, create, delete and list on the prefix (roles/storage.objectUser).")
 	case code == http.StatusNotFound:
-		return withCause(errcode.New(errcode.StoreUnavailable, "the bucket of the GCS store %s does not exist", s.display).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the bucket of the GCS store %s does not exist", s.display).With("store", s.display), err).
 			WithHint("Create the bucket, or correct the bucket name in --store.")
 	}
-	return withCause(errcode.New(errcode.StoreRejected, "the GCS store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
-}
-
-// withCause keeps err in e's chain (errors.Is, errors.As) without repeating
-// the client's long rendering of it in the message: describe has said it.
-func withCause(e *errcode.Error, err error) *errcode.Error {
-	e.Err = err
-	return e
+	return objectstore.WithCause(errcode.New(errcode.StoreRejected, "the GCS store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
 }
 
 // describe is a failure in one line: the server's code and message, the
@@ -255,7 +185,7 @@ func describe(err error) string {
 func generation(g int64) string { return strconv.FormatInt(g, 10) }
 
 // headerDate is the server's clock in an answer's headers, or ours.
-func (s *Store) headerDate(h http.Header) time.Time {
+func (s *bucket) headerDate(h http.Header) time.Time {
 	if t, err := http.ParseTime(h.Get("Date")); err == nil {
 		return t.UTC()
 	}
@@ -263,7 +193,7 @@ func (s *Store) headerDate(h http.Header) time.Time {
 }
 
 // errDate is the server's clock in a failed request's answer, or ours.
-func (s *Store) errDate(err error) time.Time {
+func (s *bucket) errDate(err error) time.Time {
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
 		return s.headerDate(ge.Header)
@@ -271,12 +201,12 @@ func (s *Store) errDate(err error) time.Time {
 	return s.now().Round(0).UTC()
 }
 
-// download reads key, unless its generation is notGen (errNotModified);
-// errNotFound if it does not exist, with the server's clock.
-func (s *Store) download(ctx context.Context, key string, notGen int64) (object, error) {
+// download reads key, unless its generation is notGen (objectstore.ErrNotModified);
+// objectstore.ErrNotFound if it does not exist, with the server's clock.
+func (s *bucket) download(ctx context.Context, key string, notGen int64) (objectstore.Object, error) {
 	c, err := s.clientFor(ctx)
 	if err != nil {
-		return object{}, err
+		return objectstore.Object{}, err
 	}
 	call := c.Objects.Get(s.bucket, key).Context(ctx)
 	if notGen != 0 {
@@ -286,34 +216,34 @@ func (s *Store) download(ctx context.Context, key string, notGen int64) (object,
 	if err != nil {
 		switch status(err) {
 		case http.StatusNotFound:
-			return object{Date: s.errDate(err)}, errNotFound
+			return objectstore.Object{Date: s.errDate(err)}, objectstore.ErrNotFound
 		case http.StatusNotModified:
-			return object{}, errNotModified
+			return objectstore.Object{}, objectstore.ErrNotModified
 		}
-		return object{}, err
+		return objectstore.Object{}, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return object{}, err
+		return objectstore.Object{}, err
 	}
-	o := object{Data: data, ETag: resp.Header.Get("X-Goog-Generation"), Date: s.headerDate(resp.Header)}
+	o := objectstore.Object{Data: data, ETag: resp.Header.Get("X-Goog-Generation"), Date: s.headerDate(resp.Header)}
 	if o.ETag == "" {
-		return object{}, fmt.Errorf("the answer to a read of %s has no generation (X-Goog-Generation)", key)
+		return objectstore.Object{}, fmt.Errorf("the answer to a read of %s has no generation (X-Goog-Generation)", key)
 	}
 	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
 		o.At = t.UTC()
 	}
 	if notGen != 0 && o.ETag == generation(notGen) {
-		return object{}, errNotModified // a server that ignored the condition
+		return objectstore.Object{}, objectstore.ErrNotModified // a server that ignored the condition
 	}
 	return o, nil
 }
 
-// get reads key; errNotFound if it does not exist. The Date of a 404 is
+// Get reads key; objectstore.ErrNotFound if it does not exist. The Date of a 404 is
 // returned with it, so an absent pointer still gives the server's clock.
-func (s *Store) get(ctx context.Context, key string) (object, error) {
-	var o object
+func (s *bucket) Get(ctx context.Context, key string) (objectstore.Object, error) {
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
 		var err error
 		o, err = s.download(ctx, key, 0)
@@ -322,19 +252,19 @@ func (s *Store) get(ctx context.Context, key string) (object, error) {
 	return o, err
 }
 
-// getIfChanged reads key unless its generation is still etag
-// (errNotModified): a read with ifGenerationNotMatch, whose 304 carries no
-// body.
-func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, error) {
+// GetIfChanged reads key unless its generation is still etag
+// (objectstore.ErrNotModified): a read with ifGenerationNotMatch, whose 304
+// carries no body.
+func (s *bucket) GetIfChanged(ctx context.Context, key, etag string) (objectstore.Object, error) {
 	var not int64
 	if etag != "" {
 		g, err := strconv.ParseInt(etag, 10, 64)
 		if err != nil {
-			return object{}, fmt.Errorf("generation %q of %s is not a number", etag, key)
+			return objectstore.Object{}, fmt.Errorf("generation %q of %s is not a number", etag, key)
 		}
 		not = g
 	}
-	var o object
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
 		var err error
 		o, err = s.download(ctx, key, not)
@@ -345,7 +275,7 @@ func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, err
 
 // upload writes data to key in one request, conditional on ifGen (0: only
 // if absent) unless ifGen is nil, and returns the new generation.
-func (s *Store) upload(ctx context.Context, key string, data []byte, ifGen *int64) (int64, error) {
+func (s *bucket) upload(ctx context.Context, key string, data []byte, ifGen *int64) (int64, error) {
 	c, err := s.clientFor(ctx)
 	if err != nil {
 		return 0, err
@@ -358,29 +288,26 @@ func (s *Store) upload(ctx context.Context, key string, data []byte, ifGen *int6
 	out, err := call.Do()
 	if err != nil {
 		if status(err) == http.StatusPreconditionFailed {
-			return 0, errPrecondition
+			return 0, objectstore.ErrPrecondition
 		}
 		return 0, err
 	}
 	return out.Generation, nil
 }
 
-// put writes a new body under a fresh name (no condition: nobody else
+// Put writes a new body under a fresh name (no condition: nobody else
 // writes that name). Retrying it after a lost answer is harmless.
-func (s *Store) put(ctx context.Context, key string, data []byte) error {
+func (s *bucket) Put(ctx context.Context, key string, data []byte) error {
 	return s.do(ctx, "write "+key, func(ctx context.Context) error {
 		_, err := s.upload(ctx, key, data, nil)
 		return err
 	}, nil)
 }
 
-// putIf writes key only if its generation is still ifMatch, or only if it
-// does not exist when ifMatch is "" (ifGenerationMatch=0). errPrecondition
-// when the condition failed. The document must carry a fresh nonce: after a
-// lost answer, landed reports whether what is there now is ours (then the
-// write succeeded), and the generation tells whether nothing happened (then
-// it is sent again) or someone else's write came first (errPrecondition).
-func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
+// PutIf writes key only if its generation is still ifMatch, or only if it
+// does not exist when ifMatch is "" (ifGenerationMatch=0); a lost answer is
+// resolved from a read of the key (objectstore.Resolve).
+func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
 	var cond int64 // 0: only if absent
 	if ifMatch != "" {
 		g, perr := strconv.ParseInt(ifMatch, 10, 64)
@@ -397,31 +324,20 @@ func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch stri
 		etag = generation(g)
 		return nil
 	}
-	retry := func(ctx context.Context) (bool, error) {
+	resolve := func(ctx context.Context) (bool, error) {
 		o, err := s.download(ctx, key, 0)
-		switch {
-		case errors.Is(err, errNotFound):
-			if ifMatch == "" {
-				return false, nil // not there yet: send it again
-			}
-			return true, errPrecondition
-		case err != nil:
-			return false, err
-		case landed(o.Data):
-			etag = o.ETag
-			return true, nil
-		case ifMatch != "" && o.ETag == ifMatch:
-			return false, nil
-		default:
-			return true, errPrecondition
+		done, now, err := objectstore.Resolve(o, err, ifMatch, landed)
+		if done && err == nil {
+			etag = now
 		}
+		return done, err
 	}
-	err = s.do(ctx, "write "+key, op, retry)
+	err = s.do(ctx, "write "+key, op, resolve)
 	return etag, err
 }
 
-// del removes key; a missing key is not an error.
-func (s *Store) del(ctx context.Context, key string) error {
+// Delete removes key; a missing key is not an error.
+func (s *bucket) Delete(ctx context.Context, key string) error {
 	return s.do(ctx, "delete "+key, func(ctx context.Context) error {
 		c, err := s.clientFor(ctx)
 		if err != nil {
@@ -435,16 +351,9 @@ func (s *Store) del(ctx context.Context, key string) error {
 	}, nil)
 }
 
-// listed is one object of a listing.
-type listed struct {
-	Key  string
-	ETag string
-	At   time.Time
-}
-
-// list returns every object under prefix, 1,000 a request.
-func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
-	var out []listed
+// List returns every object under prefix, 1,000 a request.
+func (s *bucket) List(ctx context.Context, prefix string) ([]objectstore.Listed, error) {
+	var out []objectstore.Listed
 	token := ""
 	for {
 		var page *raw.Objects
@@ -462,7 +371,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
 		}
 		for _, o := range page.Items {
 			at, _ := time.Parse(time.RFC3339Nano, o.Updated)
-			out = append(out, listed{Key: o.Name, ETag: generation(o.Generation), At: at})
+			out = append(out, objectstore.Listed{Key: o.Name, ETag: generation(o.Generation), At: at})
 		}
 		if page.NextPageToken == "" {
 			return out, nil

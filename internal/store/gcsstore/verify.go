@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/verify"
 )
 
@@ -14,12 +15,12 @@ import (
 // racing writers. Each request is one attempt, never retried: a retried
 // conditional write whose first answer was lost would look refused.
 func (s *Store) Verify(ctx context.Context, writers int) (verify.Report, error) {
-	return verify.Run(ctx, verifyObjects{s}, s.prefix, writers)
+	return verify.Run(ctx, verifyObjects{s.b}, s.b.prefix, writers)
 }
 
 // verifyObjects is the store's conditional operations on raw keys, with
 // generations as versions.
-type verifyObjects struct{ s *Store }
+type verifyObjects struct{ s *bucket }
 
 // Write is an upload with ifGenerationMatch: 0 (ifMatch "") or the
 // generation ifMatch names; one that names none is refused unsent.
@@ -34,7 +35,7 @@ func (v verifyObjects) Write(ctx context.Context, key string, data []byte, ifMat
 	ctx, cancel := context.WithTimeout(ctx, v.s.attemptTimeout)
 	defer cancel()
 	g, err := v.s.upload(ctx, key, data, &gen)
-	if errors.Is(err, errPrecondition) {
+	if errors.Is(err, objectstore.ErrPrecondition) {
 		return "", verify.ErrConflict
 	}
 	if err != nil {
@@ -72,14 +73,14 @@ func generationOf(version string) (int64, bool) {
 }
 
 func (v verifyObjects) Remove(ctx context.Context, key string) error {
-	return v.s.del(ctx, key)
+	return v.s.Delete(ctx, key)
 }
 
 func (v verifyObjects) List(ctx context.Context, prefix string) ([]string, error) {
-	return listedKeys(v.s.list(ctx, prefix))
+	return listedKeys(v.s.List(ctx, prefix))
 }
 
-func listedKeys(l []listed, err error) ([]string, error) {
+func listedKeys(l []objectstore.Listed, err error) ([]string, error) {
 	keys := make([]string, 0, len(l))
 	for _, o := range l {
 		keys = append(keys, o.Key)

@@ -19,14 +19,14 @@ func BenchmarkConditionCheck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.ready(b.Context(), true); err != nil { // writes the marker, checks once
+	if err := s.b.Ready(b.Context(), true); err != nil { // writes the marker, checks once
 		b.Fatal(err)
 	}
 	var took []time.Duration
 	for b.Loop() {
-		s.conforming = false
+		s.b.conforming = false
 		start := time.Now()
-		if err := s.checkConditions(b.Context(), true); err != nil {
+		if err := s.b.checkConditions(b.Context(), true); err != nil {
 			b.Fatal(err)
 		}
 		took = append(took, time.Since(start))

@@ -43,16 +43,16 @@ func open(t *testing.T, srv *s3test.Server, opts ...Option) *Store {
 func objects(t *testing.T, s *Store) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	objs, err := s.list(t.Context(), s.prefix)
+	objs, err := s.b.List(t.Context(), s.b.prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		got, err := s.get(t.Context(), o.Key)
+		got, err := s.b.Get(t.Context(), o.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[strings.TrimPrefix(o.Key, s.prefix)] = got.Data
+		out[strings.TrimPrefix(o.Key, s.b.prefix)] = got.Data
 	}
 	return out
 }
@@ -181,64 +181,6 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	_, err = s.Acquire(t.Context(), k1, "run-a", time.Minute)
 	if !errcode.Is(err, errcode.StoreUnavailable) {
 		t.Fatalf("Acquire against a closed port = %v, want STORE_UNAVAILABLE", err)
-	}
-}
-
-// State is sealed in the bucket; without a key it is refused unless
-// plaintext was asked for; bodies the pointer no longer names are gone.
-func TestStateAtRest(t *testing.T) {
-	t.Parallel()
-	srv := s3test.Start(t, nil)
-	s := open(t, srv)
-	g, err := s.Acquire(t.Context(), k1, "run-a", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if err := s.WriteState(t.Context(), g.Lease, fmt.Appendf(nil, `{"serial":%d,"secret":"hunter2"}`, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	states := 0
-	for name, data := range objects(t, s) {
-		if bytes.Contains(data, []byte("hunter2")) {
-			t.Errorf("%s holds the state in the clear", name)
-		}
-		if strings.HasPrefix(name, "preview/acme_2fapp/pr-1/state/") {
-			states++
-			if !strings.HasSuffix(name, sealedSuffix) {
-				t.Errorf("state body %s is not sealed", name)
-			}
-		}
-	}
-	if states != 1 {
-		t.Errorf("%d state bodies in the bucket, want 1 (replaced ones are deleted)", states)
-	}
-
-	noKey, err := Open(t.Context(), srv.StoreURL("p"), WithAWSConfig(s3test.Config()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := noKey.ReadState(t.Context(), k1); !errcode.Is(err, errcode.Usage) {
-		t.Errorf("ReadState without the key = %v, want USAGE", err)
-	}
-	k2 := store.Key{Stack: "acme/app", Environment: "preview", Scope: "pr-2"}
-	g2, err := noKey.Acquire(t.Context(), k2, "run-b", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := noKey.WriteState(t.Context(), g2.Lease, []byte("{}")); !errcode.Is(err, errcode.Usage) {
-		t.Errorf("WriteState without a key = %v, want USAGE", err)
-	}
-	plain, err := Open(t.Context(), srv.StoreURL("p"), WithAWSConfig(s3test.Config()), WithPlaintextState())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := plain.WriteState(t.Context(), g2.Lease, []byte(`{"clear":true}`)); err != nil {
-		t.Fatalf("WriteState with plaintext allowed: %v", err)
-	}
-	if got, err := s.ReadState(t.Context(), k2); err != nil || string(got) != `{"clear":true}` {
-		t.Errorf("ReadState of a plaintext state = %q, %v", got, err)
 	}
 }
 
@@ -455,66 +397,18 @@ func TestPointerWritesAreConditional(t *testing.T) {
 	if n := unconditional.Load(); n != 0 {
 		t.Errorf("%d unconditional pointer writes", n)
 	}
-	raw, err := s.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.pointerKey(k1))})
+	raw, err := s.b.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: &s.b.bucket, Key: aws.String(s.b.prefix + "preview/.leases/acme_2fapp/pr-1.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(raw.Body)
-	var p pointer
+	var p struct {
+		Nonce, Receipt, State string
+		Records               map[string]string
+	}
 	if err := json.Unmarshal(b, &p); err != nil || p.Nonce == "" || p.Receipt == "" || p.State == "" || p.Records["scope"] == "" {
 		t.Errorf("pointer %s, %v", b, err)
 	}
-}
-
-// The binary owners index reads back what was written, and damage is an
-// error (then the cache is ignored), never a wrong index.
-func TestOwnersIndexEncoding(t *testing.T) {
-	t.Parallel()
-	doc := ownersIndex{Version: indexVersion, Scopes: map[string]ownersRow{
-		"pr-1": {ETag: "e1", Key: "owners/a.json", RunID: "run-1", Entries: []ownerRow{
-			{Identity: "p|t|name=\"a\nb\"", Address: "t.a", CreatedBy: "sponson", Since: 1},
-			{Identity: "x", Address: "t.x", CreatedBy: "intent", RunID: "run-0", Since: -5},
-		}},
-		"main": {ETag: "e2", Entries: []ownerRow{}},
-	}}
-	data, err := encodeOwnersIndex(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := decodeOwnersIndex(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got.Scopes = decodedRows(t, got.Scopes)
-	if fmt.Sprint(got) != fmt.Sprint(doc) {
-		t.Errorf("decoded %+v, want %+v", got, doc)
-	}
-	for _, bad := range [][]byte{nil, []byte("x"), data[:len(data)/2]} {
-		if _, err := decodeOwnersIndex(bad); err == nil {
-			t.Errorf("decodeOwnersIndex of %d damaged bytes gave no error", len(bad))
-		}
-	}
-}
-
-// decodedRows is rows with the entries the reader kept in their encoding
-// decoded into Entries, as the writer was given them.
-func decodedRows(t *testing.T, rows map[string]ownersRow) map[string]ownersRow {
-	t.Helper()
-	out := make(map[string]ownersRow, len(rows))
-	for id, row := range rows {
-		if row.raw == nil && row.n != 0 {
-			t.Fatalf("row %s was decoded on reading; want its entries kept in their encoding", id)
-		}
-		entries := []ownerRow{}
-		eachRaw(row.raw, nil, func(identity, address, createdBy, run []byte, since int64) {
-			entries = append(entries, ownerRow{Identity: string(identity), Address: string(address), CreatedBy: string(createdBy), RunID: string(run), Since: since})
-		})
-		if len(entries) != row.n {
-			t.Fatalf("row %s: %d entries read back, the row says %d", id, len(entries), row.n)
-		}
-		out[id] = ownersRow{ETag: row.ETag, Key: row.Key, RunID: row.RunID, Entries: entries}
-	}
-	return out
 }
 
 // The holder's description given at Acquire is kept in the pointer and
@@ -565,9 +459,9 @@ func TestCollectGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What a crash leaves: bodies written whose pointer never moved to them.
-	dir := s.scopeDir(k1)
-	for _, n := range []string{"state/crashed" + sealedSuffix, "owners/crashed.json", "records/scope.crashed.json"} {
-		if err := s.put(t.Context(), dir+n, []byte("x")); err != nil {
+	dir := s.b.prefix + "preview/acme_2fapp/pr-1/"
+	for _, n := range []string{"state/crashed" + ".tfstate.sealed", "owners/crashed.json", "records/scope.crashed.json"} {
+		if err := s.b.Put(t.Context(), dir+n, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -579,7 +473,7 @@ func TestCollectGarbage(t *testing.T) {
 		t.Fatalf("CollectGarbage = %d, %v; want the 3 crashed bodies", n, err)
 	}
 	left := objects(t, s)
-	for _, n := range []string{"state/crashed" + sealedSuffix, "owners/crashed.json", "records/scope.crashed.json"} {
+	for _, n := range []string{"state/crashed" + ".tfstate.sealed", "owners/crashed.json", "records/scope.crashed.json"} {
 		if _, ok := left["preview/acme_2fapp/pr-1/"+n]; ok {
 			t.Errorf("%s survived", n)
 		}
@@ -611,27 +505,6 @@ func TestStandardChainAndEndpointEnv(t *testing.T) {
 	}
 	if _, err := s.Acquire(t.Context(), k1, "run-a", time.Minute); err != nil {
 		t.Fatalf("Acquire through AWS_ENDPOINT_URL_S3: %v", err)
-	}
-}
-
-func TestCutBody(t *testing.T) {
-	t.Parallel()
-	id := scopeID(k1)
-	for rest, want := range map[string]string{
-		id + "/state/a.tfstate.sealed": id + " state/a.tfstate.sealed",
-		id + "/owners/b.json":          id + " owners/b.json",
-		id + "/records/scope.c.json":   id + " records/scope.c.json",
-		id + "/receipts/run.d.json":    "",
-		id + "/quarantine/run.tfstate": "",
-		".owners.bin.gz":               "",
-	} {
-		got := ""
-		if i, n, ok := cutBody(rest); ok {
-			got = i + " " + n
-		}
-		if got != want {
-			t.Errorf("cutBody(%q) = %q, want %q", rest, got, want)
-		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/verify"
 )
 
@@ -42,14 +43,14 @@ type layoutDoc struct {
 	Layout int `json:"layout"`
 }
 
-// ready checks the prefix's layout once per Store, before its first
+// Ready checks the prefix's layout once per Store, before its first
 // operation (Open makes no request): a marker of a newer layout is
 // STORE_LAYOUT_NEWER, pointers of the layout before stacks are
 // STORE_LAYOUT_OLD, never read as an empty prefix. A prefix without a
 // marker and without old pointers is new: the first write records the
 // marker (a read leaves it unwritten, so read-only credentials can look at
 // a new prefix). A failed check is tried again by the next operation.
-func (s *Store) ready(ctx context.Context, write bool) error {
+func (s *bucket) Ready(ctx context.Context, write bool) error {
 	s.layoutMu.Lock()
 	defer s.layoutMu.Unlock()
 	if (s.layoutWritten && (s.conforming || !write)) || (s.layoutChecked && !write) {
@@ -83,23 +84,31 @@ func (s *Store) ready(ctx context.Context, write bool) error {
 			return nil
 		}
 		doc, _ := json.Marshal(layoutDoc{Layout: Layout}) // cannot fail
-		_, err = s.putIf(ctx, s.prefix+layoutObject, doc, "", func(cur []byte) bool { return bytes.Equal(cur, doc) })
+		_, err = s.PutIf(ctx, s.prefix+layoutObject, doc, "", func(cur []byte) bool { return bytes.Equal(cur, doc) })
 		switch {
 		case err == nil:
 			s.layoutWritten, s.layout = true, Layout
 			return s.checkConditions(ctx, write)
-		case !errors.Is(err, errPrecondition):
+		case !errors.Is(err, objectstore.ErrPrecondition):
 			return err
 		}
 		// Another run wrote the marker first: read what it wrote.
 	}
 }
 
+// Logged reports whether ownership writes of this prefix go through the
+// ownership log: prefixes of layout 3 on (objectstore.Layout).
+func (s *bucket) Logged() bool {
+	s.layoutMu.Lock()
+	defer s.layoutMu.Unlock()
+	return s.layout >= 3
+}
+
 // layoutVersion is the version the marker records, 0 without a marker.
-func (s *Store) layoutVersion(ctx context.Context) (int, error) {
+func (s *bucket) layoutVersion(ctx context.Context) (int, error) {
 	key := s.prefix + layoutObject
-	o, err := s.get(ctx, key)
-	if errors.Is(err, errNotFound) {
+	o, err := s.Get(ctx, key)
+	if errors.Is(err, objectstore.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -116,7 +125,7 @@ func (s *Store) layoutVersion(ctx context.Context) (int, error) {
 // <env>/.leases/<scope>.json directly under .leases (the stacks' pointers
 // are one level deeper), as <env>/.leases/<scope>.json: one listing of the
 // prefix's environments and one of each environment's .leases.
-func (s *Store) oldPointers(ctx context.Context) ([]string, error) {
+func (s *bucket) oldPointers(ctx context.Context) ([]string, error) {
 	envs, _, err := s.listDir(ctx, s.prefix)
 	if err != nil {
 		return nil, err
@@ -127,12 +136,12 @@ func (s *Store) oldPointers(ctx context.Context) ([]string, error) {
 		if store.CheckName("environment", env) != nil {
 			continue
 		}
-		_, objs, err := s.listDir(ctx, s.leasesPrefix(env))
+		_, objs, err := s.listDir(ctx, objectstore.LeasesDir(s.prefix, env))
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range objs {
-			name, ok := strings.CutSuffix(strings.TrimPrefix(o, s.leasesPrefix(env)), ".json")
+			name, ok := strings.CutSuffix(strings.TrimPrefix(o, objectstore.LeasesDir(s.prefix, env)), ".json")
 			if ok && store.CheckName("scope", name) == nil {
 				out = append(out, strings.TrimPrefix(o, s.prefix))
 			}
@@ -143,7 +152,7 @@ func (s *Store) oldPointers(ctx context.Context) ([]string, error) {
 
 // listDir lists prefix one level deep: the "directories" (common prefixes,
 // ending in "/") and the keys of the objects directly under it.
-func (s *Store) listDir(ctx context.Context, prefix string) (dirs, objs []string, err error) {
+func (s *bucket) listDir(ctx context.Context, prefix string) (dirs, objs []string, err error) {
 	var token *string
 	for {
 		var page *s3.ListObjectsV2Output
@@ -176,7 +185,7 @@ func (s *Store) listDir(ctx context.Context, prefix string) (dirs, objs []string
 // is STORE_NOT_CONFORMING. The marker is then rewritten with the layout it
 // records, so nothing changed. It costs one request per process that
 // writes; the other properties take more (`sponson store verify`).
-func (s *Store) checkConditions(ctx context.Context, write bool) error {
+func (s *bucket) checkConditions(ctx context.Context, write bool) error {
 	if !write || s.conforming {
 		return nil
 	}
@@ -186,12 +195,12 @@ func (s *Store) checkConditions(ctx context.Context, write bool) error {
 		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), IfNoneMatch: aws.String("*")}
 		_, err := s.client.PutObject(ctx, in)
 		if status(err) == http.StatusPreconditionFailed || apiCode(err) == "PreconditionFailed" {
-			return errPrecondition
+			return objectstore.ErrPrecondition
 		}
 		return err
 	}, nil)
 	switch {
-	case errors.Is(err, errPrecondition):
+	case errors.Is(err, objectstore.ErrPrecondition):
 		s.conforming = true
 		return nil
 	case err != nil:

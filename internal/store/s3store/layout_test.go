@@ -78,7 +78,7 @@ func TestLayoutUnmarkedStackPrefixIsCurrent(t *testing.T) {
 	if err := w.WriteReceipt(t.Context(), g.Lease, storetest.NewReceipt(k1, "run-a", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.del(t.Context(), w.prefix+layoutObject); err != nil {
+	if err := w.b.Delete(t.Context(), w.b.prefix+layoutObject); err != nil {
 		t.Fatal(err)
 	}
 	s := open(t, srv)
@@ -99,7 +99,7 @@ func TestLayoutNewerRefused(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, nil)
 	s := open(t, srv)
-	if err := s.put(t.Context(), s.prefix+layoutObject, []byte(`{"layout":4}`)); err != nil {
+	if err := s.b.Put(t.Context(), s.b.prefix+layoutObject, []byte(`{"layout":4}`)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Acquire(t.Context(), k1, "run-a", time.Minute)
@@ -125,7 +125,7 @@ func TestLayoutOldRefused(t *testing.T) {
 	srv := s3test.Start(t, nil)
 	s := open(t, srv)
 	old := `{"holder":"run-0","token":1,"receipt":"preview/pr-1/receipts/run-0.0123456789abcdef.json"}`
-	if err := s.put(t.Context(), s.prefix+"preview/.leases/pr-1.json", []byte(old)); err != nil {
+	if err := s.b.Put(t.Context(), s.b.prefix+"preview/.leases/pr-1.json", []byte(old)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.List(t.Context(), "preview")
@@ -153,7 +153,7 @@ func TestLayoutMarkerUnreadable(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, nil)
 	s := open(t, srv)
-	if err := s.put(t.Context(), s.prefix+layoutObject, []byte(`not json`)); err != nil {
+	if err := s.b.Put(t.Context(), s.b.prefix+layoutObject, []byte(`not json`)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.ReadLease(t.Context(), k1)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -20,14 +19,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
-	"github.com/sponson/terraform-provider-sponson/internal/store"
-)
-
-// Outcomes of a request that its caller handles itself.
-var (
-	errNotFound     = errors.New("no such object")
-	errPrecondition = errors.New("precondition failed")
-	errNotModified  = errors.New("not modified")
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 )
 
 // errNoCredential is a credential the AWS chain could not find, or that its
@@ -58,69 +50,21 @@ func refusedCredential(err error) bool {
 	return false
 }
 
-// Backoff between attempts after a transient failure.
-const (
-	minDelay = 10 * time.Millisecond
-	maxDelay = 2 * time.Second
-)
-
-// object is a body read from the bucket with what the server said about it.
-type object struct {
-	Data []byte
-	ETag string
-	Date time.Time // the server's clock at the answer
-	At   time.Time // Last-Modified
+// do runs op as objectstore.Retry does, within the budget.
+func (s *bucket) do(ctx context.Context, what string, op func(ctx context.Context) error, resolve func(ctx context.Context) (done bool, err error)) error {
+	r := objectstore.Retry{Budget: s.budget, AttemptTimeout: s.attemptTimeout, Transient: transient, Permanent: s.permanent, Exhausted: s.exhausted}
+	return r.Do(ctx, what, op, resolve)
 }
 
-// do runs op until it succeeds, fails for a reason a retry cannot change, or
-// the budget (from the first attempt) or ctx runs out. Each attempt has its
-// own timeout. retry, when set, is called before every attempt but the
-// first and may end the loop with its own answer (nil or an error): the
-// conditional writes use it to learn whether a lost answer had landed.
-func (s *Store) do(ctx context.Context, what string, op func(ctx context.Context) error, retry func(ctx context.Context) (done bool, err error)) error {
-	start := time.Now()
-	delay := minDelay
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && retry != nil {
-			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-			done, err := retry(actx)
-			cancel()
-			if done {
-				return err
-			}
-			if err != nil && !transient(err) {
-				return s.permanent(what, err)
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
-		err := op(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctxError(ctx, what)
-		}
-		if !transient(err) {
-			return s.permanent(what, err)
-		}
-		wait := delay/2 + rand.N(delay)
-		if time.Since(start)+wait > s.budget {
-			code := errcode.StoreUnavailable
-			if conflict(err) {
-				code = errcode.StoreContended
-			}
-			return withCause(errcode.New(code, "the S3 store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempt+1, describe(err)).With("store", s.display), err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctxError(ctx, what)
-		case <-t.C:
-		}
-		delay = min(2*delay, maxDelay)
+// exhausted is the error of an operation whose budget ran out on transient
+// failures, the last err: STORE_CONTENDED when that was a conflict of
+// concurrent conditional writes, else STORE_UNAVAILABLE.
+func (s *bucket) exhausted(what string, attempts int, err error) error {
+	code := errcode.StoreUnavailable
+	if conflict(err) {
+		code = errcode.StoreContended
 	}
+	return objectstore.WithCause(errcode.New(code, "the S3 store %s could not %s within %s (%d attempts): %s", s.display, what, s.budget, attempts, describe(err)).With("store", s.display), err)
 }
 
 // status is the HTTP status of a failed request, 0 without an answer.
@@ -150,11 +94,9 @@ func conflict(err error) bool {
 // (refused, reset, timed out), a 5xx, throttling, or a 409 conflict of
 // concurrent conditional writes.
 func transient(err error) bool {
-	var ce *errcode.Error
 	var nc *errNoCredential
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce), refusedCredential(err):
+	case objectstore.Decided(err), refusedCredential(err):
 		return false
 	case errors.As(err, &nc):
 		// The credential's source answered with a failure that may pass
@@ -182,37 +124,28 @@ func transient(err error) bool {
 // permanent gives a failure retrying cannot change its code: 403 is
 // STORE_PERMISSION, a missing bucket STORE_UNAVAILABLE, any other refusal
 // STORE_REJECTED. The caller's own outcomes pass through.
-func (s *Store) permanent(what string, err error) error {
-	var ce *errcode.Error
+func (s *bucket) permanent(what string, err error) error {
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, errPrecondition), errors.Is(err, errNotModified),
-		errors.Is(err, store.ErrLeaseLost), errors.As(err, &ce):
+	case objectstore.Decided(err):
 		return err
 	}
 	code := status(err)
 	var nc *errNoCredential
 	switch {
 	case errors.As(err, &nc):
-		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s has no AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the S3 store %s has no AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case refusedCredential(err):
-		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s: the server refused the AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the S3 store %s: the server refused the AWS credential: %s", s.display, describe(err)).With("store", s.display), err).
 			WithHint(credentialHint)
 	case code == http.StatusForbidden || apiCode(err) == "AccessDenied":
-		return withCause(errcode.New(errcode.StorePermission, "the S3 store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StorePermission, "the S3 store %s refused to %s: %s", s.display, what, describe(err)).With("store", s.display), err).
 			WithHint("Check the credentials the AWS chain found (AWS_PROFILE, AWS_ACCESS_KEY_ID) and the bucket policy: Sponson needs s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on the prefix.")
 	case apiCode(err) == "NoSuchBucket":
-		return withCause(errcode.New(errcode.StoreUnavailable, "the bucket of the S3 store %s does not exist", s.display).With("store", s.display), err).
+		return objectstore.WithCause(errcode.New(errcode.StoreUnavailable, "the bucket of the S3 store %s does not exist", s.display).With("store", s.display), err).
 			WithHint("Create the bucket, or correct the bucket name and the endpoint in --store.")
 	}
-	return withCause(errcode.New(errcode.StoreRejected, "the S3 store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
-}
-
-// withCause keeps err in e's chain (errors.Is, errors.As) without repeating
-// the SDK's long rendering of it in the message: describe has said it.
-func withCause(e *errcode.Error, err error) *errcode.Error {
-	e.Err = err
-	return e
+	return objectstore.WithCause(errcode.New(errcode.StoreRejected, "the S3 store %s rejected the request to %s: %s", s.display, what, describe(err)).With("store", s.display), err)
 }
 
 // describe is a failure in one line: the server's code and message, or the
@@ -247,14 +180,14 @@ func describe(err error) string {
 }
 
 // dateOf reads the server's clock from a response.
-func (s *Store) dateOf(md smithymiddleware.Metadata) time.Time {
+func (s *bucket) dateOf(md smithymiddleware.Metadata) time.Time {
 	if raw, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && raw != nil {
 		return s.headerDate(raw.Header)
 	}
 	return s.now().UTC()
 }
 
-func (s *Store) headerDate(h http.Header) time.Time {
+func (s *bucket) headerDate(h http.Header) time.Time {
 	if t, err := http.ParseTime(h.Get("Date")); err == nil {
 		return t.UTC()
 	}
@@ -262,7 +195,7 @@ func (s *Store) headerDate(h http.Header) time.Time {
 }
 
 // errDate reads the server's clock from a failed request's answer.
-func (s *Store) errDate(err error) (time.Time, bool) {
+func (s *bucket) errDate(err error) (time.Time, bool) {
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) && re.Response != nil {
 		if t, perr := http.ParseTime(re.Response.Header.Get("Date")); perr == nil {
@@ -278,39 +211,47 @@ func normETag(e *string) string {
 	return strings.Trim(v, `"`)
 }
 
-// get reads key; errNotFound if it does not exist. The Date of a 404 is
-// returned with it, so an absent pointer still gives the server's clock.
-func (s *Store) get(ctx context.Context, key string) (object, error) {
-	var o object
+// Get reads key; objectstore.ErrNotFound if it does not exist. The Date of
+// a 404 is returned with it, so an absent pointer still gives the server's
+// clock.
+func (s *bucket) Get(ctx context.Context, key string) (objectstore.Object, error) {
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
-		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
-		if err != nil {
-			if status(err) == http.StatusNotFound || apiCode(err) == "NoSuchKey" {
-				if apiCode(err) == "NoSuchBucket" {
-					return err
-				}
-				o.Date, _ = s.errDate(err)
-				if o.Date.IsZero() {
-					o.Date = s.now().Round(0).UTC()
-				}
-				return errNotFound
-			}
-			return err
-		}
-		defer out.Body.Close()
-		data, err := io.ReadAll(out.Body)
-		if err != nil {
-			return err
-		}
-		o = object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata), At: aws.ToTime(out.LastModified)}
-		return nil
+		var err error
+		o, err = s.read(ctx, key)
+		return err
 	}, nil)
 	return o, err
 }
 
-// getIfChanged reads key unless its ETag is still etag (errNotModified).
-func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, error) {
-	var o object
+// read is one attempt of Get.
+func (s *bucket) read(ctx context.Context, key string) (objectstore.Object, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		if status(err) == http.StatusNotFound || apiCode(err) == "NoSuchKey" {
+			if apiCode(err) == "NoSuchBucket" {
+				return objectstore.Object{}, err
+			}
+			date, _ := s.errDate(err)
+			if date.IsZero() {
+				date = s.now().Round(0).UTC()
+			}
+			return objectstore.Object{Date: date}, objectstore.ErrNotFound
+		}
+		return objectstore.Object{}, err
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return objectstore.Object{}, err
+	}
+	return objectstore.Object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata), At: aws.ToTime(out.LastModified)}, nil
+}
+
+// GetIfChanged reads key unless its ETag is still etag
+// (objectstore.ErrNotModified).
+func (s *bucket) GetIfChanged(ctx context.Context, key, etag string) (objectstore.Object, error) {
+	var o objectstore.Object
 	err := s.do(ctx, "read "+key, func(ctx context.Context) error {
 		in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &key}
 		if etag != "" {
@@ -320,9 +261,9 @@ func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, err
 		if err != nil {
 			switch {
 			case status(err) == http.StatusNotModified || apiCode(err) == "NotModified":
-				return errNotModified
+				return objectstore.ErrNotModified
 			case status(err) == http.StatusNotFound && apiCode(err) != "NoSuchBucket":
-				return errNotFound
+				return objectstore.ErrNotFound
 			}
 			return err
 		}
@@ -331,28 +272,25 @@ func (s *Store) getIfChanged(ctx context.Context, key, etag string) (object, err
 		if err != nil {
 			return err
 		}
-		o = object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata)}
+		o = objectstore.Object{Data: data, ETag: normETag(out.ETag), Date: s.dateOf(out.ResultMetadata)}
 		return nil
 	}, nil)
 	return o, err
 }
 
-// put writes a new body under a fresh name (no condition: nobody else
+// Put writes a new body under a fresh name (no condition: nobody else
 // writes that name). Retrying it after a lost answer is harmless.
-func (s *Store) put(ctx context.Context, key string, data []byte) error {
+func (s *bucket) Put(ctx context.Context, key string, data []byte) error {
 	return s.do(ctx, "write "+key, func(ctx context.Context) error {
 		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))})
 		return err
 	}, nil)
 }
 
-// putIf writes key only if its ETag is still ifMatch, or only if it does
-// not exist when ifMatch is "" (If-None-Match: *). errPrecondition when the
-// condition failed. The document must carry a fresh nonce: after a lost
-// answer, landed reports whether what is there now is ours (then the write
-// succeeded), and the ETag tells whether nothing happened (then it is sent
-// again) or someone else's write came first (errPrecondition).
-func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
+// PutIf writes key only if its ETag is still ifMatch (If-Match), or only if
+// it does not exist when ifMatch is "" (If-None-Match: *); a lost answer is
+// resolved from a read of the key (objectstore.Resolve).
+func (s *bucket) PutIf(ctx context.Context, key string, data []byte, ifMatch string, landed func([]byte) bool) (etag string, err error) {
 	op := func(ctx context.Context) error {
 		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
 		if ifMatch == "" {
@@ -363,46 +301,27 @@ func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch stri
 		out, err := s.client.PutObject(ctx, in)
 		if err != nil {
 			if status(err) == http.StatusPreconditionFailed || apiCode(err) == "PreconditionFailed" {
-				return errPrecondition
+				return objectstore.ErrPrecondition
 			}
 			return err
 		}
 		etag = normETag(out.ETag)
 		return nil
 	}
-	retry := func(ctx context.Context) (bool, error) {
-		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
-		if err != nil {
-			if status(err) == http.StatusNotFound && apiCode(err) != "NoSuchBucket" {
-				if ifMatch == "" {
-					return false, nil // not there yet: send it again
-				}
-				return true, errPrecondition
-			}
-			return false, err
-		}
-		defer out.Body.Close()
-		cur, err := io.ReadAll(out.Body)
-		if err != nil {
-			return false, err
-		}
-		now := normETag(out.ETag)
-		switch {
-		case landed(cur):
+	resolve := func(ctx context.Context) (bool, error) {
+		o, err := s.read(ctx, key)
+		done, now, err := objectstore.Resolve(o, err, ifMatch, landed)
+		if done && err == nil {
 			etag = now
-			return true, nil
-		case ifMatch != "" && now == ifMatch:
-			return false, nil
-		default:
-			return true, errPrecondition
 		}
+		return done, err
 	}
-	err = s.do(ctx, "write "+key, op, retry)
+	err = s.do(ctx, "write "+key, op, resolve)
 	return etag, err
 }
 
-// del removes key; a missing key is not an error.
-func (s *Store) del(ctx context.Context, key string) error {
+// Delete removes key; a missing key is not an error.
+func (s *bucket) Delete(ctx context.Context, key string) error {
 	return s.do(ctx, "delete "+key, func(ctx context.Context) error {
 		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
 		if status(err) == http.StatusNotFound {
@@ -412,16 +331,9 @@ func (s *Store) del(ctx context.Context, key string) error {
 	}, nil)
 }
 
-// listed is one object of a listing.
-type listed struct {
-	Key  string
-	ETag string
-	At   time.Time
-}
-
-// list returns every object under prefix, 1,000 a request.
-func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
-	var out []listed
+// List returns every object under prefix, 1,000 a request.
+func (s *bucket) List(ctx context.Context, prefix string) ([]objectstore.Listed, error) {
+	var out []objectstore.Listed
 	var token *string
 	for {
 		var page *s3.ListObjectsV2Output
@@ -434,7 +346,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]listed, error) {
 			return nil, err
 		}
 		for _, o := range page.Contents {
-			out = append(out, listed{Key: aws.ToString(o.Key), ETag: normETag(o.ETag), At: aws.ToTime(o.LastModified)})
+			out = append(out, objectstore.Listed{Key: aws.ToString(o.Key), ETag: normETag(o.ETag), At: aws.ToTime(o.LastModified)})
 		}
 		if !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
 			return out, nil

@@ -1,64 +1,14 @@
 // Package s3store is the S3 store backend (`s3://BUCKET/PREFIX`): leases,
 // receipts and encrypted Terraform state as objects of a bucket, on AWS S3 or
 // any server with S3's conditional writes (If-None-Match: * on create,
-// If-Match: ETAG on overwrite). Layout, under PREFIX (<scope> is
-// <S>/<name>, S the stack's segment; see scopeID):
+// If-Match: ETAG on overwrite). The layout and the protocol above the object
+// operations are package objectstore's (docs/design.md §5.5 "S3"; §2.8
+// "Fenced write"); this package is the object operations on S3 (objects.go),
+// the layout check (layout.go) and the opener:
 //
-//	@layout.json                        {"layout": 3}: the layout version (see Layout)
-//	<env>/.leases/<scope>.json          the scope's pointer: lease and current bodies
-//	<env>/<scope>/receipts/<runId>.<nonce>.json   receipt bodies (one kept per run)
-//	<env>/<scope>/owners/<nonce>.json   the scope's part of the ownership index
-//	<env>/<scope>/state/<nonce>.tfstate.sealed    state bodies (.tfstate if plaintext)
-//	<env>/<scope>/records/<name>.<nonce>.json     sponson_scope's records
-//	<env>/<scope>/quarantine/<runId>.tfstate[.sealed]  states a lost run could not write
-//	<env>/.owners.log.json              the ownership log: scopes whose ownership changed (changelog.go)
-//	<env>/.owners.bin.gz                a cache of the ownership parts of env, for Owners
-//	<env>/.index.json.gz                a cache of the pointers and receipts of env, for List
-//
-// Design (docs/design.md §5.5 "S3"; §2.8 "Fenced write"):
-//
-//   - One pointer per scope. The pointer holds the lease (holder, token,
-//     expiry) and the object keys of the scope's current receipt, ownership
-//     part, state and records. It is only ever replaced with If-Match on the
-//     ETag it was read with (created with If-None-Match: *), so two writers
-//     can never both move it, and every body carries a fresh nonce so that
-//     two equal documents still have different ETags.
-//   - Bodies first. Receipts, ownership parts, states and records are written
-//     as new objects under fresh names before the pointer moves; the fenced
-//     write is the one conditional PUT of the pointer. Bodies the pointer no
-//     longer names are deleted after it moved, and bodies of a refused write
-//     are deleted at once: a crash in between leaves garbage (unreferenced
-//     objects, which `sponson gc` may remove), never a pointer to something
-//     missing.
-//   - Fencing. A fenced write reads the pointer, checks that it names the
-//     writer's holder and token and that the lease has not expired by the
-//     server's clock (the Date of that response), and replaces it with
-//     If-Match. A 412 (someone moved the pointer meanwhile, perhaps our own
-//     renewal) re-reads and re-checks; a 409 ConditionalRequestConflict (a
-//     concurrent conditional write in flight) is retried within the budget.
-//   - The server's clock. Date has a resolution of one second and is rounded
-//     down, so a lease is taken over only once Date is at least ExpiresAt
-//     plus TakeoverMargin (one second): a holder always gets its full TTL.
-//     Its own writes stop at ExpiresAt.
-//   - Unknown outcomes. A pointer PUT whose answer was lost is resolved by
-//     reading the pointer again: our nonce means it landed, the old ETag
-//     means it did not (and is retried), anything else is someone else's.
-//   - List reads the environment from a bounded number of requests: one
-//     listing of <env>/.leases/ (1,000 pointers and their ETags a page), a
-//     cached index when this process's own cache is cold, and one GET per
-//     pointer whose ETag changed since (renewals and writes of running
-//     scopes). The index is only a cache: each entry is valid exactly while
-//     its pointer still has the ETag it was read with.
-//   - Owners, in a prefix of layout 3, does not list: every pointer write
-//     that changes a scope's ownership part is bracketed by two conditional
-//     writes of the environment's ownership log (begin: the scope under the
-//     next sequence number, marked pending; end: the mark cleared once the
-//     PUT's outcome is known), and Owners reads the log, then the pointers
-//     of the scopes changed since its cache last read it and of those
-//     pending (changelog.go says why this is as strong as listing). A cache
-//     the log no longer reaches back to starts from the stored index, else
-//     lists. A cold check turns into strings only the entries asked for
-//     (ownedPart): decoding every entry cost several times as much.
+//   - Conditions. A 412 is objectstore.ErrPrecondition; a 409
+//     ConditionalRequestConflict (a concurrent conditional write in flight)
+//     is retried within the budget.
 //   - Servers that ignore conditions. Before the first write of each
 //     process (checkConditions, layout.go) a create-if-absent of the layout
 //     marker, which exists then, must be refused; one accepted is
@@ -72,9 +22,6 @@ package s3store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -88,6 +35,7 @@ import (
 
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/store"
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/statecrypt"
 )
 
@@ -102,7 +50,7 @@ const (
 	DefaultAttemptTimeout = 15 * time.Second
 	// TakeoverMargin is added to a lease's expiry before another holder may
 	// take it over: the server's Date is rounded down to the second.
-	TakeoverMargin = time.Second
+	TakeoverMargin = objectstore.TakeoverMargin
 )
 
 // credentialHint names where the AWS chain looks for a credential.
@@ -116,24 +64,28 @@ const keyHint = "Set " + statecrypt.EnvStateKey + " to 32 random bytes as hex or
 
 var hints = statecrypt.Hints{Key: keyHint, Restore: "Restore an earlier version of the object if the bucket is versioned, or quarantine the scope and re-adopt its state."}
 
-// Store is the S3 store. It is safe for concurrent use; any number of
-// Stores in any number of processes may share one bucket and prefix.
+// Store is the S3 store: package objectstore's store over an S3 bucket. It
+// is safe for concurrent use; any number of Stores in any number of
+// processes may share one bucket and prefix.
 type Store struct {
+	*objectstore.Store
+	b *bucket
+	// cfg is what the options set for the objectstore.Store Open composes.
+	cfg objectstore.Config
+}
+
+// bucket is the object operations on one S3 bucket and the prefix's layout
+// check: the objectstore.Bucket the Store is composed over.
+type bucket struct {
 	client  *s3.Client
 	bucket  string
 	prefix  string // "" or ending in "/"
 	display string
 
-	key   []byte
-	plain bool
-
 	budget         time.Duration
 	attemptTimeout time.Duration
 	now            func() time.Time
 	cfg            *aws.Config
-
-	mu   sync.Mutex
-	envs map[string]*envCache
 
 	// The layout check of ready: layoutChecked once no newer marker and no
 	// old pointers were found, layoutWritten once the marker is there.
@@ -148,17 +100,17 @@ type Store struct {
 type Option func(*Store)
 
 // WithStateKey makes the store seal state with key (statecrypt.KeySize bytes).
-func WithStateKey(key []byte) Option { return func(s *Store) { s.key = key } }
+func WithStateKey(key []byte) Option { return func(s *Store) { s.cfg.StateKey = key } }
 
 // WithPlaintextState lets the store write state unencrypted when it has no
 // key. Unsafe: anyone who can read the bucket reads every secret in it.
-func WithPlaintextState() Option { return func(s *Store) { s.plain = true } }
+func WithPlaintextState() Option { return func(s *Store) { s.cfg.PlaintextState = true } }
 
 // WithBudget sets how long transient failures and contention are retried.
 func WithBudget(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
-			s.budget = d
+			s.cfg.Budget = d
 		}
 	}
 }
@@ -167,21 +119,21 @@ func WithBudget(d time.Duration) Option {
 func WithAttemptTimeout(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
-			s.attemptTimeout = d
+			s.b.attemptTimeout = d
 		}
 	}
 }
 
 // WithAWSConfig uses cfg instead of the standard AWS chain (environment,
 // shared config and credentials files, SSO, instance roles): for tests.
-func WithAWSConfig(cfg aws.Config) Option { return func(s *Store) { s.cfg = &cfg } }
+func WithAWSConfig(cfg aws.Config) Option { return func(s *Store) { s.b.cfg = &cfg } }
 
 // WithClock is the time used when a response carries no Date (the server's
 // clock decides every expiry; this is only the fallback).
 func WithClock(now func() time.Time) Option {
 	return func(s *Store) {
 		if now != nil {
-			s.now = now
+			s.cfg.Now = now
 		}
 	}
 }
@@ -290,19 +242,22 @@ func Open(ctx context.Context, raw string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		bucket: loc.Bucket, prefix: loc.Prefix, display: loc.Display(),
-		budget: DefaultBudget, attemptTimeout: DefaultAttemptTimeout, now: time.Now,
-		envs: map[string]*envCache{},
+		b: &bucket{bucket: loc.Bucket, prefix: loc.Prefix, display: loc.Display(), attemptTimeout: DefaultAttemptTimeout},
+		cfg: objectstore.Config{
+			Name: "S3", Scheme: "s3", Bucket: loc.Bucket, Prefix: loc.Prefix, Display: loc.Display(),
+			Hints: hints, Budget: DefaultBudget, Now: time.Now,
+		},
 	}
 	for _, o := range opts {
 		o(s)
 	}
-	if s.key != nil && len(s.key) != statecrypt.KeySize {
-		return nil, errcode.New(errcode.Usage, "the state key has %d bytes; it must have %d", len(s.key), statecrypt.KeySize).WithHint(keyHint)
+	s.b.budget, s.b.now = s.cfg.Budget, s.cfg.Now
+	if s.Store, err = objectstore.New(s.cfg, s.b); err != nil {
+		return nil, err
 	}
 	var cfg aws.Config
-	if s.cfg != nil {
-		cfg = s.cfg.Copy()
+	if s.b.cfg != nil {
+		cfg = s.b.cfg.Copy()
 	} else {
 		// No SDK log line reaches sponson's output (the IMDS client's
 		// "falling back to IMDSv1" among them): what failed is in the
@@ -331,7 +286,7 @@ func Open(ctx context.Context, raw string, opts ...Option) (*Store, error) {
 	if cfg.Credentials != nil {
 		cfg.Credentials = credentialSource{cfg.Credentials}
 	}
-	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+	s.b.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if loc.Endpoint != "" {
 			o.BaseEndpoint = aws.String(loc.Endpoint)
 		}
@@ -345,58 +300,4 @@ func Open(ctx context.Context, raw string, opts ...Option) (*Store, error) {
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
 	return s, nil
-}
-
-// Display returns the store's URL without credentials.
-func (s *Store) Display() string { return s.display }
-
-// URL is the s3:// URL that opens this store again.
-func (s *Store) URL() string { return s.display }
-
-// Close does nothing: the store keeps idle connections only.
-func (s *Store) Close() error { return nil }
-
-// scopeID is the one place a Key becomes a path below its environment:
-// <S>/<scope>, S being the stack encoded by store.StackSegment ("_" for the
-// parent leases every stack shares). The pointer is
-// <env>/.leases/<scopeID>.json and the bodies live under <env>/<scopeID>/.
-// keyOf is its inverse.
-func scopeID(k store.Key) string { return store.StackSegment(k.Stack) + "/" + k.Scope }
-
-// keyOf returns the Key of a scope id listed under env's pointers.
-func keyOf(env, id string) (store.Key, bool) {
-	seg, scope, ok := strings.Cut(id, "/")
-	if !ok || strings.Contains(scope, "/") {
-		return store.Key{}, false
-	}
-	stack, ok := store.StackOf(seg)
-	if !ok {
-		return store.Key{}, false
-	}
-	k := store.Key{Stack: stack, Environment: env, Scope: scope}
-	return k, store.CheckKey(k) == nil
-}
-
-func (s *Store) leasesPrefix(env string) string { return s.prefix + env + "/.leases/" }
-func (s *Store) pointerKey(k store.Key) string {
-	return s.leasesPrefix(k.Environment) + scopeID(k) + ".json"
-}
-func (s *Store) scopeDir(k store.Key) string {
-	return s.prefix + k.Environment + "/" + scopeID(k) + "/"
-}
-
-// nonce returns 16 random hex digits.
-func nonce() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes instead
-	return hex.EncodeToString(b[:])
-}
-
-// ctxError is the error of a ctx that ended: STORE_CONTENDED for a deadline,
-// INTERRUPTED for a cancellation, with ctx.Err() in the chain.
-func ctxError(ctx context.Context, what string) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return errcode.Wrap(errcode.StoreContended, ctx.Err(), "gave up waiting to %s", what)
-	}
-	return errcode.Wrap(errcode.Interrupted, ctx.Err(), "interrupted before %s", what)
 }

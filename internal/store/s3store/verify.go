@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/sponson/terraform-provider-sponson/internal/store/objectstore"
 	"github.com/sponson/terraform-provider-sponson/internal/store/verify"
 )
 
@@ -17,12 +18,12 @@ import (
 // writers racing writers. Each request is one attempt, never retried: a
 // retried conditional write whose first answer was lost would look refused.
 func (s *Store) Verify(ctx context.Context, writers int) (verify.Report, error) {
-	return verify.Run(ctx, verifyObjects{s}, s.prefix, writers)
+	return verify.Run(ctx, verifyObjects{s.b}, s.b.prefix, writers)
 }
 
 // verifyObjects is the store's conditional operations on raw keys, with
 // ETags as versions.
-type verifyObjects struct{ s *Store }
+type verifyObjects struct{ s *bucket }
 
 // refused reports an answer that says the condition did not hold: 412, or
 // a 409 ConditionalRequestConflict (another conditional write of the key
@@ -59,19 +60,19 @@ func (v verifyObjects) DeleteIf(ctx context.Context, key, version string) error 
 	if refused(err) {
 		return verify.ErrConflict
 	}
-	if err != nil && !errors.Is(err, errNotFound) {
+	if err != nil && !errors.Is(err, objectstore.ErrNotFound) {
 		return v.s.permanent("delete "+key, err)
 	}
 	return nil
 }
 
-func (v verifyObjects) Remove(ctx context.Context, key string) error { return v.s.del(ctx, key) }
+func (v verifyObjects) Remove(ctx context.Context, key string) error { return v.s.Delete(ctx, key) }
 
 func (v verifyObjects) List(ctx context.Context, prefix string) ([]string, error) {
-	return listedKeys(v.s.list(ctx, prefix))
+	return listedKeys(v.s.List(ctx, prefix))
 }
 
-func listedKeys(l []listed, err error) ([]string, error) {
+func listedKeys(l []objectstore.Listed, err error) ([]string, error) {
 	keys := make([]string, 0, len(l))
 	for _, o := range l {
 		keys = append(keys, o.Key)

@@ -1,4 +1,4 @@
-package azblobstore
+package objectstore
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package s3store
+package objectstore
 
 import (
 	"context"
@@ -59,8 +59,8 @@ func decodePointer(k store.Key, data []byte) (pointer, error) {
 }
 
 func (s *Store) readPointer(ctx context.Context, k store.Key) (current, error) {
-	o, err := s.get(ctx, s.pointerKey(k))
-	if errors.Is(err, errNotFound) {
+	o, err := s.objects.Get(ctx, s.pointerKey(k))
+	if errors.Is(err, ErrNotFound) {
 		return current{now: o.Date}, nil
 	}
 	if err != nil {
@@ -83,7 +83,7 @@ func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "encode the lease pointer of %s", k)
 	}
-	if next.Owners != cur.p.Owners && s.logged() {
+	if next.Owners != cur.p.Owners && s.objects.Logged() {
 		token, err := s.logBegin(ctx, k, cur.etag)
 		if err != nil {
 			return err
@@ -94,12 +94,12 @@ func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next
 			// another failure an attempt may still be on its way to the
 			// server; the mark stays until a writer of the log finds the
 			// pointer moved (dropOver).
-			if err == nil || errors.Is(err, errPrecondition) {
+			if err == nil || errors.Is(err, ErrPrecondition) {
 				s.logEnd(ctx, k, token)
 			}
 		}()
 	}
-	_, err = s.putIf(ctx, s.pointerKey(k), data, cur.etag, func(b []byte) bool {
+	_, err = s.objects.PutIf(ctx, s.pointerKey(k), data, cur.etag, func(b []byte) bool {
 		var p pointer
 		return json.Unmarshal(b, &p) == nil && p.Nonce == next.Nonce
 	})
@@ -112,14 +112,14 @@ func (s *Store) writePointer(ctx context.Context, k store.Key, cur current, next
 // taken over and reported in Grant.Preempted. Losing the race for the
 // pointer to another contender reads it again and reports who won.
 func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl time.Duration) (store.Grant, error) {
-	if err := s.ready(ctx, true); err != nil {
+	if err := s.objects.Ready(ctx, true); err != nil {
 		return store.Grant{}, err
 	}
 	if err := store.CheckKey(key); err != nil {
 		return store.Grant{}, err
 	}
 	if ctx.Err() != nil {
-		return store.Grant{}, ctxError(ctx, "acquire the lease of "+key.String())
+		return store.Grant{}, ContextError(ctx, "acquire the lease of "+key.String())
 	}
 	if holder == "" {
 		return store.Grant{}, errcode.New(errcode.Usage, "a lease needs a holder")
@@ -153,21 +153,21 @@ func (s *Store) Acquire(ctx context.Context, key store.Key, holder string, ttl t
 	return g, err
 }
 
-// again runs step until it does not end in errPrecondition (the pointer
+// again runs step until it does not end in ErrPrecondition (the pointer
 // moved between our read and our write: read it again and decide again),
 // within the budget.
 func (s *Store) again(ctx context.Context, what string, step func() error) error {
 	start := time.Now()
 	for {
 		err := step()
-		if !errors.Is(err, errPrecondition) {
+		if !errors.Is(err, ErrPrecondition) {
 			return err
 		}
 		if ctx.Err() != nil {
-			return ctxError(ctx, what)
+			return ContextError(ctx, what)
 		}
 		if time.Since(start) > s.budget {
-			return errcode.New(errcode.StoreContended, "the S3 store %s could not %s within %s: the pointer kept moving", s.display, what, s.budget).With("store", s.display)
+			return errcode.New(errcode.StoreContended, "the %s store %s could not %s within %s: the pointer kept moving", s.name, s.display, what, s.budget).With("store", s.display)
 		}
 	}
 }
@@ -221,7 +221,7 @@ func (s *Store) fenced(ctx context.Context, l store.Lease, what string, mutate f
 
 // Renew extends l to ttl from the server's clock if l still holds the lease.
 func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
-	if err := s.ready(ctx, true); err != nil {
+	if err := s.objects.Ready(ctx, true); err != nil {
 		return store.Lease{}, err
 	}
 	if err := store.CheckKey(l.Key); err != nil {
@@ -245,7 +245,7 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 // Release frees the lease if l still holds it; the token stays in the
 // pointer, so the next grant is token+1.
 func (s *Store) Release(ctx context.Context, l store.Lease) error {
-	if err := s.ready(ctx, true); err != nil {
+	if err := s.objects.Ready(ctx, true); err != nil {
 		return err
 	}
 	if err := store.CheckKey(l.Key); err != nil {
@@ -263,7 +263,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 
 // ReadLease returns the lease record of key, the zero LeaseInfo if none.
 func (s *Store) ReadLease(ctx context.Context, key store.Key) (store.LeaseInfo, error) {
-	if err := s.ready(ctx, false); err != nil {
+	if err := s.objects.Ready(ctx, false); err != nil {
 		return store.LeaseInfo{}, err
 	}
 	if err := store.CheckKey(key); err != nil {

@@ -1,4 +1,4 @@
-package gcsstore
+package objectstore
 
 import (
 	"context"
@@ -70,29 +70,20 @@ func (l ownersLog) since(n int64) ([]string, bool) {
 
 func (s *Store) ownersLogKey(env string) string { return s.prefix + env + "/.owners.log.json" }
 
-// logged reports whether ownership writes of this prefix go through the
-// log: prefixes of layout 3 on. A layout 2 prefix may still be written by
-// a sponson that does not log, so its readers list.
-func (s *Store) logged() bool {
-	s.layoutMu.Lock()
-	defer s.layoutMu.Unlock()
-	return s.layout >= 3
-}
-
 // editLog applies edit to the log of env by a conditional write, read again
 // and applied again when another writer came first.
 func (s *Store) editLog(ctx context.Context, env string, edit func(doc *ownersLog, now time.Time)) error {
 	key := s.ownersLogKey(env)
 	for range logAttempts {
 		var doc ownersLog
-		o, err := s.get(ctx, key)
+		o, err := s.objects.Get(ctx, key)
 		switch {
-		case errors.Is(err, errNotFound):
+		case errors.Is(err, ErrNotFound):
 		case err != nil:
 			return err
 		default:
 			if err := json.Unmarshal(o.Data, &doc); err != nil {
-				return errcode.Wrap(errcode.StoreUnavailable, err, "the ownership log gs://%s/%s does not parse; delete it (readers then list the environment)", s.bucket, key).With("store", s.display)
+				return errcode.Wrap(errcode.StoreUnavailable, err, "the ownership log %s does not parse; delete it (readers then list the environment)", s.url(key)).With("store", s.display)
 			}
 		}
 		if doc.Epoch == "" {
@@ -110,18 +101,18 @@ func (s *Store) editLog(ctx context.Context, env string, edit func(doc *ownersLo
 		if err != nil {
 			return errcode.Wrap(errcode.Internal, err, "encode the ownership log of %s", env)
 		}
-		_, err = s.putIf(ctx, key, data, o.ETag, func(b []byte) bool {
+		_, err = s.objects.PutIf(ctx, key, data, o.ETag, func(b []byte) bool {
 			var cur ownersLog
 			return json.Unmarshal(b, &cur) == nil && cur.Nonce == doc.Nonce
 		})
-		if !errors.Is(err, errPrecondition) {
+		if !errors.Is(err, ErrPrecondition) {
 			return err
 		}
 		if ctx.Err() != nil {
-			return ctxError(ctx, "write the ownership log of "+env)
+			return ContextError(ctx, "write the ownership log of "+env)
 		}
 	}
-	return errcode.New(errcode.StoreContended, "the GCS store %s could not write the ownership log of %s: it kept moving", s.display, env).With("store", s.display)
+	return errcode.New(errcode.StoreContended, "the %s store %s could not write the ownership log of %s: it kept moving", s.name, s.display, env).With("store", s.display)
 }
 
 // dropOver drops the pending marks older than logPendingCheck whose

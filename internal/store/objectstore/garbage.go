@@ -1,4 +1,4 @@
-package s3store
+package objectstore
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const DefaultGarbageAge = 24 * time.Hour
 // scope without a pointer is touched. It returns how many objects it
 // deleted.
 func (s *Store) CollectGarbage(ctx context.Context, env string, minAge time.Duration) (int, error) {
-	if err := s.ready(ctx, true); err != nil {
+	if err := s.objects.Ready(ctx, true); err != nil {
 		return 0, err
 	}
 	if err := store.CheckName("environment", env); err != nil {
@@ -47,7 +47,7 @@ func (s *Store) CollectGarbage(ctx context.Context, env string, minAge time.Dura
 	if err != nil {
 		return 0, err
 	}
-	objs, err := s.list(ctx, s.prefix+env+"/")
+	objs, err := s.objects.List(ctx, s.prefix+env+"/")
 	if err != nil {
 		return 0, err
 	}
@@ -66,7 +66,7 @@ func (s *Store) CollectGarbage(ctx context.Context, env string, minAge time.Dura
 		if !ok || referenced[id] == nil || referenced[id][name] || now.Sub(o.At) < minAge {
 			continue
 		}
-		if err := s.del(ctx, o.Key); err != nil {
+		if err := s.objects.Delete(ctx, o.Key); err != nil {
 			return deleted, err
 		}
 		deleted++

@@ -1,4 +1,4 @@
-package azblobstore
+package objectstore
 
 import (
 	"bytes"
@@ -189,7 +189,7 @@ func (s *Store) refresh(ctx context.Context, env string, n need, read func(map[s
 	c := s.cacheOf(env)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n.owners && !n.receipt && s.logged() {
+	if n.owners && !n.receipt && s.objects.Logged() {
 		return s.refreshByLog(ctx, env, c, n, read)
 	}
 	fetched, err := s.refreshByListing(ctx, env, c, n)
@@ -276,13 +276,13 @@ func (s *Store) readLog(ctx context.Context, env string, c *envCache) (logRead, 
 	if c.log.ok {
 		etag = c.log.etag
 	}
-	o, err := s.getIfChanged(ctx, s.ownersLogKey(env), etag)
+	o, err := s.objects.GetIfChanged(ctx, s.ownersLogKey(env), etag)
 	switch {
-	case errors.Is(err, errNotModified):
+	case errors.Is(err, ErrNotModified):
 		doc := ownersLog{Seq: c.log.seq, Epoch: c.log.epoch}
 		next := logState{ok: true, etag: c.log.etag, epoch: doc.Epoch, seq: doc.Seq, pending: c.log.pending}
 		return logRead{doc: doc, covered: true, next: next}, nil
-	case errors.Is(err, errNotFound):
+	case errors.Is(err, ErrNotFound):
 		// No ownership write yet (a log's first write precedes its
 		// pointer's): what the listing finds is all there is.
 	case err != nil:
@@ -328,7 +328,7 @@ func logTodo(env string, c *envCache, lists ...[]string) []string {
 // pointers, for what n needs.
 func (s *Store) refreshByListing(ctx context.Context, env string, c *envCache, n need) (fetched int, err error) {
 	prefix := s.leasesPrefix(env)
-	objs, err := s.list(ctx, prefix)
+	objs, err := s.objects.List(ctx, prefix)
 	if err != nil {
 		return 0, err
 	}
@@ -367,7 +367,7 @@ func (s *Store) refreshByListing(ctx context.Context, env string, c *envCache, n
 // gotten is the outcome of a GET made in the background.
 type gotten struct {
 	key string
-	o   object
+	o   Object
 	err error
 }
 
@@ -375,7 +375,7 @@ type gotten struct {
 func (s *Store) getAsync(ctx context.Context, key string) <-chan gotten {
 	out := make(chan gotten, 1)
 	go func() {
-		o, err := s.get(ctx, key)
+		o, err := s.objects.Get(ctx, key)
 		out <- gotten{key: key, o: o, err: err}
 	}()
 	return out
@@ -388,7 +388,7 @@ func (s *Store) getAsync(ctx context.Context, key string) <-chan gotten {
 func (s *Store) loggedIndex(c *envCache, doc ownersLog, got gotten) (logState, error) {
 	key, o, err := got.key, got.o, got.err
 	switch {
-	case errors.Is(err, errNotFound):
+	case errors.Is(err, ErrNotFound):
 		return logState{}, nil
 	case err != nil:
 		return logState{}, err
@@ -413,11 +413,11 @@ func (s *Store) mergeIndex(ctx context.Context, env string, c *envCache, n need,
 	if n.receipt {
 		key = s.listIndexKey(env)
 	}
-	o, err := s.getIfChanged(ctx, key, c.etags[key])
+	o, err := s.objects.GetIfChanged(ctx, key, c.etags[key])
 	switch {
-	case errors.Is(err, errNotModified):
+	case errors.Is(err, ErrNotModified):
 		return nil
-	case errors.Is(err, errNotFound):
+	case errors.Is(err, ErrNotFound):
 		delete(c.etags, key)
 		return nil
 	case err != nil:
@@ -558,7 +558,7 @@ func (s *Store) saveIndex(ctx context.Context, env string, c *envCache, n need) 
 	if err != nil {
 		return
 	}
-	etag, err := s.putIf(ctx, key, data, c.etags[key], func(b []byte) bool { return bytes.Equal(b, data) })
+	etag, err := s.objects.PutIf(ctx, key, data, c.etags[key], func(b []byte) bool { return bytes.Equal(b, data) })
 	if err == nil {
 		c.etags[key] = etag
 	}
@@ -608,8 +608,8 @@ func (s *Store) fetchEntries(ctx context.Context, env string, c *envCache, ids [
 // is gone. A body replaced between the reads makes it read again.
 func (s *Store) fetchEntry(ctx context.Context, k store.Key, old *entry, n need) (*entry, error) {
 	for range 5 {
-		o, err := s.get(ctx, s.pointerKey(k))
-		if errors.Is(err, errNotFound) {
+		o, err := s.objects.Get(ctx, s.pointerKey(k))
+		if errors.Is(err, ErrNotFound) {
 			return nil, nil
 		}
 		if err != nil {
@@ -664,8 +664,8 @@ func (s *Store) entryOf(ctx context.Context, k store.Key, etag string, p pointer
 
 // body reads the body name of k's scope; found is false when it is gone.
 func (s *Store) body(ctx context.Context, k store.Key, name string) (data []byte, found bool, err error) {
-	b, err := s.get(ctx, s.scopeDir(k)+name)
-	if errors.Is(err, errNotFound) {
+	b, err := s.objects.Get(ctx, s.scopeDir(k)+name)
+	if errors.Is(err, ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -679,7 +679,7 @@ func (s *Store) body(ctx context.Context, k store.Key, name string) (data []byte
 // pointers name: each part is written before its pointer moves, in the same
 // fenced step as the receipt.
 func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]store.Owner, error) {
-	if err := s.ready(ctx, false); err != nil {
+	if err := s.objects.Ready(ctx, false); err != nil {
 		return nil, err
 	}
 	if err := store.CheckName("environment", env); err != nil {
@@ -724,7 +724,7 @@ func (s *Store) Owners(ctx context.Context, env string, identities []string) ([]
 // List returns every scope of env that has a lease record or a receipt,
 // sorted by scope name. A receipt that does not parse fails the listing.
 func (s *Store) List(ctx context.Context, env string) ([]store.ScopeSummary, error) {
-	if err := s.ready(ctx, false); err != nil {
+	if err := s.objects.Ready(ctx, false); err != nil {
 		return nil, err
 	}
 	if err := store.CheckName("environment", env); err != nil {

@@ -1,4 +1,4 @@
-package s3store
+package objectstore
 
 import (
 	"fmt"

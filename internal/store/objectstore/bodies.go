@@ -1,4 +1,4 @@
-package azblobstore
+package objectstore
 
 import (
 	"context"
@@ -40,7 +40,7 @@ type bodies struct {
 }
 
 func (b *bodies) put(ctx context.Context, name string, data []byte) error {
-	if err := b.s.put(ctx, b.dir+name, data); err != nil {
+	if err := b.s.objects.Put(ctx, b.dir+name, data); err != nil {
 		return err
 	}
 	b.made = append(b.made, name)
@@ -51,7 +51,7 @@ func (b *bodies) put(ctx context.Context, name string, data []byte) error {
 // is unreferenced garbage.
 func (b *bodies) drop(ctx context.Context) {
 	for _, n := range b.made {
-		_ = b.s.del(context.WithoutCancel(ctx), b.dir+n)
+		_ = b.s.objects.Delete(context.WithoutCancel(ctx), b.dir+n)
 	}
 }
 
@@ -60,7 +60,7 @@ func (b *bodies) drop(ctx context.Context) {
 func (s *Store) retire(ctx context.Context, k store.Key, names ...string) {
 	for _, n := range names {
 		if n != "" {
-			_ = s.del(context.WithoutCancel(ctx), s.scopeDir(k)+n)
+			_ = s.objects.Delete(context.WithoutCancel(ctx), s.scopeDir(k)+n)
 		}
 	}
 }
@@ -73,7 +73,7 @@ func (s *Store) retire(ctx context.Context, k store.Key, names ...string) {
 // An identity the previous part held keeps its Since; a new one gets the
 // server's clock at the fence check.
 func (s *Store) WriteReceipt(ctx context.Context, l store.Lease, r *receipt.Receipt) error {
-	if err := s.ready(ctx, true); err != nil {
+	if err := s.objects.Ready(ctx, true); err != nil {
 		return err
 	}
 	if err := store.CheckKey(l.Key); err != nil {
@@ -133,8 +133,8 @@ func (b *bodies) ownersPart(ctx context.Context, k store.Key, r *receipt.Receipt
 	var old ownersDoc
 	read := false
 	if cur.p.Owners != "" {
-		o, err := b.s.get(ctx, b.dir+cur.p.Owners)
-		if err != nil && !errors.Is(err, errNotFound) {
+		o, err := b.s.objects.Get(ctx, b.dir+cur.p.Owners)
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return "", err
 		}
 		// An unreadable part only loses its Since times.
@@ -166,11 +166,11 @@ func (s *Store) readBody(ctx context.Context, k store.Key, what string, pick fun
 		if name == "" {
 			return nil, "", nil
 		}
-		o, err := s.get(ctx, s.scopeDir(k)+name)
+		o, err := s.objects.Get(ctx, s.scopeDir(k)+name)
 		if err == nil {
 			return o.Data, name, nil
 		}
-		if !errors.Is(err, errNotFound) {
+		if !errors.Is(err, ErrNotFound) {
 			return nil, "", err
 		}
 		if name == lastMissing {
@@ -185,7 +185,7 @@ func (s *Store) readBody(ctx context.Context, k store.Key, what string, pick fun
 // LatestReceipt returns the scope's latest receipt, nil if it has none. A
 // body that does not parse is an error, never an empty scope.
 func (s *Store) LatestReceipt(ctx context.Context, key store.Key) (*receipt.Receipt, error) {
-	if err := s.ready(ctx, false); err != nil {
+	if err := s.objects.Ready(ctx, false); err != nil {
 		return nil, err
 	}
 	if err := store.CheckKey(key); err != nil {
@@ -226,14 +226,14 @@ func (s *Store) sealState(k store.Key, doc string, state []byte) ([]byte, string
 		return b, sealedSuffix, err
 	}
 	if !s.plain {
-		return nil, "", errcode.New(errcode.Usage, "the Azure store does not write state unencrypted: anyone who can read the bucket could read it, secrets included (server-side encryption is the server's, not ours)").WithHint(keyHint)
+		return nil, "", errcode.New(errcode.Usage, "the %s store does not write state unencrypted: anyone who can read the bucket could read it, secrets included (server-side encryption is the server's, not ours)", s.name).WithHint(s.hints.Key)
 	}
 	return state, plainSuffix, nil
 }
 
 func (s *Store) openState(k store.Key, doc, name, what string, data []byte) ([]byte, error) {
 	if strings.HasSuffix(name, sealedSuffix) {
-		return statecrypt.Unseal(s.key, sealContext(k, doc), what, data, hints)
+		return statecrypt.Unseal(s.key, sealContext(k, doc), what, data, s.hints)
 	}
 	return data, nil
 }
@@ -241,7 +241,7 @@ func (s *Store) openState(k store.Key, doc, name, what string, data []byte) ([]b
 // WriteState replaces the scope's Terraform state, fenced by l: the sealed
 // state goes to a new body, then the pointer moves to it.
 func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) error {
-	if err := s.ready(ctx, true); err != nil {
+	if err := s.objects.Ready(ctx, true); err != nil {
 		return err
 	}
 	if err := store.CheckKey(l.Key); err != nil {
@@ -272,7 +272,7 @@ func (s *Store) WriteState(ctx context.Context, l store.Lease, state []byte) err
 
 // ReadState returns the scope's Terraform state, nil if it has none.
 func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
-	if err := s.ready(ctx, false); err != nil {
+	if err := s.objects.Ready(ctx, false); err != nil {
 		return nil, err
 	}
 	if err := store.CheckKey(key); err != nil {
@@ -287,7 +287,7 @@ func (s *Store) ReadState(ctx context.Context, key store.Key) ([]byte, error) {
 
 // WriteRecord stores a record of the scope, fenced by l.
 func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, data []byte) error {
-	if err := s.ready(ctx, true); err != nil {
+	if err := s.objects.Ready(ctx, true); err != nil {
 		return err
 	}
 	if err := store.CheckKey(l.Key); err != nil {
@@ -320,7 +320,7 @@ func (s *Store) WriteRecord(ctx context.Context, l store.Lease, name string, dat
 
 // ReadRecord returns a record, nil if there is none.
 func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]byte, error) {
-	if err := s.ready(ctx, false); err != nil {
+	if err := s.objects.Ready(ctx, false); err != nil {
 		return nil, err
 	}
 	if err := store.CheckKey(key); err != nil {
@@ -336,7 +336,7 @@ func (s *Store) ReadRecord(ctx context.Context, key store.Key, name string) ([]b
 // DeleteRecord removes a record, fenced by l; a missing record is not an
 // error (the fence is still checked).
 func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) error {
-	if err := s.ready(ctx, true); err != nil {
+	if err := s.objects.Ready(ctx, true); err != nil {
 		return err
 	}
 	if err := store.CheckKey(l.Key); err != nil {
@@ -365,7 +365,7 @@ func (s *Store) DeleteRecord(ctx context.Context, l store.Lease, name string) er
 // Quarantine stores quarantine/<runId>.tfstate[.sealed] without a fence: the
 // object is named by the run, so it replaces nothing but its own copy.
 func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, state []byte) error {
-	if err := s.ready(ctx, true); err != nil {
+	if err := s.objects.Ready(ctx, true); err != nil {
 		return err
 	}
 	if err := store.CheckKey(key); err != nil {
@@ -375,26 +375,26 @@ func (s *Store) Quarantine(ctx context.Context, key store.Key, runID string, sta
 		return err
 	}
 	if ctx.Err() != nil {
-		return ctxError(ctx, "quarantine a state of "+key.String())
+		return ContextError(ctx, "quarantine a state of "+key.String())
 	}
 	data, suffix, err := s.sealState(key, "quarantine/"+runID, state)
 	if err != nil {
 		return err
 	}
-	return s.put(ctx, s.scopeDir(key)+"quarantine/"+runID+suffix, data)
+	return s.objects.Put(ctx, s.scopeDir(key)+"quarantine/"+runID+suffix, data)
 }
 
 // ListQuarantine returns the quarantined states of key, oldest first (by the
 // server's Last-Modified).
 func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quarantined, error) {
-	if err := s.ready(ctx, false); err != nil {
+	if err := s.objects.Ready(ctx, false); err != nil {
 		return nil, err
 	}
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
 	dir := s.scopeDir(key) + "quarantine/"
-	objs, err := s.list(ctx, dir)
+	objs, err := s.objects.List(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -408,8 +408,8 @@ func (s *Store) ListQuarantine(ctx context.Context, key store.Key) ([]store.Quar
 		if !ok || store.CheckName("run id", runID) != nil {
 			continue
 		}
-		got, err := s.get(ctx, o.Key)
-		if errors.Is(err, errNotFound) {
+		got, err := s.objects.Get(ctx, o.Key)
+		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {

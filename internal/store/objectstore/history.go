@@ -1,4 +1,4 @@
-package s3store
+package objectstore
 
 import (
 	"context"
@@ -30,14 +30,14 @@ const historyReads = 8
 // newer. The pointer is read after the listing, so a receipt written in
 // between, which the listing missed, is still the timeline's last.
 func (s *Store) ReceiptHistory(ctx context.Context, key store.Key) ([]*receipt.Receipt, error) {
-	if err := s.ready(ctx, false); err != nil {
+	if err := s.objects.Ready(ctx, false); err != nil {
 		return nil, err
 	}
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
 	dir := s.scopeDir(key)
-	objs, err := s.list(ctx, dir+"receipts/")
+	objs, err := s.objects.List(ctx, dir+"receipts/")
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +83,8 @@ func (s *Store) readHistory(ctx context.Context, dir string, bodies []historyBod
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			b := &bodies[i]
-			o, err := s.get(ctx, dir+b.name)
-			if errors.Is(err, errNotFound) {
+			o, err := s.objects.Get(ctx, dir+b.name)
+			if errors.Is(err, ErrNotFound) {
 				return // retired since the listing: its run's later body replaced it
 			}
 			if err == nil {
