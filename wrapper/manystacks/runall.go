@@ -296,6 +296,13 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 	if sel.All && len(res.Stacks) == 0 {
 		return nil, warnings, NoStacks(string(command), res)
 	}
+	// --changed in a repository of root modules none of which is a stack
+	// (and none removed) would pass green having run nothing, whatever the
+	// change (issue 49, item 4).
+	if sel.Changed && res.discovered == 0 && len(res.Removed) == 0 && len(res.NotStacks) > 0 {
+		res.Close()
+		return nil, warnings, NoStacks(string(command), res)
+	}
 	if err := checkSelected(cmd, f, flags, sel, command, res); err != nil {
 		res.Close()
 		return nil, warnings, err
