@@ -414,7 +414,12 @@ func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
 	for _, w := range warnings {
 		m.lines.Line("warning: %s", w)
 	}
-	m.lines.Line("sponson %s %s · %d stacks · parallelism %d", m.command, m.which, len(m.res.Stacks), m.parallelism)
+	removed := ""
+	if len(m.removed) > 0 {
+		// A removed stack runs too (its destroy); the count says so.
+		removed = fmt.Sprintf(" (and %d removed)", len(m.removed))
+	}
+	m.lines.Line("sponson %s %s · %d stacks%s · parallelism %d", m.command, m.which, len(m.res.Stacks), removed, m.parallelism)
 	for _, s := range m.removed {
 		what := "its destroy is planned"
 		if m.command == scoperun.Apply {
