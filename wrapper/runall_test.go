@@ -216,3 +216,59 @@ func TestAllFindsNoStack(t *testing.T) {
 		}
 	}
 }
+
+// --changed is no silent green no-op either (issue 49): in a repository of
+// root modules none of which declares sponson_scope it is refused as --all
+// is, whatever the change; in one with stacks, a change to a root module
+// that is no stack runs nothing for it and says so.
+func TestChangedFindsNoStack(t *testing.T) {
+	t.Parallel()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=T", "-c", "user.email=t@example.invalid"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	write := func(p, src string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repo := func(files map[string]string) string {
+		dir := t.TempDir()
+		git(dir, "init", "--quiet", "-b", "main")
+		for name, src := range files {
+			write(filepath.Join(dir, name), src)
+		}
+		git(dir, "add", "-A")
+		git(dir, "commit", "--quiet", "-m", "first")
+		write(filepath.Join(dir, "infra", "queue", "main.tf"), "resource \"terraform_data\" \"q\" { input = 2 }\n")
+		git(dir, "commit", "--quiet", "-am", "queue")
+		return dir
+	}
+	none := repo(map[string]string{"infra/queue/main.tf": "resource \"terraform_data\" \"q\" {}\n", "infra/cache/main.tf": "resource \"terraform_data\" \"c\" {}\n"})
+	for _, command := range []string{"plan", "apply"} {
+		args := []string{command, "--changed", "--base", "HEAD~1", "--chdir", none}
+		f, _, errOut := testFactory(map[string]string{"SPONSON_STACK": ""})
+		code := Run(context.Background(), args, f)
+		want := command + " --changed found no stack under "
+		if code != errcode.ExitRefused || !strings.Contains(errOut.String(), "error USAGE: "+want) || !strings.Contains(errOut.String(), "`infra/cache`, `infra/queue`") {
+			t.Errorf("%q: exit %d, want 2, %q and the directories in the hint\n%s", args, code, want, errOut)
+		}
+	}
+
+	some := repo(map[string]string{"infra/queue/main.tf": "resource \"terraform_data\" \"q\" {}\n", "stacks/app/main.tf": "resource \"sponson_scope\" \"s\" {}\n"})
+	f, out, errOut := testFactory(map[string]string{"SPONSON_STACK": ""})
+	if code := Run(context.Background(), []string{"stacks", "--changed", "--base", "HEAD~1", "--chdir", some}, f); code != 0 {
+		t.Fatalf("stacks --changed: exit %d\n%s", code, errOut)
+	}
+	want := "warning: the change touches 1 root module that declare no sponson_scope, so are no stacks and no --changed run includes them: infra/queue"
+	if !strings.Contains(errOut.String(), want) || !strings.Contains(out.String(), "no stack changed") {
+		t.Errorf("stacks --changed after a change to infra/queue: want %q and no stack\nstdout:\n%s\nstderr:\n%s", want, out, errOut)
+	}
+}

@@ -153,6 +153,135 @@ func ProvisionalObjects(p *tfjson.Plan) func(address string) bool {
 	return func(address string) bool { return tainted[node(address)] }
 }
 
+// ReadOutputs keeps, of names (outputs of another stack that the
+// sponson_outputs data source at address read), those the root module's
+// configuration reads: an output nobody reads is not marked provisional in
+// the review (issue 49). A reference to values.N or sensitive_values.N
+// reads N; a reference to the data source, its values or its
+// sensitive_values as a whole reads them all, as does any reference to a
+// local (the plan's configuration has no locals to follow). Without a
+// configuration it keeps them all.
+func ReadOutputs(p *tfjson.Plan, address string, names []string) []string {
+	if len(names) == 0 {
+		return names
+	}
+	if p == nil || p.Config == nil || p.Config.RootModule == nil {
+		return names
+	}
+	target := node(address)
+	read := map[string]bool{}
+	for _, refs := range rootReferences(p.Config) {
+		for i, ref := range refs {
+			if strings.HasPrefix(ref, "local.") {
+				return names
+			}
+			if node(ref) != target {
+				continue
+			}
+			// A reference is followed by the shorter ones it is made of
+			// (data.T.N.values.x, data.T.N.values, data.T.N): those only
+			// repeat it.
+			if i > 0 && (strings.HasPrefix(refs[i-1], ref+".") || strings.HasPrefix(refs[i-1], ref+"[")) {
+				continue
+			}
+			rest := strings.TrimPrefix(ref, target)
+			if strings.HasPrefix(rest, "[") { // an instance of the data source
+				if end := strings.Index(rest, "]"); end >= 0 {
+					rest = rest[end+1:]
+				}
+			}
+			name, whole := outputOf(rest)
+			if whole {
+				return names
+			}
+			if name != "" {
+				read[name] = true
+			}
+		}
+	}
+	out := []string{}
+	for _, n := range names {
+		if read[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// outputOf is the output a reference's rest after the data source names:
+// ".values.N..." or `.values["N"]...` (sensitive_values too) is N; the data
+// source, its values or sensitive_values themselves are whole; any other
+// attribute (read_scope, planned...) reads no output.
+func outputOf(rest string) (name string, whole bool) {
+	if rest == "" {
+		return "", true
+	}
+	for _, attr := range []string{".values", ".sensitive_values"} {
+		after, ok := strings.CutPrefix(rest, attr)
+		if !ok {
+			continue
+		}
+		switch {
+		case after == "":
+			return "", true
+		case strings.HasPrefix(after, "."):
+			n := after[1:]
+			if i := strings.IndexAny(n, ".["); i >= 0 {
+				n = n[:i]
+			}
+			return n, false
+		case strings.HasPrefix(after, `["`):
+			n := after[2:]
+			if i := strings.Index(n, `"]`); i >= 0 {
+				return n[:i], false
+			}
+			return "", true
+		}
+		return "", true
+	}
+	return "", false
+}
+
+// rootReferences are the reference lists of every expression of the root
+// module: its resources', outputs', module calls' and provider
+// configurations'.
+func rootReferences(c *tfjson.Config) [][]string {
+	var out [][]string
+	add := func(e *tfjson.Expression) {
+		if refs := references(e); len(refs) > 0 {
+			out = append(out, refs)
+		}
+	}
+	root := c.RootModule
+	for _, r := range root.Resources {
+		for _, e := range r.Expressions {
+			add(e)
+		}
+		add(r.CountExpression)
+		add(r.ForEachExpression)
+	}
+	for _, o := range root.Outputs {
+		if o != nil {
+			add(o.Expression)
+		}
+	}
+	for _, m := range root.ModuleCalls {
+		for _, e := range m.Expressions {
+			add(e)
+		}
+		add(m.CountExpression)
+		add(m.ForEachExpression)
+	}
+	for _, pc := range c.ProviderConfigs {
+		if pc != nil && pc.ModuleAddress == "" {
+			for _, e := range pc.Expressions {
+				add(e)
+			}
+		}
+	}
+	return out
+}
+
 // derivedObjects are the configuration objects of the root module (and
 // "local", for every local) that derive, through the configuration's
 // references, from a provisional read; nil when the plan read nothing

@@ -2,6 +2,7 @@ package stackoutputs_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,5 +138,48 @@ func TestDerivedFromProvisional(t *testing.T) {
 	}
 	if got, _ := stackoutputs.FromPlan(store.Key{}, &p); len(got.Unknown) != 0 || len(got.Outputs) != 5 {
 		t.Errorf("without a provisional read: unknown %v, outputs %d", got.Unknown, len(got.Outputs))
+	}
+}
+
+// An output of another stack that nobody reads is not marked provisional
+// (issue 49): ReadOutputs keeps the provisional outputs the configuration
+// names, all of them when it takes the outputs whole or reads a local.
+func TestReadOutputs(t *testing.T) {
+	t.Parallel()
+	plan := func(refs ...[]string) *tfjson.Plan {
+		p := &tfjson.Plan{Config: &tfjson.Config{RootModule: &tfjson.ConfigModule{Outputs: map[string]*tfjson.ConfigOutput{}}}}
+		for i, r := range refs {
+			p.Config.RootModule.Resources = append(p.Config.RootModule.Resources, &tfjson.ConfigResource{
+				Address: fmt.Sprintf("terraform_data.r%d", i), Mode: tfjson.ManagedResourceMode,
+				Expressions: map[string]*tfjson.Expression{"input": {ExpressionData: &tfjson.ExpressionData{References: r}}},
+			})
+		}
+		return p
+	}
+	const net = "data.sponson_outputs.net"
+	names := []string{"cidr", "unused", "vpc_id"}
+	for _, tc := range []struct {
+		name string
+		p    *tfjson.Plan
+		want []string
+	}{
+		{"one output by name", plan([]string{net + ".values.vpc_id", net + ".values", net}), []string{"vpc_id"}},
+		{"by index, sensitive, of an instance", plan([]string{net + `.values["cidr"]`, net + ".values", net}, []string{net + "[0].sensitive_values.vpc_id.x", net + "[0].sensitive_values", net + "[0]"}), []string{"cidr", "vpc_id"}},
+		{"another attribute reads no output", plan([]string{net + ".read_scope", net}, []string{"data.sponson_outputs.other.values.cidr", "data.sponson_outputs.other.values", "data.sponson_outputs.other"}), []string{}},
+		{"the values whole", plan([]string{net + ".values", net}), names},
+		{"whole beside one by name", plan([]string{net + ".values", net, net + ".values.cidr", net + ".values", net}), names},
+		{"through a local", plan([]string{"local.x"}), names},
+		{"no configuration", &tfjson.Plan{}, names},
+	} {
+		if got := stackoutputs.ReadOutputs(tc.p, net, names); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: ReadOutputs = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Outputs and module calls read too.
+	p := plan()
+	p.Config.RootModule.Outputs["o"] = &tfjson.ConfigOutput{Expression: &tfjson.Expression{ExpressionData: &tfjson.ExpressionData{References: []string{net + ".values.cidr", net + ".values", net}}}}
+	p.Config.RootModule.ModuleCalls = map[string]*tfjson.ModuleCall{"m": {Expressions: map[string]*tfjson.Expression{"vpc": {ExpressionData: &tfjson.ExpressionData{References: []string{net + ".values.vpc_id", net + ".values", net}}}}}}
+	if got := stackoutputs.ReadOutputs(p, net, names); !slices.Equal(got, []string{"cidr", "vpc_id"}) {
+		t.Errorf("through an output and a module call: ReadOutputs = %v, want [cidr vpc_id]", got)
 	}
 }

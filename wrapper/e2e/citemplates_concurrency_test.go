@@ -191,8 +191,10 @@ func TestCITemplatesGitHubConcurrency(t *testing.T) {
 	}
 }
 
-// TestCITemplatesGitHubMonorepoConcurrency: in the monorepo workflow, the
-// jobs that plan cancel a superseded plan of their scope, the jobs that
+// TestCITemplatesGitHubMonorepoConcurrency: in the monorepo workflow, every
+// job gets OIDC credentials and only its environment's state key
+// (production's behind the production environments), the jobs that plan
+// cancel a superseded plan of their environment and scope, the jobs that
 // apply or destroy never cancel and share one group per scope (the destroy
 // of a closed pull request waits behind its apply), and no plan shares a
 // group with an apply, so that a newer push's plan runs beside an apply in
@@ -213,6 +215,7 @@ func TestCITemplatesGitHubMonorepoConcurrency(t *testing.T) {
 	for _, x := range []want{
 		{"preview-plan", pr, true}, {"preview", pr, false}, {"preview-destroy", closed, false},
 		{"main-plan", push, true}, {"main", push, false},
+		{"production-plan", push, true}, {"production", push, false},
 	} {
 		if !slices.Contains(ghRunningJobs(t, w, x.e), x.job) {
 			t.Errorf("job %s does not run on its event", x.job)
@@ -227,8 +230,8 @@ func TestCITemplatesGitHubMonorepoConcurrency(t *testing.T) {
 	if groups["preview-destroy"] != groups["preview"] {
 		t.Errorf("preview-destroy's group %q is not the preview's apply group %q", groups["preview-destroy"], groups["preview"])
 	}
-	for _, plan := range []string{"preview-plan", "main-plan"} {
-		for _, apply := range []string{"preview", "preview-destroy", "main"} {
+	for _, plan := range []string{"preview-plan", "main-plan", "production-plan"} {
+		for _, apply := range []string{"preview", "preview-destroy", "main", "production"} {
 			if groups[plan] == groups[apply] {
 				t.Errorf("%s and %s share group %q: the plan's cancel-in-progress would stop the apply", plan, apply, groups[plan])
 			}
@@ -236,6 +239,35 @@ func TestCITemplatesGitHubMonorepoConcurrency(t *testing.T) {
 	}
 	if groups["preview"] == groups["main"] {
 		t.Errorf("pull request 12 and main share the apply group %q: scopes would wait for each other", groups["main"])
+	}
+	if groups["production"] == groups["main"] || groups["production-plan"] == groups["main-plan"] {
+		t.Errorf("production and preview's main share groups (%q, %q): one group per environment and scope", groups["production"], groups["production-plan"])
+	}
+	// Production's jobs hold production's key, behind the environments
+	// that give it (the apply's with required reviewers); no other job has
+	// it.
+	for _, name := range w.Jobs.names {
+		j := w.Jobs.byKey[name]
+		_, prod := j.Env["SPONSON_STATE_KEY_PRODUCTION"]
+		_, prev := j.Env["SPONSON_STATE_KEY_PREVIEW"]
+		want := map[string]string{"production-plan": "production-plan", "production": "production"}[name]
+		if prod != (want != "") || prev == prod || j.Environment != want {
+			t.Errorf("job %s: environment %q, production key %v, preview key %v; want environment %q and only its environment's key", name, j.Environment, prod, prev, want)
+		}
+		if j.Permissions["id-token"] != "write" {
+			t.Errorf("job %s runs the engine without id-token: write: no OIDC credentials for the cloud", name)
+		}
+		for _, uses := range []string{"aws-actions/configure-aws-credentials@", "google-github-actions/auth@", "azure/login@"} {
+			if !slices.ContainsFunc(j.Steps, func(s ghStep) bool { return strings.HasPrefix(s.Uses, uses) }) {
+				t.Errorf("job %s has no %s step for OIDC credentials", name, uses)
+			}
+		}
+	}
+	if needs := w.Jobs.byKey["production"].Needs; len(needs) != 1 || needs[0] != "production-plan" {
+		t.Errorf("production needs %v, want production-plan", needs)
+	}
+	if needs := w.Jobs.byKey["production-plan"].Needs; len(needs) != 1 || needs[0] != "main" {
+		t.Errorf("production-plan needs %v, want main: production after the preview's main applied", needs)
 	}
 	// Two pushes during an apply: the apply in progress is never cancelled,
 	// the older pending apply is replaced by the newer (which plans again).
@@ -250,7 +282,8 @@ func TestCITemplatesGitHubMonorepoConcurrency(t *testing.T) {
 }
 
 // TestCITemplatesGitLabMonorepoKeys: in the GitLab monorepo pipeline every
-// job names the preview environment whose key it needs, the jobs that
+// job names the environment whose key it needs (production's only in
+// production's jobs, the apply manual), the jobs that
 // apply or destroy hold one resource_group per scope (the stop job the
 // preview's), the plans, gc and drift none (so a newer pipeline's plan runs
 // beside an apply in progress, whose successor then plans again on
@@ -259,8 +292,8 @@ func TestCITemplatesGitHubMonorepoConcurrency(t *testing.T) {
 func TestCITemplatesGitLabMonorepoKeys(t *testing.T) {
 	t.Parallel()
 	p := loadGitLabFile(t, gitlabMonorepo)
-	writers := map[string]bool{"preview": true, "preview-destroy": true, "main": true}
-	readers := map[string]bool{"preview-plan": true, "main-plan": true, "gc": true, "drift": true}
+	writers := map[string]bool{"preview": true, "preview-destroy": true, "main": true, "production": true}
+	readers := map[string]bool{"preview-plan": true, "main-plan": true, "production-plan": true, "gc": true, "drift": true}
 	groups := map[string]string{}
 	for _, name := range p.jobs {
 		j := p.byName[name]
@@ -268,8 +301,12 @@ func TestCITemplatesGitLabMonorepoKeys(t *testing.T) {
 			t.Errorf("job %s is new to this test: say whether it writes a scope", name)
 			continue
 		}
-		if got := glEnvironmentKey(j); got != "SPONSON_STATE_KEY_PREVIEW" {
-			t.Errorf("job %s (environment %q) gets %q, want SPONSON_STATE_KEY_PREVIEW", name, j.Environment.Name, got)
+		want := "SPONSON_STATE_KEY_PREVIEW"
+		if strings.HasPrefix(name, "production") {
+			want = "SPONSON_STATE_KEY_PRODUCTION"
+		}
+		if got := glEnvironmentKey(j); got != want {
+			t.Errorf("job %s (environment %q) gets %q, want %s", name, j.Environment.Name, got, want)
 		}
 		if j.Interruptible {
 			t.Errorf("job %s is interruptible: auto-cancel would stop an apply half-way", name)
@@ -289,7 +326,17 @@ func TestCITemplatesGitLabMonorepoKeys(t *testing.T) {
 	if groups["preview"] != groups["preview-destroy"] || !strings.Contains(groups["preview"], "$CI_MERGE_REQUEST_IID") || groups["main"] == groups["preview"] {
 		t.Errorf("resource groups %v: one per scope, the preview's shared with its stop job", groups)
 	}
-	for _, apply := range []string{"preview", "main"} {
+	if g := groups["production"]; g == "" || g == groups["main"] || g == groups["preview"] {
+		t.Errorf("production's resource_group %q: want its own (groups %v)", g, groups)
+	}
+	prod := p.byName["production"]
+	if len(prod.Rules) != 1 || prod.Rules[0].When != "manual" || !prod.AllowFailure || prod.Environment.DeploymentTier != "production" {
+		t.Errorf("production: rules %v, allow_failure %v, tier %q; want one manual rule (who plays it approves), allow_failure, tier production", prod.Rules, prod.AllowFailure, prod.Environment.DeploymentTier)
+	}
+	if needs := p.byName["production-plan"].Needs; len(needs) != 1 || needs[0] != "main" {
+		t.Errorf("production-plan needs %v, want main: production after the preview's main applied", needs)
+	}
+	for _, apply := range []string{"preview", "main", "production"} {
 		if needs := p.byName[apply].Needs; len(needs) != 1 || !strings.HasSuffix(needs[0], "-plan") || !slices.Contains(p.byName[needs[0]].Artifacts.Paths, "plans/") {
 			t.Errorf("job %s needs %v: want its plan job, whose artifact is plans/", apply, needs)
 		}

@@ -90,6 +90,34 @@ func (h *harness) ciOutputs(t *testing.T, root string, vars map[string]string, d
 	return got
 }
 
+// ciProductionOutputs are dir's outputs in production's main, read with the
+// variables of a production job (production's key).
+func (h *harness) ciProductionOutputs(t *testing.T, root string, vars map[string]string, dir string) map[string]any {
+	t.Helper()
+	return h.ciOutputs(t, root, vars, dir, "main --env production")
+}
+
+// ciApprovedBy is who approved the latest run in production's main of the
+// stack that sel names (--chdir DIR, or --stack NAME for a stack whose
+// directory is gone), by its receipt.
+func (h *harness) ciApprovedBy(t *testing.T, root string, vars map[string]string, sel string) string {
+	t.Helper()
+	r := h.ciRun(root, "sponson receipt --json --env production --scope main "+sel, vars)
+	res, _ := r.envelope(t)["result"].(map[string]any)
+	got, _ := res["approvedBy"].(string)
+	return got
+}
+
+// checkProductionKeyOnly fails unless a job's variables hold production's
+// state key and not the preview's: a key per environment.
+func checkProductionKeyOnly(t *testing.T, job string, vars map[string]string) {
+	t.Helper()
+	if vars["SPONSON_STATE_KEY_PRODUCTION"] == "" || vars["SPONSON_STATE_KEY_PREVIEW"] != "" {
+		t.Errorf("job %s: production key set %v, preview key set %v; want production's only",
+			job, vars["SPONSON_STATE_KEY_PRODUCTION"] != "", vars["SPONSON_STATE_KEY_PREVIEW"] != "")
+	}
+}
+
 // ghArtifacts are the artifacts of one workflow run, by name, as
 // actions/upload-artifact keeps them and actions/download-artifact gives
 // them to a later job of the same run.
@@ -101,8 +129,11 @@ type ghArtifacts string
 // as copies through run's artifacts. Other uses: steps (checkout, cloud
 // credentials, the install action) have nothing to do here: the checkout is
 // root, HEAD where the test put it, and sponson is on PATH. A step with an
-// if: (the alert, which needs failure()) is not run. It returns the first
-// failed step's result, or the last step's.
+// if: (the alert, which needs failure()) is not run, nor the step with id
+// approval, which asks GitHub's API who approved the run: its output is the
+// host's, values["steps.approval.outputs.approver"], as in
+// TestE2ECITemplatesGitHub. It returns the first failed step's result, or
+// the last step's.
 func (h *harness) ghRunJob(t *testing.T, root string, w *ghWorkflow, job string, e ghEvent, values, host map[string]string, run ghArtifacts) (result, map[string]string) {
 	t.Helper()
 	j := w.Jobs.byKey[job]
@@ -134,9 +165,22 @@ func (h *harness) ghRunJob(t *testing.T, root string, w *ghWorkflow, job string,
 			from, to := path, stored
 			if strings.HasPrefix(s.Uses, "actions/download-artifact@") {
 				from, to = stored, path
+			} else if _, err := os.Stat(stored); err == nil {
+				// A re-run job uploads to a name its run already
+				// holds: v4 refuses that (409) unless overwrite: true.
+				if s.With["overwrite"] != "true" {
+					t.Fatalf("job %s: %s: the run already has an artifact %s, and the step does not overwrite it: a re-run of the job fails", job, s.Uses, s.With["name"])
+				}
+				if err := os.RemoveAll(stored); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := os.CopyFS(to, os.DirFS(from)); err != nil {
 				t.Fatalf("job %s: %s: %v", job, s.Uses, err)
+			}
+		case s.ID == "approval":
+			if _, ok := vals["steps.approval.outputs.approver"]; !ok {
+				t.Fatalf("job %s: the approval step's output has no test value", job)
 			}
 		case s.Run != "" && s.If == "":
 			script, vars := stepScript(t, w, job, s, vals, base)
@@ -215,10 +259,12 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 	defer srv.Close()
 
 	values := map[string]string{
-		"secrets.SPONSON_STATE_KEY_PREVIEW": ciStateKey,
-		"secrets.SPONSON_PLAN_KEY":          strings.Repeat("17", 32),
-		"github.token":                      "test-token",
-		"github.event.before":               "",
+		"secrets.SPONSON_STATE_KEY_PREVIEW":    ciStateKey,
+		"secrets.SPONSON_STATE_KEY_PRODUCTION": strings.Repeat("24", 32),
+		"secrets.SPONSON_PLAN_KEY":             strings.Repeat("17", 32),
+		"github.token":                         "test-token",
+		"github.event.before":                  "",
+		"steps.approval.outputs.approver":      "alice",
 	}
 	events := t.TempDir()
 	runs := 0
@@ -241,14 +287,20 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 		return host, ghArtifacts(t.TempDir())
 	}
 	var last map[string]string
-	job := func(e ghEvent, host map[string]string, run ghArtifacts, name string) result {
+	// try runs a job and returns its result, failed or not.
+	try := func(e ghEvent, host map[string]string, run ghArtifacts, name string) result {
 		t.Helper()
 		r, vars := h.ghRunJob(t, root, w, name, e, values, host, run)
 		t.Logf("%s: job %s: exit %d\n%s", e.name, name, r.exit, r.stdout)
+		last = vars
+		return r
+	}
+	job := func(e ghEvent, host map[string]string, run ghArtifacts, name string) result {
+		t.Helper()
+		r := try(e, host, run, name)
 		if r.exit != 0 {
 			t.Fatalf("%s: job %s: exit %d\n%s\n%s", e.name, name, r.exit, r.stdout, r.stderr)
 		}
-		last = vars
 		return r
 	}
 	// all runs the jobs of e that GitHub runs, in order.
@@ -267,13 +319,67 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 	}
 
 	// The push that brought the stacks: every stack planned into one saved
-	// plan, then applied.
+	// plan, then applied; then production's plan of every stack, and its
+	// apply, refused while nobody approved it and applied, exactly those
+	// plans, once alice did.
 	push := ghOnMain("push", map[string]any{"ref": "refs/heads/main", "before": first})
 	push.name = "push to main"
 	values["github.event.before"] = first
-	all(push, []string{"main-plan", "main"})
+	mainJobs := []string{"main-plan", "main", "production-plan", "production"}
+	if d := cmp.Diff(mainJobs, ghRunningJobs(t, w, push)); d != "" {
+		t.Fatalf("%s: jobs (-want +got):\n%s", push.name, d)
+	}
+	host, run := start(push)
+	job(push, host, run, "main-plan")
+	job(push, host, run, "main")
 	if got := h.ciOutputs(t, root, last, "stacks/app", "main"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
 		t.Errorf("app's outputs in main = %v, want main's network", got)
+	}
+	previewVars := last
+	job(push, host, run, "production-plan")
+	checkProductionKeyOnly(t, "production-plan", last)
+	if got := h.ciProductionOutputs(t, root, last, "stacks/network"); len(got) != 0 {
+		t.Errorf("production-plan wrote production: network's outputs there = %v", got)
+	}
+	values["steps.approval.outputs.approver"] = ""
+	r := try(push, host, run, "production")
+	if r.exit != 2 || !strings.Contains(r.stdout+r.stderr, "ENV_NOT_APPROVED") {
+		t.Errorf("the production job without an approval: exit %d, want 2 and ENV_NOT_APPROVED\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	for _, dir := range []string{"stacks/network", "stacks/app", "stacks/docs"} {
+		if got := h.ciProductionOutputs(t, root, last, dir); len(got) != 0 {
+			t.Errorf("the unapproved production job wrote %s in production: %v", dir, got)
+		}
+	}
+	// Approved. The network is new, so the vpc_id app's plan read was
+	// provisional: network and docs apply, app's plan is refused stale, and
+	// the production job, which never plans again by itself, fails. Re-run
+	// production-plan (GitHub re-runs production after it, with a new
+	// approval) and app applies.
+	values["steps.approval.outputs.approver"] = "alice"
+	r = try(push, host, run, "production")
+	if r.exit != 2 || !strings.Contains(r.stdout, "PLAN_STALE") || strings.Contains(r.stderr+r.stdout, "planning again") {
+		t.Errorf("the first approved production job: exit %d; want 2, app's provisional read refused PLAN_STALE and no re-plan\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	if got := h.ciProductionOutputs(t, root, last, "stacks/network"); got["vpc_id"] != "vpc-main-10.0.0.0/16" {
+		t.Errorf("network's outputs in production after the approved job = %v", got)
+	}
+	if got := h.ciProductionOutputs(t, root, last, "stacks/app"); len(got) != 0 {
+		t.Errorf("the production job applied app's stale plan (or planned again): %v", got)
+	}
+	job(push, host, run, "production-plan")
+	job(push, host, run, "production")
+	checkProductionKeyOnly(t, "production", last)
+	if got := h.ciProductionOutputs(t, root, last, "stacks/app"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
+		t.Errorf("app's outputs in production = %v, want production's network", got)
+	}
+	for _, dir := range []string{"stacks/network", "stacks/app", "stacks/docs"} {
+		if got := h.ciApprovedBy(t, root, last, "--chdir "+dir); got != "alice" {
+			t.Errorf("%s's production receipt names approver %q, want alice", dir, got)
+		}
+	}
+	if got := h.ciOutputs(t, root, previewVars, "stacks/network", "main --env production"); len(got) != 0 {
+		t.Errorf("the preview's key read production's state: %v", got)
 	}
 	values["github.event.before"] = ""
 
@@ -338,7 +444,7 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 		t.Fatalf("apply B did not start after apply A: running %v", c.running)
 	}
 	gitIn(t, root, "checkout", "--quiet", shaB)
-	r := job(evB, hostB, runB, "preview")
+	r = job(evB, hostB, runB, "preview")
 	if !strings.Contains(r.stdout, "PLAN_STALE") || !strings.Contains(r.stderr+r.stdout, "planning again") {
 		t.Errorf("apply B did not meet its stale plan and plan again:\n%s", r.stdout)
 	}
@@ -386,10 +492,15 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 	removal := ghOnMain("push", map[string]any{"ref": "refs/heads/main", "before": before})
 	removal.name = "push to main removing stacks/docs"
 	values["github.event.before"] = before
-	res = all(removal, []string{"main-plan", "main"})
+	res = all(removal, mainJobs)
 	values["github.event.before"] = ""
-	if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res["main"].stdout) {
-		t.Errorf("the main job did not destroy the removed stack docs:\n%s", res["main"].stdout)
+	for _, name := range []string{"main", "production"} {
+		if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res[name].stdout) {
+			t.Errorf("the %s job did not destroy the removed stack docs:\n%s", name, res[name].stdout)
+		}
+	}
+	if got := h.ciApprovedBy(t, root, last, "--stack github.com/acme/app//stacks/docs"); got != "alice" {
+		t.Errorf("docs' destroy in production names approver %q, want alice", got)
 	}
 
 	// The nightly run: gc --all finds nothing, drift --all main of the two
@@ -403,8 +514,8 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 // the artifacts:paths of the jobs it needs (kept in store, by pipeline)
 // copied in first, its script lines in order under bash -eo pipefail (as
 // GitLab Runner's bash shell runs them), its own artifacts:paths moved to
-// store afterwards and the checkout cleaned, as the next job's fresh
-// runner would find it.
+// store afterwards (a retried job's replacing its earlier ones) and the
+// checkout cleaned, as the next job's fresh runner would find it.
 func (h *harness) glRunJob(t *testing.T, root string, p *glPipeline, job string, vars map[string]string, store string) result {
 	t.Helper()
 	j := p.byName[job]
@@ -442,6 +553,11 @@ func (h *harness) glRunJob(t *testing.T, root string, p *glPipeline, job string,
 		if err := os.MkdirAll(filepath.Join(store, job), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		// A retried job's artifacts replace its earlier ones, as the
+		// jobs that need it then get the latest.
+		if err := os.RemoveAll(filepath.Join(store, job, path)); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.CopyFS(filepath.Join(store, job, path), os.DirFS(filepath.Join(root, path))); err != nil {
 			t.Fatal(err)
 		}
@@ -464,7 +580,10 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 	p := loadGitLabFile(t, gitlabMonorepo)
 	root, first := monorepoCheckout(t)
 	main := gitIn(t, root, "rev-parse", "HEAD")
-	project := map[string]string{"SPONSON_STACK": "", "SPONSON_STATE_KEY_PREVIEW": ciStateKey, "SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
+	project := map[string]string{"SPONSON_STACK": "", "SPONSON_GIT_TOKEN": "glpat-test", "SPONSON_PLAN_KEY": strings.Repeat("17", 32)}
+	// The state keys, scoped to their environments as the template's setup
+	// says: GitLab gives each job only its environment's.
+	keys := map[string]string{"SPONSON_STATE_KEY_PREVIEW": ciStateKey, "SPONSON_STATE_KEY_PRODUCTION": strings.Repeat("24", 32)}
 	var last map[string]string
 
 	// jobVars are the variables of a job of the pipeline of vars.
@@ -472,6 +591,9 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 		all := glEvent{vars: vars}.allVars(p)
 		for k, v := range project {
 			all[k] = v
+		}
+		if k := glEnvironmentKey(p.byName[job]); k != "" {
+			all[k] = keys[k]
 		}
 		for k, v := range p.byName[job].Variables {
 			all[k] = os.Expand(v, func(name string) string { return all[name] })
@@ -488,16 +610,33 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 		vars["CI_PROJECT_ID"] = "7"
 		return pipeline{name: name, vars: vars, store: t.TempDir()}
 	}
-	job := func(pl pipeline, name string) result {
+	// try runs a job and returns its result, failed or not.
+	try := func(pl pipeline, name string) result {
 		t.Helper()
 		jv := jobVars(pl.vars, name)
 		r := h.glRunJob(t, root, p, name, jv, pl.store)
 		t.Logf("%s: job %s: exit %d\n%s", pl.name, name, r.exit, r.stdout)
+		last = jv
+		return r
+	}
+	job := func(pl pipeline, name string) result {
+		t.Helper()
+		r := try(pl, name)
 		if r.exit != 0 {
 			t.Fatalf("%s: job %s: exit %d\n%s\n%s", pl.name, name, r.exit, r.stdout, r.stderr)
 		}
-		last = jv
 		return r
+	}
+	// production plays the manual production job of pl as user (GitLab's
+	// GITLAB_USER_LOGIN in a manual job is who played it).
+	production := func(pl pipeline, user string) result {
+		t.Helper()
+		if w := glPipelineJobs(t, p, glEvent{vars: pl.vars})["production"]; w != "manual" {
+			t.Fatalf("%s: the production job is %q, want manual", pl.name, w)
+		}
+		pl.vars["GITLAB_USER_LOGIN"] = user
+		defer delete(pl.vars, "GITLAB_USER_LOGIN")
+		return try(pl, "production")
 	}
 	// all runs the jobs GitLab creates for the pipeline, stage by stage.
 	all := func(pl pipeline, want []string) map[string]result {
@@ -528,9 +667,52 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 
 	push := glOnMain("push")
 	push["CI_COMMIT_BEFORE_SHA"] = first
-	all(start("push to main", push), []string{"main-plan", "main"})
-	if got := h.ciOutputs(t, root, last, "stacks/app", "main"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
+	pushPl := start("push to main", push)
+	mainJobs := []string{"main-plan", "main", "production-plan"}
+	all(pushPl, mainJobs)
+	checkProductionKeyOnly(t, "production-plan", last)
+	if got := h.ciProductionOutputs(t, root, last, "stacks/network"); len(got) != 0 {
+		t.Errorf("production-plan wrote production: network's outputs there = %v", got)
+	}
+	if got := h.ciOutputs(t, root, jobVars(pushPl.vars, "main"), "stacks/app", "main"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
 		t.Errorf("app's outputs in main = %v, want main's network", got)
+	}
+	// The manual production job: played by a runner that names nobody, it
+	// is refused before anything is written; played by alice, network and
+	// docs apply, and app's plan, which read network's provisional vpc_id,
+	// is refused stale and not planned again; production-plan retried and
+	// production played again, app applies.
+	r := production(pushPl, "")
+	if r.exit != 2 || !strings.Contains(r.stdout+r.stderr, "ENV_NOT_APPROVED") {
+		t.Errorf("the production job played by nobody: exit %d, want 2 and ENV_NOT_APPROVED\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	for _, dir := range []string{"stacks/network", "stacks/app", "stacks/docs"} {
+		if got := h.ciProductionOutputs(t, root, last, dir); len(got) != 0 {
+			t.Errorf("the unapproved production job wrote %s in production: %v", dir, got)
+		}
+	}
+	r = production(pushPl, "alice")
+	checkProductionKeyOnly(t, "production", last)
+	if r.exit != 2 || !strings.Contains(r.stdout, "PLAN_STALE") || strings.Contains(r.stderr+r.stdout, "planning again") {
+		t.Errorf("the first approved production job: exit %d; want 2, app's provisional read refused PLAN_STALE and no re-plan\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	if got := h.ciProductionOutputs(t, root, last, "stacks/app"); len(got) != 0 {
+		t.Errorf("the production job applied app's stale plan (or planned again): %v", got)
+	}
+	job(pushPl, "production-plan")
+	if r := production(pushPl, "alice"); r.exit != 0 {
+		t.Fatalf("production played again after production-plan's retry: exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
+	}
+	if got := h.ciProductionOutputs(t, root, last, "stacks/app"); got["vpc"] != "vpc-main-10.0.0.0/16" || got["from"] != "main" {
+		t.Errorf("app's outputs in production = %v, want production's network", got)
+	}
+	for _, dir := range []string{"stacks/network", "stacks/app", "stacks/docs"} {
+		if got := h.ciApprovedBy(t, root, last, "--chdir "+dir); got != "alice" {
+			t.Errorf("%s's production receipt names approver %q, want alice", dir, got)
+		}
+	}
+	if got := h.ciOutputs(t, root, jobVars(pushPl.vars, "main"), "stacks/network", "main --env production"); len(got) != 0 {
+		t.Errorf("the preview's key read production's state: %v", got)
 	}
 
 	changeNetwork(t, root, "10.4.0.0/16")
@@ -574,7 +756,7 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 	gitIn(t, root, "checkout", "--quiet", shaA)
 	job(plA, "preview")
 	gitIn(t, root, "checkout", "--quiet", shaB)
-	r := job(plB, "preview")
+	r = job(plB, "preview")
 	if !strings.Contains(r.stdout, "PLAN_STALE") || !strings.Contains(r.stderr, "planning again") {
 		t.Errorf("apply B did not meet its stale plan and plan again:\n%s\n%s", r.stdout, r.stderr)
 	}
@@ -631,9 +813,16 @@ func TestE2ECITemplatesMonorepoGitLab(t *testing.T) {
 	gitIn(t, root, "push", "--quiet", "origin", "HEAD:refs/heads/main")
 	removal := glOnMain("push")
 	removal["CI_COMMIT_BEFORE_SHA"] = before
-	res = all(start("push to main removing stacks/docs", removal), []string{"main-plan", "main"})
-	if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res["main"].stdout) {
-		t.Errorf("the main job did not destroy the removed stack docs:\n%s", res["main"].stdout)
+	removalPl := start("push to main removing stacks/docs", removal)
+	res = all(removalPl, mainJobs)
+	res["production"] = production(removalPl, "alice")
+	for _, name := range []string{"main", "production"} {
+		if !regexp.MustCompile(`"status":\s*"destroyed"`).MatchString(res[name].stdout) {
+			t.Errorf("the %s job did not destroy the removed stack docs:\n%s", name, res[name].stdout)
+		}
+	}
+	if got := h.ciApprovedBy(t, root, last, "--stack gitlab.example.com/acme/app//stacks/docs"); got != "alice" {
+		t.Errorf("docs' destroy in production names approver %q, want alice", got)
 	}
 
 	all(start("scheduled", glOnMain("schedule")), []string{"gc", "drift"})

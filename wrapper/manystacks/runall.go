@@ -299,6 +299,13 @@ func selectMany(cmd *cobra.Command, f *cmdutil.Factory, flags *cmdutil.RunFlags,
 	if sel.All && len(res.Stacks) == 0 {
 		return nil, warnings, NoStacks(string(command), res)
 	}
+	// --changed in a repository of root modules none of which is a stack
+	// (and none removed) would pass green having run nothing, whatever the
+	// change (issue 49, item 4).
+	if sel.Changed && res.discovered == 0 && len(res.Removed) == 0 && len(res.NotStacks) > 0 {
+		res.Close()
+		return nil, warnings, NoStacks(string(command), res)
+	}
 	if err := checkSelected(cmd, f, flags, sel, command, res); err != nil {
 		res.Close()
 		return nil, warnings, err
@@ -413,7 +420,12 @@ func (m *manyRun) startLines(cmd *cobra.Command, warnings []string) {
 	for _, w := range warnings {
 		m.lines.Line("warning: %s", w)
 	}
-	m.lines.Line("sponson %s %s · %d stacks · parallelism %d", m.command, m.which, len(m.res.Stacks), m.parallelism)
+	removed := ""
+	if len(m.removed) > 0 {
+		// A removed stack runs too (its destroy); the count says so.
+		removed = fmt.Sprintf(" (and %d removed)", len(m.removed))
+	}
+	m.lines.Line("sponson %s %s · %d stacks%s · parallelism %d", m.command, m.which, len(m.res.Stacks), removed, m.parallelism)
 	for _, s := range m.removed {
 		what := "its destroy is planned"
 		if m.command == scoperun.Apply {

@@ -60,6 +60,10 @@ type StacksResult struct {
 	// sponson_scope (stackgraph.Set.NotStacks): no run includes them.
 	NotStacks []string `json:"notStacks,omitempty"`
 	base      *baseCheckout
+	// changed: the selection is --changed; discovered: how many stacks the
+	// repository has, changed or not (NoStacks).
+	changed    bool
+	discovered int
 	// Layers are Stacks by depth: Layers[d] holds the stacks of depth d,
 	// what one layer of a CI matrix takes (GitHub Actions:
 	// fromJSON(...).result.layers[d]).
@@ -146,35 +150,72 @@ func SelectStacks(ctx context.Context, getenv func(string) string, opts *StacksO
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks, NotStacks: set.NotStacks()}
+	res := &StacksResult{Root: dir, Top: top, Stacks: set.Stacks, NotStacks: set.NotStacks(), changed: opts.Changed, discovered: len(set.Stacks)}
+	warnings := set.Warnings
 	if opts.Changed {
-		c := <-listed
-		if c.err != nil {
-			return nil, set.Warnings, c.err
-		}
-		res.Base, res.Uncommitted = c.base, c.uncommitted
-		res.Stacks = set.ChangedBy(stackgraph.Changes{Files: c.files, Uncommitted: c.uncommitted, VarFiles: opts.varFiles}).Stacks
-		removed, b, err := removedStacks(ctx, getenv, top, dir, c.base, c.files, set)
-		if err != nil {
-			return nil, set.Warnings, err
-		}
-		res.base = b
-		if removed != nil {
-			for _, s := range removed.Stacks {
-				r := &RemovedStack{Stack: s}
-				r.Environment, r.Scopes, err = scopesWithState(ctx, getenv, opts.store, top, s.Dir, s.Name, opts.context)
-				if err != nil {
-					r.ScopesError = errcode.As(err).Message
-				}
-				res.Removed = append(res.Removed, r)
-			}
+		var err error
+		if warnings, err = selectChanged(ctx, getenv, opts, res, set, <-listed); err != nil {
+			return nil, warnings, err
 		}
 	}
 	if res.Stacks == nil {
 		res.Stacks = []*stackgraph.Stack{}
 	}
 	res.layered()
-	return res, set.Warnings, nil
+	return res, warnings, nil
+}
+
+// selectChanged keeps, of res's stacks, those the changes c touch and their
+// dependents, and finds the stacks c removed; the warnings are set's and
+// that of a change to a root module that is no stack.
+func selectChanged(ctx context.Context, getenv func(string) string, opts *StacksOptions, res *StacksResult, set *stackgraph.Set, c changes) ([]string, error) {
+	warnings := set.Warnings
+	if c.err != nil {
+		return warnings, c.err
+	}
+	if w := notStacksChangedWarning(res.NotStacks, append(append([]string(nil), c.files...), c.uncommitted...)); w != "" {
+		warnings = append(append([]string(nil), set.Warnings...), w)
+	}
+	res.Base, res.Uncommitted = c.base, c.uncommitted
+	res.Stacks = set.ChangedBy(stackgraph.Changes{Files: c.files, Uncommitted: c.uncommitted, VarFiles: opts.varFiles}).Stacks
+	removed, b, err := removedStacks(ctx, getenv, res.Top, res.Root, c.base, c.files, set)
+	if err != nil {
+		return warnings, err
+	}
+	res.base = b
+	if removed != nil {
+		for _, s := range removed.Stacks {
+			r := &RemovedStack{Stack: s}
+			r.Environment, r.Scopes, err = scopesWithState(ctx, getenv, opts.store, res.Top, s.Dir, s.Name, opts.context)
+			if err != nil {
+				r.ScopesError = errcode.As(err).Message
+			}
+			res.Removed = append(res.Removed, r)
+		}
+	}
+	return warnings, nil
+}
+
+// notStacksChangedWarning names the root modules without sponson_scope
+// (notStacks, relative to the repository root) that a changed file (files,
+// relative to it too) is in: --changed lists no stack for them, and a
+// change there would otherwise pass as "no stack changed" (issue 49). ""
+// when the change touches none.
+func notStacksChangedWarning(notStacks, files []string) string {
+	var touched []string
+	for _, d := range notStacks {
+		for _, f := range files {
+			if d == "." || strings.HasPrefix(f, d+"/") {
+				touched = append(touched, d)
+				break
+			}
+		}
+	}
+	if len(touched) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the change touches %d root %s that declare no sponson_scope, so are no stacks and no --changed run includes them: %s; declare `resource \"sponson_scope\" \"this\" {}` in each to include it",
+		len(touched), cmdutil.Plural(len(touched), "module", "modules"), strings.Join(touched, ", "))
 }
 
 // NotStacksWarning names the root modules a run of every stack leaves out
@@ -191,11 +232,16 @@ func NotStacksWarning(command string, res *StacksResult) string {
 		command, len(res.NotStacks), cmdutil.Plural(len(res.NotStacks), "module", "modules"), strings.Join(shown, ", "))
 }
 
-// NoStacks refuses a run of every stack (--all) that found none: a
-// repository whose root modules do not declare sponson_scope yet (one being
-// migrated) would otherwise pass green having run nothing. It names the
-// directories that hold configuration files without being stacks.
+// NoStacks refuses a run of every stack (--all) that found none, or a run of
+// the changed ones (--changed) in a repository that has none: a repository
+// whose root modules do not declare sponson_scope yet (one being migrated)
+// would otherwise pass green having run nothing. It names the directories
+// that hold configuration files without being stacks.
 func NoStacks(command string, res *StacksResult) error {
+	selector := "--all"
+	if res.changed {
+		selector = "--changed"
+	}
 	var dirs []string
 	_ = filepath.WalkDir(res.Root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -215,7 +261,7 @@ func NoStacks(command string, res *StacksResult) error {
 		}
 		return nil
 	})
-	e := errcode.New(errcode.Usage, "%s --all found no stack under %s: a stack is a directory whose root module declares a sponson_scope resource", command, res.Root)
+	e := errcode.New(errcode.Usage, "%s %s found no stack under %s: a stack is a directory whose root module declares a sponson_scope resource", command, selector, res.Root)
 	if len(dirs) == 0 {
 		return e.WithHint("Run it where the configurations are (--chdir DIR), or declare sponson_scope in each root module.")
 	}

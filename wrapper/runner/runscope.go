@@ -354,7 +354,9 @@ type RunResult struct {
 	Receipt *receipt.Receipt `json:"receipt,omitempty"`
 	Running *store.LeaseInfo `json:"applyRunning,omitempty"`
 	// Reads are the other stacks' outputs the plan read (sponson_outputs):
-	// their state, or in a plan of many stacks their plan's outputs.
+	// their state, or in a plan of many stacks their plan's outputs. Their
+	// Provisional are those the configuration reads (shownReads); the
+	// receipt and the saved plan keep every one the data source read.
 	Reads []receipt.StackRead `json:"reads,omitempty"`
 	// Rules says where the rules that judged the run came from;
 	// ProposedRules how the change's own rules differ, effective when
@@ -441,7 +443,7 @@ func RunScope(ctx context.Context, in *RunInput) cmdutil.Outcome {
 	rr := RunResult{
 		RunID: res.RunID, Stack: res.Key.Stack, Environment: res.Key.Environment, Scope: res.Key.Scope, Status: res.Status,
 		Summary: res.Summary, Changes: summary.ChangesFromPlan(res.Plan), Engine: res.Engine, Store: in.StoreURL,
-		Context: o.Context, Receipt: res.Receipt, Running: res.Running, Reads: scoperun.StackReads(res.Plan),
+		Context: o.Context, Receipt: res.Receipt, Running: res.Running, Reads: shownReads(res.Plan),
 		Rules: in.rules.Origin, Policies: res.Policies,
 	}
 	if p := in.rules.Proposed; p != nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	tfjson "github.com/hashicorp/terraform-json"
+
 	"github.com/sponson/terraform-provider-sponson/internal/comment"
 	"github.com/sponson/terraform-provider-sponson/internal/errcode"
 	"github.com/sponson/terraform-provider-sponson/internal/receipt"
@@ -45,7 +47,7 @@ func summaryOf(in *RunInput, res *scoperun.Result, runErr error) summary.Run {
 	if res.Engine.Name != "" {
 		s.Engine = res.Engine.Name + " " + res.Engine.Version
 	}
-	for _, read := range scoperun.StackReads(res.Plan) {
+	for _, read := range shownReads(res.Plan) {
 		if len(read.Provisional) > 0 {
 			s.Provisional = append(s.Provisional, summary.ProvisionalRead{Stack: read.Stack, Outputs: read.Provisional})
 		}
@@ -180,4 +182,18 @@ func WriteFile(path string, data []byte) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// shownReads are the plan's reads of other stacks' outputs as the run's
+// line, document and review show them: of the outputs known only after
+// their stack's apply, those the configuration reads (an output nobody
+// reads is not marked provisional, issue 49; stackoutputs.ReadOutputs).
+func shownReads(p *tfjson.Plan) []receipt.StackRead {
+	reads := scoperun.StackReads(p)
+	for i := range reads {
+		if len(reads[i].Provisional) > 0 {
+			reads[i].Provisional = stackoutputs.ReadOutputs(p, reads[i].Address, reads[i].Provisional)
+		}
+	}
+	return reads
 }

@@ -238,11 +238,38 @@ func writeStatusText(opts *StatusOptions, env, url string, rows []ScopeStatus, s
 		}
 		i = j
 	}
+	writeOtherGone(opts, rows, stacks, goneDirs)
+}
+
+// writeOtherGone names the stacks of the store that hold state and have no
+// directory in the repository, beside those goneDirs already named. A stack
+// whose scopes were all destroyed (or moved away) keeps only their
+// receipts: nothing is left behind, so there is nothing to say.
+func writeOtherGone(opts *StatusOptions, rows []ScopeStatus, stacks []overview.Stack, goneDirs map[string]string) {
+	holding := map[string]bool{}
+	for _, name := range holdingStacks(rows) {
+		holding[name] = true
+	}
 	for _, s := range stacks {
-		if _, said := goneDirs[s.Name]; s.Gone && !said && (opts.Stack == "" || opts.Stack == s.Name) {
+		if _, said := goneDirs[s.Name]; s.Gone && !said && holding[s.Name] && (opts.Stack == "" || opts.Stack == s.Name) {
 			fmt.Fprintf(opts.Out, "stack %s has scopes in the store and no directory in the repository\n", s.Name)
 		}
 	}
+}
+
+// holdingStacks are the stacks of rows that hold state, in order: a scope
+// whose last run is not a destroy, not superseded, and not moved away with
+// nothing left.
+func holdingStacks(rows []ScopeStatus) []string {
+	holding := map[string]bool{}
+	var names []string
+	for _, r := range rows {
+		if r.LastRun != nil && r.LastRun.Status != receipt.StatusDestroyed && r.SupersededBy == "" && (r.MovedTo == "" || r.Owns > 0) && !holding[r.Stack] {
+			holding[r.Stack] = true
+			names = append(names, r.Stack)
+		}
+	}
+	return names
 }
 
 // StatusRows turns the store's listing into the rows of status.
@@ -340,14 +367,7 @@ func WriteStatusTable(w io.Writer, rows []ScopeStatus) {
 // and whose state was not moved to another stack) and
 // whose directory is gone (docs/design.md §4.7 "Many stacks", removed stacks).
 func goneStacks(opts *StatusOptions, rows []ScopeStatus) map[string]string {
-	holding := map[string]bool{}
-	var names []string
-	for _, r := range rows {
-		if r.LastRun != nil && r.LastRun.Status != receipt.StatusDestroyed && r.SupersededBy == "" && (r.MovedTo == "" || r.Owns > 0) && !holding[r.Stack] {
-			holding[r.Stack] = true
-			names = append(names, r.Stack)
-		}
-	}
+	names := holdingStacks(rows)
 	dir := opts.Chdir
 	if dir == "" {
 		dir = "."
