@@ -18,22 +18,11 @@ import (
 func TestE2EStacksGitProcesses(t *testing.T) {
 	t.Parallel()
 	h := e2e(t)
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	shim := t.TempDir()
-	log := filepath.Join(t.TempDir(), "starts")
-	script := "#!/bin/sh\necho \"$*\" >>'" + log + "'\nexec '" + gitPath + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(shim, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{deriveStack, "PATH=" + shim + string(os.PathListSeparator) + os.Getenv("PATH")}
+	git := newGitCounter(t)
+	env := []string{deriveStack, git.path}
 	starts := func(root string, args ...string) (int, []string) {
 		t.Helper()
-		if err := os.WriteFile(log, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		git.reset(t)
 		r := h.mustRunEnv(root, env, append([]string{"stacks", "--json"}, args...)...)
 		var doc struct {
 			Result struct {
@@ -49,11 +38,8 @@ func TestE2EStacksGitProcesses(t *testing.T) {
 		for _, s := range doc.Result.Stacks {
 			dirs = append(dirs, s.Directory)
 		}
-		data, err := os.ReadFile(log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Count(string(data), "\n"), dirs
+		n, _ := git.starts(t)
+		return n, dirs
 	}
 	// Below stacks/s00001 in a tree of fan-out 3 (stackRepo): its children
 	// 4 to 6, theirs 13 to 21, and 40 to 66 when there are so many.
@@ -66,24 +52,7 @@ func TestE2EStacksGitProcesses(t *testing.T) {
 	}
 	var listing, changed [2]int
 	for i, n := range []int{10, 40} {
-		files := map[string]string{}
-		for j := range n {
-			src := `terraform {
-  required_providers {
-    sponson = { source = "sponson/sponson" }
-  }
-}
-
-resource "sponson_scope" "this" {}
-`
-			if j > 0 {
-				// Each stack reads the one before it: the provider's
-				// reading of another stack asks git too.
-				src += fmt.Sprintf("\ndata \"sponson_outputs\" \"up\" {\n  stack = \"stacks/s%d\"\n}\n", j-1)
-			}
-			files[fmt.Sprintf("stacks/s%d/main.tf", j)] = src
-		}
-		root := repoWith(t, files)
+		root := stackRepo(t, n)
 		var dirs []string
 		listing[i], dirs = starts(root)
 		if len(dirs) != n {
@@ -109,16 +78,7 @@ resource "sponson_scope" "this" {}
 func TestE2EPlanAllGitProcesses(t *testing.T) {
 	t.Parallel()
 	h := e2e(t)
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	shim := t.TempDir()
-	log := filepath.Join(t.TempDir(), "starts")
-	script := "#!/bin/sh\necho \"$*\" >>'" + log + "'\nexec '" + gitPath + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(shim, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	git := newGitCounter(t)
 	var starts [2]int
 	var asked [2]string
 	for i, n := range []int{2, 5} {
@@ -140,20 +100,13 @@ resource "sponson_scope" "this" {}
 			files[fmt.Sprintf("stacks/s%d/main.tf", j)] = src
 		}
 		root := repoWith(t, files)
-		env := []string{deriveStack, "SPONSON_STORE=file://" + filepath.Join(t.TempDir(), "store"),
-			"PATH=" + shim + string(os.PathListSeparator) + os.Getenv("PATH")}
-		if err := os.WriteFile(log, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		env := []string{deriveStack, "SPONSON_STORE=file://" + filepath.Join(t.TempDir(), "store"), git.path}
+		git.reset(t)
 		r := h.mustRunEnv(root, env, "plan", "--all", "--branch", "main", "--parallelism", "2")
 		if !strings.Contains(r.stdout, fmt.Sprintf("%d succeeded, 0 failed", n)) {
 			t.Fatalf("plan --all of %d stacks:\n%s\n%s", n, r.stdout, r.stderr)
 		}
-		data, err := os.ReadFile(log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		starts[i], asked[i] = strings.Count(string(data), "\n"), string(data)
+		starts[i], asked[i] = git.starts(t)
 	}
 	if starts[0] == 0 {
 		t.Fatal("the shim saw no git start: the test would pass whatever sponson does")
@@ -161,4 +114,44 @@ resource "sponson_scope" "this" {}
 	if starts[0] != starts[1] {
 		t.Errorf("git started %d times for a plan of 2 stacks, %d for 5: want the same\n2 stacks:\n%s\n5 stacks:\n%s", starts[0], starts[1], asked[0], asked[1])
 	}
+}
+
+// gitCounter is a git on PATH that logs each start, then runs the real one.
+type gitCounter struct {
+	path string // PATH=..., for the run's environment
+	log  string
+}
+
+func newGitCounter(t *testing.T) gitCounter {
+	t.Helper()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := t.TempDir()
+	g := gitCounter{path: "PATH=" + shim + string(os.PathListSeparator) + os.Getenv("PATH"), log: filepath.Join(t.TempDir(), "starts")}
+	script := "#!/bin/sh\necho \"$*\" >>'" + g.log + "'\nexec '" + gitPath + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shim, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// reset forgets the starts logged so far.
+func (g gitCounter) reset(t *testing.T) {
+	t.Helper()
+	if err := os.WriteFile(g.log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// starts is how many times git started since the last reset, and the
+// command lines.
+func (g gitCounter) starts(t *testing.T) (int, string) {
+	t.Helper()
+	data, err := os.ReadFile(g.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "\n"), string(data)
 }
