@@ -243,14 +243,14 @@ func TestCITemplatesGitHubMonorepoConcurrency(t *testing.T) {
 	if groups["production"] == groups["main"] || groups["production-plan"] == groups["main-plan"] {
 		t.Errorf("production and preview's main share groups (%q, %q): one group per environment and scope", groups["production"], groups["production-plan"])
 	}
-	// Production's jobs hold production's key, behind the environments
-	// that give it (the apply's with required reviewers); no other job has
-	// it.
+	// Production's jobs and the nightly drift (which checks production)
+	// hold production's key, behind the environments that give it (the
+	// apply's with required reviewers); no other job has it.
 	for _, name := range w.Jobs.names {
 		j := w.Jobs.byKey[name]
 		_, prod := j.Env["SPONSON_STATE_KEY_PRODUCTION"]
 		_, prev := j.Env["SPONSON_STATE_KEY_PREVIEW"]
-		want := map[string]string{"production-plan": "production-plan", "production": "production"}[name]
+		want := map[string]string{"production-plan": "production-plan", "production": "production", "drift": "production-plan"}[name]
 		if prod != (want != "") || prev == prod || j.Environment != want {
 			t.Errorf("job %s: environment %q, production key %v, preview key %v; want environment %q and only its environment's key", name, j.Environment, prod, prev, want)
 		}
@@ -302,7 +302,8 @@ func TestCITemplatesGitLabMonorepoKeys(t *testing.T) {
 			continue
 		}
 		want := "SPONSON_STATE_KEY_PREVIEW"
-		if strings.HasPrefix(name, "production") {
+		if strings.HasPrefix(name, "production") || name == "drift" {
+			// The nightly drift checks production.
 			want = "SPONSON_STATE_KEY_PRODUCTION"
 		}
 		if got := glEnvironmentKey(j); got != want {

@@ -503,8 +503,8 @@ func TestE2ECITemplatesMonorepoGitHub(t *testing.T) {
 		t.Errorf("docs' destroy in production names approver %q, want alice", got)
 	}
 
-	// The nightly run: gc --all finds nothing, drift --all main of the two
-	// stacks left is in sync.
+	// The nightly run: gc --all finds nothing, drift --all of production's
+	// scopes of the two stacks left is in sync.
 	nightly := ghOnMain("schedule", map[string]any{"schedule": "23 3 * * *"})
 	nightly.name = "nightly"
 	all(nightly, []string{"gc", "drift"})
