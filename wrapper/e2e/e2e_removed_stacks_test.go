@@ -333,8 +333,9 @@ func TestE2ERenamedStack(t *testing.T) {
 	if rec["command"] != "stack move" {
 		t.Errorf("the old stack's last receipt is a %v, want the move", rec["command"])
 	}
-	if st := h.mustRunEnv(root, env, "status"); strings.Contains(st.stdout, "is gone") || strings.Contains(st.stdout, "no directory") {
-		t.Errorf("status names a gone stack after the move:\n%s", st.stdout)
+	if st := h.mustRunEnv(root, env, "status"); strings.Contains(st.stdout, "is gone") || strings.Contains(st.stdout, "no directory") ||
+		!strings.Contains(st.stdout, "moved to stack "+newName) || !strings.Contains(st.stdout, "moved from stack "+oldName) {
+		t.Errorf("status after the move: want no gone stack, and the old scope's and the new one's move named:\n%s", st.stdout)
 	}
 	// The old name owns nothing any more: a run under it is refused
 	// rather than creating the resources again.

@@ -340,6 +340,12 @@ func WriteStatusTable(w io.Writer, rows []ScopeStatus) {
 		if r.SupersededBy != "" {
 			notes[i] = append(notes[i], "superseded by "+r.SupersededBy+": its resources moved there")
 		}
+		if r.MovedTo != "" {
+			notes[i] = append(notes[i], "moved to stack "+r.MovedTo+": its state and resources are that stack's now")
+		}
+		if r.MovedFrom != "" {
+			notes[i] = append(notes[i], "moved from stack "+r.MovedFrom)
+		}
 		if len(r.Unresolved) > 0 {
 			notes[i] = append(notes[i], fmt.Sprintf("NOT CLEAN: %d unresolved (a killed run may have created them): %s; see `sponson resolve --help`", len(r.Unresolved), strings.Join(r.Unresolved, ", ")))
 		}
