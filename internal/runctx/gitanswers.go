@@ -14,8 +14,9 @@ import (
 // repository's and not the directory's: the commit and branch checked out,
 // the remote's default branch, the repository's root and its origin
 // (docs/design.md §8: a shared run does not repeat per stack what is the
-// same for every stack). Each stack's run would otherwise start four git
-// processes to learn what its parent already knew. It is a cache, not a
+// same for every stack). Each stack's run would otherwise start four to
+// seven git processes (seven when its provider reads another stack's
+// outputs) to learn what its parent already knew. It is a cache, not a
 // source: a directory outside the repository it names, or a question it
 // does not hold, is asked of git as before, so a run answers the same with
 // or without it.
@@ -95,7 +96,7 @@ func answered(dir string, a *gitAnswers, git func(args ...string) (string, error
 	if err != nil {
 		return git
 	}
-	if rel, err := filepath.Rel(a.Top, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if rel, err := filepath.Rel(a.Top, abs); err != nil || !filepath.IsLocal(rel) {
 		return git
 	}
 	return func(args ...string) (string, error) {

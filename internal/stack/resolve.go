@@ -68,5 +68,5 @@ func Resolve(fromDir, ref string, src Sources) (Reference, error) {
 // inside reports whether dir is top or below it.
 func inside(top, dir string) bool {
 	rel, err := filepath.Rel(top, dir)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return err == nil && filepath.IsLocal(rel)
 }

@@ -140,7 +140,7 @@ func relative(top, dir string, evalSymlinks func(string) (string, error)) (strin
 		dir = d
 	}
 	rel, err := filepath.Rel(top, dir)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	if err != nil || !filepath.IsLocal(rel) {
 		return "", errcode.New(errcode.Usage, "the configuration %s is not inside its repository %s", dir, top)
 	}
 	if rel == "." {

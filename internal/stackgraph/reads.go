@@ -319,14 +319,10 @@ func repoRel(top, dir, p string) (string, bool) {
 		p = filepath.Join(dir, p)
 	}
 	rel, err := filepath.Rel(top, filepath.Clean(p))
-	if err != nil {
+	if err != nil || !filepath.IsLocal(rel) {
 		return "", false
 	}
-	rel = filepath.ToSlash(rel)
-	if rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", false
-	}
-	return rel, true
+	return filepath.ToSlash(rel), true
 }
 
 // where names a call's place for a reason: its file relative to the

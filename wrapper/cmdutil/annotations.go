@@ -76,7 +76,7 @@ func workspacePath(getenv func(string) string, dir, name string) string {
 		p = filepath.Join(dir, p)
 	}
 	if ws := getenv("GITHUB_WORKSPACE"); ws != "" {
-		if rel, err := filepath.Rel(ws, p); err == nil && !strings.HasPrefix(rel, "..") {
+		if rel, err := filepath.Rel(ws, p); err == nil && filepath.IsLocal(rel) {
 			return filepath.ToSlash(rel)
 		}
 	}
