@@ -25,11 +25,19 @@ tofu="$root/.tools/bin/tofu"
 [ -x "$tofu" ] || { echo "no engine at $tofu: run 'make tools' first" >&2; exit 1; }
 
 timed() { # timed NAME CMD...: runs CMD, then prints NAME and its duration on stderr
-	local name=$1 start
+	local name=$1 start rc=0
 	start=$(date +%s%N)
 	shift
-	"$@"
+	"$@" || rc=$?
 	echo "-- $name: $((($(date +%s%N) - start) / 1000000)) ms" >&2
+	return "$rc"
+}
+logged() { # logged FILE CMD...: runs CMD with its output in FILE, shown only if it fails
+	local log=$1 rc=0
+	shift
+	"$@" >"$log" 2>&1 || rc=$?
+	[ "$rc" -eq 0 ] || cat "$log" >&2
+	return "$rc"
 }
 
 work=$(mktemp -d)
@@ -53,8 +61,8 @@ case "${1:-}" in
 	;;
 "")
 	go run ./.ci/releasetargets host-config "$work/goreleaser.yml"
-	timed "release snapshot, $host" "$(.ci/build-tool.sh goreleaser)" release --snapshot --clean --skip=sign,publish --config "$work/goreleaser.yml" >"$work/goreleaser.log" 2>&1 ||
-		{ cat "$work/goreleaser.log" >&2; exit 1; }
+	goreleaser=$(.ci/build-tool.sh goreleaser)
+	timed "release snapshot, $host" logged "$work/goreleaser.log" "$goreleaser" release --snapshot --clean --skip=sign,publish --config "$work/goreleaser.yml"
 	timed "the other platforms type-checked" go run ./.ci/releasetargets typecheck
 	platforms=("$host")
 	;;

@@ -17,9 +17,13 @@ import (
 // root module (its sponson_scope and ten terraform_data); the bare side's
 // copy has the ten terraform_data alone, each with its own local state,
 // initialised and applied once before the timing, as sponson's stacks are
-// applied once. Beside the wall times it reports the CPU each side took,
-// and of sponson's the part its own processes took (the run's and each
-// stack's sponson, SPONSON_RUSAGE of a directory: one file per process)
+// applied once. A third side plans the stacks as they are, sponson_scope
+// included, with the bare engine and the provider installed from `sponson
+// provider mirror` (the provider on its own, as a team without the wrapper
+// runs it; local state): what the configuration costs the engine, apart
+// from what the wrapper adds. Beside the wall times it reports the CPU each
+// side took, and of sponson's the part its own processes took (the run's and
+// each stack's sponson, SPONSON_RUSAGE of a directory: one file per process)
 // apart from the engines and providers they started, per stack.
 func BenchmarkE2EPlanAll(b *testing.B) {
 	if os.Getenv("SPONSON_E2E") != "1" {
@@ -37,7 +41,7 @@ func BenchmarkE2EPlanAll(b *testing.B) {
 func benchPlanAll(b *testing.B, n, par int) {
 	h := e2eBench(b)
 	files := map[string]string{}
-	bare := b.TempDir()
+	bare, withProvider := b.TempDir(), b.TempDir()
 	var dirs []string
 	for i := range n {
 		d := fmt.Sprintf("stacks/s%03d", i)
@@ -56,33 +60,52 @@ resource "terraform_data" "d" {
 
 resource "sponson_scope" "this" {}
 ` + data
-		if err := os.MkdirAll(filepath.Join(bare, d), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(bare, d, "main.tf"), []byte(data), 0o644); err != nil {
-			b.Fatal(err)
+		for dir, text := range map[string]string{bare: data, withProvider: files[d+"/main.tf"]} {
+			if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, d, "main.tf"), []byte(text), 0o644); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	root := repoWith(b, files)
 	env := []string{deriveStack, "SPONSON_STORE=file://" + filepath.Join(b.TempDir(), "store")}
 	h.mustRunEnv(root, env, "apply", "--all", "--branch", "main", "--parallelism", fmt.Sprint(par))
 	engine := os.Getenv("SPONSON_TEST_ENGINE")
-	for _, d := range dirs {
-		for _, args := range [][]string{{"init", "-input=false", "-no-color"}, {"apply", "-auto-approve", "-input=false", "-no-color"}} {
-			cmd := exec.Command(engine, append([]string{"-chdir=" + d}, args...)...)
-			cmd.Dir = bare
-			cmd.Env = h.env
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("%s %v in %s: %v\n%s", engine, args, d, err, out)
+	// The provider on its own: from the mirror, detecting its context
+	// itself (a branch, as a CI job without the wrapper gives it).
+	var mirror struct {
+		Result struct {
+			CLIConfig string `json:"cliConfig"`
+		} `json:"result"`
+	}
+	r := h.mustRun(b.TempDir(), "provider", "mirror", filepath.Join(b.TempDir(), "mirror"), "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &mirror); err != nil {
+		b.Fatalf("%v:\n%s", err, r.stdout)
+	}
+	rc := filepath.Join(b.TempDir(), "mirror.tfrc")
+	if err := os.WriteFile(rc, []byte(mirror.Result.CLIConfig), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	providerEnv := append(append([]string{}, h.env...), "TF_CLI_CONFIG_FILE="+rc, "SPONSON_CTX_BRANCH=main")
+	for _, side := range []struct {
+		dir string
+		env []string
+	}{{bare, h.env}, {withProvider, providerEnv}} {
+		for _, d := range dirs {
+			for _, args := range [][]string{{"init", "-input=false", "-no-color"}, {"apply", "-auto-approve", "-input=false", "-no-color"}} {
+				cmd := exec.Command(engine, append([]string{"-chdir=" + d}, args...)...)
+				cmd.Dir = side.dir
+				cmd.Env = side.env
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%s %v in %s: %v\n%s", engine, args, filepath.Join(side.dir, d), err, out)
+				}
 			}
 		}
 	}
 	usageDir := b.TempDir()
-	type sample struct {
-		wall                time.Duration
-		cpu, ownCPU, engine float64
-	}
-	var wrapped, plain []sample
+	var wrapped, plain, provided []sample
 	for b.Loop() {
 		for _, e := range must(os.ReadDir(usageDir)) {
 			if err := os.Remove(filepath.Join(usageDir, e.Name())); err != nil {
@@ -115,16 +138,8 @@ resource "sponson_scope" "this" {}
 		w.engine = w.cpu - w.ownCPU
 		wrapped = append(wrapped, w)
 
-		start = time.Now()
-		script := fmt.Sprintf(`printf '%%s\n' "$@" | xargs -P %d -I{} "$0" -chdir={} plan -input=false -no-color -lock=false >/dev/null`, par)
-		cmd := exec.Command("sh", append([]string{"-c", script, engine}, dirs...)...)
-		cmd.Dir = bare
-		cmd.Env = h.env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("the bare plans: %v\n%s", err, out)
-		}
-		ps := cmd.ProcessState
-		plain = append(plain, sample{wall: time.Since(start), cpu: (ps.UserTime() + ps.SystemTime()).Seconds()})
+		plain = append(plain, barePlans(b, engine, bare, h.env, dirs, par))
+		provided = append(provided, barePlans(b, engine, withProvider, providerEnv, dirs, par))
 	}
 	wall := func(s sample) float64 { return s.wall.Seconds() }
 	b.ReportMetric(0, "ns/op")
@@ -133,8 +148,34 @@ resource "sponson_scope" "this" {}
 	b.ReportMetric(medianOf(wrapped, wall)/medianOf(plain, wall), "ratio")
 	b.ReportMetric(medianOf(wrapped, func(s sample) float64 { return s.cpu }), "sponson-cpu-s")
 	b.ReportMetric(medianOf(plain, func(s sample) float64 { return s.cpu }), "bare-cpu-s")
+	b.ReportMetric(medianOf(provided, wall), "provider-s")
+	b.ReportMetric(medianOf(wrapped, wall)/medianOf(provided, wall), "ratio-vs-provider")
+	b.ReportMetric(medianOf(provided, func(s sample) float64 { return s.cpu }), "provider-cpu-s")
 	b.ReportMetric(medianOf(wrapped, func(s sample) float64 { return s.ownCPU })/float64(n)*1000, "sponson-own-cpu-ms/stack")
 	b.ReportMetric(medianOf(wrapped, func(s sample) float64 { return s.engine })/float64(n)*1000, "engine-cpu-ms/stack")
+}
+
+// sample is one side's figures of one iteration: its wall time, its CPU,
+// and of sponson's the part its own processes took and the engines'.
+type sample struct {
+	wall                time.Duration
+	cpu, ownCPU, engine float64
+}
+
+// barePlans plans each of dirs (relative to root) with the bare engine, par
+// at a time (`xargs -P`), and returns the wall time and the CPU they took.
+func barePlans(b *testing.B, engine, root string, env, dirs []string, par int) sample {
+	b.Helper()
+	start := time.Now()
+	script := fmt.Sprintf(`printf '%%s\n' "$@" | xargs -P %d -I{} "$0" -chdir={} plan -input=false -no-color -lock=false >/dev/null`, par)
+	cmd := exec.Command("sh", append([]string{"-c", script, engine}, dirs...)...)
+	cmd.Dir = root
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("the bare plans in %s: %v\n%s", root, err, out)
+	}
+	ps := cmd.ProcessState
+	return sample{wall: time.Since(start), cpu: (ps.UserTime() + ps.SystemTime()).Seconds()}
 }
 
 func must[T any](v T, err error) T {
