@@ -10,7 +10,7 @@
 # The snapshot is built for this machine's platform only, and every other
 # platform of .goreleaser.yml is type-checked from source instead
 # (.ci/releasetargets): compiling the whole dependency graph once per
-# platform took 1,028 s of a cold CI run, the type-check takes about 10 s a
+# platform took 1,028 s of a cold CI run, the type-check takes about 4 s a
 # platform (issue 47 item 5). The release workflow still compiles every
 # platform when a tag is pushed.
 #   --all-targets  builds every platform, as `make release-snapshot` and the
