@@ -92,13 +92,19 @@ func normalizeRunCommand(args []string, at int) []string {
 	args, at, lifted := liftChdir(args, at, func(dir string) string { return "--" + cmdutil.EngineArgFlag + "=-chdir=" + dir })
 	own := runFlagSet(args[at])
 	out := slices.Clone(args[:at+1+lifted])
+	// An import's ID may begin with a dash (a random_id's b64_url does one
+	// time in 64): after ADDR, a single-dash word that is no engine flag is
+	// the ID, as the engine reads `import ADDR ID`. It goes after `--`, so
+	// the flag parser takes it for an argument.
+	positionals, ids := 0, []string(nil)
 	for i := at + 1 + lifted; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			return append(out, args[i:]...)
+			return append(append(append(out, a), ids...), args[i+1:]...)
 		}
 		dashes, name, value, hasValue, ok := engineflag.Split(a)
 		if !ok || (dashes == 1 && len(name) == 1) {
+			positionals += countArg(!ok)
 			out = append(out, a) // an argument, or a shorthand such as -h
 			continue
 		}
@@ -115,6 +121,11 @@ func normalizeRunCommand(args []string, at int) []string {
 			out = append(out, a) // the flag parser reports it
 			continue
 		}
+		if importID(args[at], positionals, dashes, known) {
+			ids = append(ids, a)
+			positionals++
+			continue
+		}
 		tok := "-" + name
 		if hasValue {
 			tok += "=" + value
@@ -124,7 +135,25 @@ func normalizeRunCommand(args []string, at int) []string {
 		}
 		out = append(out, "--"+cmdutil.EngineArgFlag+"="+tok)
 	}
+	if len(ids) > 0 {
+		out = append(append(out, "--"), ids...)
+	}
 	return out
+}
+
+// countArg is 1 for a word that is an argument, not a flag.
+func countArg(arg bool) int {
+	if arg {
+		return 1
+	}
+	return 0
+}
+
+// importID reports whether a single-dash word of command, after as many
+// arguments as positionals, is an import's ID rather than an engine flag:
+// the word after ADDR that names no engine flag.
+func importID(command string, positionals, dashes int, known bool) bool {
+	return command == engineflag.Import && positionals == 1 && dashes == 1 && !known
 }
 
 // normalizeEngineCommand moves the engine's global -chdir=DIR behind the

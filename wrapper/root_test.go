@@ -42,6 +42,14 @@ func TestNormalizeArgs(t *testing.T) {
 		{[]string{"--version", "-json"}, []string{"version", "-json"}},
 		{[]string{"show", "-json", "tfplan", "-no-color"}, []string{"show", "--engine-json", "tfplan", "--no-color"}},
 		{[]string{"force-unlock", "-force", "run-1", "--scope", "pr-1"}, []string{"force-unlock", "--force", "run-1", "--scope", "pr-1"}},
+		// An import's ID may begin with a dash: after ADDR, a word that is no
+		// engine flag is the ID, and goes after `--`.
+		{[]string{"import", "random_id.r", "-Xyz_ab"}, []string{"import", "random_id.r", "--", "-Xyz_ab"}},
+		{[]string{"import", "--scope", "s", "-var", "a=1", "random_id.r", "-abc=d", "--approved-by", "al"}, []string{"import", "--scope", "s", "--engine-arg=-var=a=1", "random_id.r", "--approved-by", "al", "--", "-abc=d"}},
+		{[]string{"import", "x.y", "-var=b=2", "-abc", "--", "z"}, []string{"import", "x.y", "--engine-arg=-var=b=2", "--", "-abc", "z"}},
+		{[]string{"import", "-abc", "x.y", "id"}, []string{"import", "--engine-arg=-abc", "x.y", "id"}},
+		{[]string{"import", "x.y", "id", "-abc"}, []string{"import", "x.y", "id", "--engine-arg=-abc"}},
+		{[]string{"apply", "x.y", "-abc"}, []string{"apply", "x.y", "--engine-arg=-abc"}},
 	} {
 		if diff := cmp.Diff(tc.want, NormalizeArgs(tc.in)); diff != "" {
 			t.Errorf("NormalizeArgs(%q) (-want +got):\n%s", tc.in, diff)

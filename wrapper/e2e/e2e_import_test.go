@@ -22,22 +22,24 @@ func TestE2EImport(t *testing.T) {
 	h.mustRunEnv(dir, env, "apply", "--scope", "pr-1") // the scope's sponson_scope
 
 	// An object made outside sponson, as the configuration would make it.
-	obj, _ := json.Marshal(map[string]any{"id": "made-by-hand", "name": "imp-a", "value": "made by pr-1"})
+	// Its ID begins with a dash, as a random_id's does one time in 64: after
+	// ADDR it is the ID, as the engine's `import ADDR ID` reads it.
+	obj, _ := json.Marshal(map[string]any{"id": "made-by-hand", "name": "-imp-a", "value": "made by pr-1"})
 	if err := os.MkdirAll(filepath.Join(objects, "objects"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(objects, "objects", "imp-a.json"), obj, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(objects, "objects", "-imp-a.json"), obj, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.mustRunEnv(dir, env, "import", "--scope", "pr-1", `fixture_object.o["a"]`, "imp-a", "-var", objectsVar("a", "imp-a"), "-input=false")
+	h.mustRunEnv(dir, env, "import", "--scope", "pr-1", `fixture_object.o["a"]`, "-imp-a", "-var", objectsVar("a", "-imp-a"), "-input=false")
 	e, ok := ledgerOf(t, dir, "pr-1")[`fixture_object.o["a"]`]
-	if !ok || e.CreatedBy != receipt.CreatedByAdopted || !strings.HasSuffix(e.Identity, `|fixture_object|name="imp-a"`) || e.ID != "made-by-hand" {
+	if !ok || e.CreatedBy != receipt.CreatedByAdopted || !strings.HasSuffix(e.Identity, `|fixture_object|name="-imp-a"`) || e.ID != "made-by-hand" {
 		t.Fatalf("ledger entry %+v; want adopted under its name", e)
 	}
 	if rec := latestReceipt(t, dir, "preview", "pr-1"); rec.Command != "import" || rec.Status != receipt.StatusApplied {
 		t.Errorf("the import's receipt says %s %s", rec.Command, rec.Status)
 	}
-	if got := readFile(t, filepath.Join(objects, "objects", "imp-a.json")); string(got) != string(obj) {
+	if got := readFile(t, filepath.Join(objects, "objects", "-imp-a.json")); string(got) != string(obj) {
 		t.Errorf("the import changed the object: %s", got)
 	}
 	if matches, _ := filepath.Glob(filepath.Join(dir, "sponson_import_*")); len(matches) > 0 {
@@ -63,7 +65,7 @@ func TestE2EImport(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(objects, "objects", "imp-b.json"), obj2, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = h.run(dir, env, "import", "--scope", "pr-1", "--json", `fixture_object.o["b"]`, "imp-b", "-var", objectsVar("a", "imp-a", "b", "imp-b"))
+	r = h.run(dir, env, "import", "--scope", "pr-1", "--json", `fixture_object.o["b"]`, "imp-b", "-var", objectsVar("a", "-imp-a", "b", "imp-b"))
 	if r.exit != 2 || r.code(t) != "USAGE" || !strings.Contains(r.stdout, "would also change") {
 		t.Fatalf("import with a change: exit %d %q\n%s", r.exit, r.code(t), r.stdout)
 	}
