@@ -249,7 +249,7 @@ func refuseModulesInside(dir, src string) error {
 		}
 	}
 	for _, mod := range m.Modules {
-		if rel, err := filepath.Rel(src, mod.in(dir)); err != nil || !strings.HasPrefix(rel, "..") {
+		if rel, err := filepath.Rel(src, mod.in(dir)); err != nil || filepath.IsLocal(rel) {
 			return fmt.Errorf("module %s is installed in %s", mod.Key, src)
 		}
 	}

@@ -128,4 +128,9 @@ func TestCopyInit(t *testing.T) {
 	if err := CopyInit(dir, src, filepath.Join(dir, ".terraform", "s", "c")); err == nil {
 		t.Fatal("CopyInit took over a module installed inside the source")
 	}
+	// Inside the source too, under a directory whose name begins with "..".
+	write(filepath.Join(src, "modules", "modules.json"), `{"Modules":[{"Key":"r","Dir":".terraform/s/a/..r/m"}]}`)
+	if err := CopyInit(dir, src, filepath.Join(dir, ".terraform", "s", "d")); err == nil {
+		t.Fatal(`CopyInit took over a module installed in the source's "..r"`)
+	}
 }
