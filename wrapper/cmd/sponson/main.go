@@ -23,6 +23,9 @@ import (
 	"strings"
 
 	"github.com/sponson/terraform-provider-sponson/internal/engine"
+	// The collector's slow pace while the heap is small, for every mode of
+	// the binary (package gcpace).
+	_ "github.com/sponson/terraform-provider-sponson/internal/gcpace"
 	// One processor for every mode of the binary, set before the other
 	// packages initialise (package oneproc).
 	_ "github.com/sponson/terraform-provider-sponson/internal/oneproc"
