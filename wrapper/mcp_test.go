@@ -196,33 +196,37 @@ func toolByName(t *testing.T, name string) mcpcmd.ToolSpec {
 	return mcpcmd.MCPTools[i]
 }
 
-func TestProgressWriter(t *testing.T) {
+func TestProgressReader(t *testing.T) {
 	t.Parallel()
 	var got []mcpcmd.ProgressUpdate
-	w := mcpcmd.NewProgressWriter(func(p mcpcmd.ProgressUpdate) { got = append(got, p) })
-	for _, chunk := range []string{
-		"sponson apply · preview · branch-x · run 1a2b\n",
-		"waiting for preview/branch-x: held by run 9f (@alice) since 10:02, lease until 10:17 — waited 2s\n",
-		"Initializing the backend...\nInitializing provider plugins...\n",
-		"Plan: 2 to add, 0 to change, 1 to destroy.\n",
-		"null_resource.a: Creating...\nnull_resource.a: Creation com",
-		"plete after 0s [id=1]\nnull_resource.b: Destruction complete after 1s\n",
-		"Apply complete! Resources: 2 added, 0 changed, 1 destroyed.",
-	} {
-		if _, err := w.Write([]byte(chunk)); err != nil {
-			t.Fatal(err)
-		}
+	r := mcpcmd.NewProgressReader(func(p mcpcmd.ProgressUpdate) { got = append(got, p) })
+	// The steps as a run writes them (cmdutil.ProgressPipe), with a line
+	// that is not one, which is skipped.
+	steps := strings.Join([]string{
+		`{"step":"start","message":"sponson apply · preview · branch-x · run 1a2b"}`,
+		`{"step":"lease","message":"waiting for preview/branch-x: held by run 9f (@alice) since 10:02, lease until 10:17 — waited 2s"}`,
+		`{"step":"init"}`,
+		`not a step`,
+		`{"step":"plan","summary":{"add":2,"change":0,"destroy":1}}`,
+		`{"step":"apply_start","address":"null_resource.a","action":"create"}`,
+		`{"step":"apply_complete","address":"null_resource.a","action":"create"}`,
+		`{"step":"apply_complete","address":"null_resource.b","action":"delete"}`,
+		`{"step":"applied"}`,
+		`{"step":"plan","summary":{"add":0,"change":0,"destroy":0}}`,
+	}, "\n")
+	if _, err := r.ReadFrom(strings.NewReader(steps)); err != nil {
+		t.Fatal(err)
 	}
-	w.Flush()
 	want := []string{
 		"start: sponson apply · preview · branch-x · run 1a2b",
 		"lease: waiting for preview/branch-x: held by run 9f (@alice) since 10:02, lease until 10:17 — waited 2s",
-		"init: Initializing the backend...",
-		"plan: Plan: 2 to add, 0 to change, 1 to destroy.",
-		"apply: null_resource.a: Creating... (0 of 3 done)",
-		"apply: 1 of 3 resources done: null_resource.a: Creation complete after 0s [id=1]",
-		"apply: 2 of 3 resources done: null_resource.b: Destruction complete after 1s",
-		"apply: Apply complete! Resources: 2 added, 0 changed, 1 destroyed.",
+		"init: the engine initialises the configuration",
+		"plan: 2 to add, 0 to change, 1 to destroy",
+		"apply: null_resource.a: create started (0 of 3 done)",
+		"apply: 1 of 3 resources done: null_resource.a (create)",
+		"apply: 2 of 3 resources done: null_resource.b (delete)",
+		"apply: complete, 2 of 3 resources done",
+		"plan: no changes",
 	}
 	var msgs []string
 	for i, p := range got {

@@ -34,6 +34,7 @@ func (r *runner) acquire(ctx, bg context.Context) error {
 			since = now()
 		}
 		ev := WaitEvent{Key: r.key, Lease: l, Waited: now().Sub(since)}
+		r.progress(Progress{Step: StepLease, Message: ev.Line()})
 		if r.o.Report.OnWait != nil {
 			r.o.Report.OnWait(ev)
 		} else {

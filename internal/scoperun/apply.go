@@ -54,10 +54,16 @@ func (r *runner) applyRecording(bg context.Context, eng *engineRun, c *checked, 
 	defer r.section("apply", "engine apply")()
 	stopHurry := r.hurryOnSecondSignal(eng.ctx)
 	defer stopHurry()
+	var err error
 	if c.early != nil {
-		return c.early.run()
+		err = c.early.run()
+	} else {
+		err = eng.sess.Apply(eng.ctx, c.path)
 	}
-	return eng.sess.Apply(eng.ctx, c.path)
+	if err == nil {
+		r.progress(Progress{Step: StepApplied})
+	}
+	return err
 }
 
 // hurryOnSecondSignal passes on to the engine, once ctx is done (the first
@@ -147,6 +153,9 @@ func (r *runner) setCompletions(c *completions) {
 
 // onEngineEvent is the engine's report of one resource event.
 func (r *runner) onEngineEvent(ev engine.Event) {
+	if p, ok := engineProgress(ev); ok {
+		r.progress(p)
+	}
 	r.mu.Lock()
 	c := r.completions
 	r.mu.Unlock()

@@ -70,6 +70,7 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 		}
 		if ok {
 			c.fast, c.unchanged = true, ledger
+			r.progress(Progress{Step: StepPlan, Summary: &engine.Summary{}})
 			r.finishPlan(ld.handover)
 			return c, nil
 		}
@@ -77,6 +78,8 @@ func (r *runner) planAndCheck(ctx context.Context, eng *engineRun, work workdir,
 	if err := r.readPlan(ctx, eng, c); err != nil {
 		return nil, err
 	}
+	summary := r.res.Summary
+	r.progress(Progress{Step: StepPlan, Summary: &summary})
 	r.finishPlan(ld.handover)
 	if err := r.identify(ctx, eng, c, st.prev); err != nil {
 		return nil, err

@@ -231,6 +231,9 @@ type Reporter struct {
 	// annotations on the pull request's files). One more engine start, on a
 	// failed plan only.
 	Diagnostics func([]tfjson.Diagnostic)
+	// Progress, when set, hears each step of the run (Progress), from more
+	// than one goroutine: the engine's stream reports the apply's.
+	Progress func(Progress)
 }
 
 // Validator is an engine that validates the configuration as JSON

@@ -315,5 +315,6 @@ func (r *runner) init(ctx context.Context, sess Engine) error {
 		})
 	}
 	defer r.section("init", "engine init")()
+	r.progress(Progress{Step: StepInit})
 	return sess.Init(ctx)
 }

@@ -109,7 +109,7 @@ func TestE2EMCP(t *testing.T) {
 	if rec := latestReceipt(t, dir, "preview", "branch-agent-work"); !strings.HasPrefix(rec.Actor, "mcp:") || rec.ApprovedBy != "" {
 		t.Errorf("the agent's receipt: actor %q, approved by %q", rec.Actor, rec.ApprovedBy)
 	}
-	if !strings.Contains(progressMu.String(), "plan: Plan: 2 to add") || !strings.Contains(progressMu.String(), "apply: 2 of 2 resources done") {
+	if !strings.Contains(progressMu.String(), "plan: 2 to add") || !strings.Contains(progressMu.String(), "apply: 2 of 2 resources done") {
 		t.Errorf("progress of the apply:\n%s", progressMu.String())
 	}
 	// What a call costs over the command itself (logged, not asserted).
@@ -173,7 +173,7 @@ func TestE2EMCP(t *testing.T) {
 	go func() { _, err := call(cctx, "apply", slow); cancelled <- err }()
 	waitFor(t, "the slow apply's progress", func() bool {
 		p := progressMu.String()[seen:]
-		return strings.Contains(p, "terraform_data.slow: Creating...") && strings.Contains(p, "1 of 2 resources done: terraform_data.fast")
+		return strings.Contains(p, "terraform_data.slow: create started") && strings.Contains(p, "1 of 2 resources done: terraform_data.fast")
 	})
 	cancel()
 	if err := <-cancelled; err == nil {

@@ -394,7 +394,9 @@ func newManyRun(cmd *cobra.Command, f *cmdutil.Factory, review *cmdutil.ReviewFl
 	if m.tmp, err = os.MkdirTemp("", "sponson-stacks-"); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "creating the run's temporary directory")
 	}
-	m.env = append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"="), reviewEnv...)
+	// A stack's process has no progress descriptor of its own: the one the
+	// variable names, if any, is this process's.
+	m.env = append(append(os.Environ(), stack.EnvVar+"=", stackoutputs.EnvVar+"=", cmdutil.ProgressFDVar+"="), reviewEnv...)
 	// What git says of the repository, asked once for every stack's run
 	// (docs/design.md §8).
 	m.env = append(m.env, runctx.GitAnswersVar+"="+runctx.GitAnswers(res.Top))

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,12 @@ type MCPOptions struct {
 // cancellation has to flush its state, release its lease and write its
 // receipt before it is killed (the lease then expires by its TTL).
 const mcpInterruptGrace = 2 * time.Minute
+
+// progressDrain is how long a call waits, once its run ended, for the end of
+// the run's progress pipe: a descendant of the run that inherited the
+// descriptor (a command other than a run does not close it on exec) keeps
+// it open.
+const progressDrain = 5 * time.Second
 
 // logTailLines is how many lines of the engine's log a tool result carries;
 // the result names the file with all of it.
@@ -250,6 +257,39 @@ func (s *mcpServer) check(t ToolSpec, args ToolArgs, confirm string) error {
 	return nil
 }
 
+// passSteps hands the run a pipe for its steps (cmdutil.ProgressFDVar), as
+// JSON lines that prog turns into notifications. Once the run started,
+// started drops this process's end for writing and reads; once it ended,
+// ended waits for the last step. The run closes its end when it ends (its
+// engine never holds it), so that is at once; a process of the run's that
+// kept the descriptor holds the call for progressDrain at the most.
+func passSteps(cmd *exec.Cmd, prog *progressReader) (started, ended func(), err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, w)
+	cmd.Env = append(cmd.Env, cmdutil.ProgressFDVar+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+	read := make(chan struct{})
+	started = func() {
+		w.Close()
+		go func() {
+			defer close(read)
+			_, _ = prog.ReadFrom(r)
+		}()
+	}
+	ended = func() {
+		select {
+		case <-read:
+		case <-time.After(progressDrain):
+			r.Close()
+			<-read
+		}
+		r.Close()
+	}
+	return started, ended, nil
+}
+
 func orDefault(s, def string) string {
 	if strings.TrimSpace(s) == "" {
 		return def
@@ -274,9 +314,9 @@ func refusal(t ToolSpec, err error) *mcp.CallToolResult {
 // variables in the process environment (internal/engine), so one sponson
 // process runs one engine session, and calls run side by side without
 // sharing one. Its stdout is the envelope; its stderr (sponson's lines and
-// the engine's output) goes to the call's log, to the server's stderr and
-// through progress notifications to the client. Cancellation sends it
-// SIGINT.
+// the engine's output) goes to the call's log and to the server's stderr;
+// its steps, on a pipe of their own, become progress notifications to the
+// client. Cancellation sends it SIGINT.
 //
 // The server's approver goes to the run only where the call's environment
 // is protected, so a receipt names an approver only where one was needed.
@@ -287,7 +327,7 @@ func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t ToolSpe
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "$ sponson %s\n", strings.Join(argv, " "))
-	prog := NewProgressWriter(func(p ProgressUpdate) {
+	prog := NewProgressReader(func(p ProgressUpdate) {
 		tok := req.Params.GetProgressToken()
 		if tok == nil || req.Session == nil {
 			return
@@ -301,17 +341,23 @@ func (s *mcpServer) run(ctx context.Context, req *mcp.CallToolRequest, t ToolSpe
 	if err != nil {
 		return refusal(t, errcode.Wrap(errcode.Internal, err, "handing the keys to the run"))
 	}
+	started, ended, err := passSteps(cmd, prog)
+	if err != nil {
+		passed()
+		return refusal(t, errcode.Wrap(errcode.Internal, err, "creating the pipe of the run's progress"))
+	}
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	cmd.Stderr = io.MultiWriter(logf, s.io.ErrOut, prog)
+	cmd.Stderr = io.MultiWriter(logf, s.io.ErrOut)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = mcpInterruptGrace
 	runErr := cmd.Start()
 	passed()
+	started()
 	if runErr == nil {
 		runErr = cmd.Wait()
 	}
-	prog.Flush()
+	ended()
 	doc := bytes.TrimSpace(stdout.Bytes())
 	var env cmdutil.Envelope
 	if err := json.Unmarshal(doc, &env); err != nil || env.Command == "" {

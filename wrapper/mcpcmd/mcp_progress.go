@@ -1,12 +1,12 @@
 package mcpcmd
 
 import (
-	"bytes"
+	"bufio"
+	"encoding/json"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
-	"sync"
+	"io"
+
+	"github.com/sponson/terraform-provider-sponson/internal/scoperun"
 )
 
 // ProgressUpdate is one MCP progress notification of a tool call.
@@ -15,89 +15,71 @@ type ProgressUpdate struct {
 	Progress, total float64
 }
 
-// progressWriter turns the lines a tool's process writes on stderr into
-// progress notifications: the wait for the scope's lease (the wait line
-// names the holder and the lease's end), the engine's init, its plan with
-// the resource counts, and each resource the apply finishes out of the
-// plan's total. Other lines only go to the log. Progress only grows, as
-// the protocol asks.
-type progressWriter struct {
-	mu       sync.Mutex
-	buf      []byte
-	notify   func(ProgressUpdate)
-	step     float64 // the progress so far, one per notification
-	total    float64 // resources the plan changes
-	done     float64 // resources the apply finished
-	initSent bool
+// progressReader turns the steps a tool's run writes on its progress pipe
+// (cmdutil.ProgressFDVar: JSON lines of scoperun.Progress) into progress
+// notifications: the wait for the scope's lease (naming the holder and the
+// lease's end), the engine's init, the plan with its counts, and each
+// resource the apply finishes out of the plan's total. The run takes all of
+// it from the engine's JSON; nothing here reads the engine's text. Progress
+// only grows, as the protocol asks.
+type progressReader struct {
+	notify func(ProgressUpdate)
+	step   float64 // the progress so far, one per notification
+	total  float64 // resources the plan changes
+	done   float64 // resources the apply finished
 }
 
-func NewProgressWriter(notify func(ProgressUpdate)) *progressWriter {
-	return &progressWriter{notify: notify}
+// NewProgressReader returns the reader of one call's steps.
+func NewProgressReader(notify func(ProgressUpdate)) *progressReader {
+	return &progressReader{notify: notify}
 }
 
-func (w *progressWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
+// ReadFrom notifies each step in r until it ends; a line that is not a
+// step is skipped.
+func (p *progressReader) ReadFrom(r io.Reader) (int64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var n int64
+	for sc.Scan() {
+		n += int64(len(sc.Bytes())) + 1
+		var s scoperun.Progress
+		if json.Unmarshal(sc.Bytes(), &s) == nil {
+			p.Step(s)
+		}
+	}
+	return n, sc.Err()
+}
+
+// Step notifies one step of the run.
+func (p *progressReader) Step(s scoperun.Progress) {
+	var msg string
+	switch s.Step {
+	case scoperun.StepStart:
+		msg = "start: " + s.Message
+	case scoperun.StepLease:
+		msg = "lease: " + s.Message
+	case scoperun.StepInit:
+		msg = "init: the engine initialises the configuration"
+	case scoperun.StepPlan:
+		if s.Summary == nil || s.Summary.Empty() {
+			p.total, p.done = 0, 0
+			msg = "plan: no changes"
 			break
 		}
-		w.line(string(w.buf[:i]))
-		w.buf = w.buf[i+1:]
-	}
-	return len(p), nil
-}
-
-// Flush handles a last line without its newline.
-func (w *progressWriter) Flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.buf) > 0 {
-		w.line(string(w.buf))
-		w.buf = nil
-	}
-}
-
-var (
-	planLine     = regexp.MustCompile(`Plan: (\d+) to add, (\d+) to change, (\d+) to destroy`)
-	finishedLine = regexp.MustCompile(`^(\S+): (Creation|Modifications|Destruction) complete`)
-	startedLine  = regexp.MustCompile(`^(\S+): (Creating|Modifying|Destroying)\.\.\.`)
-)
-
-func (w *progressWriter) line(raw string) {
-	l := strings.TrimSpace(strings.TrimPrefix(raw, "\r\x1b[K"))
-	var msg string
-	switch {
-	case strings.HasPrefix(l, "waiting for "):
-		msg = "lease: " + l
-	case strings.HasPrefix(l, "sponson ") && strings.Contains(l, " · run "):
-		msg = "start: " + l
-	case strings.HasPrefix(l, "Initializing") && !w.initSent:
-		w.initSent = true
-		msg = "init: " + l
-	case planLine.MatchString(l):
-		m := planLine.FindStringSubmatch(l)
-		w.total = 0
-		for _, n := range m[1:] {
-			v, _ := strconv.Atoi(n)
-			w.total += float64(v)
-		}
-		w.done = 0
-		msg = "plan: " + l
-	case strings.HasPrefix(l, "No changes."):
-		msg = "plan: " + l
-	case startedLine.MatchString(l):
-		msg = fmt.Sprintf("apply: %s (%d of %d done)", l, int(w.done), int(w.total))
-	case finishedLine.MatchString(l):
-		w.done++
-		msg = fmt.Sprintf("apply: %d of %d resources done: %s", int(w.done), int(w.total), l)
-	case strings.HasPrefix(l, "Apply complete!") || strings.HasPrefix(l, "Destroy complete!"):
-		msg = "apply: " + l
+		p.total, p.done = float64(s.Summary.Add+s.Summary.Change+s.Summary.Destroy), 0
+		msg = "plan: " + s.Summary.String()
+	case scoperun.StepApplyStart:
+		msg = fmt.Sprintf("apply: %s: %s started (%d of %d done)", s.Address, s.Action, int(p.done), int(p.total))
+	case scoperun.StepApplyComplete:
+		p.done++
+		msg = fmt.Sprintf("apply: %d of %d resources done: %s (%s)", int(p.done), int(p.total), s.Address, s.Action)
+	case scoperun.StepApplyErrored:
+		msg = fmt.Sprintf("apply: %s: %s failed", s.Address, s.Action)
+	case scoperun.StepApplied:
+		msg = fmt.Sprintf("apply: complete, %d of %d resources done", int(p.done), int(p.total))
 	default:
 		return
 	}
-	w.step++
-	w.notify(ProgressUpdate{Message: msg, Progress: w.step})
+	p.step++
+	p.notify(ProgressUpdate{Message: msg, Progress: p.step, total: p.total})
 }

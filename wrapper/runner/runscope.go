@@ -402,6 +402,8 @@ func RunScope(ctx context.Context, in *RunInput) cmdutil.Outcome {
 	warnOut := cmdutil.Printer{W: out.ErrOut}
 	o.RunID = scoperun.NewRunID()
 	wait := cmdutil.NewWaitLine(out.ErrOut, out.IsTerminal != nil && out.IsTerminal(out.ErrOut), nil)
+	progress, closeProgress := cmdutil.ProgressPipe(out.Getenv)
+	defer closeProgress()
 	o.Report = scoperun.Reporter{
 		EngineOut: engineOut,
 		Heartbeat: o.Report.Heartbeat,
@@ -409,6 +411,7 @@ func RunScope(ctx context.Context, in *RunInput) cmdutil.Outcome {
 		Warn:      warnOut.Warn,
 		Info:      func(s string) { warnOut.Line("%s", s) },
 		Section:   cmdutil.LogSections(out.Getenv, in.Now, engineOut),
+		Progress:  progress,
 	}
 	if out.Getenv("GITHUB_ACTIONS") == "true" {
 		o.Report.Diagnostics = func(d []tfjson.Diagnostic) { cmdutil.AnnotateDiagnostics(out, o.Dir, d) }
@@ -421,7 +424,11 @@ func RunScope(ctx context.Context, in *RunInput) cmdutil.Outcome {
 	if o.Label != "" {
 		name = o.Label
 	}
-	p.Line("%s", cmdutil.Header(name, o.Context.Environment, o.Context.Scope, o.RunID))
+	header := cmdutil.Header(name, o.Context.Environment, o.Context.Scope, o.RunID)
+	p.Line("%s", header)
+	if progress != nil {
+		progress(scoperun.Progress{Step: scoperun.StepStart, Message: header})
+	}
 	o.PlanText = in.Review.Wanted(out.Getenv)
 	for _, w := range in.warnings {
 		warnOut.Warn(w)
