@@ -35,6 +35,7 @@ import (
 
 // Main runs the sponson command line of the real process.
 func Main() errcode.ExitCode {
+	cmdutil.CloseProgressOnExec(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Run(ctx, os.Args[1:], cmdutil.NewFactory())

@@ -16,17 +16,30 @@ import (
 // engine's JSON, so the server never reads the engine's text.
 const ProgressFDVar = "SPONSON_PROGRESS_FD"
 
+// progressFD is the descriptor ProgressFDVar names, if it names one.
+func progressFD(getenv func(string) string) (int, bool) {
+	n, err := strconv.Atoi(getenv(ProgressFDVar))
+	return n, err == nil && n >= 3
+}
+
+// CloseProgressOnExec marks the descriptor ProgressFDVar names, if any,
+// closed on exec, whatever the command: no process sponson starts (the
+// engine, git, the watcher, a stack's run) holds it, so the reader's end
+// sees the pipe end when this process does. wrapper.Main calls it first.
+func CloseProgressOnExec(getenv func(string) string) {
+	if n, ok := progressFD(getenv); ok {
+		syscall.CloseOnExec(n)
+	}
+}
+
 // ProgressPipe opens the descriptor ProgressFDVar names, if any, and returns
 // what writes each step to it and what closes it; nil and a no-op when the
-// variable is unset or names no descriptor. The descriptor is closed on
-// exec, so the engine and the other processes the run starts never hold it
-// (the reader's end would not see the run end).
+// variable is unset or names no descriptor.
 func ProgressPipe(getenv func(string) string) (emit func(scoperun.Progress), done func()) {
-	n, err := strconv.Atoi(getenv(ProgressFDVar))
-	if err != nil || n < 3 {
+	n, ok := progressFD(getenv)
+	if !ok {
 		return nil, func() {}
 	}
-	syscall.CloseOnExec(n)
 	f := os.NewFile(uintptr(n), "progress")
 	if f == nil {
 		return nil, func() {}

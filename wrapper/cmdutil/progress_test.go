@@ -27,12 +27,14 @@ func TestProgressPipeWritesEachStepAsAJSONLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	emit, done := ProgressPipe(func(k string) string {
+	getenv := func(k string) string {
 		if k == ProgressFDVar {
 			return strconv.Itoa(fd)
 		}
 		return ""
-	})
+	}
+	CloseProgressOnExec(getenv)
+	emit, done := ProgressPipe(getenv)
 	if emit == nil {
 		t.Fatalf("no writer for %s=%d", ProgressFDVar, fd)
 	}
@@ -69,6 +71,7 @@ func TestProgressPipeWritesEachStepAsAJSONLine(t *testing.T) {
 func TestProgressPipeWithoutADescriptor(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"", "x", "1", "2"} {
+		CloseProgressOnExec(func(string) string { return v })
 		emit, done := ProgressPipe(func(string) string { return v })
 		done()
 		if emit != nil {

@@ -59,12 +59,6 @@ type MCPOptions struct {
 // receipt before it is killed (the lease then expires by its TTL).
 const mcpInterruptGrace = 2 * time.Minute
 
-// progressDrain is how long a call waits, once its run ended, for the end of
-// the run's progress pipe: a descendant of the run that inherited the
-// descriptor (a command other than a run does not close it on exec) keeps
-// it open.
-const progressDrain = 5 * time.Second
-
 // logTailLines is how many lines of the engine's log a tool result carries;
 // the result names the file with all of it.
 const logTailLines = 40
@@ -260,9 +254,9 @@ func (s *mcpServer) check(t ToolSpec, args ToolArgs, confirm string) error {
 // passSteps hands the run a pipe for its steps (cmdutil.ProgressFDVar), as
 // JSON lines that prog turns into notifications. Once the run started,
 // started drops this process's end for writing and reads; once it ended,
-// ended waits for the last step. The run closes its end when it ends (its
-// engine never holds it), so that is at once; a process of the run's that
-// kept the descriptor holds the call for progressDrain at the most.
+// ended waits for the last step: the pipe ends with the run, which closes its
+// descriptor on exec (cmdutil.CloseProgressOnExec), so no process it started
+// holds it.
 func passSteps(cmd *exec.Cmd, prog *progressReader) (started, ended func(), err error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -279,12 +273,7 @@ func passSteps(cmd *exec.Cmd, prog *progressReader) (started, ended func(), err 
 		}()
 	}
 	ended = func() {
-		select {
-		case <-read:
-		case <-time.After(progressDrain):
-			r.Close()
-			<-read
-		}
+		<-read
 		r.Close()
 	}
 	return started, ended, nil
